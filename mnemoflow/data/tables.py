@@ -1,0 +1,206 @@
+"""The unified tables every stage reads and writes, with their pyarrow schemas.
+
+One module owns every schema so that a loader, a protocol and a report agree on column names and
+types. Every Parquet write goes through :func:`write_table`, which validates the frame against its
+schema and writes atomically (temporary file, then rename), so that a failed job never leaves a
+file that looks finished.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+_str = pa.string()
+_int = pa.int64()
+_float = pa.float64()
+_bool = pa.bool_()
+_strlist = pa.list_(pa.string())
+
+#: Keys that identify one run of a protocol: which data, which memory, which protocol, which step.
+RUN_KEYS: list[tuple[str, pa.DataType]] = [
+    ("benchmark", _str),
+    ("system", _str),
+    ("protocol", _str),
+    ("step", _int),
+]
+
+SESSIONS = pa.schema(
+    [
+        ("benchmark", _str),
+        (
+            "episode_id",
+            _str,
+        ),  # one memory is built per episode (a user, a conversation, a haystack)
+        ("session_id", _str),
+        ("session_index", _int),  # order of the session inside its episode
+        ("session_time", _str),  # ISO 8601 when known, else the benchmark's own string
+        ("step", _int),  # the step (period) whose ingest adds this session; 0 for static data
+        ("turn_id", _str),
+        ("turn_index", _int),
+        ("role", _str),  # "user" | "assistant"
+        ("speaker", _str),
+        ("content", _str),
+        ("has_evidence", _bool),
+    ]
+)
+
+QUESTIONS = pa.schema(
+    [
+        ("benchmark", _str),
+        ("dataset", _str),
+        ("episode_id", _str),
+        ("question_id", _str),
+        ("split", _str),
+        ("question", _str),
+        ("answer", _str),
+        ("question_type", _str),
+        ("question_time", _str),
+        ("options", _strlist),
+        ("gold_option", _int),  # index into options; -1 when the question is free text
+        ("evidence_ids", _strlist),  # turn ids (or session ids) that hold the answer
+        ("checkpoint", _int),  # the step after which the question is asked
+        ("lang", _str),
+        ("meta", _str),  # JSON object with benchmark-specific fields
+    ]
+)
+
+DIALOGUES = pa.schema(
+    [
+        *RUN_KEYS,
+        ("item_id", _str),
+        ("round", _int),
+        ("role", _str),
+        ("content", _str),
+        ("implicit_action", _str),
+        ("terminated", _bool),
+    ]
+)
+
+ANSWERS = pa.schema(
+    [
+        *RUN_KEYS,
+        ("episode_id", _str),
+        ("question_id", _str),
+        ("question_type", _str),
+        ("response", _str),
+        ("retrieved_ids", _strlist),  # source turn ids of the memory items shown to the reader
+        ("context_tokens", _int),
+        ("model", _str),
+        ("cache_hit", _bool),
+        ("tokens_in", _int),
+        ("tokens_out", _int),
+        ("latency_s", _float),
+    ]
+)
+
+JUDGEMENTS = pa.schema(
+    [
+        *RUN_KEYS,
+        ("question_id", _str),
+        ("question_type", _str),
+        ("judge", _str),  # judge model and prompt version, e.g. "offline-heuristic/qa-v1"
+        ("metric", _str),
+        ("value", _float),
+        ("raw_reply", _str),
+        ("parse_ok", _bool),
+    ]
+)
+
+SCORES = pa.schema(
+    [
+        *RUN_KEYS,
+        ("metric", _str),  # e.g. "accuracy"
+        ("aggregate", _str),  # "micro" | "macro" | "type:<question_type>"
+        ("value", _float),
+        ("n", _int),  # number of questions behind the value
+    ]
+)
+
+#: The summary is the union of every run's scores.
+SUMMARY = SCORES
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "sessions": SESSIONS,
+    "questions": QUESTIONS,
+    "dialogues": DIALOGUES,
+    "answers": ANSWERS,
+    "judgements": JUDGEMENTS,
+    "scores": SCORES,
+    "summary": SUMMARY,
+}
+
+
+class TableError(ValueError):
+    """A table does not match its schema; the message names the file and column."""
+
+
+def to_arrow(frame: pd.DataFrame, schema: pa.Schema, where: str = "<table>") -> pa.Table:
+    """Convert ``frame`` to ``schema`` exactly: same columns, castable types, no nulls in keys."""
+    missing = [name for name in schema.names if name not in frame.columns]
+    extra = [name for name in frame.columns if name not in schema.names]
+    if missing or extra:
+        raise TableError(f"{where}: columns do not match schema (missing {missing}, extra {extra})")
+    columns = []
+    for field in schema:
+        try:
+            columns.append(pa.array(frame[field.name].tolist(), type=field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+            raise TableError(f"{where}: column '{field.name}' is not {field.type}: {exc}") from exc
+        if columns[-1].null_count and field.name in _NON_NULL:
+            raise TableError(f"{where}: column '{field.name}' has {columns[-1].null_count} nulls")
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+_NON_NULL = {"benchmark", "episode_id", "session_id", "turn_id", "question_id", "metric", "system"}
+
+
+def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | str) -> Path:
+    """Validate ``frame`` against ``schema`` and write it to ``path`` atomically."""
+    if isinstance(schema, str):
+        schema = SCHEMAS[schema]
+    path = Path(path)
+    table = to_arrow(frame, schema, where=str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_table(path: str | os.PathLike, schema: pa.Schema | str | None = None) -> pd.DataFrame:
+    """Read a Parquet table; with ``schema``, check that its columns are the schema's."""
+    if isinstance(schema, str):
+        schema = SCHEMAS[schema]
+    table = pq.read_table(path)
+    if schema is not None and table.schema.names != schema.names:
+        raise TableError(f"{path}: columns {table.schema.names} are not {schema.names}")
+    return table.to_pandas()
+
+
+def empty(schema: pa.Schema | str) -> pd.DataFrame:
+    """An empty frame with the schema's columns (for jobs that legitimately produce no rows)."""
+    if isinstance(schema, str):
+        schema = SCHEMAS[schema]
+    return schema.empty_table().to_pandas()
+
+
+def write_atomic_text(path: str | os.PathLike, text: str) -> Path:
+    """Write a small text file (JSON ledger, Markdown table) atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,194 @@
+"""The model gateway: every model call of every stage goes through one :class:`Gateway`.
+
+Roles (agent, judge, user, memory_writer, embedder) are bound to endpoints in config. The gateway
+looks up the shared response cache first, sends misses to the role's backend (the embedded offline
+model or an OpenAI-compatible endpoint, which owns concurrency limits, rate limits and retries),
+stores the reply, and counts everything in a :class:`~mnemoflow.llm.ledger.Ledger`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from mnemoflow.llm.cache import ResponseCache, cache_key
+from mnemoflow.llm.ledger import Ledger
+from mnemoflow.llm.types import (
+    ROLES,
+    ChatRequest,
+    Completion,
+    ConfigError,
+    EndpointSpec,
+    Reply,
+)
+
+#: Bump when the offline heuristics change, so cached offline replies are not reused.
+OFFLINE_VERSION = "offline-heuristic@1"
+
+
+class Backend(Protocol):
+    """What a backend provides; one instance serves one role's endpoint."""
+
+    async def complete(self, request: ChatRequest, spec: EndpointSpec) -> Completion: ...
+
+    async def embed(self, texts: list[str], spec: EndpointSpec) -> np.ndarray: ...
+
+    async def aclose(self) -> None: ...
+
+
+def make_backend(spec: EndpointSpec) -> Backend:
+    """Instantiate the backend a spec names (imports are lazy: offline runs need no client)."""
+    if spec.backend == "offline":
+        from mnemoflow.llm.offline import OfflineBackend
+
+        return OfflineBackend()
+    if spec.backend == "openai":
+        from mnemoflow.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(spec)
+    raise ConfigError(f"config models.{spec.role}.backend: unknown backend {spec.backend!r}")
+
+
+class Gateway:
+    """Role-bound, cached, ledgered access to models."""
+
+    def __init__(self, specs: dict[str, EndpointSpec], cache_path: str | Path | None = None):
+        self.specs = {role: specs.get(role) or EndpointSpec(role=role) for role in ROLES}
+        self.cache = ResponseCache(cache_path)
+        self.ledger = Ledger()
+        self._backends: dict[str, Backend] = {}
+        self._inflight: dict[str, asyncio.Future[Completion]] = {}
+
+    @classmethod
+    def from_config(
+        cls, models: dict[str, Any] | None, cache_path: str | Path | None = None
+    ) -> Gateway:
+        models = dict(models or {})
+        unknown = sorted(set(models) - set(ROLES))
+        if unknown:
+            raise ConfigError(f"config models: unknown roles {unknown}; roles are {list(ROLES)}")
+        specs = {role: EndpointSpec.from_config(role, models.get(role)) for role in ROLES}
+        return cls(specs, cache_path)
+
+    def backend(self, role: str) -> Backend:
+        if role not in self._backends:
+            self._backends[role] = make_backend(self.specs[role])
+        return self._backends[role]
+
+    def model_name(self, role: str) -> str:
+        return self.specs[role].model
+
+    def request_key(self, request: ChatRequest) -> str:
+        """Cache key: backend, model, messages, sampling parameters, seed; never the API key."""
+        spec = self.specs[request.role]
+        sampling = spec.sampling()
+        if request.seed is not None:
+            sampling["seed"] = request.seed
+        payload: dict[str, Any] = {
+            "backend": spec.backend,
+            "model": spec.model,
+            "messages": request.messages,
+            "sampling": sampling,
+        }
+        if spec.backend == "offline":
+            # The offline model reads the structured fields, so they determine its reply.
+            payload["model"] = OFFLINE_VERSION
+            payload["task"] = request.task
+            payload["fields"] = request.fields
+        return cache_key(payload)
+
+    async def chat(self, request: ChatRequest) -> Reply:
+        """One chat completion through the cache; concurrent identical requests share one call."""
+        if request.role not in self.specs:
+            raise ConfigError(f"unknown role {request.role!r}; roles are {list(ROLES)}")
+        key = self.request_key(request)
+        started = time.perf_counter()
+        cached = self.cache.get(key)
+        if cached is not None:
+            return self._reply(request, cached, started, cache_hit=True)
+        if key in self._inflight:
+            completion = await asyncio.shield(self._inflight[key])
+            return self._reply(request, completion, started, cache_hit=True)
+        future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            completion = await self.backend(request.role).complete(
+                request, self.specs[request.role]
+            )
+        except BaseException as exc:
+            self.ledger.record_error(request.role, request.task)
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters re-raise it, nobody else must
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(completion)
+        self.cache.put(key, completion)
+        return self._reply(request, completion, started, cache_hit=False)
+
+    def _reply(
+        self, request: ChatRequest, completion: Completion, started: float, cache_hit: bool
+    ) -> Reply:
+        latency = time.perf_counter() - started
+        self.ledger.record(
+            request.role,
+            request.task,
+            model=completion.model,
+            cache_hit=cache_hit,
+            tokens_in=completion.tokens_in,
+            tokens_out=completion.tokens_out,
+            latency_s=latency,
+            retries=0 if cache_hit else completion.retries,
+        )
+        return Reply(
+            text=completion.text,
+            model=completion.model,
+            tokens_in=completion.tokens_in,
+            tokens_out=completion.tokens_out,
+            latency_s=latency,
+            cache_hit=cache_hit,
+        )
+
+    async def embed(self, texts: list[str], role: str = "embedder") -> np.ndarray:
+        """Embed texts, computing each distinct text once across calls, jobs and reruns."""
+        spec = self.specs[role]
+        model = OFFLINE_VERSION if spec.backend == "offline" else spec.model
+        keys = [cache_key({"embed": model, "backend": spec.backend, "text": t}) for t in texts]
+        started = time.perf_counter()
+        found = self.cache.get_vectors(sorted(set(keys)))
+        missing: dict[str, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key not in found:
+                missing.setdefault(key, text)
+        if missing:
+            vectors = await self.backend(role).embed(list(missing.values()), spec)
+            computed = dict(zip(missing, np.asarray(vectors, dtype=np.float32), strict=True))
+            self.cache.put_vectors(computed)
+            found.update(computed)
+        entry = self.ledger.entries[f"{role}/embed"]
+        entry.calls += len(texts)
+        entry.cache_hits += len(texts) - len(missing)
+        entry.latency_s += time.perf_counter() - started
+        self.ledger.models[role] = spec.model
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[key] for key in keys])
+
+    def record_parse_failure(self, role: str, task: str) -> None:
+        self.ledger.record_parse_failure(role, task)
+
+    def describe(self) -> dict[str, Any]:
+        """Role bindings as they may appear in results (no key, no key variable)."""
+        return {role: spec.public() for role, spec in self.specs.items()}
+
+    async def aclose(self) -> None:
+        for backend in self._backends.values():
+            await backend.aclose()
+        self._backends.clear()
+
+    def close(self) -> None:
+        self.cache.close()

@@ -1,0 +1,93 @@
+"""The embedded offline backend: a deterministic, in-process heuristic model.
+
+It reads a request's ``task`` tag and structured ``fields`` (never the rendered prompt) and answers
+as an honest heuristic, recorded as ``offline-heuristic`` everywhere: an extractive reader, a
+token-overlap judge, a templated user, a sentence-level fact writer, and hashed bag-of-words
+embeddings. Its scores measure what a memory system put in front of the reader, not an LLM.
+
+Task handlers live in one module per family (reader, judge, user, writer) and register here by
+task name; an unknown task is an error, never a made-up reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mnemoflow.lexical import content_words, count_tokens
+from mnemoflow.llm.types import OFFLINE_MODEL, ChatRequest, Completion, EndpointSpec
+
+Handler = Callable[[dict[str, Any]], str]
+HANDLERS: dict[str, Handler] = {}
+
+EMBED_DIM = 256
+
+
+def handles(*tasks: str) -> Callable[[Handler], Handler]:
+    """Register a function ``fields -> reply text`` for one or more task tags."""
+
+    def decorator(fn: Handler) -> Handler:
+        for task in tasks:
+            HANDLERS[task] = fn
+        return fn
+
+    return decorator
+
+
+class OfflineBackendError(ValueError):
+    """The offline backend was asked for a task it has no handler for, or lacked a field."""
+
+
+class OfflineBackend:
+    """Backend protocol implementation; stateless and deterministic."""
+
+    async def complete(self, request: ChatRequest, spec: EndpointSpec) -> Completion:
+        _load_handlers()
+        handler = HANDLERS.get(request.task)
+        if handler is None:
+            raise OfflineBackendError(
+                f"offline backend: no handler for task {request.task!r} (role {request.role}); "
+                f"known tasks: {sorted(HANDLERS)}"
+            )
+        try:
+            text = handler(request.fields)
+        except KeyError as exc:
+            raise OfflineBackendError(
+                f"offline backend: task {request.task!r} needs field {exc.args[0]!r}"
+            ) from exc
+        tokens_in = sum(count_tokens(m.get("content", "")) for m in request.messages)
+        return Completion(
+            text=text, model=OFFLINE_MODEL, tokens_in=tokens_in, tokens_out=count_tokens(text)
+        )
+
+    async def embed(self, texts: list[str], spec: EndpointSpec) -> np.ndarray:
+        return np.stack([hashed_embedding(text) for text in texts])
+
+    async def aclose(self) -> None:
+        return None
+
+
+def hashed_embedding(text: str, dim: int = EMBED_DIM) -> np.ndarray:
+    """L2-normalized feature-hashed bag of content words: a lexical stand-in for a dense model."""
+    vector = np.zeros(dim, dtype=np.float32)
+    for word in content_words(text):
+        digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+        index = int.from_bytes(digest[:4], "little") % dim
+        sign = 1.0 if digest[4] & 1 else -1.0
+        vector[index] += sign
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+_loaded = False
+
+
+def _load_handlers() -> None:
+    global _loaded
+    if not _loaded:
+        from mnemoflow.llm.offline import judge, reader, user  # noqa: F401  (registration)
+
+        _loaded = True

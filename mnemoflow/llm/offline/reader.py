@@ -1,0 +1,86 @@
+"""Offline reader: extract the context sentence (or choose the option) that best answers a question.
+
+Scoring is BM25-style over the sentences of the context: each question content word found in a
+sentence adds its inverse sentence frequency, damped by sentence length. Among near-ties the later
+sentence wins, because context is given in chronological order and newer statements supersede
+older ones. When nothing in the context matches the question well, the reader abstains ("I don't
+know") instead of guessing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mnemoflow.lexical import content_words, sentences
+from mnemoflow.llm.offline import handles
+
+ABSTAIN = "I don't know."
+#: Fraction of the question's idf mass a sentence must cover before the reader answers from it.
+MIN_COVERAGE = 0.5
+#: Scores within this ratio of the best count as ties, broken by recency.
+TIE_RATIO = 0.9
+
+
+def _context_sentences(context: list[Any]) -> list[str]:
+    out: list[str] = []
+    for passage in context:
+        text = passage["text"] if isinstance(passage, dict) else str(passage)
+        out.extend(sentences(text))
+    return out
+
+
+def rank_sentences(question: str, candidates: list[str]) -> list[tuple[float, int]]:
+    """(score, index) pairs, best first; score is the covered share of the question's idf mass."""
+    query = set(content_words(question))
+    if not query or not candidates:
+        return []
+    bags = [set(content_words(s)) for s in candidates]
+    n = len(bags)
+    idf = {w: math.log(1 + (n + 1) / (1 + sum(w in bag for bag in bags))) for w in query}
+    total = sum(idf.values())
+    avg_len = sum(len(b) for b in bags) / n or 1.0
+    scored = []
+    for index, bag in enumerate(bags):
+        covered = sum(idf[w] for w in query if w in bag)
+        if not covered:
+            continue
+        damping = 1.0 / (0.75 + 0.25 * len(bag) / avg_len)
+        scored.append((covered / total * min(damping, 1.0), index))
+    scored.sort(key=lambda pair: (-pair[0], -pair[1]))
+    return scored
+
+
+def pick(scored: list[tuple[float, int]]) -> tuple[float, int] | None:
+    """Best sentence, preferring the latest among near-ties."""
+    if not scored:
+        return None
+    best = scored[0][0]
+    ties = [pair for pair in scored if pair[0] >= best * TIE_RATIO]
+    return max(ties, key=lambda pair: pair[1])
+
+
+@handles("answer")
+def answer(fields: dict[str, Any]) -> str:
+    """Fields: question, context (list of passages or {text, time}), optional options."""
+    candidates = _context_sentences(fields["context"])
+    choice = pick(rank_sentences(fields["question"], candidates))
+    if choice is None or choice[0] < MIN_COVERAGE:
+        return ABSTAIN
+    sentence = candidates[choice[1]]
+    options = fields.get("options") or []
+    if options:
+        return _choose_option(sentence, options)
+    return sentence
+
+
+def _choose_option(sentence: str, options: list[str]) -> str:
+    """The option whose words the evidence sentence contains most; abstain when none does."""
+    bag = set(content_words(sentence))
+    best, best_share = ABSTAIN, 0.0
+    for option in options:
+        words = content_words(option)
+        share = sum(w in bag for w in words) / len(words) if words else 0.0
+        if share > best_share:
+            best, best_share = option, share
+    return best

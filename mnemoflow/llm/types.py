@@ -1,0 +1,127 @@
+"""Value types of the model gateway: endpoint bindings, requests and replies.
+
+A request carries both the rendered chat ``messages`` (what a real model reads) and the structured
+``fields`` that rendered them plus a ``task`` tag (what the embedded offline backend reads). Keeping
+both in one object is what lets every role run offline by default and on a real endpoint by a
+config edit, with the same code path, cache and ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLES = ("agent", "judge", "user", "memory_writer", "embedder")
+
+OFFLINE_MODEL = "offline-heuristic"
+
+
+class ConfigError(ValueError):
+    """A role binding or endpoint setting is wrong; the message names the config key."""
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    """One role's endpoint, as bound in config.yaml under ``models.<role>``.
+
+    ``api_key_env`` is the *name* of an environment variable; the key itself is read only when the
+    client is built and is never stored in a spec, a cache key, a ledger or a result.
+    """
+
+    role: str
+    backend: str = "offline"  # "offline" | "openai"
+    model: str = OFFLINE_MODEL
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    top_p: float | None = None
+    seed: int | None = None
+    concurrency: int = 8
+    requests_per_minute: float | None = None
+    timeout: float = 60.0
+    max_retries: int = 6
+
+    @classmethod
+    def from_config(cls, role: str, raw: dict[str, Any] | None) -> EndpointSpec:
+        """Build a spec from the config mapping, with errors that name ``models.<role>.<key>``."""
+        raw = dict(raw or {})
+        known = set(cls.__dataclass_fields__) - {"role"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ConfigError(f"config models.{role}: unknown keys {unknown}")
+        if "api_key" in raw:
+            raise ConfigError(
+                f"config models.{role}: put the key in an env var, name it api_key_env"
+            )
+        backend = raw.get("backend", "openai" if raw.get("base_url") else "offline")
+        if backend not in ("offline", "openai"):
+            raise ConfigError(
+                f"config models.{role}.backend: 'offline' or 'openai', got {backend!r}"
+            )
+        if backend == "openai" and not raw.get("base_url"):
+            raise ConfigError(f"config models.{role}.base_url: required for the openai backend")
+        if backend == "openai" and not raw.get("model"):
+            raise ConfigError(f"config models.{role}.model: required for the openai backend")
+        if backend == "offline":
+            raw["model"] = OFFLINE_MODEL
+        raw["backend"] = backend
+        for key in ("concurrency", "max_tokens", "max_retries"):
+            if key in raw and (not isinstance(raw[key], int) or raw[key] < 1):
+                raise ConfigError(
+                    f"config models.{role}.{key}: a positive integer, got {raw[key]!r}"
+                )
+        return cls(role=role, **raw)
+
+    def sampling(self) -> dict[str, Any]:
+        """The parameters that change a reply, and therefore belong in the cache key."""
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_p": self.top_p,
+            "seed": self.seed,
+        }
+
+    def public(self) -> dict[str, Any]:
+        """What may be recorded in results: everything except where the key lives."""
+        return {
+            "role": self.role,
+            "backend": self.backend,
+            "model": self.model,
+            "base_url": self.base_url,
+            **self.sampling(),
+        }
+
+
+@dataclass
+class ChatRequest:
+    """One chat completion: rendered messages for real models, task + fields for the offline one."""
+
+    role: str
+    task: str
+    messages: list[dict[str, str]]
+    fields: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None  # per-call seed (e.g. judge repeats); overrides the endpoint's seed
+
+
+@dataclass
+class Completion:
+    """What a backend returns for one request."""
+
+    text: str
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    retries: int = 0  # how many failed attempts preceded this completion
+
+
+@dataclass
+class Reply:
+    """What the gateway returns: the completion plus how it was obtained."""
+
+    text: str
+    model: str
+    tokens_in: int
+    tokens_out: int
+    latency_s: float
+    cache_hit: bool

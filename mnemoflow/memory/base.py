@@ -1,0 +1,162 @@
+"""The MemorySystem interface and the registry that finds systems by name.
+
+A memory system holds what one episode's assistant remembers. Protocols build one instance per
+episode, ``add`` that episode's messages step by step, ``save`` a snapshot folder per step, and
+``retrieve`` items for each question. Every item names the unified turn ids it came from
+(``source_ids``) so that retrieval recall and the write / read / utilization diagnosis can be
+computed from tables alone.
+
+Methods that may call a model (``add`` for agentic writers, ``retrieve`` for query rewriting) are
+``async`` so that a protocol can run many episodes concurrently against a real endpoint.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mnemoflow.llm.types import ConfigError
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn of a conversation, with the unified ids it carries into memory."""
+
+    turn_id: str
+    session_id: str
+    role: str
+    content: str
+    speaker: str = ""
+    time: str = ""  # the conversation's own timestamp (never wall clock)
+
+
+@dataclass
+class MemoryItem:
+    """One retrieved memory: text shown to the reader, and where it came from."""
+
+    id: str
+    text: str
+    score: float
+    source_ids: list[str] = field(default_factory=list)
+    time: str = ""
+
+
+class MemorySystem(ABC):
+    """Base class: subclasses set ``name`` and ``defaults`` and implement the abstract methods.
+
+    ``params`` are the system's config values merged over ``defaults``; unknown keys are an error
+    so that a typo in config.yaml does not silently run the default.
+    """
+
+    name: ClassVar[str] = ""
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
+        params = dict(params or {})
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            raise ConfigError(
+                f"memory system {self.name!r}: unknown parameters {unknown}; "
+                f"known: {sorted(self.defaults)}"
+            )
+        self.params: dict[str, Any] = {**self.defaults, **params}
+        self.llm = llm  # a Gateway, for systems that write or embed with a model
+        self.seed = seed
+
+    @abstractmethod
+    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
+        """Store a batch of messages (one or more sessions, in order)."""
+
+    @abstractmethod
+    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
+        """Return up to ``k`` items (default: the system's ``top_k``) best for ``query``."""
+
+    @abstractmethod
+    def save(self, directory: Path) -> None:
+        """Write everything needed to resume into ``directory`` (which exists)."""
+
+    @abstractmethod
+    def load(self, directory: Path) -> None:
+        """Restore the state written by :meth:`save`."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for reports: items stored, tokens written, writer calls."""
+        return {}
+
+    def describe(self) -> str:
+        """One line on what the system stores, for reports."""
+        return (self.__doc__ or self.name).strip().splitlines()[0]
+
+
+_REGISTRY: dict[str, type[MemorySystem]] = {}
+
+
+def register(cls: type[MemorySystem]) -> type[MemorySystem]:
+    """Class decorator: make a system available by its ``name`` in config."""
+    if not cls.name:
+        raise TypeError(f"{cls.__qualname__} has no name")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _builtin() -> None:
+    # Importing the package registers the built-in systems.
+    importlib.import_module("mnemoflow.memory.systems")
+
+
+def available() -> list[str]:
+    _builtin()
+    return sorted(_REGISTRY)
+
+
+def resolve(type_name: str) -> type[MemorySystem]:
+    """Find a system class by registered name or by a ``package.module:Class`` path."""
+    _builtin()
+    if ":" in type_name:
+        module_name, _, attr = type_name.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"memory class {type_name!r} cannot be imported: {exc}") from exc
+        if not (isinstance(cls, type) and issubclass(cls, MemorySystem)):
+            raise ConfigError(f"memory class {type_name!r} is not a MemorySystem subclass")
+        return cls
+    if type_name not in _REGISTRY:
+        _load_entry_points()
+    if type_name not in _REGISTRY:
+        raise ConfigError(f"unknown memory system {type_name!r}; available: {available()}")
+    return _REGISTRY[type_name]
+
+
+def _load_entry_points() -> None:
+    """Third-party systems register through the ``mnemoflow.memory`` entry-point group."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="mnemoflow.memory"):
+        cls = entry.load()
+        _REGISTRY.setdefault(entry.name, cls)
+
+
+def build(spec: dict[str, Any], llm: Any = None, seed: int = 0) -> MemorySystem:
+    """Build a system from its config entry ``{type: NAME or module:Class, **params}``."""
+    spec = dict(spec)
+    type_name = spec.pop("type", None) or spec.pop("class", None)
+    if not type_name:
+        raise ConfigError(f"memory system entry {spec} needs 'type' (or 'class')")
+    return resolve(type_name)(spec, llm=llm, seed=seed)
+
+
+def save_messages(path: Path, messages: list[Message]) -> None:
+    """JSON Lines helper shared by systems that keep the raw messages."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for message in messages:
+            handle.write(json.dumps(asdict(message), ensure_ascii=False) + "\n")
+
+
+def load_messages(path: Path) -> list[Message]:
+    with open(path, encoding="utf-8") as handle:
+        return [Message(**json.loads(line)) for line in handle if line.strip()]
