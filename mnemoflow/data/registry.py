@@ -1,21 +1,46 @@
 """Benchmark loaders by name: each turns one data format into the unified tables.
 
-A loader is a function ``(spec) -> (sessions, questions)``; ``spec`` is the benchmark's entry in
-config.yaml (``loader``, ``source`` and loader-specific options). Adding a benchmark touches one
-module: define the loader and decorate it with :func:`register_loader`.
+A loader is a function ``(spec) -> Prepared`` (or a ``(sessions, questions)`` pair); ``spec`` is the
+benchmark's entry in config.yaml (``loader``, ``source`` and loader-specific options). Adding a
+benchmark touches one module: define the loader and decorate it with :func:`register_loader`.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.tables import EPISODE_SESSIONS
 from mnemoflow.llm.types import ConfigError
 
-Loader = Callable[[dict[str, Any]], tuple[pd.DataFrame, pd.DataFrame]]
+
+@dataclass
+class Prepared:
+    """A benchmark in unified form: turns, questions, and which sessions each episode reads."""
+
+    sessions: pd.DataFrame
+    questions: pd.DataFrame
+    episode_sessions: pd.DataFrame | None = None
+
+    def __post_init__(self) -> None:
+        if self.episode_sessions is None:
+            self.episode_sessions = derive_episode_sessions(self.sessions)
+
+
+def derive_episode_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
+    """The episode -> session map of a benchmark whose sessions each belong to one episode."""
+    columns = EPISODE_SESSIONS.names
+    if sessions.empty:
+        return pd.DataFrame(columns=columns)
+    first = sessions.drop_duplicates(["episode_id", "session_id"])
+    return first[columns].sort_values(["episode_id", "session_index"]).reset_index(drop=True)
+
+
+Loader = Callable[[dict[str, Any]], "Prepared | tuple[pd.DataFrame, pd.DataFrame]"]
 StepCounter = Callable[[dict[str, Any]], int]
 _LOADERS: dict[str, Loader] = {}
 _STEPS: dict[str, StepCounter] = {}
@@ -46,13 +71,14 @@ def loaders() -> list[str]:
     return sorted(_LOADERS)
 
 
-def load_benchmark(spec: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run the loader the spec names and return its (sessions, questions) frames."""
+def load_benchmark(spec: dict[str, Any]) -> Prepared:
+    """Run the loader the spec names and return the benchmark in unified form."""
     _import_builtins()
     name = spec.get("loader")
     if name not in _LOADERS:
         raise ConfigError(f"benchmark loader {name!r} is unknown; available: {loaders()}")
-    return _LOADERS[name](spec)
+    result = _LOADERS[name](spec)
+    return result if isinstance(result, Prepared) else Prepared(*result)
 
 
 def n_steps(spec: dict[str, Any]) -> int:

@@ -50,6 +50,20 @@ SESSIONS = pa.schema(
     ]
 )
 
+#: Which sessions make up each episode's history, in order. Benchmarks whose episodes share sessions
+#: (LongMemEval: every question has its own haystack drawn from one pool) store each distinct
+#: session once in ``sessions`` (with ``episode_id`` = "") and list the episodes here.
+EPISODE_SESSIONS = pa.schema(
+    [
+        ("benchmark", _str),
+        ("episode_id", _str),
+        ("session_id", _str),
+        ("session_index", _int),
+        ("session_time", _str),
+        ("step", _int),
+    ]
+)
+
 QUESTIONS = pa.schema(
     [
         ("benchmark", _str),
@@ -127,6 +141,7 @@ SUMMARY = SCORES
 
 SCHEMAS: dict[str, pa.Schema] = {
     "sessions": SESSIONS,
+    "episode_sessions": EPISODE_SESSIONS,
     "questions": QUESTIONS,
     "dialogues": DIALOGUES,
     "answers": ANSWERS,
