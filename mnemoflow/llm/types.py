@@ -67,7 +67,9 @@ class EndpointSpec:
             raw["model"] = OFFLINE_MODEL
         raw["backend"] = backend
         for key in ("concurrency", "max_tokens", "max_retries"):
-            if key in raw and (not isinstance(raw[key], int) or raw[key] < 1):
+            if key in raw and (
+                not isinstance(raw[key], int) or raw[key] < (0 if key == "max_retries" else 1)
+            ):
                 raise ConfigError(
                     f"config models.{role}.{key}: a positive integer, got {raw[key]!r}"
                 )

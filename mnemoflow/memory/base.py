@@ -87,6 +87,13 @@ class MemorySystem(ABC):
         """Counters for reports: items stored, tokens written, writer calls."""
         return {}
 
+    def stored_ids(self) -> set[str] | None:
+        """Unified turn ids whose content the memory holds (for write-failure diagnosis).
+
+        ``None`` means the system cannot say; such runs report no write / read split.
+        """
+        return None
+
     def describe(self) -> str:
         """One line on what the system stores, for reports."""
         return (self.__doc__ or self.name).strip().splitlines()[0]

@@ -1,7 +1,9 @@
 """Offline reader: extract the context sentence (or choose the option) that best answers a question.
 
 Scoring is BM25-style over the sentences of the context: each question content word found in a
-sentence adds its inverse sentence frequency, damped by sentence length. Among near-ties the later
+sentence adds its inverse sentence frequency, damped by sentence length; word pairs of the question
+found verbatim in the sentence ("my diet" but not "my sister's diet") add a proximity bonus, as
+phrase-aware retrievers do. Among near-ties the later
 sentence wins, because context is given in chronological order and newer statements supersede
 older ones. When nothing in the context matches the question well, the reader abstains ("I don't
 know") instead of guessing.
@@ -12,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mnemoflow.lexical import content_words, sentences
+from mnemoflow.lexical import content_words, sentences, words
 from mnemoflow.llm.offline import handles
 
 ABSTAIN = "I don't know."
@@ -20,6 +22,13 @@ ABSTAIN = "I don't know."
 MIN_COVERAGE = 0.5
 #: Scores within this ratio of the best count as ties, broken by recency.
 TIE_RATIO = 0.9
+#: Weight of the share of question word pairs that the sentence contains verbatim.
+PHRASE_BONUS = 0.5
+
+
+def _pairs(text: str) -> set[tuple[str, str]]:
+    tokens = words(text)
+    return set(zip(tokens, tokens[1:], strict=False))
 
 
 def _context_sentences(context: list[Any]) -> list[str]:
@@ -40,13 +49,17 @@ def rank_sentences(question: str, candidates: list[str]) -> list[tuple[float, in
     idf = {w: math.log(1 + (n + 1) / (1 + sum(w in bag for bag in bags))) for w in query}
     total = sum(idf.values())
     avg_len = sum(len(b) for b in bags) / n or 1.0
+    query_pairs = _pairs(question)
     scored = []
     for index, bag in enumerate(bags):
         covered = sum(idf[w] for w in query if w in bag)
         if not covered:
             continue
         damping = 1.0 / (0.75 + 0.25 * len(bag) / avg_len)
-        scored.append((covered / total * min(damping, 1.0), index))
+        phrase = (
+            len(query_pairs & _pairs(candidates[index])) / len(query_pairs) if query_pairs else 0
+        )
+        scored.append((covered / total * min(damping, 1.0) + PHRASE_BONUS * phrase, index))
     scored.sort(key=lambda pair: (-pair[0], -pair[1]))
     return scored
 

@@ -1,0 +1,22 @@
+# mnemoflow: benchmark memory and continual learning in LLM assistants.
+# Table of contents only; rules live in rules/, logic in the mnemoflow package.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/memory.smk"
+include: "rules/answer.smk"
+include: "rules/judge.smk"
+include: "rules/summarize.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        get_final_output(),

@@ -1,0 +1,196 @@
+"""One function per workflow rule: read the rule's inputs, call the protocol, write its outputs.
+
+Scripts in ``scripts/`` are one-line calls into this module, so every rule's behaviour is plain,
+importable and testable Python. Each job builds its own :class:`Gateway` on the shared response
+cache and writes the gateway's ledger beside its output. Outputs are written atomically; a failed
+job leaves nothing that looks finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mnemoflow.data.registry import load_benchmark
+from mnemoflow.data.tables import read_table, write_atomic_text, write_table
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.protocols import static_qa
+from mnemoflow.report.summary import summarize, summary_markdown
+
+log = logging.getLogger("mnemoflow")
+
+
+@contextmanager
+def job_log(path: str | Path | None) -> Iterator[None]:
+    """Send this job's logging and stderr to the rule's log file (Snakemake style)."""
+    if path is None:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        old_stderr = sys.stderr
+        sys.stderr = handle
+        logging.basicConfig(
+            stream=handle, level=logging.INFO, format="%(asctime)s %(message)s", force=True
+        )
+        try:
+            yield
+        except BaseException:
+            logging.exception("job failed")
+            raise
+        finally:
+            sys.stderr = old_stderr
+
+
+def _gateway(models: dict[str, Any], cache: str | None) -> Gateway:
+    return Gateway.from_config(models, cache)
+
+
+def _write_ledger(gateway: Gateway, path: str | Path, **extra: Any) -> None:
+    write_atomic_text(path, gateway.ledger.to_json({"roles": gateway.describe(), **extra}))
+
+
+def prepare(spec: dict[str, Any], sessions: str, questions: str, episode_sessions: str) -> None:
+    prepared = load_benchmark(spec)
+    write_table(prepared.sessions, sessions, "sessions")
+    write_table(prepared.questions, questions, "questions")
+    write_table(prepared.episode_sessions, episode_sessions, "episode_sessions")
+    log.info(
+        "prepared %d turns, %d questions, %d episodes",
+        len(prepared.sessions),
+        len(prepared.questions),
+        prepared.episode_sessions.episode_id.nunique(),
+    )
+
+
+def ingest(
+    *,
+    sessions: str,
+    episode_sessions: str,
+    previous: str | None,
+    snapshot: str,
+    ledger: str,
+    system: dict[str, Any],
+    step: int,
+    shard: int,
+    n_shards: int,
+    models: dict[str, Any],
+    cache: str | None,
+    seed: int,
+) -> None:
+    turns = read_table(sessions, "sessions")
+    episode_map = read_table(episode_sessions, "episode_sessions")
+    episodes = static_qa.shard_episodes(episode_map.episode_id, shard, n_shards)
+    gateway = _gateway(models, cache)
+
+    async def run() -> dict[str, Any]:
+        try:
+            return await static_qa.ingest(
+                turns,
+                episode_map,
+                episodes,
+                system,
+                step,
+                Path(previous) if previous else None,
+                Path(snapshot),
+                gateway,
+                seed=seed,
+            )
+        finally:
+            await gateway.aclose()
+
+    manifest = asyncio.run(run())
+    _write_ledger(gateway, ledger, stage="ingest", episodes=len(manifest["episodes"]))
+    log.info("ingested step %d of %d episodes", step, len(episodes))
+
+
+def _step_questions(questions: str, step: int, shard: int, n_shards: int) -> pd.DataFrame:
+    frame = read_table(questions, "questions")
+    episodes = set(static_qa.shard_episodes(frame.episode_id, shard, n_shards))
+    return frame[(frame.checkpoint == step) & frame.episode_id.isin(episodes)]
+
+
+def answer(
+    *,
+    questions: str,
+    snapshot: str,
+    answers: str,
+    ledger: str,
+    benchmark: str,
+    system_name: str,
+    system: dict[str, Any],
+    step: int,
+    shard: int,
+    n_shards: int,
+    reader: str,
+    use_options: bool,
+    models: dict[str, Any],
+    cache: str | None,
+    seed: int,
+) -> None:
+    todo = _step_questions(questions, step, shard, n_shards)
+    gateway = _gateway(models, cache)
+    keys = static_qa.run_keys(benchmark, system_name, step)
+
+    async def run() -> pd.DataFrame:
+        try:
+            return await static_qa.answer(
+                todo, Path(snapshot), system, keys, gateway, reader, use_options, seed
+            )
+        finally:
+            await gateway.aclose()
+
+    frame = asyncio.run(run())
+    write_table(frame, answers, "answers")
+    _write_ledger(gateway, ledger, stage="answer", questions=len(frame))
+    log.info("answered %d questions", len(frame))
+
+
+def judge(
+    *,
+    questions: str,
+    answers: str,
+    judgements: str,
+    ledger: str,
+    models: dict[str, Any],
+    cache: str | None,
+) -> None:
+    answered = read_table(answers, "answers")
+    gateway = _gateway(models, cache)
+
+    async def run() -> pd.DataFrame:
+        try:
+            return await static_qa.judge(answered, read_table(questions, "questions"), gateway)
+        finally:
+            await gateway.aclose()
+
+    frame = asyncio.run(run())
+    write_table(frame, judgements, "judgements")
+    _write_ledger(gateway, ledger, stage="judge", judgements=len(frame))
+
+
+def score(*, judgements: list[str], scores: str, benchmark: str, system: str, step: int) -> None:
+    frames = [read_table(path, "judgements") for path in judgements]
+    merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    write_table(
+        static_qa.score(merged, static_qa.run_keys(benchmark, system, step)), scores, "scores"
+    )
+
+
+def summarize_runs(*, scores: list[str], summary: str, table: str) -> None:
+    frame = summarize([read_table(path, "scores") for path in scores])
+    write_table(frame, summary, "summary")
+    write_atomic_text(table, summary_markdown(frame))
+
+
+def snakemake_params(params: Any) -> dict[str, Any]:
+    """Snakemake's Params object as a plain dict (JSON round trip drops Snakemake's wrappers)."""
+    return json.loads(json.dumps(dict(params.items())))

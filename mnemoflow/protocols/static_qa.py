@@ -1,0 +1,300 @@
+"""Static long-term-memory QA over a step chain: ingest -> answer -> judge -> score.
+
+Memory grows step by step: step k loads step k-1's snapshot of each episode and adds the sessions
+whose ``step`` is k. Questions whose ``checkpoint`` is k are answered from step k's snapshot. Static
+benchmarks (LoCoMo, LongMemEval) have a single step 0; the synthetic benchmark's periods are steps.
+
+Episodes are independent, so each stage runs them concurrently; a real endpoint then sees many
+requests in flight, bounded by the role's concurrency limit in the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from mnemoflow.agents.readers import get_reader
+from mnemoflow.data.tables import ANSWERS, JUDGEMENTS, SCORES
+from mnemoflow.eval.qa_judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
+from mnemoflow.eval.qa_judge import judge_request, parse_verdict
+from mnemoflow.lexical import count_tokens
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.memory.base import MemorySystem, Message, build
+
+PROTOCOL = "qa"
+MANIFEST = "manifest.json"
+STORED_IDS = "stored_ids.json"
+#: Episodes processed at once; model concurrency itself is limited per endpoint by the gateway.
+EPISODE_CONCURRENCY = 16
+
+T = TypeVar("T")
+
+
+def shard_episodes(episode_ids: Iterable[str], shard: int, n_shards: int) -> list[str]:
+    """Episodes of one shard: sorted ids dealt round-robin, so shards are balanced and stable."""
+    if not 0 <= shard < n_shards:
+        raise ValueError(f"shard {shard} out of range for {n_shards} shards")
+    ordered = sorted(set(episode_ids))
+    return ordered[shard::n_shards]
+
+
+def episode_dirname(episode_id: str) -> str:
+    """A file-system-safe, collision-free folder name for an episode id."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", episode_id)
+    if safe != episode_id or not safe:
+        safe += "-" + hashlib.sha1(episode_id.encode("utf-8")).hexdigest()[:8]
+    return safe
+
+
+async def _bounded(items: list[T], worker: Callable[[T], Awaitable[Any]], limit: int) -> list[Any]:
+    semaphore = asyncio.Semaphore(limit)
+
+    async def run(item: T) -> Any:
+        async with semaphore:
+            return await worker(item)
+
+    return await asyncio.gather(*(run(item) for item in items))
+
+
+def _messages(turns: pd.DataFrame) -> list[Message]:
+    return [
+        Message(
+            turn_id=row.turn_id,
+            session_id=row.session_id,
+            role=row.role,
+            content=row.content,
+            speaker=row.speaker,
+            time=row.session_time,
+        )
+        for row in turns.itertuples(index=False)
+    ]
+
+
+def episode_batch(
+    sessions: pd.DataFrame, episode_sessions: pd.DataFrame, episode_id: str, step: int
+) -> list[Message]:
+    """The messages an episode's memory receives at ``step``, in session then turn order."""
+    mine = episode_sessions[
+        (episode_sessions.episode_id == episode_id) & (episode_sessions.step == step)
+    ].sort_values("session_index")
+    if mine.empty:
+        return []
+    turns = sessions[sessions.session_id.isin(set(mine.session_id))]
+    # Order and times come from the episode map: a shared session sits at a different place per
+    # episode.
+    order = {sid: i for i, sid in enumerate(mine.session_id)}
+    times = dict(zip(mine.session_id, mine.session_time, strict=True))
+    turns = turns.drop_duplicates(["session_id", "turn_id"]).copy()
+    turns["_order"] = turns.session_id.map(order)
+    turns["session_time"] = turns.session_id.map(times)
+    turns = turns.sort_values(["_order", "turn_index"], kind="stable")
+    return _messages(turns)
+
+
+async def ingest(
+    sessions: pd.DataFrame,
+    episode_sessions: pd.DataFrame,
+    episodes: list[str],
+    system_spec: dict[str, Any],
+    step: int,
+    previous: Path | None,
+    out_dir: Path,
+    gateway: Gateway,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Build step ``step``'s snapshot of every episode into ``out_dir`` (written atomically)."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    stored: dict[str, list[str]] = {}
+    stats: dict[str, dict[str, Any]] = {}
+
+    async def one(episode: str) -> None:
+        memory = build(system_spec, llm=gateway, seed=seed)
+        name = episode_dirname(episode)
+        if previous is not None:
+            memory.load(Path(previous) / name)
+        await memory.add(episode_batch(sessions, episode_sessions, episode, step), {"step": step})
+        target = staging / name
+        target.mkdir()
+        memory.save(target)
+        ids = memory.stored_ids()
+        if ids is not None:
+            stored[episode] = sorted(ids)
+        stats[episode] = memory.stats()
+        if progress:
+            progress(1)
+
+    try:
+        await _bounded(episodes, one, EPISODE_CONCURRENCY)
+        manifest = {
+            "system": system_spec,
+            "step": step,
+            "episodes": {e: episode_dirname(e) for e in episodes},
+            "stats": stats,
+        }
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        (staging / STORED_IDS).write_text(json.dumps(stored, sort_keys=True) + "\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staging.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return manifest
+
+
+def load_memory(
+    snapshot: Path, episode: str, system_spec: dict[str, Any], gateway: Gateway, seed: int = 0
+) -> MemorySystem:
+    memory = build(system_spec, llm=gateway, seed=seed)
+    memory.load(Path(snapshot) / episode_dirname(episode))
+    return memory
+
+
+def run_keys(benchmark: str, system: str, step: int) -> dict[str, Any]:
+    return {"benchmark": benchmark, "system": system, "protocol": PROTOCOL, "step": step}
+
+
+async def answer(
+    questions: pd.DataFrame,
+    snapshot: Path,
+    system_spec: dict[str, Any],
+    keys: dict[str, Any],
+    gateway: Gateway,
+    reader: str = "generic",
+    use_options: bool = False,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """Answer every question from its episode's snapshot; one row per question (ANSWERS)."""
+    read = get_reader(reader)
+    rows: list[dict[str, Any]] = []
+
+    async def one(episode: str) -> None:
+        memory = load_memory(snapshot, episode, system_spec, gateway, seed)
+        mine = questions[questions.episode_id == episode]
+        for question in mine.to_dict("records"):
+            question["use_options"] = use_options
+            items = await memory.retrieve(question["question"])
+            request = read(question, items)
+            reply = await gateway.chat(request)
+            retrieved: list[str] = []
+            for item in items:
+                retrieved.extend(s for s in item.source_ids if s not in retrieved)
+            rows.append(
+                {
+                    **keys,
+                    "episode_id": episode,
+                    "question_id": question["question_id"],
+                    "question_type": question["question_type"],
+                    "response": reply.text,
+                    "retrieved_ids": retrieved,
+                    "context_tokens": sum(count_tokens(m["content"]) for m in request.messages),
+                    "model": reply.model,
+                    "cache_hit": reply.cache_hit,
+                    "tokens_in": reply.tokens_in,
+                    "tokens_out": reply.tokens_out,
+                    "latency_s": reply.latency_s,
+                }
+            )
+            if progress:
+                progress(1)
+
+    await _bounded(sorted(set(questions.episode_id)), one, EPISODE_CONCURRENCY)
+    frame = pd.DataFrame(rows, columns=ANSWERS.names)
+    return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
+
+
+async def judge(
+    answers: pd.DataFrame,
+    questions: pd.DataFrame,
+    gateway: Gateway,
+    progress: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """Judge every answer against its question's reference (JUDGEMENTS, metric ``correct``)."""
+    by_id = questions.set_index("question_id", drop=False)
+    judge_name = f"{gateway.model_name('judge')}/{JUDGE_PROMPT_VERSION}"
+
+    async def one(row: dict[str, Any]) -> dict[str, Any]:
+        question = by_id.loc[row["question_id"]].to_dict()
+        reply = await gateway.chat(judge_request(question, row["response"]))
+        verdict = parse_verdict(reply.text)
+        if verdict is None:
+            gateway.record_parse_failure("judge", "judge_qa")
+        if progress:
+            progress(1)
+        return {
+            **{key: row[key] for key in ("benchmark", "system", "protocol", "step")},
+            "question_id": row["question_id"],
+            "question_type": row["question_type"],
+            "judge": judge_name,
+            "metric": "correct",
+            "value": verdict,
+            "raw_reply": reply.text,
+            "parse_ok": verdict is not None,
+        }
+
+    rows = await _bounded(answers.to_dict("records"), one, 64)
+    return pd.DataFrame(rows, columns=JUDGEMENTS.names)
+
+
+def score(judgements: pd.DataFrame, keys: dict[str, Any]) -> pd.DataFrame:
+    """Accuracy per run: micro over questions, macro over question types, and per type.
+
+    Unparseable verdicts count as wrong (they are not evidence of a correct answer) and are also
+    reported as ``parse_failures`` so a reader can tell a bad judge from a bad memory.
+    """
+    rows: list[dict[str, Any]] = []
+    correct = judgements[judgements["metric"] == "correct"]
+    values = correct["value"].astype(float).fillna(0.0)
+    n = len(correct)
+    rows.append(
+        {
+            **keys,
+            "metric": "accuracy",
+            "aggregate": "micro",
+            "value": float(values.mean()) if n else float("nan"),
+            "n": n,
+        }
+    )
+    per_type = values.groupby(correct["question_type"]).agg(["mean", "size"])
+    for qtype, stats in per_type.iterrows():
+        rows.append(
+            {
+                **keys,
+                "metric": "accuracy",
+                "aggregate": f"type:{qtype}",
+                "value": float(stats["mean"]),
+                "n": int(stats["size"]),
+            }
+        )
+    rows.append(
+        {
+            **keys,
+            "metric": "accuracy",
+            "aggregate": "macro",
+            "value": float(per_type["mean"].mean()) if n else float("nan"),
+            "n": n,
+        }
+    )
+    rows.append(
+        {
+            **keys,
+            "metric": "parse_failures",
+            "aggregate": "count",
+            "value": float((~correct["parse_ok"].astype(bool)).sum()),
+            "n": n,
+        }
+    )
+    return pd.DataFrame(rows, columns=SCORES.names)

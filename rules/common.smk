@@ -1,0 +1,98 @@
+# Config validation and every input / params helper of the workflow (rules stay declarative).
+from snakemake.utils import validate
+
+from mnemoflow.data.registry import n_steps
+from mnemoflow.llm.types import ROLES
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+for _name in config["run"]["benchmarks"]:
+    if _name not in config["benchmarks"]:
+        raise ValueError(
+            f"config run.benchmarks: {_name!r} is not defined under benchmarks"
+        )
+for _name in config["run"]["systems"]:
+    if _name not in config["systems"]:
+        raise ValueError(f"config run.systems: {_name!r} is not defined under systems")
+
+RESULTS = "results"
+PREPARED = RESULTS + "/{benchmark}/prepared"
+STEP = RESULTS + "/{benchmark}/{system}/qa/step{step}"
+SHARD = STEP + "/shard{shard}"
+LOGS = RESULTS + "/logs"
+
+
+wildcard_constraints:
+    benchmark=r"[A-Za-z0-9_.-]+",
+    system=r"[A-Za-z0-9_.-]+",
+    step=r"\d+",
+    shard=r"\d+",
+
+
+def benchmark_spec(wildcards):
+    return config["benchmarks"][wildcards.benchmark]
+
+
+def system_spec(wildcards):
+    return config["systems"][wildcards.system]
+
+
+def n_shards(wildcards):
+    return int(benchmark_spec(wildcards).get("shards", 1))
+
+
+def reader_of(wildcards):
+    return benchmark_spec(wildcards).get("reader", "generic")
+
+
+def use_options_of(wildcards):
+    return bool(benchmark_spec(wildcards).get("use_options", False))
+
+
+def cache_path():
+    """The shared response cache; read by scripts, deliberately not a job input or param."""
+    return config.get("cache", RESULTS + "/cache/llm.sqlite")
+
+
+def steps_of(benchmark):
+    return range(n_steps(config["benchmarks"][benchmark]))
+
+
+def shards_of(benchmark):
+    return range(int(config["benchmarks"][benchmark].get("shards", 1)))
+
+
+def models(*roles):
+    """The bindings of the roles a job uses: a change to another role re-runs nothing here."""
+    return {role: config["models"].get(role, {}) for role in roles}
+
+
+def previous_snapshot(wildcards):
+    """Step k builds on step k-1's snapshot of the same shard; step 0 starts empty."""
+    step = int(wildcards.step)
+    if step == 0:
+        return []
+    return SHARD.format(**{**dict(wildcards), "step": step - 1}) + "/memory"
+
+
+def shard_judgements(wildcards):
+    return expand(
+        SHARD + "/judgements.parquet",
+        benchmark=wildcards.benchmark,
+        system=wildcards.system,
+        step=wildcards.step,
+        shard=shards_of(wildcards.benchmark),
+    )
+
+
+def all_scores():
+    return [
+        STEP.format(benchmark=b, system=s, step=k) + "/scores.parquet"
+        for b in config["run"]["benchmarks"]
+        for s in config["run"]["systems"]
+        for k in steps_of(b)
+    ]
+
+
+def get_final_output():
+    return [RESULTS + "/summary.parquet", RESULTS + "/summary.md"]

@@ -1,0 +1,13 @@
+rule summarize:
+    input:
+        scores=all_scores(),
+    output:
+        summary=RESULTS + "/summary.parquet",
+        table=RESULTS + "/summary.md",
+    log:
+        LOGS + "/summarize.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    script:
+        "../scripts/summarize.py"
