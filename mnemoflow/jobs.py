@@ -180,15 +180,16 @@ def judge(
 def score(*, judgements: list[str], scores: str, benchmark: str, system: str, step: int) -> None:
     frames = [read_table(path, "judgements") for path in judgements]
     merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    write_table(
-        static_qa.score(merged, static_qa.run_keys(benchmark, system, step)), scores, "scores"
-    )
+    frame = static_qa.score(merged, static_qa.run_keys(benchmark, system, step))
+    write_table(frame, scores, "scores")
+    log.info("scored %d judgements from %d shards", len(merged), len(frames))
 
 
 def summarize_runs(*, scores: list[str], summary: str, table: str) -> None:
     frame = summarize([read_table(path, "scores") for path in scores])
     write_table(frame, summary, "summary")
     write_atomic_text(table, summary_markdown(frame))
+    log.info("summarized %d score tables into %d rows", len(scores), len(frame))
 
 
 def snakemake_params(params: Any) -> dict[str, Any]:

@@ -28,8 +28,13 @@ def words(text: str) -> list[str]:
 
 
 def content_words(text: str) -> list[str]:
-    """Lowercase word tokens without stop words (for overlap and BM25 scoring)."""
-    return [w for w in words(text) if w not in STOPWORDS]
+    """Lowercase word tokens without stop words or possessive 's (for overlap and BM25 scoring)."""
+    out = []
+    for word in words(text):
+        word = word.removesuffix("'s")
+        if word not in STOPWORDS:
+            out.append(word)
+    return out
 
 
 def count_tokens(text: str) -> int:

@@ -17,5 +17,7 @@ rule answer:
         use_options=use_options_of,
         models=models("agent", "memory_writer", "embedder"),
         seed=config.get("seed", 0),
+    conda:
+        "../envs/mnemoflow.yaml"
     script:
         "../scripts/answer.py"

@@ -10,5 +10,7 @@ rule prepare:
         runtime=30,
     params:
         spec=benchmark_spec,
+    conda:
+        "../envs/mnemoflow.yaml"
     script:
         "../scripts/prepare.py"

@@ -12,6 +12,8 @@ rule judge:
         runtime=60,
     params:
         models=models("judge"),
+    conda:
+        "../envs/mnemoflow.yaml"
     script:
         "../scripts/judge.py"
 
@@ -26,5 +28,7 @@ rule score:
     resources:
         mem_mb=1000,
         runtime=10,
+    conda:
+        "../envs/mnemoflow.yaml"
     script:
         "../scripts/score.py"

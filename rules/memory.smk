@@ -16,5 +16,7 @@ rule ingest:
         n_shards=n_shards,
         models=models("memory_writer", "embedder"),
         seed=config.get("seed", 0),
+    conda:
+        "../envs/mnemoflow.yaml"
     script:
         "../scripts/ingest.py"

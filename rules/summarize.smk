@@ -9,5 +9,7 @@ rule summarize:
     resources:
         mem_mb=1000,
         runtime=10,
+    conda:
+        "../envs/mnemoflow.yaml"
     script:
         "../scripts/summarize.py"

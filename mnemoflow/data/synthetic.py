@@ -266,13 +266,9 @@ def _session_turns(
     statements: list[tuple[Attribute, str, bool]], params: dict[str, Any], rng: random.Random
 ) -> list[tuple[str, str, str, str]]:
     """(role, content, revealed attribute key or "", value) for every turn of one session."""
-    pairs = params["turns_per_session"] // 2
-    reveal_at = {rng.randrange(pairs): st for st in statements}
-    # When two statements land on the same pair slot, place the extra ones at free slots.
-    overflow = [st for st in statements if st not in reveal_at.values()]
-    free = [p for p in range(pairs) if p not in reveal_at]
-    for st, slot in zip(overflow, free, strict=False):
-        reveal_at[slot] = st
+    # A session grows beyond turns_per_session when it must carry more statements than it has pairs.
+    pairs = max(params["turns_per_session"] // 2, len(statements))
+    reveal_at = dict(zip(rng.sample(range(pairs), len(statements)), statements, strict=True))
     turns: list[tuple[str, str, str, str]] = []
     for pair in range(pairs):
         topic = rng.choice(FILLER_TOPICS)

@@ -1,0 +1,78 @@
+"""The workflow end to end on a tiny config: plan, run, no-op rerun, param change, cached rerun."""
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.workflow import TINY, ledgers, planned_outputs, snakemake, workdir
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One real run of the tiny config, shared by the tests that inspect or rerun it."""
+    wd = workdir(tmp_path_factory.mktemp("run"))
+    snakemake(wd)
+    return wd
+
+
+def test_dry_run_plans_the_step_chain(tmp_path):
+    log = snakemake(workdir(tmp_path), "--dry-run")
+    outputs = planned_outputs(log)
+    # 2 systems x 2 steps x 2 shards of ingest / answer / judge, a score per step, one summary.
+    snapshots = [o for o in outputs if o.endswith("/memory")]
+    assert len(snapshots) == 8
+    assert "results/synthetic/bm25_message/qa/step1/shard0/memory" in snapshots
+    assert sum(o.endswith("scores.parquet") for o in outputs) == 4
+    assert "results/summary.parquet" in outputs
+
+
+def test_step_k_depends_on_step_k_minus_1(tmp_path):
+    log = snakemake(
+        workdir(tmp_path), "--dry-run", "--printshellcmds", "--forceall", "-p", "--verbose"
+    )
+    ingest_step1 = [
+        block
+        for block in log.split("rule ingest:")
+        if "output: results/synthetic/none/qa/step1/shard1/memory" in block
+    ]
+    assert ingest_step1, "step 1 ingest planned"
+    assert "results/synthetic/none/qa/step0/shard1/memory" in ingest_step1[0].split("output:")[0]
+
+
+def test_real_run_writes_all_outputs(finished):
+    summary = pd.read_parquet(finished / "results/summary.parquet")
+    micro = summary[(summary["metric"] == "accuracy") & (summary["aggregate"] == "micro")]
+    assert set(micro.system) == {"none", "bm25_message"} and set(micro.step) == {0, 1}
+    last = micro[micro.step == 1].set_index("system")["value"]
+    assert last["bm25_message"] > last["none"]
+    assert "accuracy (micro) per step" in (finished / "results/summary.md").read_text()
+    for name in ("ingest.ledger.json", "answers.ledger.json", "judgements.ledger.json"):
+        assert len(ledgers(finished, name)) == 8
+    assert all(p.stat().st_size > 0 for p in finished.glob("results/logs/**/*.log"))
+
+
+def test_second_invocation_has_nothing_to_do(finished):
+    log = snakemake(finished, "--dry-run")
+    assert "Nothing to be done" in log
+
+
+def test_changing_one_system_parameter_replans_only_that_system(finished, tmp_path):
+    override = yaml.safe_load(TINY.read_text())
+    override["systems"] = {"bm25_message": {"type": "bm25_message", "top_k": 2}}
+    path = tmp_path / "override.yaml"
+    path.write_text(yaml.safe_dump(override))
+    log = snakemake(finished, "--dry-run", configfiles=(TINY, path))
+    outputs = [o for o in planned_outputs(log) if o.startswith("results/synthetic/")]
+    assert outputs, "the changed system is re-planned"
+    assert all("/bm25_message/" in o for o in outputs), outputs
+    assert not any("/none/" in o for o in outputs)
+
+
+def test_forced_rerun_of_answer_and_judge_makes_no_new_model_calls(finished):
+    snakemake(finished, "--forcerun", "answer", "judge")
+    for name in ("answers.ledger.json", "judgements.ledger.json"):
+        for ledger in ledgers(finished, name):
+            totals = ledger["totals"]
+            assert totals["calls"] > 0 and totals["cache_hits"] == totals["calls"], ledger

@@ -1,0 +1,45 @@
+"""Helpers to run the repository's Snakemake workflow in a scratch directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "configs" / "tiny.yaml"
+
+
+def workdir(tmp_path: Path) -> Path:
+    """A scratch working directory holding the default config (overrides come on top)."""
+    shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
+    return tmp_path
+
+
+def snakemake(workdir: Path, *args: str, configfiles=(TINY,), timeout: int = 600):
+    """Run snakemake on the repository's Snakefile in ``workdir``; fail the test on error."""
+    command = [
+        sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+        str(workdir), "--cores", "2", "--configfile", *map(str, configfiles), *args,
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    if result.returncode != 0:
+        raise AssertionError(f"snakemake failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return result.stdout + result.stderr
+
+
+def planned_outputs(dry_run_log: str) -> list[str]:
+    """Output paths of every job a dry run plans."""
+    outputs = []
+    for block in re.findall(r"output: ([^\n]+)", dry_run_log):
+        outputs.extend(part.strip() for part in block.split(","))
+    return outputs
+
+
+def ledgers(workdir: Path, name: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(workdir.glob(f"results/**/{name}"))]
