@@ -56,6 +56,16 @@ def _gateway(models: dict[str, Any], cache: str | None) -> Gateway:
 
 def _write_ledger(gateway: Gateway, path: str | Path, **extra: Any) -> None:
     write_atomic_text(path, gateway.ledger.to_json({"roles": gateway.describe(), **extra}))
+    totals = gateway.ledger.totals()
+    log.info(
+        "%s: %d model calls, %d cache hits, %d tokens in, %d out, %d parse failures",
+        extra.get("stage", "job"),
+        totals.calls,
+        totals.cache_hits,
+        totals.tokens_in,
+        totals.tokens_out,
+        totals.parse_failures,
+    )
 
 
 def prepare(spec: dict[str, Any], sessions: str, questions: str, episode_sessions: str) -> None:

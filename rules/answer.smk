@@ -1,12 +1,14 @@
 rule answer:
     input:
-        questions=PREPARED + "/questions.parquet",
-        snapshot=SHARD + "/memory",
+        questions=f"{PREPARED}/questions.parquet",
+        snapshot=f"{SHARD}/memory",
     output:
-        answers=SHARD + "/answers.parquet",
-        ledger=SHARD + "/answers.ledger.json",
+        answers=f"{SHARD}/answers.parquet",
+        ledger=f"{SHARD}/answers.ledger.json",
     log:
-        LOGS + "/{benchmark}/{system}/step{step}/shard{shard}/answer.log",
+        "results/logs/{benchmark}/{system}/step{step}/shard{shard}/answer.log",
+    conda:
+        "../envs/mnemoflow.yaml"
     resources:
         mem_mb=4000,
         runtime=120,
@@ -17,7 +19,5 @@ rule answer:
         use_options=use_options_of,
         models=models("agent", "memory_writer", "embedder"),
         seed=config.get("seed", 0),
-    conda:
-        "../envs/mnemoflow.yaml"
     script:
         "../scripts/answer.py"

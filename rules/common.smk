@@ -15,11 +15,9 @@ for _name in config["run"]["systems"]:
     if _name not in config["systems"]:
         raise ValueError(f"config run.systems: {_name!r} is not defined under systems")
 
-RESULTS = "results"
-PREPARED = RESULTS + "/{benchmark}/prepared"
-STEP = RESULTS + "/{benchmark}/{system}/qa/step{step}"
-SHARD = STEP + "/shard{shard}"
-LOGS = RESULTS + "/logs"
+PREPARED = "results/{benchmark}/prepared"
+STEP = "results/{benchmark}/{system}/qa/step{step}"
+SHARD = "results/{benchmark}/{system}/qa/step{step}/shard{shard}"
 
 
 wildcard_constraints:
@@ -51,7 +49,7 @@ def use_options_of(wildcards):
 
 def cache_path():
     """The shared response cache; read by scripts, deliberately not a job input or param."""
-    return config.get("cache", RESULTS + "/cache/llm.sqlite")
+    return config.get("cache", "results/cache/llm.sqlite")
 
 
 def steps_of(benchmark):
@@ -72,12 +70,13 @@ def previous_snapshot(wildcards):
     step = int(wildcards.step)
     if step == 0:
         return []
-    return SHARD.format(**{**dict(wildcards), "step": step - 1}) + "/memory"
+    previous = SHARD.format(**{**dict(wildcards), "step": step - 1})
+    return f"{previous}/memory"
 
 
 def shard_judgements(wildcards):
     return expand(
-        SHARD + "/judgements.parquet",
+        f"{SHARD}/judgements.parquet",
         benchmark=wildcards.benchmark,
         system=wildcards.system,
         step=wildcards.step,
@@ -87,7 +86,7 @@ def shard_judgements(wildcards):
 
 def all_scores():
     return [
-        STEP.format(benchmark=b, system=s, step=k) + "/scores.parquet"
+        f"{STEP.format(benchmark=b, system=s, step=k)}/scores.parquet"
         for b in config["run"]["benchmarks"]
         for s in config["run"]["systems"]
         for k in steps_of(b)
@@ -95,4 +94,4 @@ def all_scores():
 
 
 def get_final_output():
-    return [RESULTS + "/summary.parquet", RESULTS + "/summary.md"]
+    return ["results/summary.parquet", "results/summary.md"]

@@ -1,16 +1,16 @@
 rule prepare:
     output:
-        sessions=PREPARED + "/sessions.parquet",
-        questions=PREPARED + "/questions.parquet",
-        episode_sessions=PREPARED + "/episode_sessions.parquet",
+        sessions=f"{PREPARED}/sessions.parquet",
+        questions=f"{PREPARED}/questions.parquet",
+        episode_sessions=f"{PREPARED}/episode_sessions.parquet",
     log:
-        LOGS + "/{benchmark}/prepare.log",
+        "results/logs/{benchmark}/prepare.log",
+    conda:
+        "../envs/mnemoflow.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
     params:
         spec=benchmark_spec,
-    conda:
-        "../envs/mnemoflow.yaml"
     script:
         "../scripts/prepare.py"

@@ -1,19 +1,19 @@
 rule judge:
     input:
-        questions=PREPARED + "/questions.parquet",
-        answers=SHARD + "/answers.parquet",
+        questions=f"{PREPARED}/questions.parquet",
+        answers=f"{SHARD}/answers.parquet",
     output:
-        judgements=SHARD + "/judgements.parquet",
-        ledger=SHARD + "/judgements.ledger.json",
+        judgements=f"{SHARD}/judgements.parquet",
+        ledger=f"{SHARD}/judgements.ledger.json",
     log:
-        LOGS + "/{benchmark}/{system}/step{step}/shard{shard}/judge.log",
+        "results/logs/{benchmark}/{system}/step{step}/shard{shard}/judge.log",
+    conda:
+        "../envs/mnemoflow.yaml"
     resources:
         mem_mb=2000,
         runtime=60,
     params:
         models=models("judge"),
-    conda:
-        "../envs/mnemoflow.yaml"
     script:
         "../scripts/judge.py"
 
@@ -22,13 +22,13 @@ rule score:
     input:
         judgements=shard_judgements,
     output:
-        scores=STEP + "/scores.parquet",
+        scores=f"{STEP}/scores.parquet",
     log:
-        LOGS + "/{benchmark}/{system}/step{step}/score.log",
+        "results/logs/{benchmark}/{system}/step{step}/score.log",
+    conda:
+        "../envs/mnemoflow.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../envs/mnemoflow.yaml"
     script:
         "../scripts/score.py"

@@ -1,13 +1,15 @@
 rule ingest:
     input:
-        sessions=PREPARED + "/sessions.parquet",
-        episode_sessions=PREPARED + "/episode_sessions.parquet",
+        sessions=f"{PREPARED}/sessions.parquet",
+        episode_sessions=f"{PREPARED}/episode_sessions.parquet",
         previous=previous_snapshot,
     output:
-        snapshot=directory(SHARD + "/memory"),
-        ledger=SHARD + "/ingest.ledger.json",
+        snapshot=directory(f"{SHARD}/memory"),
+        ledger=f"{SHARD}/ingest.ledger.json",
     log:
-        LOGS + "/{benchmark}/{system}/step{step}/shard{shard}/ingest.log",
+        "results/logs/{benchmark}/{system}/step{step}/shard{shard}/ingest.log",
+    conda:
+        "../envs/mnemoflow.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -16,7 +18,5 @@ rule ingest:
         n_shards=n_shards,
         models=models("memory_writer", "embedder"),
         seed=config.get("seed", 0),
-    conda:
-        "../envs/mnemoflow.yaml"
     script:
         "../scripts/ingest.py"

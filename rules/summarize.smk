@@ -2,14 +2,14 @@ rule summarize:
     input:
         scores=all_scores(),
     output:
-        summary=RESULTS + "/summary.parquet",
-        table=RESULTS + "/summary.md",
+        summary="results/summary.parquet",
+        table="results/summary.md",
     log:
-        LOGS + "/summarize.log",
+        "results/logs/summarize.log",
+    conda:
+        "../envs/mnemoflow.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../envs/mnemoflow.yaml"
     script:
         "../scripts/summarize.py"

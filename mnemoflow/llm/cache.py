@@ -40,14 +40,24 @@ class ResponseCache:
     def __init__(self, path: str | Path | None):
         self.path = Path(path) if path else None
         if self.path is None:
-            self._db = sqlite3.connect(":memory:")
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db = sqlite3.connect(":memory:", isolation_level=None)
+            self._db.executescript(_SCHEMA)
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         self._db.execute("PRAGMA busy_timeout=60000")
-        self._db.executescript(_SCHEMA)
+        # Several jobs may open a new cache file at the same instant; switching it to WAL needs a
+        # moment of exclusive access that the busy handler does not always wait for, so retry.
+        for attempt in range(100):
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.executescript(_SCHEMA)
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 99:
+                    raise
+                time.sleep(0.05 + 0.01 * attempt)
 
     def get(self, key: str) -> Completion | None:
         row = self._db.execute(
