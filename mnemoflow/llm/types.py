@@ -46,14 +46,14 @@ class EndpointSpec:
     def from_config(cls, role: str, raw: dict[str, Any] | None) -> EndpointSpec:
         """Build a spec from the config mapping, with errors that name ``models.<role>.<key>``."""
         raw = dict(raw or {})
-        known = set(cls.__dataclass_fields__) - {"role"}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ConfigError(f"config models.{role}: unknown keys {unknown}")
         if "api_key" in raw:
             raise ConfigError(
                 f"config models.{role}: put the key in an env var, name it api_key_env"
             )
+        known = set(cls.__dataclass_fields__) - {"role"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ConfigError(f"config models.{role}: unknown keys {unknown}")
         backend = raw.get("backend", "openai" if raw.get("base_url") else "offline")
         if backend not in ("offline", "openai"):
             raise ConfigError(
