@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 import pandas as pd
@@ -175,6 +176,19 @@ def to_arrow(frame: pd.DataFrame, schema: pa.Schema, where: str = "<table>") -> 
 _NON_NULL = {"benchmark", "episode_id", "session_id", "turn_id", "question_id", "metric", "system"}
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publish(tmp: str, path: Path) -> None:
+    """Give the temporary file normal permissions (mkstemp makes it 0600), then rename it."""
+    with suppress(OSError):
+        os.chmod(tmp, 0o666 & ~_umask())
+    os.replace(tmp, path)
+
+
 def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | str) -> Path:
     """Validate ``frame`` against ``schema`` and write it to ``path`` atomically."""
     if isinstance(schema, str):
@@ -186,7 +200,7 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema 
     os.close(fd)
     try:
         pq.write_table(table, tmp)
-        os.replace(tmp, path)
+        _publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -215,7 +229,11 @@ def write_atomic_text(path: str | os.PathLike, text: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        _publish(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
