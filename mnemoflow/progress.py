@@ -40,8 +40,7 @@ _TTY_FORMAT = (
     "[{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 )
 _LOG_FORMAT = (
-    "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%) elapsed {elapsed}, ETA {remaining}, "
-    "{rate_fmt}{postfix}"
+    "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%) elapsed {elapsed}, ETA {remaining}{postfix}"
 )
 
 
@@ -67,11 +66,13 @@ class _LineWriter:
 
     def __init__(self, stream: IO[str]):
         self.stream = stream
+        self.last = ""
 
     def write(self, text: str) -> None:
         text = text.replace("\r", "").rstrip()
-        if text:
+        if text and text != self.last:  # tqdm's close repeats the last state
             self.stream.write(text + "\n")
+            self.last = text
 
     def flush(self) -> None:
         self.stream.flush()
@@ -99,6 +100,7 @@ class Progress:
         self.quiet = is_quiet(stream) if quiet is None else quiet
         self.hits = 0
         self.done = 0
+        self.unit = unit
         if mininterval is None:
             mininterval = QUIET_INTERVAL_S if self.quiet else TTY_INTERVAL_S
         self._bar = tqdm(
@@ -119,7 +121,12 @@ class Progress:
 
     def _postfix(self) -> str:
         share = f" ({100 * self.hits / self.done:.0f}%)" if self.done else ""
-        return f"cache hits {self.hits}{share}"
+        hits = f"cache hits {self.hits}{share}"
+        if not self.quiet:
+            return hits  # the terminal format shows tqdm's own (smoothed) rate
+        rate = self.rate
+        # A log line gives the average rate since the start, which is what an ETA rests on.
+        return f"{rate:.2f} {self.unit}s/s, {hits}" if rate is not None else hits
 
     def update(self, n: int = 1, *, cache_hit: bool | int | None = None) -> None:
         """Count ``n`` finished items; ``cache_hit`` is True/False for all of them, or a count."""
