@@ -413,3 +413,17 @@ def test_screenshot_of_the_report_shows_a_rendered_page(report, tmp_path):
     # Figures and text: many distinct grey levels and a good share of non-white pixels.
     assert len(np.unique(pixels)) > 50
     assert (pixels < 200).mean() > 0.02
+
+
+def test_the_report_command_finds_tables_by_name(tmp_path, capsys):
+    from mnemoflow.cli import main
+
+    make_results(tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text("systems:\n  bm25_message: {k: 10}\n")
+    assert main(["report", "--results", str(tmp_path), "--config", str(config)]) == 0
+    page = (tmp_path / "report.html").read_text()
+    assert "judgements (8)" in page and "ledgers (2)" in page and "diagnosis (1)" in page
+    assert "bm25_message:\n    k: 10" in page
+    assert main(["report", "--results", str(tmp_path / "missing")]) == 2
+    assert "missing/summary.parquet: no summary table" in capsys.readouterr().err
