@@ -44,6 +44,8 @@ def test_mean_interval_picks_wilson_for_0_1_values_and_bootstrap_otherwise():
     graded = mean_interval([0.5, 1.0, 0.0, 0.25, 0.75, float("nan")])
     assert (graded.method, graded.mean, graded.n) == ("bootstrap", 0.5, 5)
     assert graded.low < 0.5 < graded.high
+    # Seed 0, 2000 resamples of 5 values: the 2.5th / 97.5th percentiles of the means.
+    assert (graded.low, graded.high) == pytest.approx((0.2, 0.8))
     # Seeded: the same values give the same interval.
     assert bootstrap_interval(np.array([0.5, 1.0, 0.0])) == bootstrap_interval(
         np.array([0.5, 1.0, 0.0])

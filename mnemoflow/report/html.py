@@ -13,6 +13,7 @@ import base64
 import html
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -55,6 +56,10 @@ class ReportFigure:
     section: str
     caption: str
     svg: str
+
+    def __post_init__(self) -> None:
+        # Metric and benchmark names become file names and HTML ids: keep them to safe characters.
+        self.name = re.sub(r"[^A-Za-z0-9._@-]+", "_", self.name)
 
 
 @dataclass
@@ -462,7 +467,7 @@ def _write_derived(data: ReportData, folder: Path) -> list[str]:
         frame.to_csv(folder / name, sep="\t", index=False, float_format="%.6g")
         names.append(name)
     for figure in data.figures:
-        name = f"{figure.name}.svg".replace(os.sep, "_")
+        name = f"{figure.name}.svg"
         (folder / name).write_text(figure.svg, encoding="utf-8")
         names.append(name)
     (folder / "config.yaml").write_text(

@@ -47,8 +47,16 @@ def bootstrap_interval(
     if values.size == 0:
         raise ValueError("no values")
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.size, size=(resamples, values.size))
-    means = values[idx].mean(axis=1)
+    # Resample in chunks so that a benchmark with tens of thousands of questions needs a few MB.
+    chunk = max(1, min(resamples, 4_000_000 // values.size))
+    means = np.concatenate(
+        [
+            values[
+                rng.integers(0, values.size, size=(min(chunk, resamples - start), values.size))
+            ].mean(axis=1)
+            for start in range(0, resamples, chunk)
+        ]
+    )
     low, high = np.percentile(means, [2.5, 97.5])
     return float(low), float(high)
 
