@@ -49,7 +49,9 @@ _OKABE_ITO = [
     "#F0E442",
     "#000000",
 ]
-FAILURE_COLOURS = {"write": "#D55E00", "read": "#E69F00", "utilization": "#0072B2"}
+#: The stages are ordered (write, then read, then use), so a sequential palette, distinct from the
+#: systems' colours so that no stage looks like a system.
+FAILURE_COLOURS = {"write": "#3F007D", "read": "#6A51A3", "utilization": "#A8A4CF"}
 FAILURE_NAMES = {
     "write": "write (never stored)",
     "read": "read (stored, not retrieved)",
@@ -99,6 +101,12 @@ def _panels(figure: Figure, count: int, columns: int):
 def _unit_range(values: pd.Series) -> bool:
     finite = values.dropna()
     return finite.empty or (finite.min() >= 0 and finite.max() <= 1)
+
+
+def _ink(colour) -> str:
+    """Black or white, whichever reads better on ``colour`` (by perceived luminance)."""
+    r, g, b = to_rgb(colour)
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
 def to_svg(figure: Figure) -> str:
@@ -202,8 +210,7 @@ def type_heatmap(
                 value = values[i, j]
                 if np.isnan(value):
                     continue
-                r, g, b = to_rgb(image.cmap(image.norm(value)))
-                ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+                ink = _ink(image.cmap(image.norm(value)))
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", color=ink, fontsize=11)
         names = types
         if counts is not None:
@@ -298,6 +305,7 @@ def diagnosis_bars(overall: pd.DataFrame) -> Figure:
                     color=FAILURE_COLOURS[failure],
                     label=FAILURE_NAMES[failure],
                 )
+                ink = _ink(FAILURE_COLOURS[failure])
                 for yi, start, width in zip(y, left, widths, strict=True):
                     if width >= 0.06:
                         ax.text(
@@ -306,7 +314,7 @@ def diagnosis_bars(overall: pd.DataFrame) -> Figure:
                             f"{100 * width:.0f}%",
                             ha="center",
                             va="center",
-                            color="white",
+                            color=ink,
                             fontsize=11,
                             fontweight="bold",
                         )
