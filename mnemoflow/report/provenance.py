@@ -66,11 +66,16 @@ def git_commit(repo: str | Path = _REPO) -> str | None:
     return f"{head}+dirty" if dirty else head or None
 
 
-def versions(repo: str | Path = _REPO) -> dict[str, str]:
-    """Python, platform, the packages in :data:`PACKAGES` and the git commit."""
+def versions(repo: str | Path | None = None) -> dict[str, str]:
+    """Python, platform, the packages in :data:`PACKAGES` and the git commit.
+
+    The commit is the checkout of ``repo``; by default of the package's own source tree, or else
+    of the working directory (where Snakemake runs the workflow when mnemoflow is installed).
+    """
     found = {"python": sys.version.split()[0], "platform": platform.platform()}
     found.update({name: package_version(name) for name in PACKAGES})
-    found["git commit"] = git_commit(repo) or "unknown (not a git checkout)"
+    commit = git_commit(repo) if repo is not None else git_commit(_REPO) or git_commit(Path.cwd())
+    found["git commit"] = commit or "unknown (not a git checkout)"
     return found
 
 
