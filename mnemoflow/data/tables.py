@@ -140,6 +140,22 @@ SCORES = pa.schema(
 #: The summary is the union of every run's scores.
 SUMMARY = SCORES
 
+#: Why questions were missed (AMemGym's write / read / utilization diagnosis), per run and question
+#: type. ``rate`` is the share of the ``n`` questions of that group that failed at that stage; the
+#: stages are exclusive (the first stage that lost the fact), so the rates of a group add up to its
+#: total failure rate, at most 1. ``question_type`` "all" is the whole question set.
+DIAGNOSIS = pa.schema(
+    [
+        ("benchmark", _str),
+        ("system", _str),
+        ("step", _int),
+        ("question_type", _str),
+        ("failure", _str),  # "write" | "read" | "utilization"
+        ("rate", _float),
+        ("n", _int),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "sessions": SESSIONS,
     "episode_sessions": EPISODE_SESSIONS,
@@ -149,6 +165,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "judgements": JUDGEMENTS,
     "scores": SCORES,
     "summary": SUMMARY,
+    "diagnosis": DIAGNOSIS,
 }
 
 

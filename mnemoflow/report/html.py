@@ -1,0 +1,542 @@
+"""Build ``results/report.html``: one self-contained page with the tables, figures and provenance.
+
+The page embeds its figures (SVG, base64) and styles, so it can be mailed or attached to a paper's
+supplement as one file. The derived tables (TSV) and figures (SVG) are also written to a folder
+next to it (``report.html`` -> ``report/``) for people who want to re-plot; Parquet stays in the
+results tree, where it is the source of truth. Everything is written to temporary names first
+and renamed at the end, so a failed build never leaves a report that looks finished.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from mnemoflow.data.tables import read_table, write_atomic_text
+from mnemoflow.report import plots
+from mnemoflow.report.provenance import redact, versions
+from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
+from mnemoflow.report.summaries import (
+    FAILURES,
+    LedgerFile,
+    ReportError,
+    add_labels,
+    check_diagnosis,
+    diagnosis_overall,
+    ledger_labels,
+    ledger_tables,
+    load_ledger,
+    score_table,
+    step_table,
+    type_table,
+    with_intervals,
+)
+
+_CI_NAMES = {
+    "wilson": "Wilson score interval",
+    "bootstrap": f"percentile bootstrap, {BOOTSTRAP_RESAMPLES} resamples",
+}
+
+
+@dataclass
+class ReportFigure:
+    name: str  # file stem of the derived SVG
+    section: str
+    caption: str
+    svg: str
+
+    def __post_init__(self) -> None:
+        # Metric and benchmark names become file names and HTML ids: keep them to safe characters.
+        self.name = re.sub(r"[^A-Za-z0-9._@-]+", "_", self.name)
+
+
+@dataclass
+class ReportData:
+    """Everything the page shows, computed from the inputs (see :func:`collect`)."""
+
+    scored: pd.DataFrame  # the summary with labels and CI columns
+    scores: pd.DataFrame  # last step per run and metric
+    types: pd.DataFrame
+    steps: pd.DataFrame
+    diagnosis: pd.DataFrame | None  # overall rates per benchmark/system (last step)
+    ledger_files: pd.DataFrame
+    ledger_tasks: pd.DataFrame
+    config: dict[str, Any]
+    versions: dict[str, str]
+    figures: list[ReportFigure]
+    sources: dict[str, list[str]]
+
+
+# --- computing -------------------------------------------------------------------------------
+
+
+def _read_all(paths: Iterable[str | os.PathLike], schema: str) -> pd.DataFrame:
+    frames = [read_table(path, schema) for path in paths]
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:
+        from mnemoflow.data.tables import empty
+
+        return empty(schema)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _ci_note(methods: Iterable[str]) -> str:
+    used = sorted({m for m in methods if m in _CI_NAMES})
+    missing = sorted({m for m in methods if m not in _CI_NAMES and m})
+    parts = []
+    if used:
+        parts.append(
+            "Whiskers: 95 % confidence interval over the judged questions ("
+            + "; ".join(_CI_NAMES[m] for m in used)
+            + ")."
+        )
+    if missing:
+        parts.append(
+            "Runs without whiskers: "
+            + ", ".join(missing)
+            + " (see the CI column of the summary table)."
+        )
+    return " ".join(parts)
+
+
+def collect(
+    summary: pd.DataFrame,
+    judgements: pd.DataFrame,
+    ledgers: Sequence[LedgerFile],
+    config: dict[str, Any],
+    diagnosis: pd.DataFrame | None = None,
+    sources: dict[str, list[str]] | None = None,
+) -> ReportData:
+    """Compute tables and figures from in-memory inputs (no file is read or written)."""
+    if summary.empty:
+        raise ReportError("summary: no scores to report (the summary table has no rows)")
+    scored = add_labels(with_intervals(summary, judgements))
+    scores = score_table(scored)
+    types = type_table(scored)
+    steps = step_table(scored)
+    colours = plots.palette(scored["system"])
+    figures: list[ReportFigure] = []
+
+    for metric in sorted(scores["metric"].unique()):
+        rows = scores[scores["metric"] == metric]
+        caption = (
+            f"{metric} (micro average over questions) of each run at its last step, one panel "
+            f"per benchmark; best run on top. " + _ci_note(rows["ci_method"])
+        )
+        figure = plots.score_bars(scores, metric, colours)
+        figures.append(ReportFigure(f"bars-{metric}", "scores", caption, plots.to_svg(figure)))
+
+    if not types.empty:
+        counts = scored[scored["aggregate"].str.startswith("type:")].copy()
+        counts["question_type"] = counts["aggregate"].str.removeprefix("type:")
+        for benchmark, metric in types.index.droplevel(2).unique():
+            if len(types.loc[(benchmark, metric)]) < 2:
+                continue  # one question type: the grid would repeat the bar chart
+            n = counts[(counts["benchmark"] == benchmark) & (counts["metric"] == metric)]
+            n = n.groupby("question_type")["n"].max()
+            figure = plots.type_heatmap(types, benchmark, metric, n)
+            caption = (
+                f"{benchmark}: {metric} per question type (rows, with the number of questions) "
+                "for each run (columns) at its last step."
+            )
+            figures.append(
+                ReportFigure(f"types-{benchmark}-{metric}", "types", caption, plots.to_svg(figure))
+            )
+
+    for metric in sorted(steps["metric"].unique()) if not steps.empty else []:
+        rows = steps[steps["metric"] == metric]
+        methods = set(rows["ci_method"])
+        band = (
+            _ci_note(methods)
+            .replace("Whiskers", "Bands")
+            .replace("without whiskers", "without bands")
+        )
+        caption = f"{metric} (micro) after each step, for runs scored at several steps. {band}"
+        figure = plots.step_curves(steps, metric, colours)
+        figures.append(ReportFigure(f"steps-{metric}", "steps", caption, plots.to_svg(figure)))
+
+    overall = None
+    if diagnosis is not None and not diagnosis.empty:
+        overall = diagnosis_overall(diagnosis)
+        caption = (
+            "Where memory failed: the share of questions lost because the fact was never written "
+            "to memory, written but not retrieved, or retrieved but not used in the answer, for "
+            "each system at its last step. The rest of each bar's row, up to 100 %, was answered "
+            "correctly."
+        )
+        figure = plots.diagnosis_bars(overall)
+        figures.append(ReportFigure("diagnosis", "diagnosis", caption, plots.to_svg(figure)))
+
+    config_prices = (config.get("report") or {}).get("prices") if isinstance(config, dict) else None
+    ledger_files, ledger_tasks = ledger_tables(list(ledgers), config_prices)
+    return ReportData(
+        scored=scored,
+        scores=scores,
+        types=types,
+        steps=steps,
+        diagnosis=overall,
+        ledger_files=ledger_files,
+        ledger_tasks=ledger_tasks,
+        config=redact(config),
+        versions=versions(),
+        figures=figures,
+        sources=sources or {},
+    )
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+_CSS = """
+body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif;
+       color: #1a1a1a; margin: 0 auto; max-width: 1100px; padding: 1.5rem 2rem 4rem; }
+h1 { font-size: 1.9rem; margin-bottom: .2rem; }
+h2 { font-size: 1.45rem; margin-top: 2.5rem; border-bottom: 2px solid #ddd; padding-bottom: .2rem; }
+h3 { font-size: 1.15rem; margin-top: 1.6rem; }
+p.meta { color: #555; margin-top: 0; }
+nav ol { columns: 2; }
+table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: .95rem; }
+th, td { padding: .3rem .7rem; border-bottom: 1px solid #e3e3e3; text-align: left; }
+th { background: #f3f5f7; position: sticky; top: 0; }
+td { white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tbody tr:nth-child(even) { background: #fafbfc; }
+figure { margin: 1.2rem 0 2rem; }
+figure img { width: 100%; max-width: 1000px; height: auto; display: block; }
+figcaption { color: #333; font-size: .95rem; max-width: 1000px; margin-top: .4rem; }
+pre { background: #f6f8fa; padding: 1rem; overflow-x: auto; font-size: .9rem; }
+details { margin: .6rem 0; } summary { cursor: pointer; font-weight: 600; }
+.note { color: #555; font-style: italic; }
+.scroll { overflow-x: auto; }
+ul.files { columns: 3; font-size: .95rem; }
+"""
+
+_FORMATS = {
+    "micro": "{:.3f}",
+    "macro": "{:.3f}",
+    "value": "{:.3f}",
+    "hit_rate": "{:.1%}",
+    "latency_s": "{:.1f}",
+    "cost_usd": "{:.4f}",
+    "write": "{:.1%}",
+    "read": "{:.1%}",
+    "utilization": "{:.1%}",
+}
+
+_LEDGER_HEADERS = {
+    "ledger": "ledger",
+    "role": "role",
+    "task": "task",
+    "model": "model",
+    "calls": "calls",
+    "cache_hits": "cache hits",
+    "hit_rate": "hit rate",
+    "tokens_in": "tokens in",
+    "tokens_out": "tokens out",
+    "latency_s": "latency sum (s)",
+    "retries": "retries",
+    "errors": "errors",
+    "parse_failures": "parse failures",
+    "cost_usd": "cost (USD)",
+}
+
+
+def _cell(column: str, value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return '<td class="num">–</td>'
+    if isinstance(value, bool):
+        return f"<td>{'yes' if value else 'no'}</td>"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if column in _FORMATS:
+            text = _FORMATS[column].format(value)
+        elif float(value).is_integer():
+            text = f"{int(value):,}"
+        else:
+            text = f"{value:.3f}"
+        return f'<td class="num">{text}</td>'
+    return f"<td>{html.escape(str(value))}</td>"
+
+
+def table_html(frame: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
+    """An HTML table of ``frame``; ``columns`` maps column names to headers (and selects them)."""
+    if columns is None:
+        columns = {name: name for name in frame.columns}
+    head = "".join(f"<th>{html.escape(header)}</th>" for header in columns.values())
+    body = []
+    for row in frame.to_dict("records"):
+        body.append("<tr>" + "".join(_cell(name, row.get(name)) for name in columns) + "</tr>")
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="scroll">{table}</div>'
+
+
+def _score_rows(scores: pd.DataFrame) -> pd.DataFrame:
+    shown = scores.copy()
+    shown["ci"] = [
+        f"[{low:.3f}, {high:.3f}]" if pd.notna(low) else (method or "–")
+        for low, high, method in zip(
+            shown["ci_low"], shown["ci_high"], shown["ci_method"], strict=True
+        )
+    ]
+    return shown
+
+
+def _figure_html(figure: ReportFigure, number: int) -> str:
+    data = base64.b64encode(figure.svg.encode("utf-8")).decode("ascii")
+    caption = html.escape(figure.caption)
+    return (
+        f'<figure id="fig-{html.escape(figure.name)}">'
+        f'<img src="data:image/svg+xml;base64,{data}" alt="Figure {number}: {caption}">'
+        f"<figcaption><b>Figure {number}.</b> {caption}</figcaption></figure>"
+    )
+
+
+def _headers(frame: pd.DataFrame) -> dict[str, str]:
+    return {name: _LEDGER_HEADERS.get(name, name) for name in frame.columns}
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{html.escape(text)}</p>'
+
+
+def render_html(
+    data: ReportData, title: str = "mnemoflow report", files: Sequence[str] = ()
+) -> str:
+    """The report page as one string (figures embedded)."""
+    number = 0
+    sections: list[tuple[str, str, str]] = []  # (anchor, heading, body)
+
+    def figures(section: str) -> str:
+        nonlocal number
+        parts = []
+        for figure in data.figures:
+            if figure.section == section:
+                number += 1
+                parts.append(_figure_html(figure, number))
+        return "".join(parts)
+
+    columns = {
+        "benchmark": "benchmark",
+        "label": "run",
+        "step": "step",
+        "metric": "metric",
+        "micro": "micro",
+        "ci": "95 % CI",
+        "macro": "macro",
+        "n": "n",
+    }
+    body = (
+        "<p>Each run's scores at its last step. <i>micro</i>: mean over questions; "
+        "<i>macro</i>: mean of the per-question-type means; <i>n</i>: questions judged. "
+        "The interval is computed from the per-question judgements; where none were given, or "
+        "they do not reproduce the score, the cell says so.</p>"
+        + table_html(_score_rows(data.scores), columns)
+        + figures("scores")
+    )
+    sections.append(("summary", "Summary", body))
+
+    if not data.types.empty:
+        body = figures("types")
+        for (benchmark, metric), grid in data.types.groupby(level=[0, 1]):
+            grid = grid.droplevel([0, 1]).dropna(axis=1, how="all").reset_index()
+            body += (
+                f"<details><summary>{html.escape(benchmark)}: {html.escape(metric)} by question "
+                f"type (table)</summary>{table_html(grid)}</details>"
+            )
+        sections.append(("types", "By question type", body))
+
+    if data.steps.empty:
+        body = _note(
+            "Every run was scored at a single step; score-vs-step curves appear when a protocol "
+            "scores several steps (periods)."
+        )
+    else:
+        body = figures("steps")
+    sections.append(("steps", "Score against step", body))
+
+    if data.diagnosis is None:
+        body = _note("No diagnosis table was given (write / read / utilization failures).")
+    else:
+        wide = data.diagnosis.pivot_table(
+            index=["benchmark", "system", "step", "n"], columns="failure", values="rate"
+        ).reset_index()
+        headers = {"benchmark": "benchmark", "system": "system", "step": "step", "n": "n"}
+        headers |= {failure: f"{failure} failures" for failure in FAILURES}
+        body = figures("diagnosis") + table_html(wide, headers)
+    sections.append(("diagnosis", "Failure diagnosis", body))
+
+    if data.ledger_files.empty:
+        body = _note("No ledgers were given.")
+    else:
+        totals = data.ledger_tasks.drop(columns=["role", "task", "model", "hit_rate"]).sum(
+            numeric_only=True, min_count=1
+        )
+        if data.ledger_tasks["cost_usd"].isna().any():
+            totals["cost_usd"] = float("nan")
+        hits = int(totals["cache_hits"])
+        calls = int(totals["calls"])
+        cost = totals["cost_usd"]
+        cost_text = f"{cost:.4f} USD" if pd.notna(cost) else "unknown (no price for some models)"
+        body = (
+            f"<p>{calls:,} model calls ({hits:,} answered from the cache), "
+            f"{int(totals['tokens_in']):,} tokens in and {int(totals['tokens_out']):,} out; "
+            f"cost from scratch: {html.escape(cost_text)}. Token counts include cache hits; the "
+            "cost is what all calls would cost without the cache, from <code>report.prices</code> "
+            "in the config (USD per million tokens).</p>"
+            "<h3>By role and task</h3>"
+            + table_html(data.ledger_tasks, _headers(data.ledger_tasks))
+            + "<h3>By ledger file</h3>"
+            + table_html(data.ledger_files, _headers(data.ledger_files))
+        )
+    sections.append(("cost", "Cost and tokens", body))
+
+    config_text = yaml.safe_dump(data.config, sort_keys=False, allow_unicode=True)
+    sections.append(("config", "Config", f"<pre>{html.escape(config_text)}</pre>"))
+    rows = pd.DataFrame({"software": list(data.versions), "version": list(data.versions.values())})
+    sections.append(("versions", "Software", table_html(rows)))
+
+    inputs = "".join(
+        f"<details><summary>{html.escape(kind)} ({len(paths)})</summary><ul>"
+        + "".join(f"<li><code>{html.escape(p)}</code></li>" for p in paths)
+        + "</ul></details>"
+        for kind, paths in data.sources.items()
+        if paths
+    )
+    derived = "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>' for f in files)
+    body = (f"<p>Inputs (paths relative to this page):</p>{inputs}" if inputs else "") + (
+        f'<p>Derived tables (TSV) and figures (SVG):</p><ul class="files">{derived}</ul>'
+        if derived
+        else ""
+    )
+    if body:
+        sections.append(("files", "Files", body))
+
+    nav = "".join(
+        f'<li><a href="#{anchor}">{html.escape(heading)}</a></li>'
+        for anchor, heading, _ in sections
+    )
+    content = "".join(
+        f'<section id="{anchor}"><h2>{html.escape(heading)}</h2>{body}</section>'
+        for anchor, heading, body in sections
+    )
+    benchmarks = ", ".join(sorted(data.scored["benchmark"].unique()))
+    runs = data.scored["label"].nunique()
+    commit = data.versions.get("git commit", "")
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        f'<p class="meta">{html.escape(benchmarks)} · {runs} runs · mnemoflow '
+        f"{html.escape(data.versions.get('mnemoflow', ''))} · commit "
+        f"<code>{html.escape(commit)}</code></p>"
+        f"<nav><ol>{nav}</ol></nav>{content}</body></html>\n"
+    )
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+def _write_derived(data: ReportData, folder: Path) -> list[str]:
+    """TSV tables and SVG figures into ``folder``; returns their names."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "summary.tsv": data.scored.drop(columns=["label"]),
+        "scores.tsv": data.scores,
+        "steps.tsv": data.steps,
+        "ledger_files.tsv": data.ledger_files,
+        "ledger_tasks.tsv": data.ledger_tasks,
+    }
+    if not data.types.empty:
+        tables["types.tsv"] = data.types.reset_index()
+    if data.diagnosis is not None:
+        tables["diagnosis.tsv"] = data.diagnosis
+    names = []
+    for name, frame in tables.items():
+        frame.to_csv(folder / name, sep="\t", index=False, float_format="%.6g")
+        names.append(name)
+    for figure in data.figures:
+        name = f"{figure.name}.svg"
+        (folder / name).write_text(figure.svg, encoding="utf-8")
+        names.append(name)
+    (folder / "config.yaml").write_text(
+        yaml.safe_dump(data.config, sort_keys=False, allow_unicode=True), encoding="utf-8"
+    )
+    (folder / "versions.json").write_text(
+        json.dumps(data.versions, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    return [*names, "config.yaml", "versions.json"]
+
+
+def build_report(
+    summary_path: str | os.PathLike,
+    judgements_paths: Iterable[str | os.PathLike],
+    ledger_paths: Iterable[str | os.PathLike],
+    config: dict[str, Any],
+    out_html: str | os.PathLike,
+    *,
+    diagnosis_path: str | os.PathLike | None = None,
+    title: str = "mnemoflow report",
+) -> Path:
+    """Read the result tables and ledgers, write ``out_html`` and its derived-files folder.
+
+    The folder is ``out_html`` without its suffix (``results/report.html`` ->
+    ``results/report/``); it is replaced as a whole, after everything in it was written.
+    """
+    out_html = Path(out_html)
+    judgements_paths = [Path(p) for p in judgements_paths]
+    ledger_paths = [Path(p) for p in ledger_paths]
+    summary = read_table(summary_path, "summary")
+    judgements = _read_all(judgements_paths, "judgements")
+    diagnosis = None
+    if diagnosis_path is not None:
+        diagnosis = read_table(diagnosis_path, "diagnosis")
+        check_diagnosis(diagnosis, str(diagnosis_path))
+    labels = ledger_labels(ledger_paths)
+    ledgers = [load_ledger(p, label) for p, label in zip(ledger_paths, labels, strict=True)]
+
+    def shown(path: str | os.PathLike) -> str:
+        return os.path.relpath(Path(path).resolve(), out_html.parent.resolve())
+
+    sources = {
+        "summary": [shown(summary_path)],
+        "judgements": [shown(p) for p in judgements_paths],
+        "diagnosis": [shown(diagnosis_path)] if diagnosis_path is not None else [],
+        "ledgers": [shown(p) for p in ledger_paths],
+    }
+    data = collect(summary, judgements, ledgers, config, diagnosis, sources)
+
+    folder = out_html.with_suffix("")
+    out_html.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=out_html.parent))
+    try:
+        _readable(staging, directory=True)
+        names = _write_derived(data, staging)
+        page = render_html(data, title, [f"{folder.name}/{name}" for name in names])
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    write_atomic_text(out_html, page)
+    _readable(out_html)
+    return out_html
+
+
+def _readable(path: Path, directory: bool = False) -> None:
+    """Give a page the usual permissions (temporary files are created owner-only)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, (0o777 if directory else 0o666) & ~umask)

@@ -1,0 +1,279 @@
+"""The numbers a report shows, computed from result tables (no plotting, no HTML, no files).
+
+Every number here is traced to rows: scores come from the summary table as written by the score
+rule, intervals from the per-question judgements behind them, costs from the gateway's ledgers.
+A confidence interval is attached to a score only when the judgements reproduce that score (same
+mean, same n); otherwise the report says so instead of drawing an interval around another number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mnemoflow.report.stats import mean_interval
+
+RUN = ["benchmark", "system", "protocol", "step"]
+FAILURES = ("write", "read", "utilization")
+_LEDGER_COUNTERS = (
+    "calls",
+    "cache_hits",
+    "tokens_in",
+    "tokens_out",
+    "latency_s",
+    "retries",
+    "errors",
+    "parse_failures",
+)
+#: Largest difference between a summary value and the mean of its judgements still called equal.
+_TOLERANCE = 1e-6
+
+
+class ReportError(ValueError):
+    """An input of the report is malformed; the message names the file, record and field."""
+
+
+def add_labels(frame: pd.DataFrame, protocols: Iterable[str] | None = None) -> pd.DataFrame:
+    """Add ``label``: the system name, with the protocol when the results hold several."""
+    frame = frame.copy()
+    protocols = set(frame["protocol"]) if protocols is None else set(protocols)
+    if len(protocols) > 1:
+        frame["label"] = frame["system"] + " · " + frame["protocol"]
+    else:
+        frame["label"] = frame["system"]
+    return frame
+
+
+def last_step(frame: pd.DataFrame, keys: list[str] | None = None) -> pd.DataFrame:
+    """Rows of each run's last step: the state a system reaches after all of its history."""
+    keys = keys or ["benchmark", "system", "protocol"]
+    if frame.empty:
+        return frame
+    final = frame.groupby(keys)["step"].transform("max")
+    return frame[frame["step"] == final]
+
+
+def question_values(judgements: pd.DataFrame) -> pd.DataFrame:
+    """One value per run, metric and question (repeated judgements of a question are averaged)."""
+    keys = [*RUN, "metric", "question_id", "question_type"]
+    if judgements.empty:
+        return pd.DataFrame(columns=[*keys, "value"])
+    return judgements.groupby(keys, as_index=False, dropna=False)["value"].mean()
+
+
+def with_intervals(summary: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFrame:
+    """The summary with ``ci_low``, ``ci_high`` and ``ci_method`` on micro and per-type rows.
+
+    ``ci_method`` is "wilson" or "bootstrap" (see :mod:`mnemoflow.report.stats`), "no judgements"
+    when none were given for the run, "mismatch" when they do not reproduce the summary value, and
+    "" for macro rows (a mean of per-type means has no per-question sample to resample here).
+    """
+    values = question_values(judgements)
+    groups = {key: group["value"] for key, group in values.groupby([*RUN, "metric"])}
+    by_type = {
+        key: group["value"] for key, group in values.groupby([*RUN, "metric", "question_type"])
+    }
+    low, high, method = [], [], []
+    for row in summary.itertuples(index=False):
+        run = (row.benchmark, row.system, row.protocol, row.step, row.metric)
+        if row.aggregate == "micro":
+            sample = groups.get(run)
+        elif row.aggregate.startswith("type:"):
+            sample = by_type.get((*run, row.aggregate.removeprefix("type:")))
+        else:
+            low.append(math.nan), high.append(math.nan), method.append("")
+            continue
+        if sample is None:
+            low.append(math.nan), high.append(math.nan), method.append("no judgements")
+            continue
+        interval = mean_interval(sample.to_numpy())
+        if interval.n != row.n or abs(interval.mean - row.value) > _TOLERANCE:
+            low.append(math.nan), high.append(math.nan), method.append("mismatch")
+            continue
+        low.append(interval.low), high.append(interval.high), method.append(interval.method)
+    out = summary.copy()
+    out["ci_low"], out["ci_high"], out["ci_method"] = low, high, method
+    return out
+
+
+def score_table(scored: pd.DataFrame) -> pd.DataFrame:
+    """One row per benchmark, run and metric at the run's last step: micro [CI], macro, n."""
+    final = last_step(scored)
+    micro = final[final["aggregate"] == "micro"]
+    macro = final[final["aggregate"] == "macro"][[*RUN, "metric", "value"]]
+    table = micro.merge(macro, on=[*RUN, "metric"], how="left", suffixes=("", "_macro"))
+    table = table.rename(columns={"value": "micro", "value_macro": "macro"})
+    columns = ["benchmark", "label", "system", "protocol", "step", "metric", "micro"]
+    columns += ["ci_low", "ci_high", "ci_method", "macro", "n"]
+    table = table[columns].sort_values(
+        ["benchmark", "metric", "micro", "label"], ascending=[True, True, False, True]
+    )
+    return table.reset_index(drop=True)
+
+
+def type_table(scored: pd.DataFrame) -> pd.DataFrame:
+    """Per-question-type values at the last step: rows (benchmark, metric, type), columns runs."""
+    final = last_step(scored)
+    typed = final[final["aggregate"].str.startswith("type:")].copy()
+    if typed.empty:
+        return pd.DataFrame()
+    typed["question_type"] = typed["aggregate"].str.removeprefix("type:")
+    return typed.pivot_table(
+        index=["benchmark", "metric", "question_type"],
+        columns="label",
+        values="value",
+        aggfunc="first",
+    )
+
+
+def step_table(scored: pd.DataFrame) -> pd.DataFrame:
+    """Micro scores of runs observed at more than one step (the score-vs-step curves)."""
+    micro = scored[scored["aggregate"] == "micro"]
+    steps = micro.groupby(["benchmark", "system", "protocol", "metric"])["step"].transform(
+        "nunique"
+    )
+    return micro[steps > 1].sort_values([*RUN, "metric"]).reset_index(drop=True)
+
+
+# --- diagnosis -------------------------------------------------------------------------------
+
+
+def check_diagnosis(diagnosis: pd.DataFrame, where: str) -> None:
+    """Reject failure names outside write/read/utilization and rates that are not shares."""
+    for index, row in enumerate(diagnosis.itertuples(index=False)):
+        record = f"{where}: row {index} ({row.benchmark}/{row.system} step {row.step})"
+        if row.failure not in FAILURES:
+            raise ReportError(f"{record}: 'failure' must be one of {FAILURES}, got {row.failure!r}")
+        if not 0.0 <= row.rate <= 1.0:
+            raise ReportError(f"{record}: 'rate' must be within 0..1, got {row.rate}")
+        if row.n < 0:
+            raise ReportError(f"{record}: 'n' must be >= 0, got {row.n}")
+    sums = diagnosis.groupby(["benchmark", "system", "step", "question_type"])["rate"].sum()
+    over = sums[sums > 1.0 + _TOLERANCE]
+    if not over.empty:
+        (benchmark, system, step, qtype), total = next(iter(over.items()))
+        raise ReportError(
+            f"{where}: {benchmark}/{system} step {step} type {qtype!r}: failure rates add up to "
+            f"{total:.3f} > 1 (stages must be exclusive)"
+        )
+
+
+def diagnosis_overall(diagnosis: pd.DataFrame) -> pd.DataFrame:
+    """Failure rates per benchmark and system at the last step, over all question types.
+
+    Uses the ``question_type == "all"`` rows when the producer wrote them; otherwise weights each
+    type's rate by its number of questions (a micro average, like the micro score).
+    """
+    if diagnosis.empty:
+        return diagnosis.assign(rate=[])
+    final = last_step(diagnosis, ["benchmark", "system"])
+    rows = []
+    for (benchmark, system, step), group in final.groupby(["benchmark", "system", "step"]):
+        overall = group[group["question_type"] == "all"]
+        for failure in FAILURES:
+            if not overall.empty:
+                part = overall[overall["failure"] == failure]
+                rate = float(part["rate"].sum())
+                n = int(part["n"].max()) if not part.empty else int(overall["n"].max())
+            else:
+                part = group[group["failure"] == failure]
+                per_type = group.groupby("question_type")["n"].max()
+                n = int(per_type.sum())
+                rate = float((part["rate"] * part["n"]).sum() / n) if n else 0.0
+            rows.append((benchmark, system, step, failure, rate, n))
+    return pd.DataFrame(rows, columns=["benchmark", "system", "step", "failure", "rate", "n"])
+
+
+# --- ledgers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerFile:
+    label: str
+    data: dict[str, Any]
+
+
+def load_ledger(path: str | Path, label: str | None = None) -> LedgerFile:
+    """Read one ledger written by ``Ledger.to_json``; check the fields the report uses."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read ledger JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: a ledger must be a JSON object, got {type(data).__name__}")
+    for field in ("models", "totals", "by_role_task"):
+        if not isinstance(data.get(field), dict):
+            raise ReportError(f"{path}: field '{field}' must be an object")
+    for key, entry in data["by_role_task"].items():
+        if "/" not in key:
+            raise ReportError(f"{path}: by_role_task key {key!r} is not 'role/task'")
+        for counter in _LEDGER_COUNTERS:
+            value = entry.get(counter, 0)
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+                raise ReportError(
+                    f"{path}: by_role_task[{key!r}].{counter} must be a number >= 0, got {value!r}"
+                )
+    return LedgerFile(label or str(path), data)
+
+
+def ledger_labels(paths: list[Path]) -> list[str]:
+    """Short names for ledger files: their paths relative to the deepest common folder."""
+    if not paths:
+        return []
+    if len(paths) == 1:
+        return [str(paths[0])]
+    resolved = [Path(p).resolve() for p in paths]
+    common = Path(os.path.commonpath([str(p.parent) for p in resolved]))
+    return [str(p.relative_to(common)) for p in resolved]
+
+
+def _cost(model: str, tokens_in: float, tokens_out: float, prices: dict[str, Any]) -> float:
+    price = prices.get(model)
+    if not price:
+        return math.nan
+    return (
+        tokens_in * float(price.get("input", 0)) + tokens_out * float(price.get("output", 0))
+    ) / 1e6
+
+
+def ledger_tables(
+    ledgers: list[LedgerFile], prices: dict[str, Any] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-file totals and per role/task/model totals over all files.
+
+    ``prices`` maps a model name to USD per million tokens, ``{"input": .., "output": ..}``; the
+    cost column is then what the calls would cost from scratch (ledger tokens include cache hits,
+    which cost nothing on a rerun). Models without a price get no cost rather than a guess.
+    """
+    prices = prices or {}
+    rows = []
+    for ledger in ledgers:
+        models = ledger.data["models"]
+        for key, entry in ledger.data["by_role_task"].items():
+            role, task = key.split("/", 1)
+            counters = {name: entry.get(name, 0) for name in _LEDGER_COUNTERS}
+            model = models.get(role, "?")
+            cost = _cost(model, counters["tokens_in"], counters["tokens_out"], prices)
+            rows.append({"ledger": ledger.label, "role": role, "task": task, "model": model,
+                         **counters, "cost_usd": cost})  # fmt: skip
+    columns = ["ledger", "role", "task", "model", *_LEDGER_COUNTERS, "cost_usd"]
+    flat = pd.DataFrame(rows, columns=columns)
+    # A sum that includes a model without a price is unknown, not a smaller number.
+    sums: dict[str, Any] = {name: "sum" for name in _LEDGER_COUNTERS}
+    sums["cost_usd"] = lambda costs: costs.sum() if costs.notna().all() else math.nan
+    per_file = flat.groupby("ledger", sort=True).agg(sums).reset_index()
+    per_task = flat.groupby(["role", "task", "model"], sort=True).agg(sums).reset_index()
+    for table in (per_file, per_task):
+        calls = table["calls"].where(table["calls"] > 0)
+        table.insert(
+            table.columns.get_loc("cache_hits") + 1, "hit_rate", table["cache_hits"] / calls
+        )
+    return per_file, per_task
