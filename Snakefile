@@ -14,6 +14,7 @@ include: "rules/memory.smk"
 include: "rules/answer.smk"
 include: "rules/judge.smk"
 include: "rules/summarize.smk"
+include: "rules/report.smk"
 
 
 rule all:

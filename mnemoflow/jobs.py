@@ -22,6 +22,7 @@ import pandas as pd
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.llm.gateway import Gateway
+from mnemoflow.progress import Progress, progress
 from mnemoflow.protocols import static_qa
 from mnemoflow.report.summary import summarize, summary_markdown
 
@@ -48,6 +49,11 @@ def job_log(path: str | Path | None) -> Iterator[None]:
             raise
         finally:
             sys.stderr = old_stderr
+
+
+def _tick(bar: Progress):
+    """Adapt a progress bar to the protocol's per-item callback (cache hit or None)."""
+    return lambda cache_hit: bar.update(1, cache_hit=cache_hit)
 
 
 def _gateway(models: dict[str, Any], cache: str | None) -> Gateway:
@@ -102,20 +108,22 @@ def ingest(
     gateway = _gateway(models, cache)
 
     async def run() -> dict[str, Any]:
-        try:
-            return await static_qa.ingest(
-                turns,
-                episode_map,
-                episodes,
-                system,
-                step,
-                Path(previous) if previous else None,
-                Path(snapshot),
-                gateway,
-                seed=seed,
-            )
-        finally:
-            await gateway.aclose()
+        with progress(len(episodes), f"ingest step {step}") as bar:
+            try:
+                return await static_qa.ingest(
+                    turns,
+                    episode_map,
+                    episodes,
+                    system,
+                    step,
+                    Path(previous) if previous else None,
+                    Path(snapshot),
+                    gateway,
+                    seed=seed,
+                    progress=_tick(bar),
+                )
+            finally:
+                await gateway.aclose()
 
     manifest = asyncio.run(run())
     _write_ledger(gateway, ledger, stage="ingest", episodes=len(manifest["episodes"]))
@@ -151,12 +159,21 @@ def answer(
     keys = static_qa.run_keys(benchmark, system_name, step)
 
     async def run() -> pd.DataFrame:
-        try:
-            return await static_qa.answer(
-                todo, Path(snapshot), system, keys, gateway, reader, use_options, seed
-            )
-        finally:
-            await gateway.aclose()
+        with progress(len(todo), f"answer {benchmark}/{system_name} step {step}") as bar:
+            try:
+                return await static_qa.answer(
+                    todo,
+                    Path(snapshot),
+                    system,
+                    keys,
+                    gateway,
+                    reader,
+                    use_options,
+                    seed,
+                    progress=_tick(bar),
+                )
+            finally:
+                await gateway.aclose()
 
     frame = asyncio.run(run())
     write_table(frame, answers, "answers")
@@ -177,10 +194,13 @@ def judge(
     gateway = _gateway(models, cache)
 
     async def run() -> pd.DataFrame:
-        try:
-            return await static_qa.judge(answered, read_table(questions, "questions"), gateway)
-        finally:
-            await gateway.aclose()
+        with progress(len(answered), "judge") as bar:
+            try:
+                return await static_qa.judge(
+                    answered, read_table(questions, "questions"), gateway, progress=_tick(bar)
+                )
+            finally:
+                await gateway.aclose()
 
     frame = asyncio.run(run())
     write_table(frame, judgements, "judgements")
@@ -205,3 +225,18 @@ def summarize_runs(*, scores: list[str], summary: str, table: str) -> None:
 def snakemake_params(params: Any) -> dict[str, Any]:
     """Snakemake's Params object as a plain dict (JSON round trip drops Snakemake's wrappers)."""
     return json.loads(json.dumps(dict(params.items())))
+
+
+def report(
+    *,
+    summary: str,
+    judgements: list[str],
+    ledgers: list[str],
+    html: str,
+    config: dict[str, Any],
+    diagnosis: str | None = None,
+) -> None:
+    from mnemoflow.report.html import build_report
+
+    build_report(summary, judgements, ledgers, config, html, diagnosis_path=diagnosis)
+    log.info("report written to %s", html)

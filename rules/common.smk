@@ -93,5 +93,28 @@ def all_scores():
     ]
 
 
+def all_runs():
+    """(benchmark, system, step, shard) of every job chain of the run."""
+    return [
+        dict(benchmark=b, system=s, step=k, shard=h)
+        for b in config["run"]["benchmarks"]
+        for s in config["run"]["systems"]
+        for k in steps_of(b)
+        for h in shards_of(b)
+    ]
+
+
+def all_judgements():
+    return [f"{SHARD.format(**run)}/judgements.parquet" for run in all_runs()]
+
+
+def all_ledgers():
+    return [
+        f"{SHARD.format(**run)}/{name}.ledger.json"
+        for run in all_runs()
+        for name in ("ingest", "answers", "judgements")
+    ]
+
+
 def get_final_output():
-    return ["results/summary.parquet", "results/summary.md"]
+    return ["results/summary.parquet", "results/summary.md", "results/report.html"]

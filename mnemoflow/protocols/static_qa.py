@@ -110,7 +110,7 @@ async def ingest(
     out_dir: Path,
     gateway: Gateway,
     seed: int = 0,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[bool | None], None] | None = None,
 ) -> dict[str, Any]:
     """Build step ``step``'s snapshot of every episode into ``out_dir`` (written atomically)."""
     out_dir = Path(out_dir)
@@ -133,7 +133,7 @@ async def ingest(
             stored[episode] = sorted(ids)
         stats[episode] = memory.stats()
         if progress:
-            progress(1)
+            progress(None)
 
     try:
         await _bounded(episodes, one, EPISODE_CONCURRENCY)
@@ -175,7 +175,7 @@ async def answer(
     reader: str = "generic",
     use_options: bool = False,
     seed: int = 0,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[bool | None], None] | None = None,
 ) -> pd.DataFrame:
     """Answer every question from its episode's snapshot; one row per question (ANSWERS)."""
     read = get_reader(reader)
@@ -209,7 +209,7 @@ async def answer(
                 }
             )
             if progress:
-                progress(1)
+                progress(reply.cache_hit)
 
     await _bounded(sorted(set(questions.episode_id)), one, EPISODE_CONCURRENCY)
     frame = pd.DataFrame(rows, columns=ANSWERS.names)
@@ -220,7 +220,7 @@ async def judge(
     answers: pd.DataFrame,
     questions: pd.DataFrame,
     gateway: Gateway,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[bool | None], None] | None = None,
 ) -> pd.DataFrame:
     """Judge every answer against its question's reference (JUDGEMENTS, metric ``correct``)."""
     by_id = questions.set_index("question_id", drop=False)
@@ -233,7 +233,7 @@ async def judge(
         if verdict is None:
             gateway.record_parse_failure("judge", "judge_qa")
         if progress:
-            progress(1)
+            progress(reply.cache_hit)
         return {
             **{key: row[key] for key in ("benchmark", "system", "protocol", "step")},
             "question_id": row["question_id"],
