@@ -209,6 +209,9 @@ def resolve_folder(source: Any, benchmark: str, required: list[str], patterns: l
     if source.get("path"):
         root = Path(str(source["path"])).expanduser()
         if root.is_dir():
+            missing = [rel for rel in required if not (root / rel).exists()]
+            if missing:
+                raise DataError(f"{benchmark}: {root} has no {missing[0]}; place it there")
             return root
         if not source.get("repo"):
             raise DataError(f"{benchmark}: source.path {root} is not a folder")
