@@ -202,3 +202,23 @@ def test_prepare_writes_tables(tmp_path, capsys):
         "questions.parquet",
         "sessions.parquet",
     ]
+
+
+@needs_locomo
+def test_cli_info_prints_counts(capsys):
+    assert main(["data", "info", "locomo", "--path", str(LOCOMO)]) == 0
+    out = capsys.readouterr().out
+    assert "licence: CC BY-NC 4.0" in out
+    assert "sha256 79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4" in out
+    assert "  sessions: 272 distinct\n  turns: 5882\n  questions: 1986\n" in out
+    assert (
+        "questions per type: adversarial 446, multi-hop 282, open-domain 96, single-hop 841, "
+        "temporal 321" in out
+    )
+
+
+def test_cli_list_names_every_loader(capsys):
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("amemgym", "locomo", "longmemeval", "memorybench", "synthetic"):
+        assert f"\n{name}\n" in out
