@@ -223,9 +223,9 @@ def test_corpus_datasets_on_disk(release):
 
     d = _load(release, dataset="DialSim-friends")
     assert d.sessions[["session_id", "session_time", "turn_id", "speaker"]].values.tolist() == [
-        ["DialSim-friends_s1", "September 22, 1994", "D1:1", "Monica"],
-        ["DialSim-friends_s1", "September 22, 1994", "D1:2", "Joey"],
-        ["DialSim-friends_s2", "September 29, 1994", "D2:1", "Ross"],
+        ["DialSim-friends_s1", "1994-09-22T00:00", "D1:1", "Monica"],
+        ["DialSim-friends_s1", "1994-09-22T00:00", "D1:2", "Joey"],
+        ["DialSim-friends_s2", "1994-09-29T00:00", "D2:1", "Ross"],
     ]
     dq = d.questions.set_index("question_id")
     assert dq.loc["DialSim-friends_0", "question"] == "Write a poem."

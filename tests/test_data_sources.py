@@ -36,6 +36,7 @@ def upstream(tmp_path):
 def test_local_path_wins_and_is_checked(upstream):
     assert resolve_file({"path": str(upstream)}, "bench") == upstream
     assert resolve_file({"path": str(upstream), "sha256": SHA}, "bench") == upstream
+    assert sorted(p.name for p in upstream.parent.iterdir()) == ["data.json"]  # nothing written
     with pytest.raises(DataError, match=r"^bench: checksum mismatch for .*data.json: expected"):
         resolve_file({"path": str(upstream), "sha256": "0" * 64}, "bench")
 
@@ -55,6 +56,8 @@ def test_cache_then_download(upstream, cache):
     assert sorted(p.name for p in target.parent.iterdir()) == ["data.json"]  # no temp left
     upstream.unlink()
     assert resolve_file(source, "bench") == target  # now served from the cache
+    # the verified hash is remembered next to the cached file (keyed by size and mtime)
+    assert (target.parent / "data.json.sha256").read_text().split()[0] == SHA
 
 
 def test_download_checksum_mismatch_leaves_nothing(upstream, cache):

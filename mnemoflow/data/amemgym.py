@@ -25,6 +25,7 @@ of the question's ``required_info``) under which each answer is the right one.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from pathlib import Path
@@ -68,6 +69,14 @@ def _source(spec: dict[str, Any]) -> dict[str, Any]:
 def n_periods(spec: dict[str, Any]) -> int:
     """Steps of the step chain: the largest number of periods of any user."""
     path = resolve_file(_source(spec), BENCHMARK)
+    stat = path.stat()
+    return _count_periods(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _count_periods(path_text: str, size: int, mtime_ns: int) -> int:
+    """Cached per file version: the workflow asks for the step count many times per run."""
+    path = Path(path_text)
     most = 0
     for index, user in iter_array(path):
         most = max(most, len(field(user, "periods", list, where(path.name, index))))

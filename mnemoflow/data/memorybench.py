@@ -51,7 +51,7 @@ from mnemoflow.data.locomo import conversation_rows
 from mnemoflow.data.registry import Prepared, register_loader
 from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, resolve_folder
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
-from mnemoflow.data.validate import DataError, as_text, field, where
+from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
 BENCHMARK = "memorybench"
 REPO = "THUIR/MemoryBench"
@@ -160,7 +160,9 @@ def load(spec: dict[str, Any]) -> Prepared:
     reg = registry(spec["configs"]) if spec.get("configs") else None
     chosen = select(spec.get("select", {}), reg)
     source = spec.get("source") or INFO.sources["default"]
-    path = Path(str(source.get("path", ""))).expanduser() if isinstance(source, dict) else None
+    if not isinstance(source, dict):
+        raise DataError(f"{BENCHMARK}: 'source' must be a mapping (path, or repo/revision)")
+    path = Path(str(source["path"])).expanduser() if source.get("path") else None
     if path is not None and path.is_file():
         if len(chosen) != 1:
             raise DataError(f"{path.name}: a raw file holds one dataset; select.dataset it")
@@ -321,7 +323,7 @@ def corpus_rows(path: Path, dataset: str) -> list[dict[str, Any]]:
                     "episode_id": dataset,
                     "session_id": f"{dataset}_s{number}",
                     "session_index": index,
-                    "session_time": date,
+                    "session_time": parse_time(date, ("%B %d, %Y", "%b %d, %Y")),
                     "step": 0,
                     "turn_id": f"D{number}:{line_no}",
                     "turn_index": turn_index,

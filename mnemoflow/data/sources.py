@@ -85,13 +85,19 @@ def _check_source(source: Any, benchmark: str) -> dict[str, Any]:
 
 
 def _verified(path: Path, expected: str | None, label: str) -> Path:
-    """``path`` if its sha256 is ``expected`` (cached in a sidecar keyed by size and mtime)."""
+    """``path`` if its sha256 is ``expected``.
+
+    Files in the project cache keep the verified hash in a ``.sha256`` sidecar keyed by size and
+    mtime, so a 2.7 GB file is hashed once; files at a user's ``path`` are hashed every time
+    (nothing is written next to the user's data).
+    """
     if not expected:
         return path
     stat = path.stat()
     sidecar = path.with_name(path.name + ".sha256")
     stamp = f"{stat.st_size} {stat.st_mtime_ns}"
-    if sidecar.exists():
+    in_cache = path.resolve().is_relative_to(cache_root().resolve())
+    if in_cache and sidecar.exists():
         parts = sidecar.read_text().split()
         if len(parts) == 3 and " ".join(parts[1:]) == stamp and parts[0] == expected.lower():
             return path
@@ -101,10 +107,11 @@ def _verified(path: Path, expected: str | None, label: str) -> Path:
             f"{label}: checksum mismatch for {path}: expected sha256 {expected}, got {actual}; "
             f"replace it with the official file"
         )
-    try:
-        sidecar.write_text(f"{actual} {stamp}\n")
-    except OSError:
-        pass  # a read-only data folder: verify again next time
+    if in_cache:
+        try:
+            sidecar.write_text(f"{actual} {stamp}\n")
+        except OSError:
+            pass  # a read-only cache: verify again next time
     return path
 
 
