@@ -127,3 +127,16 @@ def test_cli_offline_download_fails_with_one_line(tmp_path, monkeypatch, capsys)
     assert err.startswith("mnemoflow data: error: longmemeval: offline, cannot download ")
     assert "\n" not in err
     assert not out.exists()
+
+
+def test_cli_checksum_mismatch_fails_with_one_line(upstream, tmp_path, capsys):
+    spec = {"source": {"path": str(upstream), "sha256": "0" * 64}}
+    out = tmp_path / "out"
+    code = main(["data", "prepare", "locomo", "--spec", json.dumps(spec), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err == (
+        f"mnemoflow data: error: locomo: checksum mismatch for {upstream}: expected sha256 "
+        f"{'0' * 64}, got {SHA}; replace it with the official file"
+    )
+    assert not out.exists()
