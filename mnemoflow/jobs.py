@@ -79,6 +79,8 @@ def prepare(spec: dict[str, Any], sessions: str, questions: str, episode_session
     write_table(prepared.sessions, sessions, "sessions")
     write_table(prepared.questions, questions, "questions")
     write_table(prepared.episode_sessions, episode_sessions, "episode_sessions")
+    for note in prepared.notes:
+        log.warning("%s", note)
     log.info(
         "prepared %d turns, %d questions, %d episodes",
         len(prepared.sessions),

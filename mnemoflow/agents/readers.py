@@ -50,7 +50,7 @@ def generic(question: dict[str, Any], items: list[MemoryItem]) -> ChatRequest:
     ordered = chronological(items)
     lines = [f"[{item.time}] {item.text}" if item.time else item.text for item in ordered]
     context = "\n".join(lines) if lines else "(no memory)"
-    options = list(question.get("options") or []) if question.get("use_options") else []
+    options = list(question.get("options", [])) if question.get("use_options") else []
     prompt = f"Memory excerpts:\n{context}\n\nCurrent date: {question.get('question_time', '')}\n"
     prompt += f"Question: {question['question']}\n"
     if options:

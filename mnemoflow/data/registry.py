@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -25,6 +25,8 @@ class Prepared:
     sessions: pd.DataFrame
     questions: pd.DataFrame
     episode_sessions: pd.DataFrame | None = None
+    #: One line per data problem the loader repaired or skipped (e.g. malformed evidence ids).
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.episode_sessions is None:
@@ -46,7 +48,13 @@ _LOADERS: dict[str, Loader] = {}
 _STEPS: dict[str, StepCounter] = {}
 
 #: Modules that register the built-in loaders when imported.
-BUILTIN_MODULES = ["mnemoflow.data.synthetic"]
+BUILTIN_MODULES = [
+    "mnemoflow.data.synthetic",
+    "mnemoflow.data.locomo",
+    "mnemoflow.data.longmemeval",
+    "mnemoflow.data.memorybench",
+    "mnemoflow.data.amemgym",
+]
 
 
 def register_loader(name: str, steps: StepCounter | None = None) -> Callable[[Loader], Loader]:

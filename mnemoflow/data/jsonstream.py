@@ -1,0 +1,126 @@
+"""Stream the records of a top-level JSON array without loading the whole file.
+
+LongMemEval-M is a single 2.7 GB JSON array of 500 records; ``json.load`` would need tens of GB.
+:func:`iter_array` reads the file in chunks and decodes one element at a time with the standard
+library's C decoder (``JSONDecoder.raw_decode``), so memory holds one record plus a read buffer.
+When a record is larger than the buffer, the read size doubles, so every byte is decoded at most
+about twice. A file that ends inside a record is reported as truncated, with the record index.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mnemoflow.data.validate import DataError
+
+_WS = " \t\n\r"
+_DECODER = json.JSONDecoder()
+#: A record larger than this (characters) is reported as invalid rather than read further.
+MAX_RECORD_CHARS = 1 << 28
+
+
+def _hits_end(buffer: str, exc: json.JSONDecodeError) -> bool:
+    """Whether a decode error is the file ending inside a value (truncation), not bad syntax."""
+    return exc.msg.startswith("Unterminated string") or exc.pos >= len(buffer.rstrip(_WS))
+
+
+def iter_array(path: str | os.PathLike, chunk_size: int = 1 << 20) -> Iterator[tuple[int, Any]]:
+    """Yield ``(index, element)`` for each element of the JSON array in ``path``."""
+    path = Path(path)
+    name = path.name
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with path.open("rb") as handle:
+        buffer = ""
+        consumed = 0  # characters of the file before ``buffer``
+        eof = False
+        want = chunk_size
+
+        def fill(minimum: int) -> bool:
+            nonlocal buffer, eof
+            if eof:
+                return False
+            data = handle.read(max(minimum, chunk_size))
+            try:
+                buffer += decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                raise DataError(
+                    f"{name}: not UTF-8 near character {consumed + len(buffer)}"
+                ) from exc
+            if not data:
+                eof = True
+            return True
+
+        def skip_ws() -> None:
+            nonlocal buffer, consumed
+            while True:
+                stripped = buffer.lstrip(_WS)
+                consumed += len(buffer) - len(stripped)
+                buffer = stripped
+                if buffer or not fill(chunk_size):
+                    return
+
+        skip_ws()
+        if not buffer:
+            raise DataError(f"{name}: empty file, expected a JSON array")
+        if buffer[0] != "[":
+            raise DataError(f"{name}: expected a JSON array at the top level, found {buffer[0]!r}")
+        buffer = buffer[1:]
+        consumed += 1
+        index = 0
+        skip_ws()
+        if buffer.startswith("]"):
+            return
+        while True:
+            skip_ws()
+            if not buffer:
+                raise DataError(f"{name}: truncated JSON: record {index} is missing (file ends)")
+            while True:
+                try:
+                    value, end = _DECODER.raw_decode(buffer)
+                except json.JSONDecodeError as exc:
+                    if not eof and len(buffer) < MAX_RECORD_CHARS:
+                        fill(want)  # the record may continue past the buffer: read more
+                        want *= 2
+                        continue
+                    if eof and _hits_end(buffer, exc):
+                        raise DataError(
+                            f"{name}: truncated JSON: record {index} is incomplete (file ends "
+                            f"at character {consumed + len(buffer)})"
+                        ) from exc
+                    raise DataError(
+                        f"{name}: invalid JSON in record {index} at character "
+                        f"{consumed + exc.pos}: {exc.msg}"
+                    ) from exc
+                break
+            want = chunk_size
+            yield index, value
+            index += 1
+            buffer = buffer[end:]
+            consumed += end
+            skip_ws()
+            if not buffer:
+                raise DataError(
+                    f"{name}: truncated JSON: the array is not closed after record {index - 1}"
+                )
+            if buffer[0] == ",":
+                buffer = buffer[1:]
+                consumed += 1
+                continue
+            if buffer[0] == "]":
+                buffer = buffer[1:]
+                consumed += 1
+                skip_ws()
+                if buffer:
+                    raise DataError(
+                        f"{name}: unexpected data after the JSON array at character {consumed}"
+                    )
+                return
+            raise DataError(
+                f"{name}: invalid JSON after record {index - 1} at character {consumed}: "
+                f"expected ',' or ']', found {buffer[0]!r}"
+            )

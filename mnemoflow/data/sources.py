@@ -1,0 +1,269 @@
+"""Where benchmark files come from: a local path, the project cache, or a pinned download.
+
+A benchmark's ``source`` (in config.yaml) is resolved in this order:
+
+1. ``path``: a local file or folder, used as it is (checked against ``sha256`` when given);
+2. the project cache, ``data/cache/<benchmark>/...`` under the repository, or ``$MNEMOFLOW_CACHE``;
+3. a download, only when ``download: true`` and not offline (``MNEMOFLOW_OFFLINE=1`` or
+   ``HF_HUB_OFFLINE=1``): a Hugging Face dataset file (``repo`` + ``file`` + ``revision``, through
+   ``huggingface_hub``) or a ``url``. The file lands in a temporary name, is checked against
+   ``sha256`` and only then renamed into the cache, so a failed download leaves nothing behind.
+
+Offline, or on a checksum mismatch, resolution stops with one line that says which file to place
+where. Nothing is fetched at import time: ``huggingface_hub`` is imported only to download.
+A download needs a pinned ``revision`` (a commit, not a branch) so that results are reproducible;
+when ``sha256`` is not pinned yet, the computed hash is printed so that it can be added to config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mnemoflow.data.validate import DataError
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE_KEYS = {"path", "repo", "file", "revision", "sha256", "url", "download", "files"}
+
+
+@dataclass(frozen=True)
+class BenchmarkInfo:
+    """What ``mnemoflow data list`` says about a benchmark: provenance, licence, expected sizes."""
+
+    name: str
+    title: str
+    licence: str
+    homepage: str
+    sources: dict[str, dict[str, Any]]  # variant -> default source spec
+    counts: str = ""  # the official sizes, as a sentence
+    notes: str = ""
+
+
+CATALOG: dict[str, BenchmarkInfo] = {}
+
+
+def describe(info: BenchmarkInfo) -> BenchmarkInfo:
+    """Add a benchmark to the catalogue printed by ``mnemoflow data list``."""
+    CATALOG[info.name] = info
+    return info
+
+
+def cache_root() -> Path:
+    """The project cache: ``$MNEMOFLOW_CACHE`` or ``data/cache`` in the repository."""
+    env = os.environ.get("MNEMOFLOW_CACHE")
+    return Path(env).expanduser() if env else ROOT / "data" / "cache"
+
+
+def offline() -> bool:
+    return any(
+        os.environ.get(k, "") not in ("", "0") for k in ("MNEMOFLOW_OFFLINE", "HF_HUB_OFFLINE")
+    )
+
+
+def sha256_file(path: str | os.PathLike, block: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(block):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_source(source: Any, benchmark: str) -> dict[str, Any]:
+    if not isinstance(source, dict):
+        raise DataError(f"{benchmark}: 'source' must be a mapping (path, or repo/file/revision)")
+    unknown = sorted(set(source) - SOURCE_KEYS)
+    if unknown:
+        raise DataError(f"{benchmark}: unknown source keys {unknown}; known: {sorted(SOURCE_KEYS)}")
+    return source
+
+
+def _verified(path: Path, expected: str | None, label: str) -> Path:
+    """``path`` if its sha256 is ``expected``.
+
+    Files in the project cache keep the verified hash in a ``.sha256`` sidecar keyed by size and
+    mtime, so a 2.7 GB file is hashed once; files at a user's ``path`` are hashed every time
+    (nothing is written next to the user's data).
+    """
+    if not expected:
+        return path
+    stat = path.stat()
+    sidecar = path.with_name(path.name + ".sha256")
+    stamp = f"{stat.st_size} {stat.st_mtime_ns}"
+    in_cache = path.resolve().is_relative_to(cache_root().resolve())
+    if in_cache and sidecar.exists():
+        parts = sidecar.read_text().split()
+        if len(parts) == 3 and " ".join(parts[1:]) == stamp and parts[0] == expected.lower():
+            return path
+    actual = sha256_file(path)
+    if actual != expected.lower():
+        raise DataError(
+            f"{label}: checksum mismatch for {path}: expected sha256 {expected}, got {actual}; "
+            f"replace it with the official file"
+        )
+    if in_cache:
+        try:
+            sidecar.write_text(f"{actual} {stamp}\n")
+        except OSError:
+            pass  # a read-only cache: verify again next time
+    return path
+
+
+def _origin(source: dict[str, Any]) -> str:
+    if source.get("url"):
+        return str(source["url"])
+    rev = source.get("revision") or "<revision>"
+    return f"hf://datasets/{source.get('repo')}@{rev}/{source.get('file', '')}".rstrip("/")
+
+
+def cached_path(source: dict[str, Any], benchmark: str) -> Path:
+    """Where the cache keeps the file of a download spec."""
+    root = cache_root() / benchmark
+    if source.get("url"):
+        return root / "url" / Path(str(source["url"]).split("?")[0]).name
+    repo = str(source["repo"]).replace("/", "__")
+    return root / repo / str(source.get("revision") or "unpinned") / str(source["file"])
+
+
+def resolve_file(source: Any, benchmark: str) -> Path:
+    """The local file for ``source``: its ``path``, the cached copy, or a verified download."""
+    source = _check_source(source, benchmark)
+    expected = source.get("sha256")
+    if source.get("path"):
+        path = Path(str(source["path"])).expanduser()
+        if path.is_file():
+            return _verified(path, expected, benchmark)
+        if not (source.get("repo") or source.get("url")):
+            raise DataError(f"{benchmark}: source.path {path} does not exist; place the file there")
+    if not (source.get("url") or (source.get("repo") and source.get("file"))):
+        raise DataError(f"{benchmark}: source needs 'path', 'url', or 'repo' + 'file'")
+    target = cached_path(source, benchmark)
+    if target.is_file():
+        return _verified(target, expected, benchmark)
+    if not source.get("download"):
+        raise DataError(
+            f"{benchmark}: {target.name} is not available locally; place {_origin(source)} at "
+            f"{target} (or set source.path), or set source.download: true"
+        )
+    if offline():
+        raise DataError(
+            f"{benchmark}: offline, cannot download {_origin(source)}; place the file at {target}"
+        )
+    return _download(source, target, benchmark)
+
+
+def _download(source: dict[str, Any], target: Path, benchmark: str) -> Path:
+    if source.get("repo") and not source.get("revision"):
+        raise DataError(
+            f"{benchmark}: source.revision must pin a commit of {source['repo']} to download"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmpdir = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        try:
+            if source.get("url"):
+                tmp = tmpdir / target.name
+                with urllib.request.urlopen(str(source["url"])) as response, tmp.open("wb") as out:
+                    shutil.copyfileobj(response, out, 1 << 22)
+            else:
+                from huggingface_hub import hf_hub_download  # imported only to download
+
+                tmp = Path(
+                    hf_hub_download(
+                        repo_id=str(source["repo"]),
+                        filename=str(source["file"]),
+                        repo_type="dataset",
+                        revision=str(source["revision"]),
+                        local_dir=tmpdir,
+                    )
+                )
+        except Exception as exc:  # network, auth, missing file: one line, nothing left
+            raise DataError(
+                f"{benchmark}: cannot download {_origin(source)} ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}); place the file at {target}"
+            ) from exc
+        actual = sha256_file(tmp)
+        expected = source.get("sha256")
+        if expected and actual != expected.lower():
+            raise DataError(
+                f"{benchmark}: checksum mismatch for {_origin(source)}: expected sha256 "
+                f"{expected}, got {actual}; place the verified file at {target}"
+            )
+        os.replace(tmp, target)
+        if not expected:
+            print(
+                f"{benchmark}: downloaded {target.name}; pin it with source.sha256: {actual}",
+                file=sys.stderr,
+            )
+        return target
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def resolve_folder(source: Any, benchmark: str, required: list[str], patterns: list[str]) -> Path:
+    """A folder holding every path in ``required``: ``path``, the cache, or a pinned snapshot.
+
+    For folders the pinned ``revision`` (a commit hash) is the integrity check: the Hub addresses
+    files by content under a commit, and ``huggingface_hub`` verifies what it downloads.
+    """
+    source = _check_source(source, benchmark)
+    if source.get("path"):
+        root = Path(str(source["path"])).expanduser()
+        if root.is_dir():
+            missing = [rel for rel in required if not (root / rel).exists()]
+            if missing:
+                raise DataError(f"{benchmark}: {root} has no {missing[0]}; place it there")
+            return root
+        if not source.get("repo"):
+            raise DataError(f"{benchmark}: source.path {root} is not a folder")
+    if not source.get("repo"):
+        raise DataError(f"{benchmark}: source needs 'path' (a folder) or 'repo' + 'revision'")
+    repo = str(source["repo"])
+    root = (
+        cache_root()
+        / benchmark
+        / repo.replace("/", "__")
+        / str(source.get("revision") or "unpinned")
+    )
+    missing = [rel for rel in required if not (root / rel).exists()]
+    if not missing:
+        return root
+    origin = f"hf://datasets/{repo}@{source.get('revision') or '<revision>'}"
+    if not source.get("download"):
+        raise DataError(
+            f"{benchmark}: {missing[0]} is not available locally; place {origin}/{missing[0]} "
+            f"under {root} (or set source.path), or set source.download: true"
+        )
+    if offline():
+        raise DataError(
+            f"{benchmark}: offline, cannot download {origin}; place {missing[0]} under {root}"
+        )
+    if not source.get("revision"):
+        raise DataError(f"{benchmark}: source.revision must pin a commit of {repo} to download")
+    try:
+        from huggingface_hub import snapshot_download  # imported only to download
+
+        snapshot_download(
+            repo_id=repo,
+            repo_type="dataset",
+            revision=str(source["revision"]),
+            allow_patterns=patterns,
+            local_dir=root,
+        )
+    except Exception as exc:
+        raise DataError(
+            f"{benchmark}: cannot download {origin} ({type(exc).__name__}); place {missing[0]} "
+            f"under {root}"
+        ) from exc
+    still = [rel for rel in required if not (root / rel).exists()]
+    if still:
+        raise DataError(
+            f"{benchmark}: {origin} has no {still[0]}; check the dataset name and revision"
+        )
+    return root

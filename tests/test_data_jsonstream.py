@@ -1,0 +1,53 @@
+"""The streaming JSON array reader used for LongMemEval's multi-GB files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mnemoflow.data.jsonstream import iter_array
+from mnemoflow.data.validate import DataError
+
+
+def test_records_larger_than_the_buffer(tmp_path):
+    records = [{"i": i, "text": "é" * (3000 + i), "nested": [1, {"a": None}]} for i in range(20)]
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(records, indent=1), encoding="utf-8")
+    assert [r for _, r in iter_array(path, chunk_size=256)] == records
+    assert [i for i, _ in iter_array(path, chunk_size=256)] == list(range(20))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "a.json: empty file, expected a JSON array"),
+        ('{"a": 1}', "a.json: expected a JSON array at the top level, found '{'"),
+        (
+            '[{"a": 1}, {"b": "x',
+            "a.json: truncated JSON: record 1 is incomplete (file ends at character 19)",
+        ),
+        ('[{"a": 1}', "a.json: truncated JSON: the array is not closed after record 0"),
+        (
+            '[{"a": 1} {"b": 2}]',
+            "a.json: invalid JSON after record 0 at character 10: expected ',' or ']', found '{'",
+        ),
+        (
+            '[{"a": 1}, {"b" 2}]',
+            "a.json: invalid JSON in record 1 at character 16: Expecting ':' delimiter",
+        ),
+        ("[1, 2] 3", "a.json: unexpected data after the JSON array at character 7"),
+    ],
+)
+def test_errors_name_the_record(tmp_path, text, message):
+    path = tmp_path / "a.json"
+    path.write_text(text)
+    with pytest.raises(DataError) as info:
+        list(iter_array(path, chunk_size=4))
+    assert str(info.value) == message
+
+
+def test_empty_array(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_text(" [ ] ")
+    assert list(iter_array(path)) == []

@@ -1,0 +1,142 @@
+"""Source resolution: local path, project cache, verified download, offline and checksum errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from mnemoflow.cli import main
+from mnemoflow.data.sources import cached_path, resolve_file
+from mnemoflow.data.validate import DataError
+
+CONTENT = b'[{"hello": "world"}]\n'
+SHA = hashlib.sha256(CONTENT).hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    monkeypatch.setenv("MNEMOFLOW_CACHE", str(root))
+    monkeypatch.delenv("MNEMOFLOW_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    return root
+
+
+@pytest.fixture()
+def upstream(tmp_path):
+    """An 'upstream' file served through a file:// URL (urllib reads it like a download)."""
+    path = tmp_path / "upstream" / "data.json"
+    path.parent.mkdir()
+    path.write_bytes(CONTENT)
+    return path
+
+
+def test_local_path_wins_and_is_checked(upstream):
+    assert resolve_file({"path": str(upstream)}, "bench") == upstream
+    assert resolve_file({"path": str(upstream), "sha256": SHA}, "bench") == upstream
+    assert sorted(p.name for p in upstream.parent.iterdir()) == ["data.json"]  # nothing written
+    with pytest.raises(DataError, match=r"^bench: checksum mismatch for .*data.json: expected"):
+        resolve_file({"path": str(upstream), "sha256": "0" * 64}, "bench")
+
+
+def test_cache_then_download(upstream, cache):
+    source = {"url": upstream.as_uri(), "sha256": SHA}
+    target = cache / "bench" / "url" / "data.json"
+    assert cached_path(source, "bench") == target
+    with pytest.raises(DataError) as info:
+        resolve_file(source, "bench")
+    assert str(info.value) == (
+        f"bench: data.json is not available locally; place {upstream.as_uri()} at {target} "
+        "(or set source.path), or set source.download: true"
+    )
+    assert resolve_file({**source, "download": True}, "bench") == target
+    assert target.read_bytes() == CONTENT
+    assert sorted(p.name for p in target.parent.iterdir()) == ["data.json"]  # no temp left
+    upstream.unlink()
+    assert resolve_file(source, "bench") == target  # now served from the cache
+    # the verified hash is remembered next to the cached file (keyed by size and mtime)
+    assert (target.parent / "data.json.sha256").read_text().split()[0] == SHA
+
+
+def test_download_checksum_mismatch_leaves_nothing(upstream, cache):
+    source = {"url": upstream.as_uri(), "sha256": "f" * 64, "download": True}
+    with pytest.raises(DataError) as info:
+        resolve_file(source, "bench")
+    target = cache / "bench" / "url" / "data.json"
+    assert str(info.value) == (
+        f"bench: checksum mismatch for {upstream.as_uri()}: expected sha256 {'f' * 64}, "
+        f"got {SHA}; place the verified file at {target}"
+    )
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == []
+
+
+def test_cached_file_with_wrong_checksum(cache):
+    source = {"repo": "org/data", "file": "d.json", "revision": "abc123", "sha256": SHA}
+    target = cached_path(source, "bench")
+    assert target == cache / "bench" / "org__data" / "abc123" / "d.json"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(CONTENT + b" ")
+    with pytest.raises(DataError, match="checksum mismatch"):
+        resolve_file(source, "bench")
+
+
+def test_offline_and_unpinned(upstream, monkeypatch, cache):
+    hub = {"repo": "org/data", "file": "d.json", "download": True}
+    with pytest.raises(DataError, match="source.revision must pin a commit of org/data"):
+        resolve_file(hub, "bench")
+    monkeypatch.setenv("MNEMOFLOW_OFFLINE", "1")
+    with pytest.raises(DataError) as info:
+        resolve_file({**hub, "revision": "abc123"}, "bench")
+    assert str(info.value) == (
+        "bench: offline, cannot download hf://datasets/org/data@abc123/d.json; place the file at "
+        f"{cache / 'bench' / 'org__data' / 'abc123' / 'd.json'}"
+    )
+
+
+def test_unpinned_sha_is_printed(upstream, capsys):
+    resolve_file({"url": upstream.as_uri(), "download": True}, "bench")
+    assert f"pin it with source.sha256: {SHA}" in capsys.readouterr().err
+
+
+def test_unknown_source_key():
+    with pytest.raises(DataError, match=r"bench: unknown source keys \['sha'\]"):
+        resolve_file({"path": "x", "sha": "y"}, "bench")
+
+
+def test_cli_offline_download_fails_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MNEMOFLOW_OFFLINE", "1")
+    source = {"repo": "xiaowu0162/longmemeval-cleaned", "file": "longmemeval_s_cleaned.json"}
+    source.update(revision="0123abc", download=True)
+    out = tmp_path / "out"
+    code = main(
+        [
+            "data",
+            "prepare",
+            "longmemeval",
+            "--spec",
+            json.dumps({"source": source}),
+            "--out",
+            str(out),
+        ]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith("mnemoflow data: error: longmemeval: offline, cannot download ")
+    assert "\n" not in err
+    assert not out.exists()
+
+
+def test_cli_checksum_mismatch_fails_with_one_line(upstream, tmp_path, capsys):
+    spec = {"source": {"path": str(upstream), "sha256": "0" * 64}}
+    out = tmp_path / "out"
+    code = main(["data", "prepare", "locomo", "--spec", json.dumps(spec), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err == (
+        f"mnemoflow data: error: locomo: checksum mismatch for {upstream}: expected sha256 "
+        f"{'0' * 64}, got {SHA}; replace it with the official file"
+    )
+    assert not out.exists()
