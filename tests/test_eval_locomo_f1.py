@@ -9,6 +9,7 @@ import pytest
 
 from mnemoflow.eval.locomo_f1 import locomo_f1, normalize, token_f1, tokens
 
+
 def _shared_data() -> Path:
     """The repository's sibling ``shared/data`` (a worktree sits one folder deeper)."""
     for parent in Path(__file__).resolve().parents[1:4]:
