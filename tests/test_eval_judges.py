@@ -208,3 +208,17 @@ def test_repeats_use_distinct_seeds_and_report_agreement(tmp_path):
     agreement = out[out["metric"] == "judge_agreement"]
     assert agreement["value"].tolist() == [0.0, 0.0]
     assert json.loads(agreement["raw_reply"].iloc[0]) == [7, 8, 9]
+
+
+def test_locomo_j_request_carries_fields_for_the_offline_judge():
+    request = locomo_request(
+        {"question_id": "c_q1", "question": "What did Melanie paint?", "answer": "A sunrise"},
+        "She painted a sunrise.",
+    )
+    assert request.task == "judge_locomo" and request.role == "judge"
+    assert request.fields == {
+        "question": "What did Melanie paint?",
+        "reference": "A sunrise",
+        "response": "She painted a sunrise.",
+    }
+    assert "CORRECT or WRONG" in request.messages[0]["content"]

@@ -110,7 +110,7 @@ def test_gold_answers_score_one_against_themselves_on_the_real_file():
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason=f"real LoCoMo file not found at {LOCOMO}")
 def test_gold_answers_through_the_loader():
-    from mnemoflow.data.registry import loaders, load_benchmark
+    from mnemoflow.data.registry import load_benchmark, loaders
 
     if "locomo" not in loaders():
         pytest.skip("the LoCoMo loader is not in this checkout (mnemoflow.data locomo loader)")
