@@ -14,7 +14,9 @@
   RAG reader shows them).
 
 Builders are pure: (question row, context items, options) -> ChatRequest with role "agent", task
-"answer" and fields {question, context: [{text, time}], options} for the offline reader.
+"answer" and fields {question, context: [{text, time}], options} for the offline reader. A
+passage's text is the line the model reads (``Name said, "text"``): LoCoMo questions name the
+speaker ("What did Caroline research?"), so the speaker belongs to the evidence.
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ def build_request(
             raise ValueError("locomo reader: long_context needs the conversation's turns")
         context, _ = conversation_context(turns, options.budget_tokens)
         records = turns.sort_values(["session_index", "turn_index"]).to_dict("records")
-        passages = [{"text": str(r["content"]), "time": str(r["session_time"])} for r in records]
+        passages = [{"text": _line(r), "time": str(r["session_time"])} for r in records]
     else:
         if options.mode == "oracle":
             if turns is None:
@@ -161,11 +163,11 @@ def build_request(
             evidence = set(question.get("evidence_ids") or [])
             selected = turns[turns["turn_id"].isin(evidence)]
             selected = selected.sort_values(["session_index", "turn_index"]).to_dict("records")
-            entries = [(str(r["session_time"]), _line(r), str(r["content"])) for r in selected]
+            entries = [(str(r["session_time"]), _line(r)) for r in selected]
         else:
             entries = _item_entries(items, turns)
-        context = "\n".join(f"{time}: {line}" for time, line, _ in entries)
-        passages = [{"text": plain, "time": time} for time, _, plain in entries]
+        context = "\n".join(f"{time}: {line}" for time, line in entries)
+        passages = [{"text": line, "time": time} for time, line in entries]
     prompt = context + "\n\n" + template.format(question=asked)
     fields: dict[str, Any] = {"question": str(question["question"]), "context": passages}
     if choices:
@@ -175,7 +177,7 @@ def build_request(
     )
 
 
-def _item_entries(items: list[Any], turns: pd.DataFrame | None) -> list[tuple[str, str, str]]:
+def _item_entries(items: list[Any], turns: pd.DataFrame | None) -> list[tuple[str, str]]:
     by_turn = {} if turns is None else {r["turn_id"]: r for r in turns.to_dict("records")}
     entries = []
     for item in items:
@@ -184,8 +186,8 @@ def _item_entries(items: list[Any], turns: pd.DataFrame | None) -> list[tuple[st
         if sources and all(s in by_turn for s in sources):
             for source in sources:
                 record = by_turn[source]
-                entries.append((str(record["session_time"]), _line(record), str(record["content"])))
+                entries.append((str(record["session_time"]), _line(record)))
         else:
             text = str(get("text"))
-            entries.append((str(get("time") or ""), text, text))
+            entries.append((str(get("time") or ""), text))
     return entries
