@@ -218,6 +218,11 @@ def test_locomo_retrieval_keeps_rank_order_and_budget_keeps_newest_turns():
     assert lines[0].startswith('1:00 pm on 25 May, 2023: Melanie said, "I ran')
     assert lines[1].startswith('8:00 pm on 8 May, 2023: Caroline said, "I am researching')
     assert lines[2] == "May 2023: Caroline likes books."
+    # passages carry the speaker, as the prompt does ("What did Caroline research?")
+    assert request.fields["context"][1] == {
+        "text": 'Caroline said, "I am researching adoption agencies."',
+        "time": "8:00 pm on 8 May, 2023",
+    }
     context, kept = lr.conversation_context(turns, budget_tokens=80)
     assert kept == ["D2:1", "D2:2"]
     assert "DATE: 1:00 pm on 25 May, 2023" in context and "8 May" not in context
