@@ -226,3 +226,11 @@ def test_locomo_retrieval_keeps_rank_order_and_budget_keeps_newest_turns():
     context, kept = lr.conversation_context(turns, budget_tokens=80)
     assert kept == ["D2:1", "D2:2"]
     assert "DATE: 1:00 pm on 25 May, 2023" in context and "8 May" not in context
+
+
+def test_locomo_reader_options_from_config():
+    assert lr.LocomoReadingOptions.from_config({"mode": "oracle", "seed": 2}).seed == 2
+    with pytest.raises(ConfigError, match="unknown keys"):
+        lr.LocomoReadingOptions.from_config({"top_k": 5})
+    with pytest.raises(ConfigError, match="reader.mode"):
+        lr.LocomoReadingOptions(mode="no_history")

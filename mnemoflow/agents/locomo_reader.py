@@ -55,9 +55,11 @@ _START = (
 
 @dataclass(frozen=True)
 class LocomoReadingOptions:
+    """How the reader sees the conversation (config ``reader:`` of a LoCoMo benchmark)."""
+
     mode: str = "retrieval"
     budget_tokens: int = 120_000
-    seed: int = 0
+    seed: int = 0  # category-5 option order
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -66,6 +68,14 @@ class LocomoReadingOptions:
             raise ConfigError(
                 f"config reader.budget_tokens: a positive integer, got {self.budget_tokens!r}"
             )
+
+    @classmethod
+    def from_config(cls, raw: dict[str, Any] | None) -> LocomoReadingOptions:
+        raw = dict(raw or {})
+        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ConfigError(f"config reader: unknown keys {unknown}")
+        return cls(**raw)
 
 
 def _meta(question: dict[str, Any]) -> dict[str, Any]:
