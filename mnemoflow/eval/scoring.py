@@ -116,23 +116,54 @@ def aggregate(per_question: pd.DataFrame, benchmark: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SCORES.names)
 
 
+#: The retrieval figures the official LongMemEval script prints, plus LoCoMo's evidence recall.
+SUMMARY_RETRIEVAL = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10", "recall_all@50")
+
+
 def summary_table(scores: pd.DataFrame) -> str:
-    """A plain-text table of the headline aggregates, for the terminal."""
-    keep = scores[
-        scores["aggregate"].isin(["micro", "macro", "abstention", "micro:no-adversarial", "count"])
-        | scores["aggregate"].str.startswith("type:")
-    ]
-    keep = keep[~keep["metric"].str.contains("@") | keep["metric"].str.match(r".*@(5|10)$")]
-    lines = []
-    for run, frame in keep.groupby(RUN_COLUMNS, sort=True):
+    """A compact plain-text summary per run: headline aggregates, per-type table, retrieval."""
+    lines: list[str] = []
+    for run, frame in scores.groupby(RUN_COLUMNS, sort=True):
         lines.append(" ".join(f"{k}={v}" for k, v in zip(RUN_COLUMNS, run, strict=True)))
-        width = max(len(m) for m in frame["metric"]) + 2
-        awidth = max(len(a) for a in frame["aggregate"]) + 2
-        for record in frame.to_dict("records"):
-            value = record["value"]
-            shown = f"{int(value)}" if record["aggregate"] == "count" else f"{value:.4f}"
+        value = {
+            (r["metric"], r["aggregate"]): (r["value"], r["n"]) for r in frame.to_dict("records")
+        }
+        headline = sorted(
+            {m for m, _ in value if "@" not in m and not m.startswith(("session_", "turn_"))}
+        )
+        for metric in headline:
+            parts = []
+            for agg in ("micro", "macro", "abstention", "micro:no-adversarial", "count"):
+                if (metric, agg) in value:
+                    v, n = value[(metric, agg)]
+                    shown = f"{int(v)}" if agg == "count" else f"{v:.4f}"
+                    parts.append(f"{agg} {shown} (n={n})")
+            lines.append(f"  {metric:<24}" + "   ".join(parts))
+        types = sorted({a[5:] for _, a in value if a.startswith("type:")})
+        answer_metrics = [m for m in headline if any((m, f"type:{t}") in value for t in types)]
+        if types and answer_metrics:
+            width = max(len(t) for t in types) + 2
             lines.append(
-                f"  {record['metric']:<{width}}{record['aggregate']:<{awidth}}{shown:>8}"
-                f"  (n={record['n']})"
+                "  " + " " * width + "".join(f"{m:>12}" for m in answer_metrics) + "       n"
             )
+            for qtype in types:
+                cells, count = [], 0
+                for metric in answer_metrics:
+                    v, n = value.get((metric, f"type:{qtype}"), (float("nan"), 0))
+                    cells.append(f"{v:>12.4f}")
+                    count = max(count, n)
+                lines.append(f"  {qtype:<{width}}" + "".join(cells) + f"{count:>8}")
+        for level in ("session", "turn"):
+            shown = [
+                f"{m} {value[(f'{level}_{m}', 'micro')][0]:.4f}"
+                for m in (*SUMMARY_RETRIEVAL, "evidence_recall")
+                if (f"{level}_{m}", "micro") in value
+            ]
+            if shown:
+                n = max(
+                    value[(f"{level}_{m}", "micro")][1]
+                    for m in (*SUMMARY_RETRIEVAL, "evidence_recall")
+                    if (f"{level}_{m}", "micro") in value
+                )
+                lines.append(f"  {level}-level retrieval (n={n}): " + ", ".join(shown))
     return "\n".join(lines)
