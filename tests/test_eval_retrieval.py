@@ -11,6 +11,7 @@ from mnemoflow.eval.retrieval import (
     dcg,
     evidence_recall,
     is_session_granular,
+    longmemeval_gold,
     longmemeval_retrieval_rows,
     rank_metrics,
     turn_to_session_metrics,
@@ -122,3 +123,13 @@ def test_locomo_evidence_recall_is_the_share_of_evidence_retrieved():
     assert evidence_recall(["D1:3", "D2:5"], ["D1:3", "D1:4"]) == 0.5
     assert evidence_recall(["D1:3"], []) == 0.0
     assert evidence_recall([], ["D1:3"]) is None
+
+
+def test_gold_from_session_ids_uses_the_flagged_user_turns():
+    sessions, _, questions = longmemeval_tables()
+    question = questions.set_index("question_id").loc["q_cat"].to_dict()
+    question.update(evidence_ids=["s_a"], meta="{}")
+    # s_a's flagged user turn is s_a_1; s_a has two user turns (s_a_1, s_a_3)
+    assert longmemeval_gold(question, user_turns(sessions)) == (["s_a_1"], ["s_a"], 2)
+    question.update(evidence_ids=["s_c_2"])  # assistant-side evidence only
+    assert longmemeval_gold(question, user_turns(sessions)) == ([], [], 0)

@@ -129,7 +129,7 @@ def _meta(raw: Any) -> dict[str, Any]:
 def user_turns(sessions: pd.DataFrame) -> pd.DataFrame:
     """The distinct user turns of a sessions table (sessions shared by episodes appear once)."""
     users = sessions[sessions["role"] == "user"]
-    return users.drop_duplicates("turn_id")[["session_id", "turn_id", "turn_index"]]
+    return users.drop_duplicates("turn_id")[["session_id", "turn_id", "turn_index", "has_evidence"]]
 
 
 def longmemeval_gold(
@@ -137,14 +137,18 @@ def longmemeval_gold(
 ) -> tuple[list[str], list[str], int]:
     """(gold user turns, gold sessions, number of user turns in the gold sessions).
 
-    Evidence turns come from ``evidence_ids`` (or meta ``answer_turn_ids``); only user turns count.
+    Evidence is ``evidence_ids`` plus meta ``answer_turn_ids``; only user turns count (the
+    official corpus holds user turns only). A session id among them stands for its user turns
+    flagged ``has_evidence`` (the official ``has_answer``).
     """
-    evidence = list(question.get("evidence_ids") or [])
-    if not evidence:
-        evidence = list(_meta(question.get("meta")).get("answer_turn_ids") or [])
+    meta = _meta(question.get("meta"))
+    evidence = set(question.get("evidence_ids") or []) | set(meta.get("answer_turn_ids") or [])
     user_ids = set(users["turn_id"])
-    gold_turns = sorted({t for t in evidence if t in user_ids})
-    gold_sessions = sorted({strip_turn(t) for t in gold_turns})
+    gold = {t for t in evidence if t in user_ids}
+    flagged = users[users["session_id"].isin(evidence) & users["has_evidence"].astype(bool)]
+    gold |= set(flagged["turn_id"])
+    gold_turns = sorted(gold)
+    gold_sessions = sorted(set(users.loc[users["turn_id"].isin(gold), "session_id"]))
     n_turns = int(users["session_id"].isin(gold_sessions).sum())
     return gold_turns, gold_sessions, n_turns
 
