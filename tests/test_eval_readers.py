@@ -121,6 +121,17 @@ def test_official_log_ids_undo_noans_and_expand_turns():
     assert [c.source_ids for c in lme.id_chunks(["s_a_3"], turns)] == [["s_a_3", "s_a_4"]]
 
 
+def test_chunks_for_dispatches_on_the_mode():
+    turns, question = _episode()
+    log = lme.chunks_for(question, turns, lme.ReadingOptions(top_k=1), log_ids=["noans_s_c_1"])
+    assert log == []  # answer_s_c_1 is no turn of the fixture
+    log = lme.chunks_for(question, turns, lme.ReadingOptions(top_k=1), log_ids=["s_c_1", "s_a"])
+    assert [c.source_ids for c in log] == [["s_c_1", "s_c_2"]]
+    oracle = lme.chunks_for(question, turns, lme.ReadingOptions(mode="oracle"))
+    assert lme.context_ids(oracle) == ["answer_s_b_1", "answer_s_b_2"]
+    assert lme.chunks_for(question, turns, lme.ReadingOptions(mode="no_history")) == []
+
+
 def test_no_history_and_chain_of_note_prompts():
     turns, question = _episode()
     none = lme.build_request(question, [], lme.ReadingOptions(mode="no_history"))

@@ -322,6 +322,29 @@ def prepare(chunks: list[Chunk], options: ReadingOptions) -> list[Chunk]:
     return fit_budget(chosen, options)
 
 
+def chunks_for(
+    question: dict[str, Any],
+    turns: pd.DataFrame,
+    options: ReadingOptions,
+    items: list[Any] | None = None,
+    log_ids: list[str] | None = None,
+) -> list[Chunk]:
+    """The prepared chunks for one question, whatever the mode (the agent's one entry point).
+
+    ``turns`` is :func:`episode_turns` of the question's episode; in retrieval mode the chunks come
+    from ``log_ids`` (an official retrieval log's ranked corpus ids) when given, else ``items``.
+    With ``method: con_separate``, pass the result through :func:`note_requests` /
+    :func:`with_notes` before :func:`build_request`.
+    """
+    if options.mode == "retrieval":
+        chunks = (
+            id_chunks(log_ids, turns) if log_ids is not None else item_chunks(items or [], turns)
+        )
+    else:
+        chunks = history_chunks(question, turns, options)
+    return prepare(chunks, options)
+
+
 def context_ids(chunks: list[Chunk]) -> list[str]:
     """Source turn ids of the chunks shown (the answers table's ``retrieved_ids``)."""
     return list(dict.fromkeys(s for chunk in chunks for s in chunk.source_ids))
