@@ -15,6 +15,7 @@ COMMANDS = [
     "mnemoflow.commands.generate",
     "mnemoflow.commands.report",
     "mnemoflow.commands.data",
+    "mnemoflow.commands.score",
 ]
 
 

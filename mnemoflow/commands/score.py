@@ -1,0 +1,120 @@
+"""``mnemoflow score``: re-score stored answers (LongMemEval-shaped files) without generation.
+
+    mnemoflow score --benchmark longmemeval --data PATH --predictions FILE --out DIR
+                    [--retrievals FILE] [--config FILE] [--repeats N]
+
+Writes ``judgements.parquet``, ``question_scores.parquet`` (per question, long form),
+``scores.parquet`` (aggregates), ``judge.json`` (judge model, prompt version, temperature, seeds)
+and ``ledger.json`` into DIR, then prints the summary table. The judge role is the offline
+heuristic unless ``--config`` binds ``models.judge`` to an endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+import yaml
+
+from mnemoflow.data.registry import load_benchmark
+from mnemoflow.data.tables import write_atomic_text
+from mnemoflow.eval.judges import judge_provenance
+from mnemoflow.eval.rescore import (
+    BENCHMARKS,
+    answers_from_predictions,
+    read_predictions,
+    read_retrievals,
+    score_tables,
+    summarize,
+    write_scored,
+)
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.types import ConfigError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "score", help="judge and score a predictions file (LongMemEval / LoCoMo)"
+    )
+    parser.add_argument("--benchmark", required=True, choices=BENCHMARKS)
+    parser.add_argument("--data", required=True, type=Path, help="the benchmark's data file")
+    parser.add_argument(
+        "--predictions", required=True, type=Path, help="JSONL question_id+hypothesis"
+    )
+    parser.add_argument("--out", required=True, type=Path, help="output folder")
+    parser.add_argument("--retrievals", type=Path, help="retrieval log (LongMemEval's shape)")
+    parser.add_argument("--config", type=Path, help="YAML with models.judge (default: offline)")
+    parser.add_argument("--repeats", type=int, default=None, help="judge repeats (judge.repeats)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed of judge repeats")
+    parser.add_argument("--system", default="predictions", help="system name in the tables")
+    parser.add_argument(
+        "--official-turn-sessions",
+        action="store_true",
+        help="session metrics from turns count only evidence turns (official noans labelling)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _config(path: Path | None) -> tuple[dict, dict]:
+    """(models mapping, judge settings) from a YAML config; both empty without one."""
+    if path is None:
+        return {}, {}
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    models = raw.get("models") or {}
+    judge = raw.get("judge") or {}
+    if not isinstance(models, dict) or not isinstance(judge, dict):
+        raise ConfigError(f"{path}: 'models' and 'judge' must be mappings")
+    return {"judge": models["judge"]} if "judge" in models else {}, judge
+
+
+def run(args: argparse.Namespace) -> int:
+    models, judge_settings = _config(args.config)
+    repeats = args.repeats if args.repeats is not None else int(judge_settings.get("repeats", 1))
+    if repeats < 1:
+        raise ConfigError(f"judge repeats must be >= 1, got {repeats}")
+    prepared = load_benchmark({"loader": args.benchmark, "source": {"path": str(args.data)}})
+    questions, sessions = prepared.questions, prepared.sessions
+    known = set(questions["question_id"])
+    predictions = read_predictions(args.predictions, known)
+    rankings = read_retrievals(args.retrievals, known) if args.retrievals else None
+    answers = answers_from_predictions(
+        args.benchmark, questions, predictions, rankings, system=args.system
+    )
+    cache = args.out / "llm_cache.sqlite"
+    args.out.mkdir(parents=True, exist_ok=True)
+    gateway = Gateway.from_config(models, cache_path=cache)
+    try:
+        scored = asyncio.run(_score(gateway, args, questions, sessions, answers, rankings, repeats))
+        provenance = judge_provenance(gateway, args.benchmark, repeats, args.seed)
+        write_scored(scored, args.out, provenance)
+        write_atomic_text(args.out / "ledger.json", gateway.ledger.to_json() + "\n")
+    finally:
+        gateway.close()
+    print(
+        f"{args.benchmark}: scored {len(predictions)} of {len(questions)} questions -> {args.out}"
+    )
+    print(summarize(scored))
+    return 0
+
+
+async def _score(gateway, args, questions, sessions, answers, rankings, repeats):
+    try:
+        return await score_tables(
+            gateway,
+            args.benchmark,
+            questions,
+            sessions,
+            answers,
+            rankings,
+            repeats=repeats,
+            seed=args.seed,
+            evidence_turns_only=args.official_turn_sessions,
+        )
+    finally:
+        await gateway.aclose()

@@ -1,0 +1,332 @@
+"""Benchmark judges: LongMemEval's per-type yes/no judge and the LoCoMo "J" (CORRECT / WRONG) judge.
+
+Prompts are written for this project with the intent of the official ones:
+
+- LongMemEval (``src/evaluation/evaluate_qa.py``): one prompt per question type. The type decides
+  the grading rule, but abstention is decided by the question id (``_abs``), never by the type,
+  exactly as the official script does. Temperature 0, one user message.
+- LoCoMo J (the judge used by memory-system papers after Mem0): generous CORRECT / WRONG against
+  the gold answer; category 5 (adversarial) has no gold answer and is not judged. J is stored beside
+  the official F1 (``mnemoflow.eval.locomo_f1``) as its own metric, never mixed into it.
+
+Every request carries a task tag and structured fields so the offline backend can answer it
+(handlers in ``mnemoflow/llm/offline/judge.py``). Replies are parsed strictly: a reply that is
+neither a clear yes/no (CORRECT/WRONG) is a parse failure, counted in the ledger and stored with
+``parse_ok = False`` and no value; it is never guessed. (Documented difference: the official
+LongMemEval script counts any reply containing the substring "yes" as yes.)
+
+``repeats: N`` asks the judge N times with distinct seeds; the stored value is the mean of the
+parsed verdicts, and a ``judge_agreement`` row per question says whether all parsed verdicts agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from mnemoflow.data.tables import JUDGEMENTS, RUN_KEYS
+from mnemoflow.eval.locomo_f1 import category_of, locomo_f1
+from mnemoflow.eval.retrieval import is_abstention
+from mnemoflow.llm.types import ChatRequest
+
+LONGMEMEVAL_VERSION = "lme-v1"
+LOCOMO_J_VERSION = "locomo-j-v1"
+LOCOMO_F1_JUDGE = "locomo-f1/official"
+
+LONGMEMEVAL_TYPES = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+)
+
+_INTRO = "I will give you a question, a correct answer, and a response from a model. "
+_CONTAINS = (
+    "Answer yes if the response contains the correct answer. Otherwise, answer no. If the "
+    "response is equivalent to the correct answer or contains all the intermediate steps to get "
+    "the correct answer, also answer yes. If the response only contains a subset of the "
+    "information required by the answer, answer no."
+)
+_OFF_BY_ONE = (
+    " Do not penalize off-by-one errors in counts of days, weeks, months or years: if the question "
+    "asks for such a number and the response is off by one (e.g. 19 days when the answer is 18), "
+    "the response is still correct."
+)
+_UPDATED = (
+    "Answer yes if the response contains the correct answer. Otherwise, answer no. If the response "
+    "mentions some earlier information along with the updated answer, it is still correct as long "
+    "as the updated answer is the required one."
+)
+_TAIL = (
+    "\n\nQuestion: {question}\n\nCorrect Answer: {reference}\n\nModel Response: {response}\n\n"
+    "Is the model response correct? Answer yes or no only."
+)
+LONGMEMEVAL_PROMPTS = {
+    "single-session-user": _INTRO + _CONTAINS + _TAIL,
+    "single-session-assistant": _INTRO + _CONTAINS + _TAIL,
+    "multi-session": _INTRO + _CONTAINS + _TAIL,
+    "temporal-reasoning": _INTRO + _CONTAINS + _OFF_BY_ONE + _TAIL,
+    "knowledge-update": _INTRO + _UPDATED + _TAIL,
+    "single-session-preference": (
+        "I will give you a question, a rubric describing the desired personalized response, and a "
+        "response from a model. Answer yes if the response satisfies the rubric, otherwise no. The "
+        "response need not reflect every point of the rubric: it is correct as long as it recalls "
+        "and uses the user's personal information correctly.\n\nQuestion: {question}\n\n"
+        "Rubric: {reference}\n\nModel Response: {response}\n\n"
+        "Is the model response correct? Answer yes or no only."
+    ),
+}
+LONGMEMEVAL_ABSTENTION_PROMPT = (
+    "I will give you an unanswerable question, an explanation, and a response from a model. "
+    "Answer yes if the model correctly identifies the question as unanswerable: it may say that "
+    "the information is incomplete, or that some other information is given but the asked "
+    "information is not.\n\nQuestion: {question}\n\nExplanation: {reference}\n\n"
+    "Model Response: {response}\n\n"
+    "Does the model correctly identify the question as unanswerable? Answer yes or no only."
+)
+
+LOCOMO_J_PROMPT = (
+    "Label an answer to a question as CORRECT or WRONG. You are given a question that one person "
+    "asks another about their earlier conversations, the gold (ground-truth) answer, and a "
+    "generated answer.\n\n"
+    "The gold answer is usually short. The generated answer may be longer; grade generously: if it "
+    "touches on the same topic as the gold answer, it is CORRECT. For questions about time, the "
+    "gold answer is a date, month or year; the generated answer may use another format or a "
+    "relative reference, and it is CORRECT as long as it refers to the same date or period.\n\n"
+    "Question: {question}\nGold answer: {reference}\nGenerated answer: {response}\n\n"
+    "First give a one-sentence explanation, then finish with the single word CORRECT or WRONG. "
+    "Do not write both words."
+)
+
+
+def longmemeval_request(question: dict[str, Any], response: str) -> ChatRequest:
+    """The judge request for one LongMemEval answer (prompt by type, abstention by id)."""
+    qtype = question["question_type"]
+    abstention = is_abstention(question["question_id"])
+    if abstention:
+        template = LONGMEMEVAL_ABSTENTION_PROMPT
+    elif qtype in LONGMEMEVAL_PROMPTS:
+        template = LONGMEMEVAL_PROMPTS[qtype]
+    else:
+        raise ValueError(
+            f"question {question['question_id']}: question_type {qtype!r} is not a LongMemEval "
+            f"type {list(LONGMEMEVAL_TYPES)}"
+        )
+    reference = str(question["answer"])
+    prompt = template.format(question=question["question"], reference=reference, response=response)
+    return ChatRequest(
+        role="judge",
+        task="judge_longmemeval",
+        messages=[{"role": "user", "content": prompt}],
+        fields={
+            "question": question["question"],
+            "reference": reference,
+            "response": response,
+            "question_type": qtype,
+            "abstention": abstention,
+        },
+    )
+
+
+def locomo_request(question: dict[str, Any], response: str) -> ChatRequest:
+    """The J judge request for one LoCoMo answer (categories 1-4)."""
+    reference = str(question["answer"])
+    prompt = LOCOMO_J_PROMPT.format(
+        question=question["question"], reference=reference, response=response
+    )
+    return ChatRequest(
+        role="judge",
+        task="judge_locomo",
+        messages=[{"role": "user", "content": prompt}],
+        fields={"question": question["question"], "reference": reference, "response": response},
+    )
+
+
+_YES_NO_START = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_YES_NO_ANY = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def parse_yes_no(reply: str) -> float | None:
+    """1.0 / 0.0 for a reply that starts with yes / no, or contains only one of the two words."""
+    reply = reply or ""
+    match = _YES_NO_START.match(reply)
+    if match:
+        return 1.0 if match.group(1).lower() == "yes" else 0.0
+    found = {m.lower() for m in _YES_NO_ANY.findall(reply)}
+    if len(found) == 1:
+        return 1.0 if found == {"yes"} else 0.0
+    return None
+
+
+_LABEL_UPPER = re.compile(r"\b(CORRECT|WRONG)\b")
+_LABEL_ANY = re.compile(r"\b(correct|wrong)\b", re.IGNORECASE)
+
+
+def parse_correct_wrong(reply: str) -> float | None:
+    """1.0 / 0.0 for a reply labelled CORRECT / WRONG (a JSON ``label`` or the label word).
+
+    Upper-case label words win over lower-case ones (explanations say "correct" in passing); when
+    both labels appear in the deciding case the reply is ambiguous and fails to parse.
+    """
+    reply = reply or ""
+    try:
+        payload = json.loads(reply.strip().strip("`").removeprefix("json").strip())
+        if isinstance(payload, dict) and str(payload.get("label", "")).upper() in (
+            "CORRECT",
+            "WRONG",
+        ):
+            return 1.0 if str(payload["label"]).upper() == "CORRECT" else 0.0
+    except (json.JSONDecodeError, ValueError):
+        pass
+    for pattern in (_LABEL_UPPER, _LABEL_ANY):
+        found = {m.upper() for m in pattern.findall(reply)}
+        if len(found) == 1:
+            return 1.0 if found == {"CORRECT"} else 0.0
+        if len(found) > 1:
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class JudgeKind:
+    """One LLM judge: how to build its request, parse its reply, name its metric."""
+
+    metric: str
+    version: str
+    build: Any
+    parse: Any
+    task: str
+
+
+LONGMEMEVAL_JUDGE = JudgeKind(
+    "accuracy", LONGMEMEVAL_VERSION, longmemeval_request, parse_yes_no, "judge_longmemeval"
+)
+LOCOMO_JUDGE = JudgeKind("j", LOCOMO_J_VERSION, locomo_request, parse_correct_wrong, "judge_locomo")
+
+
+def repeat_seeds(repeats: int, seed: int) -> list[int | None]:
+    """Seeds of the N asks: the endpoint's own seed for a single ask, distinct seeds otherwise."""
+    if repeats < 1:
+        raise ValueError(f"judge.repeats must be >= 1, got {repeats}")
+    return [None] if repeats == 1 else [seed + r for r in range(repeats)]
+
+
+async def _ask(gateway, kind: JudgeKind, request: ChatRequest, seeds: list[int | None]):
+    replies = []
+    for seed in seeds:
+        request.seed = seed
+        replies.append(await gateway.chat(request))
+    texts = [reply.text for reply in replies]
+    verdicts = [kind.parse(text) for text in texts]
+    for verdict in verdicts:
+        if verdict is None:
+            gateway.record_parse_failure("judge", kind.task)
+    return texts, verdicts
+
+
+def _meta(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    return json.loads(raw) if raw else {}
+
+
+def _run_keys(answer: dict[str, Any]) -> dict[str, Any]:
+    return {name: answer[name] for name, _ in RUN_KEYS}
+
+
+async def judge_answers(
+    gateway,
+    benchmark: str,
+    questions: pd.DataFrame,
+    answers: pd.DataFrame,
+    repeats: int = 1,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Judge every answer row; returns rows in the JUDGEMENTS schema.
+
+    ``answers`` needs the run keys, ``question_id`` and ``response``. LongMemEval gives one
+    ``accuracy`` row per answer; LoCoMo gives an ``f1`` row (official F1, deterministic) and, for
+    categories 1-4, a ``j`` row. With ``repeats > 1`` each judged answer also gets a
+    ``judge_agreement`` row (1 if all parsed verdicts agree, NaN when fewer than two parsed).
+    """
+    if benchmark not in ("longmemeval", "locomo"):
+        raise ValueError(f"judge: benchmark must be longmemeval or locomo, got {benchmark!r}")
+    kind = LONGMEMEVAL_JUDGE if benchmark == "longmemeval" else LOCOMO_JUDGE
+    judge_name = f"{gateway.model_name('judge')}/{kind.version}"
+    seeds = repeat_seeds(repeats, seed)
+    by_id = {q["question_id"]: q for q in questions.to_dict("records")}
+    rows: list[dict[str, Any]] = []
+    jobs = []
+    for answer in answers.to_dict("records"):
+        qid = answer["question_id"]
+        if qid not in by_id:
+            raise ValueError(f"answers: question_id {qid!r} is not in the questions table")
+        question = by_id[qid]
+        response = "" if answer["response"] is None else str(answer["response"])
+        base = {**_run_keys(answer), "question_id": qid, "question_type": question["question_type"]}
+        if benchmark == "locomo":
+            category = category_of(question["question_type"], _meta(question.get("meta")))
+            rows.append(
+                {
+                    **base,
+                    "judge": LOCOMO_F1_JUDGE,
+                    "metric": "f1",
+                    "value": locomo_f1(response, question["answer"], category),
+                    "raw_reply": "",
+                    "parse_ok": True,
+                }
+            )
+            if category == 5:
+                continue
+        jobs.append((base, kind.build(question, response)))
+
+    results = await asyncio.gather(*(_ask(gateway, kind, req, seeds) for _, req in jobs))
+    for (base, _), (texts, verdicts) in zip(jobs, results, strict=True):
+        parsed = [v for v in verdicts if v is not None]
+        rows.append(
+            {
+                **base,
+                "judge": judge_name,
+                "metric": kind.metric,
+                "value": sum(parsed) / len(parsed) if parsed else float("nan"),
+                "raw_reply": texts[0] if len(texts) == 1 else json.dumps(texts),
+                "parse_ok": len(parsed) == len(verdicts),
+            }
+        )
+        if len(seeds) > 1:
+            agree = float(len(set(parsed)) == 1) if len(parsed) >= 2 else float("nan")
+            rows.append(
+                {
+                    **base,
+                    "judge": judge_name,
+                    "metric": "judge_agreement",
+                    "value": agree,
+                    "raw_reply": json.dumps(seeds),
+                    "parse_ok": len(parsed) >= 2,
+                }
+            )
+    return pd.DataFrame(rows, columns=JUDGEMENTS.names)
+
+
+def judge_provenance(gateway, benchmark: str, repeats: int, seed: int) -> dict[str, Any]:
+    """What produced the judgements (model, prompt version, temperature, seeds) for a JSON file."""
+    kind = LONGMEMEVAL_JUDGE if benchmark == "longmemeval" else LOCOMO_JUDGE
+    spec = gateway.describe()["judge"]
+    return {
+        "benchmark": benchmark,
+        "judge": f"{gateway.model_name('judge')}/{kind.version}",
+        "model": spec["model"],
+        "backend": spec["backend"],
+        "prompt_version": kind.version,
+        "temperature": spec["temperature"],
+        "repeats": repeats,
+        "seeds": repeat_seeds(repeats, seed),
+        "f1": LOCOMO_F1_JUDGE if benchmark == "locomo" else None,
+    }

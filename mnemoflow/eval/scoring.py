@@ -1,0 +1,169 @@
+"""From per-question values to scores: micro, task-averaged macro, per type, abstention, CIs.
+
+Per-question values live in one long table (:data:`QUESTION_SCORES`): the judgements (level
+"answer": LongMemEval ``accuracy``, LoCoMo ``f1`` and ``j``, ``judge_agreement``) and the
+retrieval metrics (level "session" / "turn"). Aggregates go to the SCORES schema:
+
+- ``micro``: mean over questions (LongMemEval "overall accuracy"; LoCoMo overall F1 over all five
+  categories, as the official script reports it);
+- ``macro``: mean over question types of the per-type means (LongMemEval "task-averaged
+  accuracy"; abstention questions stay inside their type, as officially);
+- ``type:<question_type>``: per type / LoCoMo category;
+- ``abstention`` (LongMemEval accuracy only): mean over ``_abs`` questions;
+- ``micro:no-adversarial`` (LoCoMo F1 only): categories 1-4, the figure memory-system papers cite;
+- ``ci95_low`` / ``ci95_high``: Wilson 95 % interval of ``judge_agreement`` and of
+  LongMemEval's micro accuracy;
+- retrieval metrics are named ``<level>_<metric>`` (``session_recall_all@5``).
+
+Values that are NaN (a judge reply that did not parse) are left out of every mean; the
+``judge_parse_failures`` score counts them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from mnemoflow.data.tables import RUN_KEYS, SCORES
+from mnemoflow.eval.retrieval import is_abstention
+
+QUESTION_SCORES = pa.schema(
+    [
+        *RUN_KEYS,
+        ("question_id", pa.string()),
+        ("question_type", pa.string()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("level", pa.string()),  # "answer" | "session" | "turn"
+    ]
+)
+
+RUN_COLUMNS = [name for name, _ in RUN_KEYS]
+LLM_JUDGED = ("accuracy", "j")
+
+
+def wilson(successes: float, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of a proportion (well-behaved at 0 and 1, unlike the normal one)."""
+    if n == 0:
+        return (float("nan"), float("nan"))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def question_scores(
+    judgements: pd.DataFrame, retrieval: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The per-question long table: judgements at level "answer" plus retrieval rows.
+
+    ``retrieval`` rows must carry the run keys (add them to the output of
+    :mod:`mnemoflow.eval.retrieval` before passing it).
+    """
+    answer = judgements[[*RUN_COLUMNS, "question_id", "question_type", "metric", "value"]].copy()
+    answer["level"] = "answer"
+    frames = [answer]
+    if retrieval is not None and not retrieval.empty:
+        frames.append(retrieval[QUESTION_SCORES.names])
+    out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else answer
+    return out[QUESTION_SCORES.names].reset_index(drop=True)
+
+
+def _row(keys: dict[str, Any], metric: str, aggregate: str, value: float, n: int) -> dict:
+    return {**keys, "metric": metric, "aggregate": aggregate, "value": float(value), "n": int(n)}
+
+
+def _aggregates(keys: dict[str, Any], name: str, frame: pd.DataFrame, benchmark: str) -> list:
+    rows = []
+    valid = frame.dropna(subset=["value"])
+    if valid.empty:
+        return rows
+    rows.append(_row(keys, name, "micro", valid["value"].mean(), len(valid)))
+    by_type = valid.groupby("question_type")["value"]
+    means = by_type.mean()
+    rows.append(_row(keys, name, "macro", means.mean(), len(valid)))
+    for qtype, mean in means.items():
+        rows.append(_row(keys, name, f"type:{qtype}", mean, by_type.size()[qtype]))
+    if name in ("accuracy", "judge_agreement"):
+        low, high = wilson(valid["value"].sum(), len(valid))
+        rows.append(_row(keys, name, "ci95_low", low, len(valid)))
+        rows.append(_row(keys, name, "ci95_high", high, len(valid)))
+    if benchmark == "longmemeval" and name == "accuracy":
+        abstain = valid[valid["question_id"].map(is_abstention)]
+        if not abstain.empty:
+            rows.append(_row(keys, name, "abstention", abstain["value"].mean(), len(abstain)))
+    if benchmark == "locomo" and name == "f1":
+        plain = valid[valid["question_type"] != "adversarial"]
+        if not plain.empty:
+            rows.append(_row(keys, name, "micro:no-adversarial", plain["value"].mean(), len(plain)))
+    return rows
+
+
+def aggregate(per_question: pd.DataFrame, benchmark: str) -> pd.DataFrame:
+    """SCORES rows for every run in ``per_question`` (see the module docstring)."""
+    rows: list[dict[str, Any]] = []
+    for run, frame in per_question.groupby(RUN_COLUMNS, sort=True, dropna=False):
+        keys = dict(zip(RUN_COLUMNS, run, strict=True))
+        for (level, metric), group in frame.groupby(["level", "metric"], sort=True):
+            name = metric if level == "answer" else f"{level}_{metric}"
+            rows.extend(_aggregates(keys, name, group, benchmark))
+            if level == "answer" and metric in LLM_JUDGED:
+                failed = int(group["value"].isna().sum())
+                rows.append(_row(keys, "judge_parse_failures", "count", failed, len(group)))
+    return pd.DataFrame(rows, columns=SCORES.names)
+
+
+#: The retrieval figures the official LongMemEval script prints, plus LoCoMo's evidence recall.
+SUMMARY_RETRIEVAL = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10", "recall_all@50")
+
+
+def summary_table(scores: pd.DataFrame) -> str:
+    """A compact plain-text summary per run: headline aggregates, per-type table, retrieval."""
+    lines: list[str] = []
+    for run, frame in scores.groupby(RUN_COLUMNS, sort=True):
+        lines.append(" ".join(f"{k}={v}" for k, v in zip(RUN_COLUMNS, run, strict=True)))
+        value = {
+            (r["metric"], r["aggregate"]): (r["value"], r["n"]) for r in frame.to_dict("records")
+        }
+        headline = sorted(
+            {m for m, _ in value if "@" not in m and not m.startswith(("session_", "turn_"))}
+        )
+        for metric in headline:
+            parts = []
+            for agg in ("micro", "macro", "abstention", "micro:no-adversarial", "count"):
+                if (metric, agg) in value:
+                    v, n = value[(metric, agg)]
+                    shown = f"{int(v)}" if agg == "count" else f"{v:.4f}"
+                    parts.append(f"{agg} {shown} (n={n})")
+            lines.append(f"  {metric:<24}" + "   ".join(parts))
+        types = sorted({a[5:] for _, a in value if a.startswith("type:")})
+        answer_metrics = [m for m in headline if any((m, f"type:{t}") in value for t in types)]
+        if types and answer_metrics:
+            width = max(len(t) for t in types) + 2
+            lines.append(
+                "  " + " " * width + "".join(f"{m:>12}" for m in answer_metrics) + "       n"
+            )
+            for qtype in types:
+                cells, count = [], 0
+                for metric in answer_metrics:
+                    v, n = value.get((metric, f"type:{qtype}"), (float("nan"), 0))
+                    cells.append(f"{v:>12.4f}")
+                    count = max(count, n)
+                lines.append(f"  {qtype:<{width}}" + "".join(cells) + f"{count:>8}")
+        for level in ("session", "turn"):
+            shown = [
+                f"{m} {value[(f'{level}_{m}', 'micro')][0]:.4f}"
+                for m in (*SUMMARY_RETRIEVAL, "evidence_recall")
+                if (f"{level}_{m}", "micro") in value
+            ]
+            if shown:
+                n = max(
+                    value[(f"{level}_{m}", "micro")][1]
+                    for m in (*SUMMARY_RETRIEVAL, "evidence_recall")
+                    if (f"{level}_{m}", "micro") in value
+                )
+                lines.append(f"  {level}-level retrieval (n={n}): " + ", ".join(shown))
+    return "\n".join(lines)

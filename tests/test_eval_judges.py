@@ -1,0 +1,224 @@
+"""Judges: routing by id and type, strict reply parsing, parse failures, repeats."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+
+import pandas as pd
+import pytest
+from tests.eval_fixtures import locomo_tables, longmemeval_tables
+
+from mnemoflow.data.tables import ANSWERS, JUDGEMENTS
+from mnemoflow.eval.judges import (
+    judge_answers,
+    judge_provenance,
+    locomo_request,
+    longmemeval_request,
+    parse_correct_wrong,
+    parse_yes_no,
+)
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.offline.judge import judge_locomo, judge_longmemeval
+from mnemoflow.llm.types import Completion
+
+
+def _question(qid, qtype):
+    return {
+        "question_id": qid,
+        "question_type": qtype,
+        "question": "How many days?",
+        "answer": "18",
+    }
+
+
+def test_longmemeval_prompt_follows_the_type():
+    temporal = longmemeval_request(_question("q1", "temporal-reasoning"), "19 days")
+    assert "off-by-one" in temporal.messages[0]["content"]
+    assert temporal.task == "judge_longmemeval" and temporal.role == "judge"
+    assert temporal.fields["abstention"] is False
+    update = longmemeval_request(_question("q2", "knowledge-update"), "x")
+    assert "updated answer" in update.messages[0]["content"]
+    preference = longmemeval_request(_question("q3", "single-session-preference"), "x")
+    assert "Rubric: 18" in preference.messages[0]["content"]
+
+
+def test_abstention_is_decided_by_the_id_never_by_the_type():
+    request = longmemeval_request(_question("gpt4_x_abs", "temporal-reasoning"), "I don't know")
+    assert request.fields["abstention"] is True
+    assert "unanswerable" in request.messages[0]["content"]
+    assert "off-by-one" not in request.messages[0]["content"]
+    plain = longmemeval_request(_question("gpt4_x", "temporal-reasoning"), "I don't know")
+    assert plain.fields["abstention"] is False
+
+
+def test_unknown_longmemeval_type_is_an_error_naming_the_question():
+    with pytest.raises(ValueError, match="q9: question_type 'trivia'"):
+        longmemeval_request(_question("q9", "trivia"), "x")
+
+
+def test_yes_no_parsing_is_strict():
+    assert parse_yes_no("Yes.") == 1.0
+    assert parse_yes_no("no") == 0.0
+    assert parse_yes_no("  **No**, the response misses it") == 0.0
+    assert parse_yes_no("The answer is yes") == 1.0
+    # the first word decides; otherwise exactly one of the two words must appear
+    assert parse_yes_no("Yes, no detail is missing.") == 1.0
+    assert parse_yes_no("I would say yes or no") is None
+    assert parse_yes_no("") is None
+    assert parse_yes_no("Correct") is None
+
+
+def test_correct_wrong_parsing():
+    assert parse_correct_wrong("It names the same city. CORRECT") == 1.0
+    assert parse_correct_wrong('{"label": "WRONG"}') == 0.0
+    assert parse_correct_wrong('```json\n{"label": "CORRECT"}\n```') == 1.0
+    # upper-case label wins over "correct" used in the explanation
+    assert parse_correct_wrong("The date is not correct. WRONG") == 0.0
+    assert parse_correct_wrong("correct") == 1.0
+    assert parse_correct_wrong("CORRECT or WRONG") is None
+    assert parse_correct_wrong("unsure") is None
+
+
+def test_offline_longmemeval_judge_rules():
+    base = {"question": "q", "reference": "18 days", "question_type": "temporal-reasoning"}
+    assert judge_longmemeval({**base, "response": "It took 19 days."}) == "yes"
+    assert judge_longmemeval({**base, "response": "It took 21 days."}) == "no"
+    assert judge_longmemeval({**base, "response": "I don't know.", "abstention": True}) == "yes"
+    assert judge_longmemeval({**base, "response": "18 days", "abstention": True}) == "no"
+    update = {"question": "q", "reference": "Lisbon", "question_type": "knowledge-update"}
+    assert judge_longmemeval({**update, "response": "Porto before, now Lisbon."}) == "yes"
+
+
+def test_offline_locomo_judge_ends_with_a_parseable_label():
+    reply = judge_locomo({"question": "q", "reference": "a sunrise", "response": "A sunrise."})
+    assert parse_correct_wrong(reply) == 1.0
+    reply = judge_locomo({"question": "q", "reference": "a sunrise", "response": "A lake."})
+    assert parse_correct_wrong(reply) == 0.0
+
+
+def _answers(benchmark, questions, responses):
+    rows = []
+    for qid, response in responses.items():
+        question = questions.set_index("question_id").loc[qid]
+        rows.append(
+            {
+                "benchmark": benchmark,
+                "system": "sys",
+                "protocol": "static_qa",
+                "step": 0,
+                "episode_id": question["episode_id"],
+                "question_id": qid,
+                "question_type": question["question_type"],
+                "response": response,
+                "retrieved_ids": [],
+                "context_tokens": 0,
+                "model": "m",
+                "cache_hit": False,
+                "tokens_in": 0,
+                "tokens_out": 0,
+                "latency_s": 0.0,
+            }
+        )
+    return pd.DataFrame(rows, columns=ANSWERS.names)
+
+
+def test_longmemeval_judgements_offline(tmp_path):
+    _, _, questions = longmemeval_tables()
+    answers = _answers(
+        "longmemeval",
+        questions,
+        {
+            "q_move": "You moved to Lisbon.",
+            "q_cat": "Your cat is Tom.",
+            "q_car_abs": "I don't know.",
+        },
+    )
+    gateway = Gateway({}, cache_path=tmp_path / "cache.sqlite")
+    out = asyncio.run(judge_answers(gateway, "longmemeval", questions, answers))
+    assert list(out.columns) == JUDGEMENTS.names
+    values = out.set_index("question_id")["value"].to_dict()
+    assert values == {"q_move": 1.0, "q_cat": 0.0, "q_car_abs": 1.0}
+    assert set(out["judge"]) == {"offline-heuristic/lme-v1"}
+    assert set(out["metric"]) == {"accuracy"}
+    assert out["parse_ok"].all()
+    assert out.set_index("question_id")["raw_reply"]["q_move"] == "yes"
+    provenance = judge_provenance(gateway, "longmemeval", 1, 0)
+    assert provenance["temperature"] == 0.0 and provenance["prompt_version"] == "lme-v1"
+
+
+def test_locomo_judgements_store_f1_beside_j_and_skip_j_for_category_5(tmp_path):
+    _, questions = locomo_tables()
+    answers = _answers(
+        "locomo",
+        questions,
+        {"conv-1_q3": "a sunrise", "conv-1_q4": "Not mentioned in the conversation"},
+    )
+    gateway = Gateway({}, cache_path=tmp_path / "cache.sqlite")
+    out = asyncio.run(judge_answers(gateway, "locomo", questions, answers))
+    got = {(r["question_id"], r["metric"]): r["value"] for r in out.to_dict("records")}
+    assert got == {
+        ("conv-1_q3", "f1"): 1.0,
+        ("conv-1_q3", "j"): 1.0,
+        ("conv-1_q4", "f1"): 1.0,
+    }
+    judges = dict(zip(out["metric"], out["judge"], strict=True))
+    assert judges == {"f1": "locomo-f1/official", "j": "offline-heuristic/locomo-j-v1"}
+
+
+class ScriptedBackend:
+    """Replies by seed: lets a test see parse failures and disagreeing repeats."""
+
+    def __init__(self, replies):
+        self.replies = replies
+
+    async def complete(self, request, spec):
+        return Completion(text=self.replies[request.seed], model="scripted")
+
+    async def embed(self, texts, spec):
+        raise NotImplementedError
+
+    async def aclose(self):
+        return None
+
+
+def test_parse_failures_are_counted_and_never_guessed(tmp_path):
+    _, _, questions = longmemeval_tables()
+    answers = _answers("longmemeval", questions, {"q_move": "Lisbon"})
+    gateway = Gateway({}, cache_path=tmp_path / "cache.sqlite")
+    gateway._backends["judge"] = ScriptedBackend({None: "Maybe, hard to say."})
+    out = asyncio.run(judge_answers(gateway, "longmemeval", questions, answers))
+    row = out.iloc[0]
+    assert not row["parse_ok"]
+    assert math.isnan(row["value"])
+    assert row["raw_reply"] == "Maybe, hard to say."
+    assert gateway.ledger.totals().parse_failures == 1
+
+
+def test_repeats_use_distinct_seeds_and_report_agreement(tmp_path):
+    _, _, questions = longmemeval_tables()
+    answers = _answers("longmemeval", questions, {"q_move": "Lisbon", "q_cat": "Miso"})
+    gateway = Gateway({}, cache_path=tmp_path / "cache.sqlite")
+    gateway._backends["judge"] = ScriptedBackend({7: "yes", 8: "no", 9: "yes"})
+    out = asyncio.run(judge_answers(gateway, "longmemeval", questions, answers, repeats=3, seed=7))
+    accuracy = out[out["metric"] == "accuracy"].set_index("question_id")
+    assert accuracy["value"].tolist() == pytest.approx([2 / 3, 2 / 3])
+    assert json.loads(accuracy["raw_reply"]["q_move"]) == ["yes", "no", "yes"]
+    agreement = out[out["metric"] == "judge_agreement"]
+    assert agreement["value"].tolist() == [0.0, 0.0]
+    assert json.loads(agreement["raw_reply"].iloc[0]) == [7, 8, 9]
+
+
+def test_locomo_j_request_carries_fields_for_the_offline_judge():
+    request = locomo_request(
+        {"question_id": "c_q1", "question": "What did Melanie paint?", "answer": "A sunrise"},
+        "She painted a sunrise.",
+    )
+    assert request.task == "judge_locomo" and request.role == "judge"
+    assert request.fields == {
+        "question": "What did Melanie paint?",
+        "reference": "A sunrise",
+        "response": "She painted a sunrise.",
+    }
+    assert "CORRECT or WRONG" in request.messages[0]["content"]

@@ -1,0 +1,247 @@
+"""``mnemoflow score`` on fixture tables: outputs, numbers equal to the library path, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pandas as pd
+import pytest
+from tests.eval_fixtures import locomo_tables, longmemeval_tables
+
+from mnemoflow import cli
+from mnemoflow.data import registry
+from mnemoflow.data.tables import read_table
+from mnemoflow.eval.rescore import (
+    answers_from_predictions,
+    read_predictions,
+    read_retrievals,
+    score_tables,
+)
+from mnemoflow.llm.gateway import Gateway
+
+
+@pytest.fixture
+def fixture_loaders(monkeypatch):
+    """Stand-ins for the LongMemEval / LoCoMo loaders, returning the fixture tables."""
+    registry._import_builtins()
+    sessions, episodes, questions = longmemeval_tables()
+    lme = registry.Prepared(sessions, questions, episodes)
+    loc = registry.Prepared(*locomo_tables())
+    monkeypatch.setitem(registry._LOADERS, "longmemeval", lambda spec: lme)
+    monkeypatch.setitem(registry._LOADERS, "locomo", lambda spec: loc)
+    return lme, loc
+
+
+def _jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+PREDICTIONS = [
+    {"question_id": "q_move", "hypothesis": "You moved to Lisbon."},
+    {"question_id": "q_cat", "hypothesis": "Your cat is called Tom."},
+    {"question_id": "q_car_abs", "hypothesis": "I don't know."},
+]
+RETRIEVALS = [
+    {
+        "question_id": "q_move",
+        "retrieval_results": {
+            "ranked_items": [{"corpus_id": "s_a_1"}, {"corpus_id": "answer_s_b_1"}]
+        },
+    },
+    {
+        "question_id": "q_cat",
+        "retrieval_results": {
+            "ranked_items": [{"corpus_id": "noans_s_b_1"}, {"corpus_id": "s_a_1"}]
+        },
+    },
+]
+
+
+def test_score_longmemeval_writes_tables_and_matches_the_library(tmp_path, fixture_loaders, capsys):
+    predictions = _jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
+    retrievals = _jsonl(tmp_path / "ret.jsonl", RETRIEVALS)
+    out = tmp_path / "out"
+    code = cli.main(
+        [
+            "score",
+            "--benchmark",
+            "longmemeval",
+            "--data",
+            "unused.json",
+            "--predictions",
+            str(predictions),
+            "--retrievals",
+            str(retrievals),
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "scored 3 of 4 questions" in printed and "accuracy" in printed
+    per_question = read_table(out / "question_scores.parquet")
+    answer = per_question[per_question["level"] == "answer"].set_index("question_id")["value"]
+    assert answer.to_dict() == {"q_move": 1.0, "q_cat": 0.0, "q_car_abs": 1.0}
+    turn = per_question[(per_question["level"] == "turn")].set_index(["question_id", "metric"])
+    assert turn.loc[("q_move", "recall_any@1"), "value"] == 0.0
+    assert turn.loc[("q_move", "ndcg_any@5"), "value"] == 1.0  # gold at rank 2
+    scores = read_table(out / "scores.parquet", "scores")
+    micro = scores[(scores["metric"] == "accuracy") & (scores["aggregate"] == "micro")]
+    assert micro["value"].item() == pytest.approx(2 / 3)
+    judge = json.loads((out / "judge.json").read_text())
+    assert judge["judge"] == "offline-heuristic/lme-v1" and judge["temperature"] == 0.0
+    assert (out / "judgements.parquet").exists() and (out / "ledger.json").exists()
+
+    # the workflow's path (score_tables on an answers table) gives the same numbers
+    lme, _ = fixture_loaders
+    answers = answers_from_predictions(
+        "longmemeval",
+        lme.questions,
+        read_predictions(predictions),
+        read_retrievals(retrievals),
+    )
+    gateway = Gateway({}, cache_path=tmp_path / "other.sqlite")
+    scored = asyncio.run(
+        score_tables(
+            gateway,
+            "longmemeval",
+            lme.questions,
+            lme.sessions,
+            answers,
+            read_retrievals(retrievals),
+        )
+    )
+    pd.testing.assert_frame_equal(
+        scored.scores.reset_index(drop=True), scores.reset_index(drop=True), check_dtype=False
+    )
+
+
+def test_score_locomo_reports_f1_j_and_evidence_recall(tmp_path, fixture_loaders, capsys):
+    predictions = _jsonl(
+        tmp_path / "hyp.jsonl",
+        [
+            {"question_id": "conv-1_q0", "hypothesis": "adoption agencies"},
+            {"question_id": "conv-1_q3", "hypothesis": "a lake"},
+            {"question_id": "conv-1_q4", "hypothesis": "Not mentioned in the conversation"},
+        ],
+    )
+    retrievals = _jsonl(
+        tmp_path / "ret.jsonl",
+        [
+            {
+                "question_id": "conv-1_q0",
+                "retrieval_results": {"ranked_items": [{"corpus_id": "D1:3"}]},
+            }
+        ],
+    )
+    out = tmp_path / "out"
+    argv = [
+        "score",
+        "--benchmark",
+        "locomo",
+        "--data",
+        "x",
+        "--predictions",
+        str(predictions),
+        "--retrievals",
+        str(retrievals),
+        "--out",
+        str(out),
+    ]
+    assert cli.main(argv) == 0
+    scores = read_table(out / "scores.parquet", "scores").set_index(["metric", "aggregate"])
+    assert scores.loc[("f1", "micro"), "value"] == pytest.approx(2 / 3)
+    assert scores.loc[("f1", "type:adversarial"), "value"] == 1.0
+    assert scores.loc[("j", "micro"), "value"] == pytest.approx(0.5)
+    assert scores.loc[("j", "micro"), "n"] == 2  # category 5 is not judged
+    assert scores.loc[("turn_evidence_recall", "micro"), "value"] == 1.0
+    assert "f1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['{"question_id": "q_move"}'], "line 1: missing field 'hypothesis'"),
+        (['{"question_id": "q_move", "hypothesis": "x"}', "{oops"], "line 2: not valid JSON"),
+        (['{"question_id": "nope", "hypothesis": "x"}'], "'nope' is not in the benchmark data"),
+        (
+            ['{"question_id": "q_move", "hypothesis": "x"}'] * 2,
+            "line 2: question_id 'q_move' repeats line 1",
+        ),
+    ],
+)
+def test_bad_predictions_fail_with_one_line_and_write_nothing(
+    tmp_path, fixture_loaders, capsys, lines, message
+):
+    predictions = tmp_path / "hyp.jsonl"
+    predictions.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    argv = [
+        "score",
+        "--benchmark",
+        "longmemeval",
+        "--data",
+        "x",
+        "--predictions",
+        str(predictions),
+        "--out",
+        str(out),
+    ]
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err
+    assert message in error and str(predictions) in error
+    assert len(error.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_bad_retrieval_log_names_the_field(tmp_path, fixture_loaders, capsys):
+    predictions = _jsonl(tmp_path / "hyp.jsonl", PREDICTIONS[:1])
+    retrievals = _jsonl(tmp_path / "ret.jsonl", [{"question_id": "q_move"}])
+    argv = [
+        "score",
+        "--benchmark",
+        "longmemeval",
+        "--data",
+        "x",
+        "--predictions",
+        str(predictions),
+        "--retrievals",
+        str(retrievals),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert cli.main(argv) == 2
+    assert (
+        "line 1 (q_move): missing field 'retrieval_results.ranked_items'" in capsys.readouterr().err
+    )
+
+
+def test_config_sets_judge_repeats_and_bad_models_fail(tmp_path, fixture_loaders, capsys):
+    predictions = _jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
+    config = tmp_path / "config.yaml"
+    config.write_text("models:\n  judge:\n    backend: offline\njudge:\n  repeats: 2\n")
+    out = tmp_path / "out"
+    argv = [
+        "score",
+        "--benchmark",
+        "longmemeval",
+        "--data",
+        "x",
+        "--predictions",
+        str(predictions),
+        "--out",
+        str(out),
+        "--config",
+        str(config),
+    ]
+    assert cli.main(argv) == 0
+    scores = read_table(out / "scores.parquet", "scores").set_index(["metric", "aggregate"])
+    # the offline judge is deterministic: two seeds, same verdicts
+    assert scores.loc[("judge_agreement", "micro"), "value"] == 1.0
+    assert scores.loc[("judge_agreement", "ci95_low"), "value"] == pytest.approx(0.4385, abs=1e-4)
+    assert json.loads((out / "judge.json").read_text())["seeds"] == [0, 1]
+    config.write_text("models:\n  judge:\n    backend: openai\n")
+    assert cli.main([*argv[:-4], "--out", str(tmp_path / "o2"), "--config", str(config)]) == 2
+    assert "models.judge.base_url" in capsys.readouterr().err
