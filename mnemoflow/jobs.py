@@ -20,7 +20,8 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.registry import load_benchmark
-from mnemoflow.data.tables import read_table, write_atomic_text, write_table
+from mnemoflow.data.tables import empty, read_table, write_atomic_text, write_table
+from mnemoflow.eval.scoring import QUESTION_SCORES
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.progress import Progress, progress
 from mnemoflow.protocols import static_qa
@@ -141,6 +142,8 @@ def _step_questions(questions: str, step: int, shard: int, n_shards: int) -> pd.
 def answer(
     *,
     questions: str,
+    sessions: str,
+    episode_sessions: str,
     snapshot: str,
     answers: str,
     ledger: str,
@@ -150,13 +153,15 @@ def answer(
     step: int,
     shard: int,
     n_shards: int,
-    reader: str,
+    reader: str | dict[str, Any] | None,
     use_options: bool,
     models: dict[str, Any],
     cache: str | None,
     seed: int,
 ) -> None:
     todo = _step_questions(questions, step, shard, n_shards)
+    turns = read_table(sessions, "sessions")
+    episode_map = read_table(episode_sessions, "episode_sessions")
     gateway = _gateway(models, cache)
     keys = static_qa.run_keys(benchmark, system_name, step)
 
@@ -172,6 +177,8 @@ def answer(
                     reader,
                     use_options,
                     seed,
+                    sessions=turns,
+                    episode_sessions=episode_map,
                     progress=_tick(bar),
                 )
             finally:
@@ -189,6 +196,9 @@ def judge(
     answers: str,
     judgements: str,
     ledger: str,
+    kind: str,
+    repeats: int,
+    seed: int,
     models: dict[str, Any],
     cache: str | None,
 ) -> None:
@@ -196,29 +206,56 @@ def judge(
     gateway = _gateway(models, cache)
 
     async def run() -> pd.DataFrame:
-        with progress(len(answered), "judge") as bar:
-            try:
-                return await static_qa.judge(
-                    answered, read_table(questions, "questions"), gateway, progress=_tick(bar)
-                )
-            finally:
-                await gateway.aclose()
+        try:
+            return await static_qa.judge(
+                answered, read_table(questions, "questions"), gateway, kind, repeats, seed
+            )
+        finally:
+            await gateway.aclose()
 
     frame = asyncio.run(run())
     write_table(frame, judgements, "judgements")
-    _write_ledger(gateway, ledger, stage="judge", judgements=len(frame))
+    _write_ledger(gateway, ledger, stage="judge", judgements=len(frame), judge_kind=kind)
 
 
-def score(*, judgements: list[str], scores: str, benchmark: str, system: str, step: int) -> None:
-    frames = [read_table(path, "judgements") for path in judgements]
-    merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    frame = static_qa.score(merged, static_qa.run_keys(benchmark, system, step))
-    write_table(frame, scores, "scores")
-    log.info("scored %d judgements from %d shards", len(merged), len(frames))
+def _concat(paths: list[str], schema: str) -> pd.DataFrame:
+    frames = [read_table(path, schema) for path in paths]
+    return pd.concat(frames, ignore_index=True) if frames else empty(schema)
 
 
-def summarize_runs(*, scores: list[str], summary: str, table: str) -> None:
+def score(
+    *,
+    judgements: list[str],
+    answers: list[str],
+    snapshots: list[str],
+    questions: str,
+    sessions: str,
+    scores: str,
+    question_scores: str,
+    diagnosis: str,
+    kind: str,
+) -> None:
+    stored, known = static_qa.read_stored([Path(p) for p in snapshots])
+    scored = static_qa.score(
+        _concat(judgements, "judgements"),
+        _concat(answers, "answers"),
+        read_table(questions, "questions"),
+        read_table(sessions, "sessions"),
+        kind,
+        stored,
+        known,
+    )
+    write_table(scored.question_scores, question_scores, QUESTION_SCORES)
+    write_table(scored.diagnosis, diagnosis, "diagnosis")
+    write_table(scored.scores, scores, "scores")
+    log.info("scored %d judgements from %d shards", len(scored.question_scores), len(judgements))
+
+
+def summarize_runs(
+    *, scores: list[str], diagnoses: list[str], summary: str, diagnosis: str, table: str
+) -> None:
     frame = summarize([read_table(path, "scores") for path in scores])
+    write_table(_concat(diagnoses, "diagnosis"), diagnosis, "diagnosis")
     write_table(frame, summary, "summary")
     write_atomic_text(table, summary_markdown(frame))
     log.info("summarized %d score tables into %d rows", len(scores), len(frame))

@@ -1,6 +1,8 @@
 rule answer:
     input:
         questions=f"{PREPARED}/questions.parquet",
+        sessions=f"{PREPARED}/sessions.parquet",
+        episode_sessions=f"{PREPARED}/episode_sessions.parquet",
         snapshot=f"{SHARD}/memory",
     output:
         answers=f"{SHARD}/answers.parquet",

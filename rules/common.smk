@@ -2,6 +2,7 @@
 from snakemake.utils import validate
 
 from mnemoflow.data.registry import n_steps
+from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.types import ROLES
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -43,6 +44,10 @@ def reader_of(wildcards):
     return benchmark_spec(wildcards).get("reader", "generic")
 
 
+def judge_kind(wildcards):
+    return judge_kind_for(benchmark_spec(wildcards))
+
+
 def use_options_of(wildcards):
     return bool(benchmark_spec(wildcards).get("use_options", False))
 
@@ -74,19 +79,24 @@ def previous_snapshot(wildcards):
     return f"{previous}/memory"
 
 
-def shard_judgements(wildcards):
-    return expand(
-        f"{SHARD}/judgements.parquet",
-        benchmark=wildcards.benchmark,
-        system=wildcards.system,
-        step=wildcards.step,
-        shard=shards_of(wildcards.benchmark),
-    )
+def shard_files(name):
+    """Input function: ``name`` in every shard of the job's (benchmark, system, step)."""
+
+    def files(wildcards):
+        return expand(
+            f"{SHARD}/{name}",
+            benchmark=wildcards.benchmark,
+            system=wildcards.system,
+            step=wildcards.step,
+            shard=shards_of(wildcards.benchmark),
+        )
+
+    return files
 
 
-def all_scores():
+def all_step_files(name):
     return [
-        f"{STEP.format(benchmark=b, system=s, step=k)}/scores.parquet"
+        f"{STEP.format(benchmark=b, system=s, step=k)}/{name}"
         for b in config["run"]["benchmarks"]
         for s in config["run"]["systems"]
         for k in steps_of(b)

@@ -13,6 +13,9 @@ rule judge:
         mem_mb=2000,
         runtime=60,
     params:
+        kind=judge_kind,
+        repeats=config.get("judge", {}).get("repeats", 1),
+        seed=config.get("judge", {}).get("seed", 0),
         models=models("judge"),
     script:
         "../scripts/judge.py"
@@ -20,9 +23,15 @@ rule judge:
 
 rule score:
     input:
-        judgements=shard_judgements,
+        judgements=shard_files("judgements.parquet"),
+        answers=shard_files("answers.parquet"),
+        snapshots=shard_files("memory"),
+        questions=f"{PREPARED}/questions.parquet",
+        sessions=f"{PREPARED}/sessions.parquet",
     output:
         scores=f"{STEP}/scores.parquet",
+        question_scores=f"{STEP}/question_scores.parquet",
+        diagnosis=f"{STEP}/diagnosis.parquet",
     log:
         "results/logs/{benchmark}/{system}/step{step}/score.log",
     conda:
@@ -30,5 +39,7 @@ rule score:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        kind=judge_kind,
     script:
         "../scripts/score.py"

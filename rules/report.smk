@@ -1,6 +1,7 @@
 rule report:
     input:
         summary="results/summary.parquet",
+        diagnosis="results/diagnosis.parquet",
         judgements=all_judgements(),
         ledgers=all_ledgers(),
     output:

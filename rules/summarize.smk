@@ -1,8 +1,10 @@
 rule summarize:
     input:
-        scores=all_scores(),
+        scores=all_step_files("scores.parquet"),
+        diagnoses=all_step_files("diagnosis.parquet"),
     output:
         summary="results/summary.parquet",
+        diagnosis="results/diagnosis.parquet",
         table="results/summary.md",
     log:
         "results/logs/summarize.log",

@@ -7,6 +7,8 @@ with jobs.job_log(sm.log[0]):
     params = jobs.snakemake_params(sm.params)
     jobs.answer(
         questions=sm.input.questions,
+        sessions=sm.input.sessions,
+        episode_sessions=sm.input.episode_sessions,
         snapshot=sm.input.snapshot,
         answers=sm.output.answers,
         ledger=sm.output.ledger,

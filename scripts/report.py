@@ -9,5 +9,6 @@ with jobs.job_log(sm.log[0]):
         judgements=list(sm.input.judgements),
         ledgers=list(sm.input.ledgers),
         html=sm.output.html,
+        diagnosis=sm.input.diagnosis,
         config=jobs.snakemake_params(sm.params)["config"],
     )

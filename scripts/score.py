@@ -1,4 +1,4 @@
-"""Rule score: all shards' judgements of one step -> scores (SCORES table)."""
+"""Rule score: one step's judgements, answers and snapshots (all shards) -> scores, diagnosis."""
 
 from mnemoflow import jobs
 
@@ -6,8 +6,12 @@ sm = snakemake  # noqa: F821  (injected by Snakemake)
 with jobs.job_log(sm.log[0]):
     jobs.score(
         judgements=list(sm.input.judgements),
+        answers=list(sm.input.answers),
+        snapshots=list(sm.input.snapshots),
+        questions=sm.input.questions,
+        sessions=sm.input.sessions,
         scores=sm.output.scores,
-        benchmark=sm.wildcards.benchmark,
-        system=sm.wildcards.system,
-        step=int(sm.wildcards.step),
+        question_scores=sm.output.question_scores,
+        diagnosis=sm.output.diagnosis,
+        **jobs.snakemake_params(sm.params),
     )

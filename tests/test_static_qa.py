@@ -61,21 +61,3 @@ def test_shards_partition_episodes():
     shards = [qa.shard_episodes(episodes, s, 3) for s in range(3)]
     assert sorted(sum(shards, [])) == sorted(episodes)
     assert [len(s) for s in shards] == [3, 2, 2]
-
-
-def test_score_micro_macro_and_per_type():
-    import pandas as pd
-
-    judgements = pd.DataFrame(
-        {
-            "metric": ["correct"] * 4,
-            "question_type": ["a", "a", "a", "b"],
-            "value": [1.0, 1.0, 0.0, None],
-            "parse_ok": [True, True, True, False],
-        }
-    )
-    scores = qa.score(judgements, qa.run_keys("x", "y", 0)).set_index("aggregate")["value"]
-    assert scores["micro"] == 0.5  # 2 of 4; the unparseable verdict counts as not correct
-    assert scores["type:a"] == 2 / 3 and scores["type:b"] == 0.0
-    assert scores["macro"] == (2 / 3 + 0.0) / 2
-    assert scores["count"] == 1.0  # parse failures

@@ -24,7 +24,7 @@ def test_dry_run_plans_the_step_chain(tmp_path):
     snapshots = [o for o in outputs if o.endswith("/memory")]
     assert len(snapshots) == 8
     assert "results/synthetic/bm25_message/qa/step1/shard0/memory" in snapshots
-    assert sum(o.endswith("scores.parquet") for o in outputs) == 4
+    assert sum(o.endswith("/scores.parquet") for o in outputs) == 4
     assert "results/summary.parquet" in outputs
 
 

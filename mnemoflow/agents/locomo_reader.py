@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.tables import as_list
 from mnemoflow.eval.locomo_f1 import category_of
 from mnemoflow.lexical import count_tokens
 from mnemoflow.llm.types import ChatRequest, ConfigError
@@ -170,7 +171,7 @@ def build_request(
         if options.mode == "oracle":
             if turns is None:
                 raise ValueError("locomo reader: oracle needs the conversation's turns")
-            evidence = set(question.get("evidence_ids") or [])
+            evidence = set(as_list(question.get("evidence_ids")))
             selected = turns[turns["turn_id"].isin(evidence)]
             selected = selected.sort_values(["session_index", "turn_index"]).to_dict("records")
             entries = [(str(r["session_time"]), _line(r)) for r in selected]
@@ -192,7 +193,7 @@ def _item_entries(items: list[Any], turns: pd.DataFrame | None) -> list[tuple[st
     entries = []
     for item in items:
         get = item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
-        sources = list(get("source_ids") or [])
+        sources = as_list(get("source_ids"))
         if sources and all(s in by_turn for s in sources):
             for source in sources:
                 record = by_turn[source]

@@ -32,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.tables import as_list
 from mnemoflow.lexical import count_tokens
 from mnemoflow.llm.types import ChatRequest, ConfigError
 
@@ -160,9 +161,9 @@ def evidence_sessions(question: dict[str, Any], turns: pd.DataFrame) -> list[str
     """The oracle's sessions: meta ``answer_session_ids``, else sessions holding evidence turns."""
     meta = question.get("meta")
     meta = json.loads(meta) if isinstance(meta, str) and meta else (meta or {})
-    ids = list(meta.get("answer_session_ids") or [])
+    ids = as_list(meta.get("answer_session_ids"))
     if not ids:
-        evidence = set(question.get("evidence_ids") or [])
+        evidence = set(as_list(question.get("evidence_ids")))
         ids = list(dict.fromkeys(turns.loc[turns["turn_id"].isin(evidence), "session_id"]))
     return ids
 
@@ -228,7 +229,7 @@ def item_chunks(items: list[Any], turns: pd.DataFrame | None = None) -> list[Chu
     chunks = []
     for item in items:
         get = item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
-        sources = list(get("source_ids") or [])
+        sources = as_list(get("source_ids"))
         if sources and all(s in by_turn for s in sources):
             if len(sources) == 1 and by_turn[sources[0]]["role"] == "user":
                 chunks.extend(id_chunks(sources, turns))

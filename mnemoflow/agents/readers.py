@@ -1,22 +1,24 @@
-"""Readers turn a question and the memory items retrieved for it into one ``agent`` request.
+"""Readers turn a question and what memory returned for it into the agent's answer.
 
 A reader decides the prompt a real model reads and the structured fields the offline reader reads.
-Benchmarks with official answer prompts register their own reader; ``generic`` serves the synthetic
-benchmark and any benchmark without one.
+Benchmarks with official answer prompts have their own reader (``locomo``, ``longmemeval``, with
+their reading modes); ``generic`` serves the synthetic benchmark and any other. Config names a
+reader per benchmark as ``reader: NAME`` or ``reader: {name: NAME, <options>}``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from mnemoflow.llm.types import ChatRequest
+import pandas as pd
+
+from mnemoflow.agents import locomo_reader, longmemeval_reader
+from mnemoflow.llm.types import ChatRequest, ConfigError, Reply
 from mnemoflow.memory.base import MemoryItem
 
-Reader = Callable[[dict[str, Any], list[MemoryItem]], ChatRequest]
-READERS: dict[str, Reader] = {}
-
 PROMPT_VERSION = "generic-v1"
+READERS = ("generic", "locomo", "longmemeval")
 
 SYSTEM = (
     "You are a helpful assistant with a memory of earlier conversations with this user. "
@@ -25,18 +27,34 @@ SYSTEM = (
 )
 
 
-def register_reader(name: str) -> Callable[[Reader], Reader]:
-    def decorator(fn: Reader) -> Reader:
-        READERS[name] = fn
-        return fn
+@dataclass
+class Answer:
+    """A reader's result: the stored response, the turn ids shown to the model, the final reply."""
 
-    return decorator
+    response: str
+    shown_ids: list[str]
+    reply: Reply
+    context_tokens: int
 
 
-def get_reader(name: str) -> Reader:
+def reader_config(raw: str | dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """Split a ``reader:`` config value into (name, options), checking the name and options."""
+    if raw is None:
+        return "generic", {}
+    if isinstance(raw, str):
+        name, options = raw, {}
+    else:
+        options = dict(raw)
+        name = options.pop("name", "generic")
     if name not in READERS:
-        raise ValueError(f"unknown reader {name!r}; available: {sorted(READERS)}")
-    return READERS[name]
+        raise ConfigError(f"config reader: one of {list(READERS)}, got {name!r}")
+    if name == "locomo":
+        locomo_reader.LocomoReadingOptions.from_config(options)
+    elif name == "longmemeval":
+        longmemeval_reader.ReadingOptions.from_config(options)
+    elif options:
+        raise ConfigError(f"config reader: the generic reader takes no options, got {options}")
+    return name, options
 
 
 def chronological(items: list[MemoryItem]) -> list[MemoryItem]:
@@ -44,13 +62,18 @@ def chronological(items: list[MemoryItem]) -> list[MemoryItem]:
     return sorted(items, key=lambda item: item.time or "")
 
 
-@register_reader("generic")
-def generic(question: dict[str, Any], items: list[MemoryItem]) -> ChatRequest:
-    """Context excerpts in time order, then the question (with options when it has them)."""
+def source_ids(items: list[MemoryItem]) -> list[str]:
+    return list(dict.fromkeys(s for item in items for s in item.source_ids))
+
+
+def generic_request(
+    question: dict[str, Any], items: list[MemoryItem], use_options: bool = False
+) -> ChatRequest:
+    """Context excerpts in time order, then the question (with options when asked to show them)."""
     ordered = chronological(items)
     lines = [f"[{item.time}] {item.text}" if item.time else item.text for item in ordered]
     context = "\n".join(lines) if lines else "(no memory)"
-    options = list(question.get("options", [])) if question.get("use_options") else []
+    options = [str(o) for o in question.get("options", [])] if use_options else []
     prompt = f"Memory excerpts:\n{context}\n\nCurrent date: {question.get('question_time', '')}\n"
     prompt += f"Question: {question['question']}\n"
     if options:
@@ -67,3 +90,49 @@ def generic(question: dict[str, Any], items: list[MemoryItem]) -> ChatRequest:
             "options": options,
         },
     )
+
+
+def _tokens(request: ChatRequest) -> int:
+    from mnemoflow.lexical import count_tokens
+
+    return sum(count_tokens(m["content"]) for m in request.messages)
+
+
+async def read(
+    name: str,
+    options: dict[str, Any],
+    question: dict[str, Any],
+    items: list[MemoryItem],
+    turns: pd.DataFrame | None,
+    gateway: Any,
+    use_options: bool = False,
+) -> Answer:
+    """Answer one question with the named reader (one or more ``agent`` calls)."""
+    if name == "locomo":
+        opts = locomo_reader.LocomoReadingOptions.from_config(options)
+        request = locomo_reader.build_request(question, items, opts, turns)
+        reply = await gateway.chat(request)
+        response = locomo_reader.resolve_choice(reply.text, request.fields.get("options", []))
+        if opts.mode == "long_context" and turns is not None:
+            shown = locomo_reader.conversation_context(turns, opts.budget_tokens)[1]
+        elif opts.mode == "oracle":
+            shown = [str(e) for e in question.get("evidence_ids", [])]
+        else:
+            shown = source_ids(items)
+        return Answer(response, shown, reply, _tokens(request))
+    if name == "longmemeval":
+        opts = longmemeval_reader.ReadingOptions.from_config(options)
+        if turns is None:
+            raise ValueError("longmemeval reader: needs the episode's turns")
+        chunks = longmemeval_reader.chunks_for(question, turns, opts, items=items)
+        if opts.method == "con_separate" and chunks:
+            notes = [
+                await gateway.chat(r) for r in longmemeval_reader.note_requests(question, chunks)
+            ]
+            chunks = longmemeval_reader.with_notes(chunks, [n.text for n in notes])
+        request = longmemeval_reader.build_request(question, chunks, opts)
+        reply = await gateway.chat(request)
+        return Answer(reply.text, longmemeval_reader.context_ids(chunks), reply, _tokens(request))
+    request = generic_request(question, items, use_options)
+    reply = await gateway.chat(request)
+    return Answer(reply.text, source_ids(items), reply, _tokens(request))

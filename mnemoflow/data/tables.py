@@ -254,3 +254,12 @@ def write_atomic_text(path: str | os.PathLike, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def as_list(value: object) -> list:
+    """A list column's value as a list: Parquet gives arrays, fixtures give lists, nulls give []."""
+    if value is None:
+        return []
+    if isinstance(value, float) and value != value:  # NaN from a missing cell
+        return []
+    return list(value)  # type: ignore[call-overload]

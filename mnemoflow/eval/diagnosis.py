@@ -55,8 +55,13 @@ def diagnose(
     judgements: pd.DataFrame,
     questions: pd.DataFrame,
     stored: pd.DataFrame,
+    known_episodes: set[str] | None = None,
 ) -> pd.DataFrame:
     """Per wrong answer: run keys, question_id, question_type, cause, n_evidence.
+
+    ``known_episodes`` lists the episodes whose stored set is known (possibly empty); answers of
+    other episodes are "undiagnosable" (a memory that cannot say what it holds). ``None`` means
+    every episode's stored set is known.
 
     ``stored`` lists (episode_id, turn_id) pairs a memory holds, optionally with a ``system``
     column (and ``step``) when several memories are diagnosed at once; without them the same
@@ -80,6 +85,8 @@ def diagnose(
         key = tuple(answer[c] for c in scope) + (answer["episode_id"],)
         held = stored_sets.get(key, set())
         gold = evidence.get(answer["question_id"], [])
+        if known_episodes is not None and answer["episode_id"] not in known_episodes:
+            gold = []  # nothing can be said about what this memory wrote
         retrieved = set(answer["retrieved_ids"] if answer["retrieved_ids"] is not None else [])
         rows.append(
             {
@@ -148,3 +155,34 @@ def diagnosis_scores(rates: pd.DataFrame) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=SCORES.names)
+
+
+#: Causes as the report's DIAGNOSIS table names them.
+_REPORT_NAMES = {
+    "write_failure": "write",
+    "read_failure": "read",
+    "utilization_failure": "utilization",
+}
+
+
+def report_rows(rates: pd.DataFrame) -> pd.DataFrame:
+    """The rates in the report's DIAGNOSIS schema: one row per run, question type and failure."""
+    rows = []
+    for record in rates.to_dict("records"):
+        if not record["n_wrong"]:
+            continue  # no wrong answers: no failure rates to report
+        for cause, failure in _REPORT_NAMES.items():
+            rows.append(
+                {
+                    "benchmark": record["benchmark"],
+                    "system": record["system"],
+                    "step": record["step"],
+                    "question_type": record["question_type"],
+                    "failure": failure,
+                    "rate": record[f"{cause}_rate"],
+                    "n": record["n_wrong"],
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["benchmark", "system", "step", "question_type", "failure", "rate", "n"]
+    )

@@ -31,8 +31,10 @@ import pandas as pd
 
 from mnemoflow.data.tables import JUDGEMENTS, RUN_KEYS
 from mnemoflow.eval.locomo_f1 import category_of, locomo_f1
+from mnemoflow.eval.qa_judge import PROMPT_VERSION as QA_VERSION
+from mnemoflow.eval.qa_judge import judge_request as qa_judge_request
 from mnemoflow.eval.retrieval import is_abstention
-from mnemoflow.llm.types import ChatRequest
+from mnemoflow.llm.types import ChatRequest, ConfigError
 
 LONGMEMEVAL_VERSION = "lme-v1"
 LOCOMO_J_VERSION = "locomo-j-v1"
@@ -209,6 +211,18 @@ LONGMEMEVAL_JUDGE = JudgeKind(
     "accuracy", LONGMEMEVAL_VERSION, longmemeval_request, parse_yes_no, "judge_longmemeval"
 )
 LOCOMO_JUDGE = JudgeKind("j", LOCOMO_J_VERSION, locomo_request, parse_correct_wrong, "judge_locomo")
+GENERIC_JUDGE = JudgeKind("accuracy", QA_VERSION, qa_judge_request, parse_yes_no, "judge_qa")
+
+#: Judge kinds by name: the official ones, and the generic one for every other benchmark.
+KINDS = {"longmemeval": LONGMEMEVAL_JUDGE, "locomo": LOCOMO_JUDGE, "generic": GENERIC_JUDGE}
+
+
+def kind_for(spec: dict[str, Any]) -> str:
+    """The judge of a benchmark entry: ``judge:`` if given, else its loader's official judge."""
+    name = spec.get("judge") or (spec.get("loader") if spec.get("loader") in KINDS else "generic")
+    if name not in KINDS:
+        raise ConfigError(f"config judge: one of {sorted(KINDS)}, got {name!r}")
+    return name
 
 
 def repeat_seeds(repeats: int, seed: int) -> list[int | None]:
@@ -256,9 +270,9 @@ async def judge_answers(
     categories 1-4, a ``j`` row. With ``repeats > 1`` each judged answer also gets a
     ``judge_agreement`` row (1 if all parsed verdicts agree, NaN when fewer than two parsed).
     """
-    if benchmark not in ("longmemeval", "locomo"):
-        raise ValueError(f"judge: benchmark must be longmemeval or locomo, got {benchmark!r}")
-    kind = LONGMEMEVAL_JUDGE if benchmark == "longmemeval" else LOCOMO_JUDGE
+    if benchmark not in KINDS:
+        raise ValueError(f"judge: benchmark must be one of {sorted(KINDS)}, got {benchmark!r}")
+    kind = KINDS[benchmark]
     judge_name = f"{gateway.model_name('judge')}/{kind.version}"
     seeds = repeat_seeds(repeats, seed)
     by_id = {q["question_id"]: q for q in questions.to_dict("records")}

@@ -1,14 +1,15 @@
 """The generic QA judge: does the response give the reference answer (or rightly abstain)?
 
-Used for the synthetic benchmark and any benchmark without an official judge prompt. The reply must
-start with "yes" or "no"; anything else is a parse failure, recorded as such and never guessed.
+Used for the synthetic benchmark and any benchmark without an official judge prompt. Replies are
+parsed by :func:`mnemoflow.eval.judges.parse_yes_no`; anything else is a parse failure, recorded as
+such and never guessed.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from mnemoflow.eval.retrieval import is_abstention as _abstention_id
 from mnemoflow.llm.types import ChatRequest
 
 PROMPT_VERSION = "qa-v1"
@@ -27,12 +28,10 @@ _ABSTENTION_PROMPT = (
     "Question: {question}\nModel response: {response}\n\nDoes the model abstain?"
 )
 
-_VERDICT = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
-
 
 def is_abstention(question: dict[str, Any]) -> bool:
-    """Abstention is decided by the id (LongMemEval's ``_abs`` convention) or the synthetic type."""
-    return str(question["question_id"]).endswith("_abs")
+    """Abstention is decided by the id (the ``_abs`` convention), never by the question type."""
+    return _abstention_id(question["question_id"])
 
 
 def judge_request(question: dict[str, Any], response: str) -> ChatRequest:
@@ -52,11 +51,3 @@ def judge_request(question: dict[str, Any], response: str) -> ChatRequest:
             "abstention": abstention,
         },
     )
-
-
-def parse_verdict(reply: str) -> float | None:
-    """1.0 for yes, 0.0 for no, None when the reply is neither."""
-    match = _VERDICT.match(reply or "")
-    if not match:
-        return None
-    return 1.0 if match.group(1).lower() == "yes" else 0.0

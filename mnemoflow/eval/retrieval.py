@@ -34,6 +34,8 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.tables import as_list
+
 KS = (1, 3, 5, 10, 30, 50)
 MEASURES = ("recall_any", "recall_all", "ndcg_any")
 
@@ -142,7 +144,9 @@ def longmemeval_gold(
     flagged ``has_evidence`` (the official ``has_answer``).
     """
     meta = _meta(question.get("meta"))
-    evidence = set(question.get("evidence_ids") or []) | set(meta.get("answer_turn_ids") or [])
+    evidence = set(as_list(question.get("evidence_ids"))) | set(
+        as_list(meta.get("answer_turn_ids"))
+    )
     user_ids = set(users["turn_id"])
     gold = {t for t in evidence if t in user_ids}
     flagged = users[users["session_id"].isin(evidence) & users["has_evidence"].astype(bool)]
@@ -267,7 +271,7 @@ def locomo_retrieval_rows(questions: pd.DataFrame, rankings: dict[str, list[str]
         qid = question["question_id"]
         if qid not in rankings:
             continue
-        value = evidence_recall(question.get("evidence_ids") or [], rankings[qid])
+        value = evidence_recall(as_list(question.get("evidence_ids")), rankings[qid])
         if value is None:
             continue
         rows.append(

@@ -17,16 +17,19 @@ import re
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
 
-from mnemoflow.agents.readers import get_reader
-from mnemoflow.data.tables import ANSWERS, JUDGEMENTS, SCORES
-from mnemoflow.eval.qa_judge import PROMPT_VERSION as JUDGE_PROMPT_VERSION
-from mnemoflow.eval.qa_judge import judge_request, parse_verdict
-from mnemoflow.lexical import count_tokens
+from mnemoflow.agents.longmemeval_reader import episode_turns
+from mnemoflow.agents.readers import read, reader_config
+from mnemoflow.data.tables import ANSWERS, SCORES
+from mnemoflow.eval.diagnosis import diagnose, diagnosis_rates, diagnosis_scores, report_rows
+from mnemoflow.eval.judges import judge_answers
+from mnemoflow.eval.rescore import retrieval_rows
+from mnemoflow.eval.scoring import aggregate, question_scores
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory.base import MemorySystem, Message, build
 
@@ -172,46 +175,52 @@ async def answer(
     system_spec: dict[str, Any],
     keys: dict[str, Any],
     gateway: Gateway,
-    reader: str = "generic",
+    reader: str | dict[str, Any] | None = "generic",
     use_options: bool = False,
     seed: int = 0,
+    sessions: pd.DataFrame | None = None,
+    episode_sessions: pd.DataFrame | None = None,
     progress: Callable[[bool | None], None] | None = None,
 ) -> pd.DataFrame:
-    """Answer every question from its episode's snapshot; one row per question (ANSWERS)."""
-    read = get_reader(reader)
+    """Answer every question from its episode's snapshot; one row per question (ANSWERS).
+
+    Readers with reading modes that show more than the memory returned (LoCoMo / LongMemEval
+    long-context and oracle modes) read the episode's turns from ``sessions``.
+    """
+    reader_name, reader_options = reader_config(reader)
     rows: list[dict[str, Any]] = []
 
     async def one(episode: str) -> None:
         memory = load_memory(snapshot, episode, system_spec, gateway, seed)
-        mine = questions[questions.episode_id == episode]
+        turns = None
+        if reader_name != "generic" and sessions is not None:
+            turns = episode_turns(sessions, episode_sessions, episode)
+        mine = questions[questions["episode_id"] == episode]
         for question in mine.to_dict("records"):
-            question["use_options"] = use_options
             items = await memory.retrieve(question["question"])
-            request = read(question, items)
-            reply = await gateway.chat(request)
-            retrieved: list[str] = []
-            for item in items:
-                retrieved.extend(s for s in item.source_ids if s not in retrieved)
+            result = await read(
+                reader_name, reader_options, question, items, turns, gateway, use_options
+            )
             rows.append(
                 {
                     **keys,
                     "episode_id": episode,
                     "question_id": question["question_id"],
                     "question_type": question["question_type"],
-                    "response": reply.text,
-                    "retrieved_ids": retrieved,
-                    "context_tokens": sum(count_tokens(m["content"]) for m in request.messages),
-                    "model": reply.model,
-                    "cache_hit": reply.cache_hit,
-                    "tokens_in": reply.tokens_in,
-                    "tokens_out": reply.tokens_out,
-                    "latency_s": reply.latency_s,
+                    "response": result.response,
+                    "retrieved_ids": result.shown_ids,
+                    "context_tokens": result.context_tokens,
+                    "model": result.reply.model,
+                    "cache_hit": result.reply.cache_hit,
+                    "tokens_in": result.reply.tokens_in,
+                    "tokens_out": result.reply.tokens_out,
+                    "latency_s": result.reply.latency_s,
                 }
             )
             if progress:
-                progress(reply.cache_hit)
+                progress(result.reply.cache_hit)
 
-    await _bounded(sorted(set(questions.episode_id)), one, EPISODE_CONCURRENCY)
+    await _bounded(sorted(set(questions["episode_id"])), one, EPISODE_CONCURRENCY)
     frame = pd.DataFrame(rows, columns=ANSWERS.names)
     return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
 
@@ -220,81 +229,56 @@ async def judge(
     answers: pd.DataFrame,
     questions: pd.DataFrame,
     gateway: Gateway,
-    progress: Callable[[bool | None], None] | None = None,
+    kind: str = "generic",
+    repeats: int = 1,
+    seed: int = 0,
 ) -> pd.DataFrame:
-    """Judge every answer against its question's reference (JUDGEMENTS, metric ``correct``)."""
-    by_id = questions.set_index("question_id", drop=False)
-    judge_name = f"{gateway.model_name('judge')}/{JUDGE_PROMPT_VERSION}"
-
-    async def one(row: dict[str, Any]) -> dict[str, Any]:
-        question = by_id.loc[row["question_id"]].to_dict()
-        reply = await gateway.chat(judge_request(question, row["response"]))
-        verdict = parse_verdict(reply.text)
-        if verdict is None:
-            gateway.record_parse_failure("judge", "judge_qa")
-        if progress:
-            progress(reply.cache_hit)
-        return {
-            **{key: row[key] for key in ("benchmark", "system", "protocol", "step")},
-            "question_id": row["question_id"],
-            "question_type": row["question_type"],
-            "judge": judge_name,
-            "metric": "correct",
-            "value": verdict,
-            "raw_reply": reply.text,
-            "parse_ok": verdict is not None,
-        }
-
-    rows = await _bounded(answers.to_dict("records"), one, 64)
-    return pd.DataFrame(rows, columns=JUDGEMENTS.names)
+    """Judge every answer with the benchmark's judge (JUDGEMENTS; see eval.judges)."""
+    return await judge_answers(gateway, kind, questions, answers, repeats, seed)
 
 
-def score(judgements: pd.DataFrame, keys: dict[str, Any]) -> pd.DataFrame:
-    """Accuracy per run: micro over questions, macro over question types, and per type.
+def read_stored(snapshots: list[Path]) -> tuple[pd.DataFrame, set[str]]:
+    """(episode_id, turn_id) pairs held by the memories, and the episodes whose set is known."""
+    pairs: list[tuple[str, str]] = []
+    known: set[str] = set()
+    for snapshot in snapshots:
+        stored = json.loads((Path(snapshot) / STORED_IDS).read_text(encoding="utf-8"))
+        for episode, ids in stored.items():
+            known.add(episode)
+            pairs.extend((episode, turn) for turn in ids)
+    return pd.DataFrame(pairs, columns=["episode_id", "turn_id"]), known
 
-    Unparseable verdicts count as wrong (they are not evidence of a correct answer) and are also
-    reported as ``parse_failures`` so a reader can tell a bad judge from a bad memory.
+
+@dataclass
+class Scored:
+    """A run's aggregate scores, per-question scores and diagnosis (report layout)."""
+
+    scores: pd.DataFrame
+    question_scores: pd.DataFrame
+    diagnosis: pd.DataFrame
+
+
+def score(
+    judgements: pd.DataFrame,
+    answers: pd.DataFrame,
+    questions: pd.DataFrame,
+    sessions: pd.DataFrame,
+    kind: str,
+    stored: pd.DataFrame,
+    known_episodes: set[str],
+) -> Scored:
+    """Judged metrics, retrieval metrics and the write / read / utilization diagnosis of a run.
+
+    Retrieval is scored over every answered question, an empty retrieval counting as zero recall,
+    so a memory that returns nothing is not silently left out of the average.
     """
-    rows: list[dict[str, Any]] = []
-    correct = judgements[judgements["metric"] == "correct"]
-    values = correct["value"].astype(float).fillna(0.0)
-    n = len(correct)
-    rows.append(
-        {
-            **keys,
-            "metric": "accuracy",
-            "aggregate": "micro",
-            "value": float(values.mean()) if n else float("nan"),
-            "n": n,
-        }
-    )
-    per_type = values.groupby(correct["question_type"]).agg(["mean", "size"])
-    for qtype, stats in per_type.iterrows():
-        rows.append(
-            {
-                **keys,
-                "metric": "accuracy",
-                "aggregate": f"type:{qtype}",
-                "value": float(stats["mean"]),
-                "n": int(stats["size"]),
-            }
-        )
-    rows.append(
-        {
-            **keys,
-            "metric": "accuracy",
-            "aggregate": "macro",
-            "value": float(per_type["mean"].mean()) if n else float("nan"),
-            "n": n,
-        }
-    )
-    rows.append(
-        {
-            **keys,
-            "metric": "parse_failures",
-            "aggregate": "count",
-            "value": float((~correct["parse_ok"].astype(bool)).sum()),
-            "n": n,
-        }
-    )
-    return pd.DataFrame(rows, columns=SCORES.names)
+    rankings = {
+        row["question_id"]: [str(i) for i in row["retrieved_ids"]]
+        for row in answers.to_dict("records")
+    }
+    retrieval = retrieval_rows(kind, questions, sessions, answers, rankings)
+    per_question = question_scores(judgements, retrieval)
+    diagnosis = diagnose(answers, judgements, questions, stored, known_episodes)
+    rates = diagnosis_rates(diagnosis, answers)
+    scores = pd.concat([aggregate(per_question, kind), diagnosis_scores(rates)], ignore_index=True)
+    return Scored(scores[SCORES.names], per_question, report_rows(rates))

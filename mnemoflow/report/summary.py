@@ -32,32 +32,68 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *body])
 
 
+#: Headline columns of the summary table, in order, when a run has them: (metric, aggregate, label).
+HEADLINE = (
+    ("accuracy", "micro", "accuracy"),
+    ("accuracy", "ci95_low", "95% CI low"),
+    ("accuracy", "ci95_high", "95% CI high"),
+    ("accuracy", "macro", "task-avg acc"),
+    ("accuracy", "abstention", "abstention acc"),
+    ("j", "micro", "J"),
+    ("f1", "micro", "F1"),
+    ("f1", "micro:no-adversarial", "F1 (cat 1-4)"),
+    ("turn_evidence_recall", "micro", "evidence recall"),
+    ("session_recall_all@5", "micro", "sess recall_all@5"),
+    ("session_ndcg_any@5", "micro", "sess ndcg_any@5"),
+    ("turn_recall_all@10", "micro", "turn recall_all@10"),
+    ("write_failure_rate", "micro", "write fail"),
+    ("read_failure_rate", "micro", "read fail"),
+    ("utilization_failure_rate", "micro", "util fail"),
+)
+#: The judged metric shown per question type and per step (the first one a benchmark has).
+MAIN_METRICS = ("accuracy", "j", "f1")
+
+
 def summary_markdown(summary: pd.DataFrame) -> str:
-    """Final-step accuracy per benchmark and system, per question type, and accuracy per step."""
+    """Per benchmark: headline metrics at the last step, per-type scores, and scores per step.
+
+    Failure rates are shares of the wrong answers: write (evidence never stored), read (stored,
+    not retrieved), utilization (retrieved, answer still wrong).
+    """
     if summary.empty:
         return "# mnemoflow summary\n\nNo scores.\n"
-    acc = summary[summary["metric"] == "accuracy"]
-    last = acc[acc["step"] == acc.groupby(["benchmark", "system"])["step"].transform("max")]
     parts = ["# mnemoflow summary", ""]
-    for benchmark, rows in last.groupby("benchmark", sort=True):
-        main = rows.pivot_table(
-            index="system", columns="aggregate", values="value", aggfunc="first"
+    for benchmark, bench in summary.groupby("benchmark", sort=True):
+        last = bench[bench["step"] == bench.groupby("system")["step"].transform("max")]
+        value = {
+            (r["system"], r["metric"], r["aggregate"]): r["value"] for r in last.to_dict("records")
+        }
+        systems = sorted(last["system"].unique())
+        columns = [c for c in HEADLINE if any((s, c[0], c[1]) in value for s in systems)]
+        main = next((m for m in MAIN_METRICS if (bench["metric"] == m).any()), None)
+        n = int(last.loc[(last["metric"] == main) & (last["aggregate"] == "micro"), "n"].max())
+        step = int(last["step"].max())
+        table = pd.DataFrame(
+            [[s, *(value.get((s, m, a), float("nan")) for m, a, _ in columns)] for s in systems],
+            columns=["system", *(label for _, _, label in columns)],
         )
-        ordered = [c for c in ("micro", "macro") if c in main.columns]
-        ordered += sorted(c for c in main.columns if c not in ordered)
-        main = main[ordered].reset_index()
-        main.columns = ["system", *[c.replace("type:", "") for c in ordered]]
-        n = int(rows.loc[rows["aggregate"] == "micro", "n"].max())
-        step = int(rows["step"].max())
-        parts += [f"## {benchmark}: accuracy at the last step ({step}), {n} questions", ""]
-        parts += [_markdown(main), ""]
-        steps = acc[(acc["benchmark"] == benchmark) & (acc["aggregate"] == "micro")]
+        parts += [f"## {benchmark}: last step ({step}), {n} questions", "", _markdown(table), ""]
+        if main is None:
+            continue
+        judged = last[(last["metric"] == main) & last["aggregate"].str.startswith("type:")]
+        if not judged.empty:
+            per_type = judged.pivot_table(index="system", columns="aggregate", values="value")
+            per_type.columns = [c.removeprefix("type:") for c in per_type.columns]
+            parts += [f"### {benchmark}: {main} per question type", ""]
+            parts += [_markdown(per_type.reset_index()), ""]
+        steps = bench[(bench["metric"] == main) & (bench["aggregate"] == "micro")]
         if steps["step"].nunique() > 1:
             per_step = steps.pivot_table(index="system", columns="step", values="value")
             per_step.columns = [f"step {c}" for c in per_step.columns]
-            parts += [f"### {benchmark}: accuracy (micro) per step", ""]
+            parts += [f"### {benchmark}: {main} (micro) per step", ""]
             parts += [_markdown(per_step.reset_index()), ""]
-    failures = summary[summary["metric"] == "parse_failures"]
+    failures = summary[summary["metric"] == "judge_parse_failures"]
     if not failures.empty and failures["value"].sum() > 0:
-        parts += [f"Judge replies that could not be parsed: {int(failures['value'].sum())}", ""]
+        count = int(failures["value"].sum())
+        parts += [f"Judge replies that could not be parsed: {count}", ""]
     return "\n".join(parts) + "\n"
