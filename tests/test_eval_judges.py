@@ -8,7 +8,6 @@ import math
 
 import pandas as pd
 import pytest
-from tests.eval_fixtures import locomo_tables, longmemeval_tables
 
 from mnemoflow.data.tables import ANSWERS, JUDGEMENTS
 from mnemoflow.eval.judges import (
@@ -22,6 +21,7 @@ from mnemoflow.eval.judges import (
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline.judge import judge_locomo, judge_longmemeval
 from mnemoflow.llm.types import Completion
+from tests.eval_fixtures import locomo_tables, longmemeval_tables
 
 
 def _question(qid, qtype):

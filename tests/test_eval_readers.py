@@ -6,13 +6,13 @@ import asyncio
 import json
 
 import pytest
-from tests.eval_fixtures import locomo_tables, longmemeval_tables
 
 from mnemoflow.agents import locomo_reader as lr
 from mnemoflow.agents import longmemeval_reader as lme
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ConfigError
 from mnemoflow.memory.base import MemoryItem
+from tests.eval_fixtures import locomo_tables, longmemeval_tables
 
 
 def _episode(qid="q_move"):

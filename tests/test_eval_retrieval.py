@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from tests.eval_fixtures import longmemeval_tables
 
 from mnemoflow.eval.retrieval import (
     dcg,
@@ -17,6 +16,7 @@ from mnemoflow.eval.retrieval import (
     turn_to_session_metrics,
     user_turns,
 )
+from tests.eval_fixtures import longmemeval_tables
 
 
 def test_dcg_does_not_discount_position_two():

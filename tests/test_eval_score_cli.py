@@ -7,7 +7,6 @@ import json
 
 import pandas as pd
 import pytest
-from tests.eval_fixtures import locomo_tables, longmemeval_tables
 
 from mnemoflow import cli
 from mnemoflow.data import registry
@@ -19,6 +18,7 @@ from mnemoflow.eval.rescore import (
     score_tables,
 )
 from mnemoflow.llm.gateway import Gateway
+from tests.eval_fixtures import locomo_tables, longmemeval_tables
 
 
 @pytest.fixture
