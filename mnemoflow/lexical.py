@@ -8,6 +8,7 @@ better segmentation (jieba) or a model tokenizer bring their own.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _WORD = re.compile(r"[\u4e00-\u9fff]|[a-z0-9]+(?:'[a-z]+)?", re.IGNORECASE)
 
@@ -53,3 +54,18 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 def sentences(text: str) -> list[str]:
     """Split text into sentences (for extractive reading and fact extraction)."""
     return [s.strip() for s in _SENTENCE.split(text or "") if s and s.strip()]
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    from nltk.stem import PorterStemmer  # no data download needed for the stemmer
+
+    return _STEMMER.setdefault("porter", PorterStemmer()).stem(word)
+
+
+_STEMMER: dict[str, object] = {}
+
+
+def stems(text: str) -> list[str]:
+    """Porter stems of the content words ("researching" and "research" match)."""
+    return [_stem(w) for w in content_words(text)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemoflow.lexical import content_words, words
+from mnemoflow.lexical import content_words, stems, words
 from mnemoflow.llm.offline import handles
 
 REFUSALS = (
@@ -32,10 +32,11 @@ def declines(response: str) -> bool:
 
 
 def overlap_recall(reference: str, response: str) -> float:
-    gold = content_words(reference)
+    """Share of the reference's (stemmed) content words that the response contains."""
+    gold = stems(reference)
     if not gold:
         return 0.0
-    said = set(content_words(response))
+    said = set(stems(response))
     return sum(w in said for w in gold) / len(gold)
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mnemoflow.lexical import content_words, sentences, words
+from mnemoflow.lexical import sentences, stems, words
 from mnemoflow.llm.offline import handles
+from mnemoflow.llm.offline.judge import declines
 
 ABSTAIN = "I don't know."
 #: Fraction of the question's idf mass a sentence must cover before the reader answers from it.
@@ -41,10 +42,10 @@ def _context_sentences(context: list[Any]) -> list[str]:
 
 def rank_sentences(question: str, candidates: list[str]) -> list[tuple[float, int]]:
     """(score, index) pairs, best first; score is the covered share of the question's idf mass."""
-    query = set(content_words(question))
+    query = set(stems(question))
     if not query or not candidates:
         return []
-    bags = [set(content_words(s)) for s in candidates]
+    bags = [set(stems(s)) for s in candidates]
     n = len(bags)
     idf = {w: math.log(1 + (n + 1) / (1 + sum(w in bag for bag in bags))) for w in query}
     total = sum(idf.values())
@@ -79,7 +80,7 @@ def answer(fields: dict[str, Any]) -> str:
     candidates = _context_sentences(fields["context"])
     choice = pick(rank_sentences(fields["question"], candidates))
     if choice is None or choice[0] < MIN_COVERAGE:
-        return ABSTAIN
+        return _declining(fields.get("options") or [])
     sentence = candidates[choice[1]]
     options = fields.get("options") or []
     if options:
@@ -88,12 +89,24 @@ def answer(fields: dict[str, Any]) -> str:
 
 
 def _choose_option(sentence: str, options: list[str]) -> str:
-    """The option whose words the evidence sentence contains most; abstain when none does."""
-    bag = set(content_words(sentence))
-    best, best_share = ABSTAIN, 0.0
+    """The option whose words the evidence sentence contains most.
+
+    When no option is supported, a "not mentioned" option is chosen if there is one (LoCoMo's
+    adversarial questions), otherwise the reader abstains.
+    """
+    bag = set(stems(sentence))
+    best, best_share = _declining(options), 0.0
     for option in options:
-        words = content_words(option)
+        words = stems(option)
         share = sum(w in bag for w in words) / len(words) if words else 0.0
         if share > best_share:
             best, best_share = option, share
     return best
+
+
+def _declining(options: list[str]) -> str:
+    """The option that says the answer is not in the conversation, else an abstention."""
+    for option in options:
+        if declines(option):
+            return option
+    return ABSTAIN
