@@ -1,0 +1,213 @@
+"""Gateway throughput against the local OpenAI-compatible server: ``python -m bench.gateway``.
+
+Method (recorded in docs/performance.md): the test server runs in a *separate process* (so it does
+not share the client's event loop or GIL) and answers every chat completion after a fixed latency
+(50 ms by default). For each concurrency c the Gateway (openai backend, ``concurrency: c``, SQLite
+response cache on, every prompt unique so every call misses the cache and reaches the server) sends
+enough requests for about ``--seconds`` of ideal work; the rate is requests / wall-clock seconds
+from the first submission to the last reply, and is compared with the ideal c / latency. A plain
+sequential ``openai.OpenAI`` client is the baseline (ideal 1 / latency). Each cell is the median
+of ``--runs`` runs; the server's counters confirm that every request was answered exactly once and
+that in-flight requests never exceeded c.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import openai
+
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.types import ChatRequest, EndpointSpec
+
+
+@dataclass
+class Row:
+    client: str
+    concurrency: int
+    requests: int
+    runs: list[float]  # requests per second, one per run
+    ideal: float
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+    @property
+    def ratio(self) -> float:
+        return self.median / self.ideal
+
+
+class ServerProcess:
+    """The test server in a child process; the URL is read from its first line of output."""
+
+    def __init__(self, latency: float):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mnemoflow.testing.openai_server", "--latency", str(latency)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("serving "):
+            self.proc.kill()
+            raise RuntimeError(f"bench: test server did not start (said {line!r})")
+        self.base_url = line.split()[1]
+        self._root = self.base_url.removesuffix("/v1")
+
+    def stats(self) -> dict:
+        with urllib.request.urlopen(f"{self._root}/mnemoflow/stats") as reply:
+            return json.load(reply)
+
+    def reset(self) -> None:
+        request = urllib.request.Request(f"{self._root}/mnemoflow/reset", method="POST", data=b"")
+        urllib.request.urlopen(request).close()
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def _messages(tag: str, i: int) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": "You are a helpful assistant with a long-term memory."},
+        {"role": "user", "content": f"Question {tag}-{i}: where did I say I keep my bicycle?"},
+    ]
+
+
+def _check(server: ServerProcess, n: int, concurrency: int) -> None:
+    stats = server.stats()
+    answered = sum(stats["answered"].values())
+    attempts = sum(stats["attempts"].values())
+    if answered != n or attempts != n or len(stats["answered"]) != n:
+        raise RuntimeError(f"bench: {n} requests sent, server answered {answered} of {attempts}")
+    if stats["max_inflight"] > concurrency:
+        raise RuntimeError(
+            f"bench: concurrency {concurrency} exceeded (server saw {stats['max_inflight']})"
+        )
+
+
+async def _gateway_run(base_url: str, concurrency: int, n: int, tag: str, cache: Path) -> float:
+    spec = EndpointSpec(
+        role="agent",
+        backend="openai",
+        model="bench-model",
+        base_url=base_url,
+        concurrency=concurrency,
+        timeout=60.0,
+        max_retries=2,
+    )
+    gateway = Gateway({"agent": spec}, cache_path=cache)
+    try:
+        # Warm-up: open the connection pool, outside the timed region.
+        warm = [ChatRequest("agent", "bench", _messages(f"warm-{tag}", i)) for i in range(concurrency)]
+        await asyncio.gather(*(gateway.chat(r) for r in warm))
+        requests = [ChatRequest("agent", "bench", _messages(tag, i)) for i in range(n)]
+        started = time.perf_counter()
+        replies = await asyncio.gather(*(gateway.chat(r) for r in requests))
+        elapsed = time.perf_counter() - started
+        if any(reply.cache_hit for reply in replies):
+            raise RuntimeError("bench: a request hit the cache; prompts must be unique")
+        return n / elapsed
+    finally:
+        await gateway.aclose()
+        gateway.close()
+
+
+def _sequential_run(base_url: str, n: int, tag: str) -> float:
+    client = openai.OpenAI(api_key="EMPTY", base_url=base_url, max_retries=0, timeout=60.0)
+    try:
+        client.chat.completions.create(model="bench-model", messages=_messages(f"warm-{tag}", 0))
+        started = time.perf_counter()
+        for i in range(n):
+            client.chat.completions.create(
+                model="bench-model", messages=_messages(tag, i), temperature=0.0, max_tokens=512
+            )
+        return n / (time.perf_counter() - started)
+    finally:
+        client.close()
+
+
+def run(latency: float, concurrencies: list[int], runs: int, seconds: float) -> list[Row]:
+    server = ServerProcess(latency)
+    rows: list[Row] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            n_seq = max(10, round(seconds / latency))
+            row = Row("openai (sequential)", 1, n_seq, [], 1 / latency)
+            for r in range(runs):
+                server.reset()
+                row.runs.append(_sequential_run(server.base_url, n_seq, f"seq-{r}"))
+                _check(server, n_seq + 1, 1)
+            rows.append(row)
+            for c in concurrencies:
+                n = max(20, round(seconds * c / latency))
+                row = Row("mnemoflow Gateway", c, n, [], c / latency)
+                for r in range(runs):
+                    server.reset()
+                    cache = Path(tmp) / f"cache-{c}-{r}.sqlite"
+                    rate = asyncio.run(_gateway_run(server.base_url, c, n, f"c{c}-r{r}", cache))
+                    row.runs.append(rate)
+                    _check(server, n + c, c)
+                rows.append(row)
+                print(
+                    f"c={c}: median {row.median:.1f} req/s = {100 * row.ratio:.1f} % of ideal",
+                    file=sys.stderr,
+                )
+    finally:
+        server.close()
+    return rows
+
+
+def table(rows: list[Row], latency: float) -> str:
+    lines = [
+        f"| client | concurrency | requests/run | req/s (median) | runs | ideal ({latency * 1000:g} ms) "
+        "| % of ideal |",
+        "|---|---:|---:|---:|---|---:|---:|",
+    ]
+    for row in rows:
+        runs = ", ".join(f"{rate:.1f}" for rate in row.runs)
+        lines.append(
+            f"| {row.client} | {row.concurrency} | {row.requests} | {row.median:.1f} | {runs} "
+            f"| {row.ideal:.0f} | {100 * row.ratio:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.gateway", description=__doc__)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", default="1,8,32,64")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=2.0, help="ideal seconds per run")
+    parser.add_argument("--json", type=Path, default=None, help="also write results here")
+    args = parser.parse_args(argv)
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
+    rows = run(args.latency, concurrencies, args.runs, args.seconds)
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    print(f"machine: {machine}; openai {openai.__version__}")
+    print(table(rows, args.latency))
+    if args.json:
+        payload = {
+            "machine": machine,
+            "latency": args.latency,
+            "rows": [{**asdict(row), "median": row.median, "ratio": row.ratio} for row in rows],
+        }
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
