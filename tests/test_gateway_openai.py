@@ -240,6 +240,17 @@ def test_unset_key_variable_is_a_clear_error(monkeypatch):
         assert server.stats().total == 0
 
 
+@pytest.mark.parametrize(
+    "key, value", [("timeout", 0), ("requests_per_minute", -5), ("concurrency", 0)]
+)
+def test_nonpositive_limits_are_config_errors(key, value):
+    spec = EndpointSpec(
+        role="agent", backend="openai", model="m", base_url="http://127.0.0.1:9/v1", **{key: value}
+    )
+    with pytest.raises(ConfigError, match=rf"config models\.agent\.{key}: must be > 0"):
+        OpenAIBackend(spec)
+
+
 def test_no_key_variable_uses_a_placeholder_for_local_servers():
     with OpenAITestServer(api_key="EMPTY") as server:
         gateway = make_gateway(server, api_key_env=None)

@@ -88,6 +88,13 @@ class OpenAIBackend:
             raise ConfigError(
                 f"config models.{spec.role}.base_url: required for the openai backend"
             )
+        for name, value in (
+            ("concurrency", spec.concurrency),
+            ("timeout", spec.timeout),
+            ("requests_per_minute", spec.requests_per_minute),
+        ):
+            if value is not None and (not isinstance(value, int | float) or value <= 0):
+                raise ConfigError(f"config models.{spec.role}.{name}: must be > 0, got {value!r}")
         if spec.api_key_env:
             key = os.environ.get(spec.api_key_env)
             if not key:
@@ -229,7 +236,7 @@ class OpenAIBackend:
             failures += 1
             if failures > spec.max_retries:
                 raise EndpointError(
-                    f"{self._where()}: gave up after {failures} attempts "
+                    f"{self._where()}: gave up after {failures} attempt{'s' * (failures > 1)} "
                     f"(max_retries {spec.max_retries}); last: {reason}"
                 )
             if retry_after is not None and retry_after > self.max_retry_after:
