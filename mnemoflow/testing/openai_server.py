@@ -267,8 +267,10 @@ class OpenAITestServer:
             return self._stats.copy()
 
     def reset(self) -> None:
+        """Clear the counters (the fault plan starts again for every body); requests still in
+        flight stay counted as in flight."""
         with self._lock:
-            self._stats = ServerStats()
+            self._stats = ServerStats(inflight=self._stats.inflight)
 
     # ---- handlers --------------------------------------------------------------------------
 
