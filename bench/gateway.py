@@ -6,12 +6,13 @@ not share the client's event loop or GIL) and answers every chat completion afte
 response cache on, every prompt unique so every call misses the cache and reaches the server) sends
 enough requests for about ``--seconds`` of ideal work; the rate is requests / wall-clock seconds
 from the first submission to the last reply, and is compared with the ideal c / latency. A plain
-sequential ``openai.OpenAI`` client is the baseline (ideal 1 / latency), and a hand-written
-``AsyncOpenAI`` + semaphore loop at the same concurrency is shown for comparison. Each cell is the
-median of ``--runs`` runs; the server's counters confirm that every request was answered exactly
-once and that in-flight requests never exceeded c. CPU per request (client process, server
-process) and the load average are recorded too: on a shared machine they tell a slow client from
-a busy machine.
+sequential ``openai.OpenAI`` client is the baseline (ideal 1 / latency); a hand-written
+``AsyncOpenAI`` + semaphore loop and a bare ``aiohttp`` loop (no openai package: the floor of what
+any Python client costs on the machine) at the same concurrency are shown for comparison. Each
+cell is the median of ``--runs`` runs; the server's counters confirm that every request was
+answered exactly once and that in-flight requests never exceeded c. CPU per request (client
+process, server process) and the load average are recorded too: on a shared machine they tell a
+slow client from a busy machine.
 """
 
 from __future__ import annotations
@@ -169,6 +170,27 @@ async def _async_openai_run(base_url: str, concurrency: int, n: int, tag: str) -
         await client.close()
 
 
+async def _aiohttp_run(base_url: str, concurrency: int, n: int, tag: str) -> Timing:
+    """The floor: bare aiohttp posting the same JSON (no openai, no gateway), for reference."""
+    import aiohttp
+
+    slots = asyncio.Semaphore(concurrency)
+    url = f"{base_url}/chat/completions"
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def one(messages: list[dict[str, str]]) -> None:
+            body = {"model": "bench-model", "messages": messages, "temperature": 0.0}
+            async with slots, session.post(url, json={**body, "max_tokens": 512}) as reply:
+                reply.raise_for_status()
+                await reply.json()
+
+        await asyncio.gather(*(one(_messages(f"warm-{tag}", i)) for i in range(concurrency)))
+        cpu, started = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(one(_messages(tag, i)) for i in range(n)))
+        return Timing(n, time.perf_counter() - started, time.process_time() - cpu)
+
+
 def _sequential_run(base_url: str, n: int, tag: str) -> Timing:
     """The baseline: a plain synchronous openai client, one request after another."""
     client = openai.OpenAI(api_key="EMPTY", base_url=base_url, max_retries=0, timeout=60.0)
@@ -235,6 +257,11 @@ def run(
                         )
                     rows.append(row)
                     _progress(row)
+                    row = Row("bare aiohttp + semaphore (floor)", c, n, c / latency)
+                    for r in range(runs):
+                        _measure(server, row, c, _in_new_loop, _aiohttp_run, url, c, n, f"h{c}-{r}")
+                    rows.append(row)
+                    _progress(row)
     finally:
         server.close()
     return rows
@@ -276,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-compare",
         action="store_true",
-        help="skip the hand-written AsyncOpenAI + semaphore rows",
+        help="skip the comparison rows (AsyncOpenAI + semaphore, bare aiohttp)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args(argv)
