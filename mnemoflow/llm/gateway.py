@@ -107,11 +107,20 @@ class Gateway:
             raise ConfigError(f"unknown role {request.role!r}; roles are {list(ROLES)}")
         key = self.request_key(request)
         started = time.perf_counter()
-        cached = self.cache.get(key)
-        if cached is not None:
-            return self._reply(request, cached, started, cache_hit=True)
-        if key in self._inflight:
-            completion = await asyncio.shield(self._inflight[key])
+        while True:
+            cached = self.cache.get(key)
+            if cached is not None:
+                return self._reply(request, cached, started, cache_hit=True)
+            pending = self._inflight.get(key)
+            if pending is None:
+                break
+            try:
+                completion = await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if pending.cancelled() and task is not None and not task.cancelling():
+                    continue  # the caller that owned the call was cancelled, not us: take over
+                raise
             return self._reply(request, completion, started, cache_hit=True)
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -119,7 +128,10 @@ class Gateway:
             completion = await self.backend(request.role).complete(
                 request, self.specs[request.role]
             )
-        except BaseException as exc:
+        except asyncio.CancelledError:
+            future.cancel()  # waiters take over (above); a cancellation is not an endpoint error
+            raise
+        except Exception as exc:
             self.ledger.record_error(request.role, request.task)
             future.set_exception(exc)
             future.exception()  # mark retrieved: waiters re-raise it, nobody else must
@@ -165,7 +177,11 @@ class Gateway:
             if key not in found:
                 missing.setdefault(key, text)
         if missing:
-            vectors = await self.backend(role).embed(list(missing.values()), spec)
+            try:
+                vectors = await self.backend(role).embed(list(missing.values()), spec)
+            except Exception:
+                self.ledger.record_error(role, "embed")
+                raise
             computed = dict(zip(missing, np.asarray(vectors, dtype=np.float32), strict=True))
             self.cache.put_vectors(computed)
             found.update(computed)

@@ -1,8 +1,12 @@
 """A ledger of model calls: counts, cache hits, tokens and latency, per role and task.
 
 Each rule writes its ledger beside its output, so the cost of every number in a report can be
-traced. Parse failures (replies a caller could not interpret) are counted here too: they are
-results, never silently replaced by a guess.
+traced. ``calls`` counts every request a stage made, ``cache_hits`` those answered from the cache,
+and ``tokens_in``/``tokens_out`` only what the endpoint processed (cache misses): the ledger is a
+cost account, so a fully cached rerun shows calls with zero tokens. ``retries`` counts failed
+attempts that preceded successful replies; ``errors`` counts calls that failed for good. Parse
+failures (replies a caller could not interpret) are counted here too: they are results, never
+silently replaced by a guess.
 """
 
 from __future__ import annotations
@@ -47,8 +51,9 @@ class Ledger:
         entry = self.entries[f"{role}/{task}"]
         entry.calls += 1
         entry.cache_hits += int(cache_hit)
-        entry.tokens_in += tokens_in
-        entry.tokens_out += tokens_out
+        if not cache_hit:  # tokens the endpoint processed; a cache hit costs none
+            entry.tokens_in += tokens_in
+            entry.tokens_out += tokens_out
         entry.latency_s += latency_s
         entry.retries += retries
         self.models[role] = model

@@ -20,6 +20,13 @@ class ConfigError(ValueError):
     """A role binding or endpoint setting is wrong; the message names the config key."""
 
 
+class EndpointError(RuntimeError):
+    """A model endpoint failed for good (a non-retryable status, or retries exhausted).
+
+    The message is one line naming the role, model and base_url; it never contains the key.
+    """
+
+
 @dataclass(frozen=True)
 class EndpointSpec:
     """One role's endpoint, as bound in config.yaml under ``models.<role>``.

@@ -1,0 +1,349 @@
+"""The network backend: any OpenAI-compatible endpoint (vLLM, OpenAI, llama.cpp server, ...).
+
+One instance serves one role's endpoint. It owns what makes a remote endpoint usable at scale:
+
+- a concurrency limit (``spec.concurrency`` requests in flight, and an HTTP connection pool of the
+  same size, so no request waits for a socket while holding a slot), over the client's aiohttp
+  transport;
+- an optional ``requests_per_minute`` limiter (requests spaced evenly; every attempt counts);
+- a per-attempt timeout (``spec.timeout``);
+- our own retry loop instead of the ``openai`` client's (which is disabled): exponential backoff
+  with jitter, ``Retry-After`` honoured (seconds, ``retry-after-ms`` or an HTTP date) on 429 and
+  5xx, timeouts and connection errors retried, a malformed 200 body retried like a 5xx, up to
+  ``spec.max_retries`` retries; any other 4xx fails at once. Owning the loop is what lets the
+  gateway report how many retries each reply took, and honour Retry-After for every status.
+
+Requests go through ``AsyncOpenAI.post(..., cast_to=httpx2.Response)`` and the body is parsed here:
+the client's typed models would accept a truncated or non-JSON body silently (it returns the text
+as a string), and parsing the few fields we need directly is also cheaper per call.
+
+The API key is read from ``os.environ[spec.api_key_env]`` once, at construction, and lives only in
+the client; error messages are scrubbed of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import httpx2
+import numpy as np
+import openai
+
+from mnemoflow.llm.types import (
+    ChatRequest,
+    Completion,
+    ConfigError,
+    EndpointError,
+    EndpointSpec,
+)
+
+T = TypeVar("T")
+
+#: Local servers (vLLM, llama.cpp) accept any key; the client insists on having one.
+PLACEHOLDER_KEY = "EMPTY"
+
+#: Statuses worth retrying: request timeout, lock conflict, rate limit, server errors.
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+class MalformedReply(ValueError):
+    """A 200 response whose body is not a usable completion (truncated JSON, HTML, no choices)."""
+
+
+class _RateLimiter:
+    """Spaces request starts ``60 / rpm`` seconds apart (a smooth limiter, no bursts)."""
+
+    def __init__(self, requests_per_minute: float):
+        self.interval = 60.0 / requests_per_minute
+        self._next = 0.0
+
+    async def wait(self) -> None:
+        now = time.monotonic()
+        slot = max(now, self._next)
+        self._next = slot + self.interval
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+
+class OpenAIBackend:
+    """Backend protocol implementation over the ``openai`` package's ``AsyncOpenAI``."""
+
+    #: Backoff: attempt n waits min(cap, base * 2**(n-1)) scaled by a random factor in [0.5, 1].
+    backoff_base: float = 0.5
+    backoff_cap: float = 30.0
+    #: A Retry-After longer than this (a quota reset, not a hiccup) fails instead of sleeping.
+    max_retry_after: float = 300.0
+    #: Texts per /v1/embeddings request.
+    embed_batch: int = 128
+
+    def __init__(self, spec: EndpointSpec):
+        if not spec.base_url:
+            raise ConfigError(
+                f"config models.{spec.role}.base_url: required for the openai backend"
+            )
+        for name, value in (
+            ("concurrency", spec.concurrency),
+            ("timeout", spec.timeout),
+            ("requests_per_minute", spec.requests_per_minute),
+        ):
+            if value is not None and (not isinstance(value, int | float) or value <= 0):
+                raise ConfigError(f"config models.{spec.role}.{name}: must be > 0, got {value!r}")
+        if spec.api_key_env:
+            key = os.environ.get(spec.api_key_env)
+            if not key:
+                raise ConfigError(
+                    f"environment variable {spec.api_key_env} (named by "
+                    f"models.{spec.role}.api_key_env) is not set"
+                )
+        else:
+            key = PLACEHOLDER_KEY
+        self.spec = spec
+        self._api_key = key
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: openai.AsyncOpenAI | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._limiter: _RateLimiter | None = None
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIBackend(role={self.spec.role!r}, model={self.spec.model!r})"
+
+    def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        """Client, slots and limiter belong to one event loop; rebuild them for a new loop.
+
+        Scripts may call ``asyncio.run`` more than once with the same gateway; connections and
+        semaphores from a finished loop cannot be reused, so they are dropped, not shared.
+        """
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._client is None or self._slots is None:
+            spec = self.spec
+            # The aiohttp transport costs about half the CPU per request of httpx's own pool
+            # (measured: docs/performance.md), which is what bounds throughput on small machines.
+            http_client = openai.DefaultAioHttpClient(
+                limits=httpx2.Limits(
+                    max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency
+                ),
+                timeout=httpx2.Timeout(spec.timeout),
+            )
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=spec.base_url,
+                timeout=spec.timeout,
+                max_retries=0,
+                http_client=http_client,
+            )
+            self._slots = asyncio.Semaphore(spec.concurrency)
+            self._limiter = (
+                _RateLimiter(spec.requests_per_minute) if spec.requests_per_minute else None
+            )
+            self._loop = loop
+        return self._client, self._slots
+
+    # ---- the Backend protocol --------------------------------------------------------------
+
+    async def complete(self, request: ChatRequest, spec: EndpointSpec) -> Completion:
+        body: dict[str, Any] = {
+            "model": spec.model,
+            "messages": request.messages,
+            "temperature": spec.temperature,
+            "max_tokens": spec.max_tokens,
+        }
+        if spec.top_p is not None:
+            body["top_p"] = spec.top_p
+        seed = request.seed if request.seed is not None else spec.seed
+        if seed is not None:
+            body["seed"] = seed
+        (text, model, tokens_in, tokens_out), retries = await self._post(
+            "/chat/completions", body, parse_completion
+        )
+        return Completion(
+            text=text,
+            model=model or spec.model,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            retries=retries,
+        )
+
+    async def embed(self, texts: list[str], spec: EndpointSpec) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        batches = [
+            texts[start : start + self.embed_batch]
+            for start in range(0, len(texts), self.embed_batch)
+        ]
+
+        async def one(batch: list[str]) -> np.ndarray:
+            body = {"model": spec.model, "input": batch, "encoding_format": "float"}
+            matrix, _ = await self._post(
+                "/embeddings", body, lambda data: parse_embeddings(data, len(batch))
+            )
+            return matrix
+
+        parts = await asyncio.gather(*(one(batch) for batch in batches))
+        dims = {part.shape[1] for part in parts}
+        if len(dims) != 1:
+            raise EndpointError(f"{self._where()}: embedding batches differ in dimension {dims}")
+        return np.concatenate(parts)
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await client.close()
+        self._loop = None
+
+    # ---- the retry loop --------------------------------------------------------------------
+
+    async def _post(
+        self, path: str, body: dict[str, Any], parse: Callable[[dict[str, Any]], T]
+    ) -> tuple[T, int]:
+        """POST with limits and retries; returns ``parse(json body)`` and the failed attempts.
+
+        ``parse`` runs inside the loop so that a malformed body is retried like a 5xx.
+        """
+        client, slots = self._bind()
+        spec = self.spec
+        failures = 0
+        while True:
+            retry_after: float | None = None
+            async with slots:
+                if self._limiter is not None:
+                    await self._limiter.wait()
+                try:
+                    async with asyncio.timeout(spec.timeout):
+                        response = await client.post(path, body=body, cast_to=httpx2.Response)
+                        content = await response.aread()
+                    return parse(_parse_json(content)), failures
+                except openai.APIStatusError as exc:
+                    status = exc.status_code
+                    if status not in RETRY_STATUSES and status < 500:
+                        raise EndpointError(
+                            f"{self._where()}: HTTP {status}: {self._detail(exc)}"
+                        ) from None
+                    reason = f"HTTP {status}: {self._detail(exc)}"
+                    retry_after = parse_retry_after(exc.response.headers)
+                except (TimeoutError, openai.APITimeoutError):
+                    reason = f"no reply within timeout {spec.timeout:g} s"
+                except openai.APIConnectionError as exc:
+                    reason = f"connection error ({self._scrub(str(exc.__cause__ or exc))})"
+                except MalformedReply as exc:
+                    reason = f"malformed reply ({exc})"
+            failures += 1
+            if failures > spec.max_retries:
+                raise EndpointError(
+                    f"{self._where()}: gave up after {failures} attempt{'s' * (failures > 1)} "
+                    f"(max_retries {spec.max_retries}); last: {reason}"
+                )
+            if retry_after is not None and retry_after > self.max_retry_after:
+                raise EndpointError(
+                    f"{self._where()}: {reason}; server asks to retry after {retry_after:.0f} s "
+                    f"(more than {self.max_retry_after:.0f} s), giving up"
+                )
+            await asyncio.sleep(self.delay(failures, retry_after))
+
+    def delay(self, failures: int, retry_after: float | None) -> float:
+        """Seconds to wait before the next attempt: the server's Retry-After when it gave one,
+        else exponential backoff with jitter (so synchronized clients spread out)."""
+        if retry_after is not None:
+            return max(0.0, retry_after)
+        ceiling = min(self.backoff_cap, self.backoff_base * 2 ** (failures - 1))
+        return ceiling * random.uniform(0.5, 1.0)
+
+    def _where(self) -> str:
+        return f"models.{self.spec.role} ({self.spec.model} at {self.spec.base_url})"
+
+    def _scrub(self, text: str) -> str:
+        """One line, at most 300 characters, never the key."""
+        if self._api_key and self._api_key != PLACEHOLDER_KEY:
+            text = text.replace(self._api_key, "***")
+        text = " ".join(text.split())
+        return text if len(text) <= 300 else text[:297] + "..."
+
+    def _detail(self, exc: openai.APIStatusError) -> str:
+        body = exc.body
+        if isinstance(body, dict) and isinstance(body.get("message"), str):
+            return self._scrub(body["message"])
+        if isinstance(body, str) and body:
+            return self._scrub(body)
+        return self._scrub(exc.response.reason_phrase or "error")
+
+
+def _parse_json(content: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(content)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        snippet = " ".join(content[:80].decode("utf-8", "replace").split())
+        raise MalformedReply(f"body is not JSON: {snippet!r}") from None
+    if not isinstance(data, dict):
+        raise MalformedReply(f"body is JSON {type(data).__name__}, not an object")
+    if "error" in data and "choices" not in data and "data" not in data:
+        raise MalformedReply(f"error body with status 200: {str(data['error'])[:120]}")
+    return data
+
+
+def parse_completion(data: dict[str, Any]) -> tuple[str, str, int, int]:
+    """Text, model and usage of a chat completion body.
+
+    Missing or null content is returned as ``""``: the reply exists but says nothing, and the
+    caller records a parse failure rather than the gateway inventing text or retrying forever.
+    A body without ``choices`` is malformed and retried.
+    """
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedReply("no choices")
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    text = content if isinstance(content, str) else ""
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    model = data.get("model") if isinstance(data.get("model"), str) else ""
+    return text, model, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+
+
+def parse_embeddings(data: dict[str, Any], expected: int) -> np.ndarray:
+    """Vectors of an /embeddings body, in input order."""
+    items = data.get("data")
+    if not isinstance(items, list) or len(items) != expected:
+        got = len(items) if isinstance(items, list) else "no"
+        raise MalformedReply(f"expected {expected} embeddings, got {got}")
+    try:
+        ordered = sorted(items, key=lambda item: item["index"])
+        matrix = np.asarray([item["embedding"] for item in ordered], dtype=np.float32)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MalformedReply(f"embedding items malformed ({exc})") from None
+    if matrix.ndim != 2:
+        raise MalformedReply("embeddings of differing lengths")
+    return matrix
+
+
+def parse_retry_after(headers: httpx2.Headers) -> float | None:
+    """Seconds the server asks us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds or
+    as an HTTP date (RFC 9110 allows both); None when absent or unreadable."""
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return float(value) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return when.timestamp() - time.time()
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0

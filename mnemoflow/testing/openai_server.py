@@ -1,0 +1,574 @@
+"""A local OpenAI-compatible server for tests and benchmarks: latency, faults and counters.
+
+It serves ``/v1/chat/completions``, ``/v1/embeddings`` and ``/v1/models`` on a loopback address,
+answers deterministically (a fixed text, a function of the request, or by default an echo of the
+last user message) with realistic ``usage``, and injects faults from a *plan*: the n-th attempt of
+each distinct request body gets ``faults[n]`` (``"500"``, ``"429"``, ``"timeout"``, ``"malformed"``,
+...) and later attempts succeed. Because faults are keyed by the request body, a client that
+retries correctly sees every request answered exactly once, and the counters prove it.
+
+Use it in-process (``with OpenAITestServer(latency=0.05) as server: server.base_url``; it runs
+its own event loop in a background thread so it never shares the client's loop) or as a separate
+process: ``python -m mnemoflow.testing.openai_server --port 0 --latency 0.05`` prints
+``serving http://127.0.0.1:PORT/v1`` once it listens. ``GET /mnemoflow/stats`` returns the counters
+as JSON and ``POST /mnemoflow/reset`` clears them, for out-of-process users such as bench/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import email.utils
+import hashlib
+import ipaddress
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+
+from mnemoflow.lexical import count_tokens
+
+#: Fault kinds a plan may name; anything else is rejected when the server is built.
+FAULT_KINDS = {
+    "500": "HTTP 500 with a JSON error body",
+    "502": "HTTP 502 with an HTML body (a proxy in front of the model)",
+    "503": "HTTP 503 with a JSON error body and Retry-After",
+    "429": "HTTP 429 rate limit with Retry-After",
+    "timeout": "sleep `hang` seconds before answering (past the client's timeout)",
+    "malformed": "HTTP 200, Content-Type application/json, truncated JSON body",
+    "html": "HTTP 200 with a non-JSON text/html body",
+    "nochoices": "HTTP 200 with valid JSON that lacks `choices`",
+    "null_content": "HTTP 200, a well-formed completion whose message content is null",
+    "400": "HTTP 400 bad request (not retryable)",
+}
+
+DEFAULT_MODEL = "mnemoflow-test"
+
+Reply = str | Callable[[dict[str, Any]], str] | None
+
+
+def request_id(body: dict[str, Any]) -> str:
+    """Identity of a distinct request: sha256 of its canonical JSON body (first 16 hex digits)."""
+    blob = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def echo_reply(body: dict[str, Any]) -> str:
+    """Default reply: derived from the last user message, so distinct prompts get distinct text."""
+    last = ""
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            last = _text_of(message.get("content"))
+    return f"echo: {last}"
+
+
+def prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """Approximate prompt tokens the way chat models bill them: content plus a per-message cost."""
+    return 3 + sum(4 + count_tokens(_text_of(m.get("content"))) for m in messages)
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def fake_embedding(text: str, dim: int) -> np.ndarray:
+    """A deterministic unit vector seeded by the text (no meaning, only identity)."""
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+    vector = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return vector / np.float32(np.linalg.norm(vector))
+
+
+@dataclass
+class ServerStats:
+    """Counters, per distinct request body (see :func:`request_id`) and overall."""
+
+    attempts: Counter[str] = field(default_factory=Counter)  # every request received
+    answered: Counter[str] = field(default_factory=Counter)  # 200 with a well-formed reply
+    faults: Counter[str] = field(default_factory=Counter)  # injected faults, by kind
+    paths: Counter[str] = field(default_factory=Counter)
+    inflight: int = 0
+    max_inflight: int = 0
+    total: int = 0
+
+    def copy(self) -> ServerStats:
+        return ServerStats(
+            Counter(self.attempts),
+            Counter(self.answered),
+            Counter(self.faults),
+            Counter(self.paths),
+            self.inflight,
+            self.max_inflight,
+            self.total,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempts": dict(self.attempts),
+            "answered": dict(self.answered),
+            "faults": dict(self.faults),
+            "paths": dict(self.paths),
+            "inflight": self.inflight,
+            "max_inflight": self.max_inflight,
+            "total": self.total,
+        }
+
+
+class OpenAITestServer:
+    """An OpenAI-compatible HTTP server with deterministic replies and planned faults.
+
+    ``faults`` is the plan applied to every distinct request body: attempt n (0-based) gets
+    ``faults[n]``, attempts past the plan succeed. ``retry_after`` is sent with 429 and 503
+    (seconds; ``retry_after_date=True`` sends it as an HTTP date instead). ``hang`` is how long a
+    ``"timeout"`` fault sleeps. ``api_key``, when set, is required as a Bearer token (401
+    otherwise); it is compared and never stored or logged.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        faults: Sequence[str] = (),
+        retry_after: float | None = 1.0,
+        retry_after_date: bool = False,
+        hang: float = 30.0,
+        reply: Reply = None,
+        model: str = DEFAULT_MODEL,
+        embed_dim: int = 64,
+        api_key: str | None = None,
+    ):
+        if not _is_loopback(host):
+            raise ValueError(f"openai test server: host must be a loopback address, got {host!r}")
+        unknown = [kind for kind in faults if kind not in FAULT_KINDS]
+        if unknown:
+            raise ValueError(
+                f"openai test server: unknown fault kinds {unknown}; known: {sorted(FAULT_KINDS)}"
+            )
+        if latency < 0 or hang < 0:
+            raise ValueError("openai test server: latency and hang must be >= 0")
+        self.host = host
+        self.port = port
+        self.latency = latency
+        self.faults = list(faults)
+        self.retry_after = retry_after
+        self.retry_after_date = retry_after_date
+        self.hang = hang
+        self.reply = reply
+        self.model = model
+        self.embed_dim = embed_dim
+        self._api_key = api_key
+        self._stats = ServerStats()
+        self._lock = threading.Lock()
+        self._runner: web.AppRunner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` to give an OpenAI client (ends in ``/v1``)."""
+        if self._runner is None:
+            raise RuntimeError("openai test server: not started")
+        return f"http://{self.host}:{self.port}/v1"
+
+    def make_app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024**2)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/mnemoflow/stats", self._stats_route)
+        app.router.add_post("/mnemoflow/reset", self._reset_route)
+        return app
+
+    async def astart(self) -> OpenAITestServer:
+        """Start serving on the running event loop (port 0 picks a free port)."""
+        runner = web.AppRunner(
+            self.make_app(), access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, backlog=1024)
+        await site.start()
+        self.port = int(runner.addresses[0][1])
+        self._runner = runner
+        return self
+
+    async def astop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def start(self) -> OpenAITestServer:
+        """Serve from a background thread with its own event loop; returns once listening."""
+        if self._thread is not None:
+            raise RuntimeError("openai test server: already started")
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self.astart())
+            except BaseException as exc:  # reported to the starting thread
+                failure.append(exc)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self.astop())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="openai-test-server", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._thread = None
+        self._loop = None
+
+    def __enter__(self) -> OpenAITestServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- counters --------------------------------------------------------------------------
+
+    def stats(self) -> ServerStats:
+        """A snapshot of the counters (safe to call from any thread)."""
+        with self._lock:
+            return self._stats.copy()
+
+    def reset(self) -> None:
+        """Clear the counters (the fault plan starts again for every body); requests still in
+        flight stay counted as in flight."""
+        with self._lock:
+            self._stats = ServerStats(inflight=self._stats.inflight)
+
+    # ---- handlers --------------------------------------------------------------------------
+
+    def _enter(self, path: str, rid: str | None) -> int:
+        """Count one request; returns its 0-based attempt number for this body."""
+        with self._lock:
+            stats = self._stats
+            stats.total += 1
+            stats.paths[path] += 1
+            stats.inflight += 1
+            stats.max_inflight = max(stats.max_inflight, stats.inflight)
+            if rid is None:
+                return 0
+            attempt = stats.attempts[rid]
+            stats.attempts[rid] += 1
+            return attempt
+
+    def _leave(self, rid: str | None = None, answered: bool = False, fault: str = "") -> None:
+        with self._lock:
+            self._stats.inflight -= 1
+            if answered and rid is not None:
+                self._stats.answered[rid] += 1
+            if fault:
+                self._stats.faults[fault] += 1
+
+    def _unauthorized(self, request: web.Request) -> web.Response | None:
+        if self._api_key is None:
+            return None
+        if request.headers.get("Authorization", "") == f"Bearer {self._api_key}":
+            return None
+        return _error(401, "invalid_api_key", "Incorrect API key provided.")
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body, problem = await _read_json(request)
+        rid = request_id(body) if body is not None else None
+        attempt = self._enter("chat", rid)
+        answered, fault = False, ""
+        try:
+            if problem is not None:
+                return problem
+            assert body is not None
+            denied = self._unauthorized(request)
+            if denied is not None:
+                return denied
+            invalid = _check_chat(body)
+            if invalid is not None:
+                return _error(400, "invalid_request_error", invalid)
+            fault = self.faults[attempt] if attempt < len(self.faults) else ""
+            # A "timeout" fault sleeps past the client's timeout; the client hangs up and the
+            # handler is cancelled here. A client patient enough to wait gets a normal answer.
+            await asyncio.sleep(self.hang if fault == "timeout" else self.latency)
+            if fault in ("", "timeout", "null_content"):
+                answered = True
+                return self._completion(body, null_content=fault == "null_content")
+            return self._fault_response(fault)
+        finally:
+            self._leave(rid, answered=answered, fault=fault)
+
+    def _fault_response(self, kind: str) -> web.Response:
+        if kind in ("500", "400"):
+            status = int(kind)
+            code = "server_error" if status == 500 else "invalid_request_error"
+            return _error(status, code, f"injected fault {kind}")
+        if kind == "502":
+            return web.Response(
+                status=502,
+                text="<html><body>502 Bad Gateway</body></html>",
+                content_type="text/html",
+            )
+        if kind in ("429", "503"):
+            status = int(kind)
+            headers = {}
+            if self.retry_after is not None:
+                headers["Retry-After"] = self._retry_after_value()
+            code = "rate_limit_exceeded" if status == 429 else "overloaded"
+            return _error(status, code, f"injected fault {kind}", headers)
+        if kind == "malformed":
+            return web.Response(
+                status=200,
+                text='{"id": "chatcmpl-x", "choices": [{"mess',
+                content_type="application/json",
+            )
+        if kind == "html":
+            return web.Response(
+                status=200,
+                text="<html><body>upstream error</body></html>",
+                content_type="text/html",
+            )
+        if kind == "nochoices":
+            return web.json_response({"id": "chatcmpl-x", "object": "chat.completion"})
+        raise AssertionError(kind)
+
+    def _retry_after_value(self) -> str:
+        assert self.retry_after is not None
+        if self.retry_after_date:
+            # HTTP dates have one-second resolution: round up so the client never waits too little.
+            return email.utils.formatdate(math.ceil(time.time() + self.retry_after), usegmt=True)
+        return f"{self.retry_after:g}"
+
+    def _completion(self, body: dict[str, Any], null_content: bool) -> web.Response:
+        if callable(self.reply):
+            text = self.reply(body)
+        elif self.reply is not None:
+            text = self.reply
+        else:
+            text = echo_reply(body)
+        finish = "stop"
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+        if isinstance(max_tokens, int) and max_tokens > 0:
+            tokens = text.split()
+            if len(tokens) > max_tokens:
+                text, finish = " ".join(tokens[:max_tokens]), "length"
+        usage_out = count_tokens(text)
+        usage_in = prompt_tokens(body["messages"])
+        rid = request_id(body)
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{rid}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model") or self.model,
+                "system_fingerprint": "mnemoflow-test",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": None if null_content else text},
+                        "finish_reason": finish,
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": usage_in,
+                    "completion_tokens": usage_out,
+                    "total_tokens": usage_in + usage_out,
+                },
+            }
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body, problem = await _read_json(request)
+        rid = request_id(body) if body is not None else None
+        attempt = self._enter("embeddings", rid)
+        answered, fault = False, ""
+        try:
+            if problem is not None:
+                return problem
+            assert body is not None
+            denied = self._unauthorized(request)
+            if denied is not None:
+                return denied
+            texts = body.get("input")
+            if isinstance(texts, str):
+                texts = [texts]
+            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+                return _error(400, "invalid_request_error", "'input' must be a string or strings")
+            fault = self.faults[attempt] if attempt < len(self.faults) else ""
+            await asyncio.sleep(self.hang if fault == "timeout" else self.latency)
+            if fault not in ("", "timeout", "null_content"):
+                return self._fault_response(fault)
+            dim = body.get("dimensions") or self.embed_dim
+            as_base64 = body.get("encoding_format") == "base64"
+            data = []
+            for index, text in enumerate(texts):
+                vector = fake_embedding(text, int(dim))
+                value: Any = (
+                    base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+                    if as_base64
+                    else vector.tolist()
+                )
+                data.append({"object": "embedding", "index": index, "embedding": value})
+            n_tokens = sum(count_tokens(t) for t in texts)
+            answered = True
+            return web.json_response(
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body.get("model") or self.model,
+                    "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens},
+                }
+            )
+        finally:
+            self._leave(rid, answered=answered, fault=fault)
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        self._enter("models", None)
+        try:
+            denied = self._unauthorized(request)
+            if denied is not None:
+                return denied
+            entry = {"id": self.model, "object": "model", "created": 0, "owned_by": "mnemoflow"}
+            return web.json_response({"object": "list", "data": [entry]})
+        finally:
+            self._leave()
+
+    async def _stats_route(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response(self.stats().to_dict())
+
+    async def _reset_route(self, request: web.Request) -> web.StreamResponse:
+        self.reset()
+        return web.json_response({"ok": True})
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _error(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    payload = {"error": {"message": message, "type": code, "code": code, "param": None}}
+    return web.json_response(payload, status=status, headers=headers)
+
+
+async def _read_json(request: web.Request) -> tuple[dict[str, Any] | None, web.Response | None]:
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None, _error(400, "invalid_request_error", "request body is not JSON")
+    if not isinstance(body, dict):
+        return None, _error(400, "invalid_request_error", "request body must be a JSON object")
+    return body, None
+
+
+def _check_chat(body: dict[str, Any]) -> str | None:
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "'model' is required"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty list"
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or "role" not in message:
+            return f"messages[{index}] must be an object with a 'role'"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mnemoflow.testing.openai_server",
+        description="Local OpenAI-compatible server with latency and fault injection (loopback).",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per reply")
+    parser.add_argument(
+        "--faults",
+        default="",
+        help="comma-separated plan applied to each distinct request, e.g. 500,429,timeout; "
+        f"kinds: {','.join(FAULT_KINDS)}",
+    )
+    parser.add_argument("--retry-after", type=float, default=1.0, help="seconds, for 429/503")
+    parser.add_argument("--retry-after-date", action="store_true", help="send it as an HTTP date")
+    parser.add_argument("--hang", type=float, default=30.0, help="seconds a timeout fault sleeps")
+    parser.add_argument("--reply", default=None, help="fixed reply text (default: echo)")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="model id listed by /v1/models")
+    parser.add_argument(
+        "--api-key-env", default=None, help="require the key held in this env var as Bearer token"
+    )
+    args = parser.parse_args(argv)
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            parser.error(f"--api-key-env: environment variable {args.api_key_env} is not set")
+    faults = [kind.strip() for kind in args.faults.split(",") if kind.strip()]
+    try:
+        server = OpenAITestServer(
+            host=args.host,
+            port=args.port,
+            latency=args.latency,
+            faults=faults,
+            retry_after=args.retry_after,
+            retry_after_date=args.retry_after_date,
+            hang=args.hang,
+            reply=args.reply,
+            model=args.model,
+            api_key=api_key,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+
+    async def serve() -> None:
+        await server.astart()
+        print(f"serving {server.base_url}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        await server.astop()
+
+    asyncio.run(serve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
