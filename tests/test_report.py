@@ -167,15 +167,17 @@ def test_diagnosis_stages_must_be_exclusive():
 
 
 def _ledger_json(path, role, task, model, calls, hits, tokens_in, tokens_out):
+    """A ledger whose cache misses processed ``tokens_in`` / ``tokens_out`` tokens in all."""
     ledger = Ledger()
+    misses = calls - hits
     for i in range(calls):
         ledger.record(
             role,
             task,
             model=model,
             cache_hit=i < hits,
-            tokens_in=tokens_in // calls,
-            tokens_out=tokens_out // calls,
+            tokens_in=tokens_in // misses,
+            tokens_out=tokens_out // misses,
             latency_s=0.5,
         )
     path.write_text(ledger.to_json({"rule": task}))
@@ -183,16 +185,16 @@ def _ledger_json(path, role, task, model, calls, hits, tokens_in, tokens_out):
 
 
 def test_ledger_tables_sum_tokens_and_price_only_known_models(tmp_path):
-    paid = _ledger_json(tmp_path / "a.json", "agent", "answer", "gpt-x", 10, 4, 1000, 500)
+    paid = _ledger_json(tmp_path / "a.json", "agent", "answer", "gpt-x", 10, 4, 1200, 600)
     free = _ledger_json(tmp_path / "b.json", "judge", "judge_qa", "offline-heuristic", 5, 0, 50, 5)
     prices = {"gpt-x": {"input": 2.0, "output": 8.0}}  # USD per million tokens
     per_file, per_task = ledger_tables([load_ledger(paid), load_ledger(free)], prices)
     agent = per_task.set_index("role").loc["agent"]
-    # 1000 tokens in at $2/M + 500 out at $8/M = 0.002 + 0.004 USD.
-    assert agent["cost_usd"] == pytest.approx(0.006)
+    # Cache hits cost nothing: 1200 tokens in at $2/M + 600 out at $8/M = 0.0024 + 0.0048 USD.
+    assert agent["cost_usd"] == pytest.approx(0.0072)
     assert (agent["calls"], agent["cache_hits"], agent["hit_rate"]) == (10, 4, 0.4)
     assert math.isnan(per_task.set_index("role").loc["judge", "cost_usd"])
-    assert per_file["tokens_in"].sum() == 1050
+    assert per_file["tokens_in"].sum() == 1250
 
 
 def test_a_malformed_ledger_is_named(tmp_path):
@@ -280,8 +282,8 @@ def make_results(folder):
             "gpt-4o-mini",
             240,
             60,
-            480_000,
-            9_600,
+            486_000,
+            9_000,
         ),  # fmt: skip
         _ledger_json(
             folder / "locomo/bm25_message/judge.ledger.json",
@@ -354,10 +356,10 @@ def test_report_embeds_one_captioned_figure_per_view(report):
 
 def test_report_shows_costs_config_and_versions(report):
     page = report.read_text()
-    # 480,000 tokens in at $0.15/M + 9,600 out at $0.60/M = 0.072 + 0.00576 USD; the offline
-    # judge has no price, so the total is unknown rather than understated.
+    # 180 cache misses: 486,000 tokens in at $0.15/M + 9,000 out at $0.60/M = 0.0729 + 0.0054
+    # USD; the offline judge has no price, so the total is unknown rather than understated.
     tasks = pd.read_csv(report.parent / "report" / "ledger_tasks.tsv", sep="\t")
-    assert tasks.set_index("role").loc["agent", "cost_usd"] == pytest.approx(0.07776)
+    assert tasks.set_index("role").loc["agent", "cost_usd"] == pytest.approx(0.0783)
     assert "480 model calls (60 answered from the cache)" in page
     assert "unknown (no price for some models)" in page
     assert "api_key_env: OPENAI_KEY" in page and "gpt-4o-mini" in page
