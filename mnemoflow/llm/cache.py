@@ -40,7 +40,7 @@ class ResponseCache:
     def __init__(self, path: str | Path | None):
         self.path = Path(path) if path else None
         if self.path is None:
-            self._db = sqlite3.connect(":memory:")
+            self._db = sqlite3.connect(":memory:", isolation_level=None)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None)

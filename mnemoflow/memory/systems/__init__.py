@@ -1,0 +1,10 @@
+"""Built-in memory systems: importing this package registers each one by name."""
+
+from mnemoflow.memory.systems import (  # noqa: F401  (registration)
+    agentic_external,
+    agentic_incontext,
+    dense,
+    notes_linked,
+    rag,
+    tiered,
+)
