@@ -9,6 +9,7 @@ its encoding files on first use.
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 from typing import Any
 
@@ -20,7 +21,9 @@ def encoding(name: str = DEFAULT_ENCODING) -> Any:
     """The named BPE encoding (cl100k_base, o200k_base, ...), loaded once per process."""
     import bpe_openai
 
-    return bpe_openai.get_encoding(name)
+    with warnings.catch_warnings():  # bpe-openai reads its data with a deprecated importlib API
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bpe_openai.get_encoding(name)
 
 
 def encode(text: str, name: str = DEFAULT_ENCODING) -> list[int]:
