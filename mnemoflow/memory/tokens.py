@@ -19,10 +19,10 @@ DEFAULT_ENCODING = "o200k_base"
 @lru_cache(maxsize=4)
 def encoding(name: str = DEFAULT_ENCODING) -> Any:
     """The named BPE encoding (cl100k_base, o200k_base, ...), loaded once per process."""
-    import bpe_openai
-
     with warnings.catch_warnings():  # bpe-openai reads its data with a deprecated importlib API
         warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
         return bpe_openai.get_encoding(name)
 
 

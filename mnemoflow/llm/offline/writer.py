@@ -86,6 +86,22 @@ def split_fact(text: str) -> tuple[frozenset[str], str]:
     return subject, value
 
 
+def _bare(words) -> set[str]:
+    """Words without possessive endings ("user's" -> "user")."""
+    return {w.removesuffix("'s") for w in words}
+
+
+def _negates(fact: str, subject: frozenset[str], value: str) -> bool:
+    """A negated fact hits a memory whose attribute or value words it all mentions.
+
+    "User no longer drives the Civic" negates "User's car model is Civic" through the value.
+    """
+    words = _bare(content_words(fact))
+    attribute = _bare(subject) - _bare(content_words(fact.split()[0] if fact.split() else ""))
+    value_words = _bare(content_words(value)) if subject else set()
+    return bool(attribute and attribute <= words) or bool(value_words and value_words <= words)
+
+
 def _same_value(a: str, b: str) -> bool:
     return set(content_words(a)) == set(content_words(b))
 
@@ -114,15 +130,22 @@ def update_facts(fields: dict[str, Any]) -> str:
                 if negated and earlier["event"] == "ADD":
                     earlier["event"] = "NONE_DROP"
                 continue
-        matches = [
-            (mid, mtext, mvalue)
-            for mid, mtext, (msubject, mvalue) in memories
-            if mid not in touched
-            and (
-                (subject and msubject == subject)
-                or (not subject and set(content_words(mtext)) == set(content_words(fact)))
-            )
-        ]
+        if negated:
+            matches = [
+                (mid, mtext, mvalue)
+                for mid, mtext, (msubject, mvalue) in memories
+                if mid not in touched and _negates(fact, msubject, mvalue)
+            ]
+        else:
+            matches = [
+                (mid, mtext, mvalue)
+                for mid, mtext, (msubject, mvalue) in memories
+                if mid not in touched
+                and (
+                    (subject and msubject == subject)
+                    or (not subject and set(content_words(mtext)) == set(content_words(fact)))
+                )
+            ]
         if not matches:
             if negated:
                 continue
@@ -163,15 +186,19 @@ def kv_pair(fact_text: str) -> tuple[str, str]:
 def kv_update(fields: dict[str, Any]) -> str:
     """Fields: memory [{key, value, time}], messages [{n, speaker, role, time, content}]."""
     existing = {frozenset(content_words(m["key"])): m["key"] for m in fields["memory"]}
+    values = {m["key"]: m["value"] for m in fields["memory"]}
     sets: dict[str, dict[str, Any]] = {}
     deletes: list[str] = []
     for fact in extract(fields["messages"]):
         key, value = kv_pair(fact["text"])
         key = existing.get(frozenset(content_words(key)), key)
         if NEGATION.search(fact["text"]):
-            if key in existing.values() and key not in deletes:
-                deletes.append(key)
-            sets.pop(key, None)
+            for old_key, old_value in values.items():
+                if old_key not in deletes and _negates(
+                    fact["text"], frozenset(content_words(old_key)), old_value
+                ):
+                    deletes.append(old_key)
+                    sets.pop(old_key, None)
             continue
         sets.pop(key, None)  # re-insert so the latest statement comes last
         sets[key] = {"key": key, "value": value, "from": fact["from"]}
