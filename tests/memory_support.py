@@ -12,7 +12,12 @@ from mnemoflow.data.registry import load_benchmark
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory.base import MemorySystem, Message, build
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+#: The repository's sibling folder shared/data (a worktree under wt/ looks one level further up).
+SHARED_DATA = next(
+    (p / "shared" / "data" for p in (REPO.parent, REPO.parent.parent) if (p / "shared").is_dir()),
+    REPO.parent / "shared" / "data",
+)
 LOCOMO = SHARED_DATA / "locomo" / "locomo10.json"
 
 
