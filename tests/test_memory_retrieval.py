@@ -125,7 +125,7 @@ def test_minilm_recall_on_locomo(unit, tmp_path, capsys):
             f"\nLoCoMo {spec['type']} MiniLM recall@{k}: {_mean(recalls):.3f} "
             f"(random {_mean(randoms):.3f}, {len(recalls)} questions)"
         )
-    assert _mean(recalls) > 5 * _mean(randoms)
+    assert _mean(recalls) > 3 * _mean(randoms)
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from mnemoflow.memory.base import MemoryItem, Message, load_messages, save_messa
 
 
 def render(message: Message) -> str:
-    """How a raw message reads as a memory: "speaker: content"."""
+    """How a raw message reads as a memory, and what is embedded for it: "speaker: content"."""
     return f"{message.speaker or message.role}: {message.content}"
 
 

@@ -5,6 +5,11 @@ any /v1/embeddings endpoint), behind its content-addressed cache: LongMemEval ha
 sessions across questions, and each distinct text is embedded once across questions, jobs and
 reruns. Search is exact inner product over L2-normalized vectors (cosine).
 
+A message is embedded as it is shown to the reader, "speaker: content". LoCoMo's questions name
+the speaker ("When did Caroline go to ..."), and the name is often only in the speaker field:
+with all-MiniLM-L6-v2 on three LoCoMo conversations, recall@10 is 0.50 this way and 0.24 when
+only the content is embedded.
+
 ``dense_session`` departs from embedding a whole session as one text by default: a 256-token
 encoder such as MiniLM would silently truncate a typical session to its first few turns. With
 ``pooling: max`` (default) a session scores as its best-matching message, which keeps every turn
@@ -49,7 +54,7 @@ class DenseMessage(MemorySystem):
         new = list({m.turn_id: m for m in new}.values())
         if not new:
             return
-        vectors = await embed(self.llm, [m.content for m in new])
+        vectors = await embed(self.llm, [render(m) for m in new])
         items = [
             StoredItem(id=m.turn_id, text=render(m), source_ids=[m.turn_id], time=m.time)
             for m in new
@@ -111,7 +116,7 @@ class DenseSession(MemorySystem):
         if not new:
             return
         if self.params["pooling"] == "max":
-            vectors = await embed(self.llm, [m.content for m in new])
+            vectors = await embed(self.llm, [render(m) for m in new])
             rows = [StoredItem(id=m.turn_id, text="", extra={"session": m.session_id}) for m in new]
             self.store.add(rows, vectors)
             return

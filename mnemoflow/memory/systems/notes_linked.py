@@ -66,7 +66,7 @@ class NotesLinked(MemorySystem):
             *(self.writer.ask(writer.note_request(m), writer.parse_note) for m in new)
         )
         notes = [note or {"keywords": [], "tags": [], "context": ""} for note in notes]
-        documents = [note_document(m.content, note) for m, note in zip(new, notes, strict=True)]
+        documents = [note_document(render(m), note) for m, note in zip(new, notes, strict=True)]
         vectors = await embed(self.llm, documents)
         for m, note, vector in zip(new, notes, vectors, strict=True):
             links = [
@@ -85,7 +85,7 @@ class NotesLinked(MemorySystem):
                 extra={**note, "links": links},
             )
             self.store.add([item], vector[None, :])
-            self.tokens_written += count_tokens(note_document(m.content, note))
+            self.tokens_written += count_tokens(note_document(render(m), note))
 
     async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
         k = self.params["top_k"] if k is None else k

@@ -38,7 +38,7 @@ class RAG(MemorySystem):
             batch = [m for m in batch if m.turn_id not in self.store]
             if not batch:
                 continue
-            vectors = await embed(self.llm, [m.content for m in batch])
+            vectors = await embed(self.llm, [render(m) for m in batch])
             items = [
                 StoredItem(id=m.turn_id, text=render(m), source_ids=[m.turn_id], time=m.time)
                 for m in batch

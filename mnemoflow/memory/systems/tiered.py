@@ -97,7 +97,7 @@ class Tiered(MemorySystem):
             overflow.append(self.short.pop(0))
 
     async def _to_mid(self, pages: list[list[Message]]) -> None:
-        vectors = await embed(self.llm, ["\n".join(m.content for m in page) for page in pages])
+        vectors = await embed(self.llm, ["\n".join(render(m) for m in page) for page in pages])
         for page, vector in zip(pages, vectors, strict=True):
             pid, sid = page[0].turn_id, page[0].session_id
             self.clock += 1
