@@ -175,7 +175,7 @@ def newest_value_rate(spec: dict, prepared: Prepared) -> tuple[float, int]:
     return correct / total, total
 
 
-def test_agentic_memories_answer_updated_facts_with_the_newest_value(capsys):
+def test_agentic_memories_answer_updated_facts_with_the_newest_value():
     prepared = synthetic(
         users=6,
         periods=3,
@@ -195,11 +195,6 @@ def test_agentic_memories_answer_updated_facts_with_the_newest_value(capsys):
             ("agentic_incontext", {"update_batch": 2, "local_window": 2}),
         ]
     }
-    with capsys.disabled():
-        print(
-            "\nnewest value on updated-fact questions:",
-            {name: f"{rate:.2f} of {n}" for name, (rate, n) in rates.items()},
-        )
     assert rates["rag"][1] >= 20
     # Measured: rag 0.71, agentic_external 0.83, agentic_incontext 0.88 (of 42).
     assert rates["agentic_external"][0] >= rates["rag"][0] + 0.05
