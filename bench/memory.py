@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             index.search(tokenize(queries[q % len(queries)]), 10)
             times.append(time.perf_counter() - started)
         results[f"bm25 ({backend})"] = times
+        print(f"bm25 ({backend}): {statistics.mean(times):.3f} s / question", flush=True)
     print(f"peak RSS after BM25: {peak_rss_mib():.0f} MiB")
 
     spec = EMBEDDERS[args.embedder]
@@ -164,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     for q in range(min(args.uncached, args.questions)):
         llm = Gateway.from_config({"embedder": spec} if spec else {})  # in-memory, empty cache
         uncached.append(asyncio.run(dense_question(llm, haystacks[q], queries[q % len(queries)])))
+        print(f"dense, no cache, question {q}: {uncached[-1]:.1f} s", flush=True)
         llm.close()
     results[f"dense {args.embedder}, no cache"] = uncached
     with tempfile.TemporaryDirectory() as tmp:
