@@ -150,14 +150,22 @@ def main(argv: list[str] | None = None) -> int:
     source, BM25 = bm25_backends()
     print(f"BM25 via {source}")
     for backend in ("bm25s", "rank_bm25"):
-        times = []
+        times, parts = [], {"tokenize": [], "index": [], "query": []}
         for q, turns in enumerate(haystacks):
             started = time.perf_counter()
-            index = BM25([tokenize(m.content) for m in turns], backend=backend)
+            docs = [tokenize(m.content) for m in turns]
+            tokenized = time.perf_counter()
+            index = BM25(docs, backend=backend)
+            indexed = time.perf_counter()
             index.search(tokenize(queries[q % len(queries)]), 10)
-            times.append(time.perf_counter() - started)
+            done = time.perf_counter()
+            times.append(done - started)
+            parts["tokenize"].append(tokenized - started)
+            parts["index"].append(indexed - tokenized)
+            parts["query"].append(done - indexed)
         results[f"bm25 ({backend})"] = times
-        print(f"bm25 ({backend}): {statistics.mean(times):.3f} s / question", flush=True)
+        split = ", ".join(f"{k} {statistics.median(v):.3f}" for k, v in parts.items())
+        print(f"bm25 ({backend}): {statistics.mean(times):.3f} s / question (median {split})")
     print(f"peak RSS after BM25: {peak_rss_mib():.0f} MiB")
 
     spec = EMBEDDERS[args.embedder]
