@@ -247,3 +247,13 @@ def test_snapshot_is_plain_files(episode: list[Message], tmp_path: Path):
         "state.json",
     ]
     assert json.loads((tmp_path / "state.json").read_text())["writer_calls"] > 0
+
+
+@pytest.mark.parametrize("name", sorted(SYSTEMS))
+def test_empty_memory_saves_loads_and_retrieves_nothing(name: str, tmp_path: Path):
+    system = build(_spec(name), llm=gateway())
+    system.save(tmp_path)
+    restored = build(_spec(name), llm=gateway())
+    restored.load(tmp_path)
+    assert run(restored.retrieve("anything")) == run(system.retrieve("anything")) == []
+    assert restored.stats() == system.stats()
