@@ -63,6 +63,9 @@ def load_model(model: str) -> Any:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # no weight-loading bars in job logs
 
             _MODELS[folder] = SentenceTransformer(folder, device="cpu", local_files_only=True)
         return _MODELS[folder]
