@@ -109,7 +109,7 @@ def test_dense_recall_on_locomo_beats_random():
         recall_by_step({"type": "dense_message"}, locomo(limit=2), gateway(), k=10)
     )
     assert len(recalls) > 200
-    # Hashed bag-of-words vectors: recall@10 0.33 on two conversations (231 questions), random 0.025.
+    # Hashed bag-of-words vectors: recall@10 0.33 on two conversations, random 0.025.
     assert _mean(recalls) > 10 * _mean(randoms)
 
 
