@@ -10,6 +10,8 @@ CORES ?= 2
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	# torch first, pinned: pip then keeps the CPU build instead of pulling a multi-GB CUDA one.
+	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 

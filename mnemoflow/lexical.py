@@ -29,13 +29,13 @@ def words(text: str) -> list[str]:
 
 
 def content_words(text: str) -> list[str]:
-    """Lowercase word tokens without stop words or possessive 's (for overlap and BM25 scoring)."""
-    out = []
-    for word in words(text):
-        word = word.removesuffix("'s")
-        if word not in STOPWORDS:
-            out.append(word)
-    return out
+    """Lowercase word tokens without stop words (for overlap and BM25 scoring)."""
+    return [w for w in words(text) if w not in STOPWORDS]
+
+
+def terms(text: str) -> list[str]:
+    """Content words with the possessive 's removed ("cat's" matches "cat"): retrieval terms."""
+    return [w.removesuffix("'s") for w in content_words(text)]
 
 
 def count_tokens(text: str) -> int:
@@ -68,4 +68,4 @@ _STEMMER: dict[str, object] = {}
 
 def stems(text: str) -> list[str]:
     """Porter stems of the content words ("researching" and "research" match)."""
-    return [_stem(w) for w in content_words(text)]
+    return [_stem(w) for w in terms(text)]

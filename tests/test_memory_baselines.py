@@ -47,8 +47,12 @@ def test_add_save_load_retrieve_round_trip(name, tmp_path):
 
 
 def test_full_context_keeps_the_newest_messages_within_budget():
+    from mnemoflow.memory.message_store import render
+    from mnemoflow.memory.tokens import count_tokens
+
     messages = [Message(f"t{i}", "s", "user", f"message number {i} " * 5) for i in range(10)]
-    memory = build({"type": "full_context", "max_tokens": 45})  # 21 tokens per message
+    budget = sum(count_tokens(render(m)) for m in messages[-2:])  # room for exactly two
+    memory = build({"type": "full_context", "max_tokens": budget})
     asyncio.run(memory.add(messages))
     items = asyncio.run(memory.retrieve("anything"))
     assert [i.id for i in items] == ["t8", "t9"], "newest kept, in chronological order"
@@ -59,6 +63,8 @@ def test_bm25_retrieves_the_matching_message_first_and_links_sources():
         Message("a", "s1", "user", "I adopted a cat named Mochi."),
         Message("b", "s1", "assistant", "Lovely!"),
         Message("c", "s2", "user", "The weather is rainy today."),
+        Message("d", "s3", "user", "My sister bought a new bike."),
+        Message("e", "s4", "user", "Dinner was lentil soup."),
     ]
     for spec, top_sources in (
         ({"type": "bm25_message"}, ["a"]),

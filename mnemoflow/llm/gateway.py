@@ -50,6 +50,10 @@ def make_backend(spec: EndpointSpec) -> Backend:
         from mnemoflow.llm.openai_backend import OpenAIBackend
 
         return OpenAIBackend(spec)
+    if spec.backend == "sentence_transformers":
+        from mnemoflow.llm.local_embedder import LocalEmbedder
+
+        return LocalEmbedder(spec)
     raise ConfigError(f"config models.{spec.role}.backend: unknown backend {spec.backend!r}")
 
 

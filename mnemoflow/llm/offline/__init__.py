@@ -88,6 +88,6 @@ _loaded = False
 def _load_handlers() -> None:
     global _loaded
     if not _loaded:
-        from mnemoflow.llm.offline import judge, notes, reader, user  # noqa: F401  (registration)
+        from mnemoflow.llm.offline import judge, notes, reader, user, writer  # noqa: F401
 
         _loaded = True

@@ -27,8 +27,13 @@ TIE_RATIO = 0.9
 PHRASE_BONUS = 0.5
 
 
+#: Memory notes speak of the user in the third person ("User's diet is vegan"); read them as the
+#: user's own words so "my diet" in the question pairs with them.
+_FIRST_PERSON = {"user's": "my", "users'": "my", "user": "i"}
+
+
 def _pairs(text: str) -> set[tuple[str, str]]:
-    tokens = words(text)
+    tokens = [_FIRST_PERSON.get(t, t) for t in words(text)]
     return set(zip(tokens, tokens[1:], strict=False))
 
 

@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemoflow.lexical import content_words
 from mnemoflow.memory.base import MemoryItem, Message, register
 from mnemoflow.memory.bm25_index import BM25Index
 from mnemoflow.memory.message_store import MessageStoreSystem, render
+from mnemoflow.memory.tokenize import tokenize
 
 
 class _BM25Base(MessageStoreSystem):
-    defaults: dict[str, Any] = {"top_k": 5, "backend": "bm25s", "k1": 1.5, "b": 0.75}
+    # lang: "auto" segments Chinese text with jieba and uses English words otherwise.
+    defaults: dict[str, Any] = {
+        "top_k": 5,
+        "backend": "bm25s",
+        "k1": 1.5,
+        "b": 0.75,
+        "lang": "auto",
+    }
 
     def _units(self) -> list[tuple[str, str, list[str], str]]:
         """(id, text, source turn ids, time) of every retrievable document."""
@@ -24,7 +31,7 @@ class _BM25Base(MessageStoreSystem):
     def _build(self) -> None:
         self._docs = self._units()
         self._index = BM25Index(
-            [content_words(text) for _, text, _, _ in self._docs],
+            [tokenize(text, self.params["lang"]) for _, text, _, _ in self._docs],
             backend=self.params["backend"],
             k1=float(self.params["k1"]),
             b=float(self.params["b"]),
@@ -35,7 +42,7 @@ class _BM25Base(MessageStoreSystem):
         if self._dirty:
             self._build()
         k = int(k if k is not None else self.params["top_k"])
-        indices, scores = self._index.search(content_words(query), k)
+        indices, scores = self._index.search(tokenize(query, self.params["lang"]), k)
         items = []
         for index, score in zip(indices.tolist(), scores.tolist(), strict=True):
             unit_id, text, sources, time = self._docs[index]

@@ -1,0 +1,162 @@
+"""Agentic write, external store [AMemGym AWE; mem0-style].
+
+Messages pass through the same (update_batch, local_window) buffer as ``rag``. Each batch that
+leaves the buffer goes to the ``memory_writer`` in two calls, as in mem0: extract standalone
+facts, then decide ADD / UPDATE / DELETE / NONE for each fact against the ``similar_k`` most similar
+stored facts (shown to the writer with short local ids, so it cannot invent real ones). Facts are
+stored with the conversation time of their source messages in a dense index; an UPDATE replaces
+the old text (the newer statement wins) and keeps both statements' turn ids as sources. Retrieval
+returns the ``top_k`` facts most similar to the query, then the local window.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mnemoflow.memory import writer
+from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
+from mnemoflow.memory.buffer import MessageBuffer, check_buffer_params
+from mnemoflow.memory.tokens import count_tokens
+from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed
+
+
+@register
+class AgenticExternal(MemorySystem):
+    """LLM-curated facts (add / update / delete) in a dense store, plus a local window."""
+
+    name: ClassVar[str] = "agentic_external"
+    defaults: ClassVar[dict[str, Any]] = {
+        "update_batch": 2,
+        "local_window": 4,
+        "top_k": 10,
+        "similar_k": 5,
+    }
+
+    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
+        super().__init__(params, llm, seed)
+        check_buffer_params(self.name, self.params["update_batch"], self.params["local_window"])
+        self.buffer = MessageBuffer(self.params["update_batch"], self.params["local_window"])
+        self.store = VectorStore()
+        self.writer = writer.WriterClient(llm)
+        self.next_id = 0
+        self.tokens_written = 0
+        self.events = {event: 0 for event in writer.EVENTS}
+
+    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
+        for batch in self.buffer.push([m for m in messages if m.content.strip()]):
+            await self._write(batch)
+
+    async def _write(self, batch: list[Message]) -> None:
+        facts = await self.writer.ask(
+            writer.extract_facts_request(batch), lambda d: writer.parse_facts(d, len(batch))
+        )
+        if not facts:
+            return
+        texts = [text for text, _ in facts]
+        vectors = await embed(self.llm, texts)
+        candidates: dict[str, None] = {}
+        for vector in vectors:
+            for item, _ in self.store.search(vector, self.params["similar_k"]):
+                candidates[item.id] = None
+        # Oldest first, so that among duplicates the writer sees the newest last.
+        ordered = sorted(candidates, key=lambda i: self.store.position(i))
+        local = {str(n): real for n, real in enumerate(ordered)}
+        shown = [{"id": n, "text": self.store.get(real).text} for n, real in local.items()]
+        events = await self.writer.ask(
+            writer.update_facts_request(texts, shown),
+            lambda d: writer.parse_events(d, len(texts), set(local)),
+        )
+        if events is None:
+            return
+        await self._apply(events, facts, vectors, batch, local)
+
+    async def _apply(self, events, facts, vectors, batch, local) -> None:
+        def sources(fact_index: int | None) -> list[Message]:
+            if fact_index is None or not facts[fact_index][1]:
+                return batch
+            return [batch[n - 1] for n in facts[fact_index][1]]
+
+        # Texts the writer rephrased need their own embedding (fetched in one call).
+        rephrased = sorted(
+            {
+                e["text"]
+                for e in events
+                if e["event"] in ("ADD", "UPDATE")
+                and (e["fact"] is None or e["text"] != facts[e["fact"]][0])
+            }
+        )
+        extra = dict(zip(rephrased, await embed(self.llm, rephrased), strict=True))
+        for event in events:
+            kind = event["event"]
+            self.events[kind] += 1
+            target = local.get(event["id"]) if event["id"] is not None else None
+            if kind == "NONE" or (target is not None and target not in self.store):
+                continue
+            if kind == "DELETE":
+                self.store.remove(target)
+                continue
+            vector = extra.get(event["text"])
+            if vector is None:
+                vector = vectors[event["fact"]]
+            origin = sources(event["fact"])
+            turn_ids = [m.turn_id for m in origin]
+            time = max((m.time for m in origin), default="")
+            self.tokens_written += count_tokens(event["text"])
+            if kind == "ADD":
+                item = StoredItem(f"fact{self.next_id}", event["text"], turn_ids, time)
+                self.next_id += 1
+                self.store.add([item], vector[None, :])
+            else:  # UPDATE: the newer statement wins; both statements' turns stay as sources
+                old = self.store.get(target)
+                merged = list(dict.fromkeys(turn_ids + old.source_ids))
+                history = old.extra.get("history", []) + [old.text]
+                item = StoredItem(old.id, event["text"], merged, time, {"history": history})
+                self.store.replace(item, vector)
+
+    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
+        k = self.params["top_k"] if k is None else k
+        hits: list[MemoryItem] = []
+        if len(self.store):
+            qvec = await embed(self.llm, [query])
+            hits = [
+                MemoryItem(i.id, i.text, s, list(i.source_ids), i.time)
+                for i, s in self.store.search(qvec, k)
+            ]
+        return hits + self.buffer.items()
+
+    def save(self, directory: Path) -> None:
+        self.store.save(directory)
+        self.buffer.save(directory)
+        state = {
+            "next_id": self.next_id,
+            "tokens_written": self.tokens_written,
+            "events": self.events,
+            "writer_calls": self.writer.calls,
+            "parse_failures": self.writer.parse_failures,
+        }
+        (directory / "state.json").write_text(json.dumps(state, sort_keys=True))
+
+    def load(self, directory: Path) -> None:
+        self.store.load(directory)
+        self.buffer.load(directory)
+        state = json.loads((directory / "state.json").read_text())
+        self.next_id = state["next_id"]
+        self.tokens_written = state["tokens_written"]
+        self.events = state["events"]
+        self.writer.calls = state["writer_calls"]
+        self.writer.parse_failures = state["parse_failures"]
+
+    def stored_ids(self) -> set[str] | None:
+        return self.store.source_ids() | self.buffer.turn_ids()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "items": len(self.store),
+            "buffered": len(self.buffer.messages),
+            "tokens_written": self.tokens_written,
+            "writer_calls": self.writer.calls,
+            "parse_failures": self.writer.parse_failures,
+            **{f"events_{k.lower()}": v for k, v in self.events.items()},
+        }

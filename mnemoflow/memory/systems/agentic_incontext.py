@@ -1,0 +1,123 @@
+"""Agentic write, in-context memory [AMemGym AWI].
+
+The ``memory_writer`` maintains a bounded key -> value memory that is placed in the prompt whole.
+Messages reach the writer through the (update_batch, local_window) buffer; each batch's reply sets
+keys (merging into existing ones: the newer value wins) and deletes keys. Every entry carries the
+conversation's own timestamp of the message that set it (never the wall clock) and the turn ids it
+came from. When the memory holds more than ``max_entries`` keys, the least recently updated are
+evicted, which is what bounds the prompt.
+
+``retrieve`` returns the whole memory (oldest update first) followed by the local window: an
+in-context memory has no retrieval step, so ``k`` does not cut it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mnemoflow.llm.types import ConfigError
+from mnemoflow.memory import writer
+from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
+from mnemoflow.memory.buffer import MessageBuffer, check_buffer_params
+from mnemoflow.memory.tokens import count_tokens
+
+
+@register
+class AgenticInContext(MemorySystem):
+    """A writer-maintained key -> value memory shown whole in the prompt."""
+
+    name: ClassVar[str] = "agentic_incontext"
+    defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "max_entries": 64}
+
+    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
+        super().__init__(params, llm, seed)
+        check_buffer_params(self.name, self.params["update_batch"], self.params["local_window"])
+        if not isinstance(self.params["max_entries"], int) or self.params["max_entries"] < 1:
+            raise ConfigError("memory system 'agentic_incontext': max_entries must be >= 1")
+        self.buffer = MessageBuffer(self.params["update_batch"], self.params["local_window"])
+        self.writer = writer.WriterClient(llm)
+        # key -> {"value", "time", "source_ids", "version"}; dict order = order of last update
+        self.memory: dict[str, dict[str, Any]] = {}
+        self.version = 0
+        self.tokens_written = 0
+        self.evicted = 0
+
+    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
+        for batch in self.buffer.push([m for m in messages if m.content.strip()]):
+            await self._write(batch)
+
+    async def _write(self, batch: list[Message]) -> None:
+        shown = [{"key": k, "value": e["value"], "time": e["time"]} for k, e in self.memory.items()]
+        reply = await self.writer.ask(
+            writer.kv_update_request(shown, batch), lambda d: writer.parse_kv(d, len(batch))
+        )
+        if reply is None:
+            return
+        sets, deletes = reply
+        for key in deletes:
+            self.memory.pop(key, None)
+        for key, value, numbers in sets:
+            origin = [batch[n - 1] for n in numbers] or batch
+            self.version += 1
+            self.memory.pop(key, None)  # move to the end: most recently updated
+            self.memory[key] = {
+                "value": value,
+                "time": max(m.time for m in origin),
+                "source_ids": [m.turn_id for m in origin],
+                "version": self.version,
+            }
+            self.tokens_written += count_tokens(f"{key}: {value}")
+        while len(self.memory) > self.params["max_entries"]:
+            self.memory.pop(next(iter(self.memory)))
+            self.evicted += 1
+
+    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
+        entries = [
+            MemoryItem(
+                id=f"kv:{key}",
+                text=f"{key}: {entry['value']}",
+                score=1.0,
+                source_ids=list(entry["source_ids"]),
+                time=entry["time"],
+            )
+            for key, entry in self.memory.items()
+        ]
+        return entries + self.buffer.items()
+
+    def save(self, directory: Path) -> None:
+        self.buffer.save(directory)
+        state = {
+            "memory": [[key, entry] for key, entry in self.memory.items()],
+            "version": self.version,
+            "tokens_written": self.tokens_written,
+            "evicted": self.evicted,
+            "writer_calls": self.writer.calls,
+            "parse_failures": self.writer.parse_failures,
+        }
+        (directory / "state.json").write_text(json.dumps(state, ensure_ascii=False))
+
+    def load(self, directory: Path) -> None:
+        self.buffer.load(directory)
+        state = json.loads((directory / "state.json").read_text())
+        self.memory = {key: entry for key, entry in state["memory"]}
+        self.version = state["version"]
+        self.tokens_written = state["tokens_written"]
+        self.evicted = state["evicted"]
+        self.writer.calls = state["writer_calls"]
+        self.writer.parse_failures = state["parse_failures"]
+
+    def stored_ids(self) -> set[str] | None:
+        held = {s for entry in self.memory.values() for s in entry.get("source_ids", [])}
+        return held | self.buffer.turn_ids()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "items": len(self.memory),
+            "buffered": len(self.buffer.messages),
+            "tokens_written": self.tokens_written,
+            "writer_calls": self.writer.calls,
+            "parse_failures": self.writer.parse_failures,
+            "evicted": self.evicted,
+        }

@@ -1,0 +1,79 @@
+"""RAG-(update_batch, local_window, top_k) as AMemGym defines it.
+
+A short-term buffer holds recent messages. When it holds ``update_batch + local_window`` messages,
+the oldest ``update_batch`` are written to the store as raw messages (one item per message,
+embedded by the ``embedder`` role) and ``local_window`` stay in context. At read time the raw
+query (the user's message or question) retrieves ``top_k`` stored messages; the messages still in
+the buffer follow them, because they are in the prompt anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
+from mnemoflow.memory.buffer import MessageBuffer, check_buffer_params, render
+from mnemoflow.memory.tokens import count_tokens
+from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed
+
+
+@register
+class RAG(MemorySystem):
+    """Raw messages written in batches to a dense store; recent ones kept in a local window."""
+
+    name: ClassVar[str] = "rag"
+    defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "top_k": 10}
+
+    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
+        super().__init__(params, llm, seed)
+        check_buffer_params(self.name, self.params["update_batch"], self.params["local_window"])
+        self.buffer = MessageBuffer(self.params["update_batch"], self.params["local_window"])
+        self.store = VectorStore()
+        self.tokens_written = 0
+
+    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
+        for batch in self.buffer.push([m for m in messages if m.content.strip()]):
+            batch = [m for m in batch if m.turn_id not in self.store]
+            if not batch:
+                continue
+            vectors = await embed(self.llm, [render(m) for m in batch])
+            items = [
+                StoredItem(id=m.turn_id, text=render(m), source_ids=[m.turn_id], time=m.time)
+                for m in batch
+            ]
+            self.store.add(items, vectors)
+            self.tokens_written += sum(count_tokens(i.text) for i in items)
+
+    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
+        k = self.params["top_k"] if k is None else k
+        hits: list[MemoryItem] = []
+        if len(self.store):
+            qvec = await embed(self.llm, [query])
+            hits = [
+                MemoryItem(i.id, i.text, s, list(i.source_ids), i.time)
+                for i, s in self.store.search(qvec, k)
+            ]
+        return hits + self.buffer.items()
+
+    def save(self, directory: Path) -> None:
+        self.store.save(directory)
+        self.buffer.save(directory)
+        (directory / "state.json").write_text(json.dumps({"tokens_written": self.tokens_written}))
+
+    def load(self, directory: Path) -> None:
+        self.store.load(directory)
+        self.buffer.load(directory)
+        self.tokens_written = json.loads((directory / "state.json").read_text())["tokens_written"]
+
+    def stored_ids(self) -> set[str] | None:
+        return self.store.source_ids() | self.buffer.turn_ids()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "items": len(self.store),
+            "buffered": len(self.buffer.messages),
+            "tokens_written": self.tokens_written,
+            "writer_calls": 0,
+        }

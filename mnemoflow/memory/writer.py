@@ -1,0 +1,286 @@
+"""The ``memory_writer`` role: every prompt the agentic memories send, and how replies are read.
+
+One section per writer task, each with the system prompt, the rendered user message, and the
+JSON contract the reply must satisfy. The same request carries the structured ``fields`` that the
+embedded offline backend reads (``mnemoflow/llm/offline/writer.py``), so a system behaves the same
+way offline and with a real model.
+
+Which system uses which task:
+
+- ``agentic_external`` (mem0-style): ``memory_extract_facts`` then ``memory_update_facts``.
+- ``agentic_incontext`` and ``tiered`` (long-term profile): ``memory_kv_update``.
+- ``notes_linked`` (A-Mem-style): ``memory_note``.
+
+A reply that is not valid JSON of the expected shape is counted with
+``llm.record_parse_failure("memory_writer", task)`` and skipped: the memory keeps its previous
+state and the job goes on. The count is part of the ledger, so a report shows how often it happened.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from mnemoflow.llm.types import ChatRequest
+from mnemoflow.memory.base import Message
+
+ROLE = "memory_writer"
+EXTRACT_FACTS = "memory_extract_facts"
+UPDATE_FACTS = "memory_update_facts"
+KV_UPDATE = "memory_kv_update"
+NOTE = "memory_note"
+
+EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
+
+
+def message_fields(messages: list[Message]) -> list[dict[str, Any]]:
+    """Messages as numbered records (numbers let the writer cite its sources)."""
+    return [
+        {
+            "n": n,
+            "speaker": m.speaker or m.role,
+            "role": m.role,
+            "time": m.time,
+            "content": m.content,
+        }
+        for n, m in enumerate(messages, start=1)
+    ]
+
+
+def _render_messages(records: list[dict[str, Any]]) -> str:
+    lines = []
+    for r in records:
+        stamp = f" ({r['time']})" if r["time"] else ""
+        lines.append(f"[{r['n']}] {r['speaker']}{stamp}: {r['content']}")
+    return "\n".join(lines)
+
+
+# --- memory_extract_facts (agentic_external) --------------------------------------------------
+
+EXTRACT_FACTS_SYSTEM = """You curate the long-term memory of a personal assistant.
+Read the numbered conversation messages and extract standalone facts worth remembering about the
+people in it: preferences, personal details, plans, events, relationships, changes of any of these.
+Each fact must be understandable on its own: name the person instead of "I"/"my", and keep dates.
+Skip greetings, questions, and the assistant's own advice.
+
+Reply with JSON only, exactly this shape:
+{"facts": [{"text": "<one standalone fact>", "from": [<message numbers it came from>]}]}
+Reply {"facts": []} when there is nothing worth remembering."""
+
+
+def extract_facts_request(messages: list[Message]) -> ChatRequest:
+    records = message_fields(messages)
+    return ChatRequest(
+        role=ROLE,
+        task=EXTRACT_FACTS,
+        messages=[
+            {"role": "system", "content": EXTRACT_FACTS_SYSTEM},
+            {"role": "user", "content": "Messages:\n" + _render_messages(records)},
+        ],
+        fields={"messages": records},
+    )
+
+
+def parse_facts(data: Any, n_messages: int) -> list[tuple[str, list[int]]] | None:
+    """(fact text, 1-based message numbers) pairs; None when the shape is wrong."""
+    if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
+        return None
+    out = []
+    for fact in data["facts"]:
+        if isinstance(fact, str):
+            fact = {"text": fact}
+        if not isinstance(fact, dict) or not isinstance(fact.get("text"), str):
+            return None
+        sources = [
+            int(n) for n in fact.get("from") or [] if isinstance(n, int) and 1 <= n <= n_messages
+        ]
+        if fact["text"].strip():
+            out.append((fact["text"].strip(), sources))
+    return out
+
+
+# --- memory_update_facts (agentic_external) ---------------------------------------------------
+
+UPDATE_FACTS_SYSTEM = """You maintain a memory of facts about a user. You get new facts and the
+stored memories most similar to them (each with an id). For every new fact decide one event:
+- ADD: new information not in memory.
+- UPDATE: it changes or refines a stored memory (give that memory's id and the new full text;
+  the newer statement wins).
+- DELETE: it says a stored memory is no longer true (give that memory's id).
+- NONE: already stored, nothing to change (give that memory's id).
+Use only ids from the list. Keep every fact standalone.
+
+Reply with JSON only, exactly this shape:
+{"memory": [{"event": "ADD|UPDATE|DELETE|NONE", "id": "<stored id, not for ADD>",
+             "text": "<memory text, for ADD and UPDATE>", "fact": <index of the new fact>}]}"""
+
+
+def update_facts_request(facts: list[str], memories: list[dict[str, str]]) -> ChatRequest:
+    listing = "\n".join(f"- id {m['id']}: {m['text']}" for m in memories) or "(empty)"
+    new = "\n".join(f"{i}. {fact}" for i, fact in enumerate(facts))
+    return ChatRequest(
+        role=ROLE,
+        task=UPDATE_FACTS,
+        messages=[
+            {"role": "system", "content": UPDATE_FACTS_SYSTEM},
+            {"role": "user", "content": f"Stored memories:\n{listing}\n\nNew facts:\n{new}"},
+        ],
+        fields={"facts": [{"text": f} for f in facts], "memories": memories},
+    )
+
+
+def parse_events(data: Any, n_facts: int, ids: set[str]) -> list[dict[str, Any]] | None:
+    """Validated events; None when the reply's shape is wrong (unknown ids are a wrong shape)."""
+    if not isinstance(data, dict) or not isinstance(data.get("memory"), list):
+        return None
+    events = []
+    for event in data["memory"]:
+        if not isinstance(event, dict) or event.get("event") not in EVENTS:
+            return None
+        kind = event["event"]
+        text = event.get("text")
+        target = None if event.get("id") is None else str(event["id"])
+        if kind != "ADD" and target not in ids:
+            return None
+        if kind in ("ADD", "UPDATE") and not (isinstance(text, str) and text.strip()):
+            return None
+        fact = event.get("fact")
+        fact = fact if isinstance(fact, int) and 0 <= fact < n_facts else None
+        events.append({"event": kind, "id": target, "text": (text or "").strip(), "fact": fact})
+    return events
+
+
+# --- memory_kv_update (agentic_incontext, tiered) ---------------------------------------------
+
+KV_UPDATE_SYSTEM = """You maintain a small key -> value memory about the people in a conversation;
+the whole memory is shown to the assistant in every prompt, so keep it compact.
+Given the current memory and new numbered messages, return the changes:
+- "set": keys to add or overwrite, with short values (e.g. "user's favorite color": "teal").
+  Reuse an existing key when the new message is about the same thing; the newer value wins.
+- "delete": keys that are no longer true.
+Timestamps come from the conversation, not from today's date.
+
+Reply with JSON only, exactly this shape:
+{"set": [{"key": "<key>", "value": "<value>", "from": [<message numbers>]}], "delete": ["<key>"]}"""
+
+
+def kv_update_request(memory: list[dict[str, str]], messages: list[Message]) -> ChatRequest:
+    records = message_fields(messages)
+    listing = "\n".join(f"- {m['key']}: {m['value']} ({m['time']})" for m in memory) or "(empty)"
+    return ChatRequest(
+        role=ROLE,
+        task=KV_UPDATE,
+        messages=[
+            {"role": "system", "content": KV_UPDATE_SYSTEM},
+            {
+                "role": "user",
+                "content": f"Current memory:\n{listing}\n\nMessages:\n" + _render_messages(records),
+            },
+        ],
+        fields={"memory": memory, "messages": records},
+    )
+
+
+def parse_kv(
+    data: Any, n_messages: int
+) -> tuple[list[tuple[str, str, list[int]]], list[str]] | None:
+    if not isinstance(data, dict):
+        return None
+    sets, deletes = data.get("set", []), data.get("delete", [])
+    if not isinstance(sets, list) or not isinstance(deletes, list):
+        return None
+    out = []
+    for entry in sets:
+        if not isinstance(entry, dict):
+            return None
+        key, value = entry.get("key"), entry.get("value")
+        if not isinstance(key, str) or not isinstance(value, str) or not key.strip():
+            return None
+        sources = [
+            int(n) for n in entry.get("from") or [] if isinstance(n, int) and 1 <= n <= n_messages
+        ]
+        out.append((key.strip(), value.strip(), sources))
+    if not all(isinstance(k, str) for k in deletes):
+        return None
+    return out, [k.strip() for k in deletes]
+
+
+# --- memory_note (notes_linked) ---------------------------------------------------------------
+
+NOTE_SYSTEM = """You turn one conversation message into a memory note for later retrieval.
+Give the note's keywords (the specific nouns, names and terms, most important first), a few tags
+(broad categories such as "preference", "event", "plan", "relationship"), and a one-sentence
+context that says what the message is about and who said it.
+
+Reply with JSON only, exactly this shape:
+{"keywords": ["..."], "tags": ["..."], "context": "<one sentence>"}"""
+
+
+def note_request(message: Message) -> ChatRequest:
+    speaker = message.speaker or message.role
+    stamp = f" ({message.time})" if message.time else ""
+    return ChatRequest(
+        role=ROLE,
+        task=NOTE,
+        messages=[
+            {"role": "system", "content": NOTE_SYSTEM},
+            {"role": "user", "content": f"{speaker}{stamp}: {message.content}"},
+        ],
+        fields={"content": message.content, "speaker": speaker, "time": message.time},
+    )
+
+
+def parse_note(data: Any) -> dict[str, Any] | None:
+    if not isinstance(data, dict):
+        return None
+    keywords, tags, context = data.get("keywords"), data.get("tags", []), data.get("context", "")
+    if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
+        return None
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        return None
+    if not isinstance(context, str):
+        return None
+    return {"keywords": keywords, "tags": tags, "context": context.strip()}
+
+
+# --- calling and reading ----------------------------------------------------------------------
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+def loads_json(text: str) -> Any:
+    """The JSON object in a reply, tolerating code fences and prose around it; None if none."""
+    text = _FENCE.sub("", (text or "").strip())
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            return None
+        try:
+            return json.loads(text[start : end + 1])
+        except json.JSONDecodeError:
+            return None
+
+
+class WriterClient:
+    """Sends writer requests for one memory system and counts calls and parse failures."""
+
+    def __init__(self, llm: Any):
+        if llm is None:
+            raise ValueError("an agentic memory needs a model gateway (llm) for memory_writer")
+        self.llm = llm
+        self.calls = 0
+        self.parse_failures = 0
+
+    async def ask(self, request: ChatRequest, parse: Callable[[Any], Any]) -> Any:
+        """The parsed reply, or None (counted, skipped) when it does not match the contract."""
+        self.calls += 1
+        reply = await self.llm.chat(request)
+        parsed = parse(loads_json(reply.text))
+        if parsed is None:
+            self.parse_failures += 1
+            self.llm.record_parse_failure(request.role, request.task)
+        return parsed
