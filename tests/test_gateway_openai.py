@@ -75,6 +75,7 @@ def test_concurrency_limit_respected():
         ["429", "429"],
         ["timeout"],
         ["malformed", "html", "nochoices"],
+        ["disconnect", "503"],
     ],
 )
 def test_retries_recover_without_lost_or_duplicated_calls(plan):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import http.client
 import json
 import signal
 import socket
@@ -115,6 +116,16 @@ def test_malformed_and_non_json_bodies(kind, content_type):
     assert status == (502 if kind == "502" else 200)
     with pytest.raises(json.JSONDecodeError):
         json.loads(raw)
+
+
+def test_disconnect_fault_closes_the_connection():
+    with OpenAITestServer(faults=["disconnect"]) as server:
+        url = f"{server.base_url}/chat/completions"
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            post(url, chat_body())
+        assert post(url, chat_body())[0] == 200
+        stats = server.stats()
+    assert stats.faults == {"disconnect": 1} and stats.inflight == 0
 
 
 def test_null_content_and_nochoices():

@@ -51,6 +51,7 @@ FAULT_KINDS = {
     "nochoices": "HTTP 200 with valid JSON that lacks `choices`",
     "null_content": "HTTP 200, a well-formed completion whose message content is null",
     "400": "HTTP 400 bad request (not retryable)",
+    "disconnect": "close the connection without answering (a crashed or restarted server)",
 }
 
 DEFAULT_MODEL = "mnemoflow-test"
@@ -325,11 +326,15 @@ class OpenAITestServer:
             if fault in ("", "timeout", "null_content"):
                 answered = True
                 return self._completion(body, null_content=fault == "null_content")
-            return self._fault_response(fault)
+            return self._fault_response(fault, request)
         finally:
             self._leave(rid, answered=answered, fault=fault)
 
-    def _fault_response(self, kind: str) -> web.Response:
+    def _fault_response(self, kind: str, request: web.Request) -> web.StreamResponse:
+        if kind == "disconnect":
+            if request.transport is not None:
+                request.transport.abort()
+            raise web.HTTPInternalServerError()  # never sent: the connection is gone
         if kind in ("500", "400"):
             status = int(kind)
             code = "server_error" if status == 500 else "invalid_request_error"
@@ -429,7 +434,7 @@ class OpenAITestServer:
             fault = self.faults[attempt] if attempt < len(self.faults) else ""
             await asyncio.sleep(self.hang if fault == "timeout" else self.latency)
             if fault not in ("", "timeout", "null_content"):
-                return self._fault_response(fault)
+                return self._fault_response(fault, request)
             dim = body.get("dimensions") or self.embed_dim
             as_base64 = body.get("encoding_format") == "base64"
             data = []
