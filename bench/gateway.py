@@ -61,9 +61,10 @@ class Row:
 class ServerProcess:
     """The test server in a child process; the URL is read from its first line of output."""
 
-    def __init__(self, latency: float):
+    def __init__(self, latency: float, jitter: float = 0.0):
+        command = [sys.executable, "-m", "mnemoflow.testing.openai_server"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mnemoflow.testing.openai_server", "--latency", str(latency)],
+            [*command, "--latency", str(latency), "--jitter", str(jitter)],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -226,9 +227,14 @@ def _in_new_loop(make: Callable[..., Awaitable[Timing]], *args) -> Timing:
 
 
 def run(
-    latency: float, concurrencies: list[int], runs: int, seconds: float, compare: bool
+    latency: float,
+    concurrencies: list[int],
+    runs: int,
+    seconds: float,
+    compare: bool,
+    jitter: float = 0.0,
 ) -> list[Row]:
-    server = ServerProcess(latency)
+    server = ServerProcess(latency, jitter)
     url = server.base_url
     rows: list[Row] = []
     try:
@@ -297,6 +303,12 @@ def table(rows: list[Row], latency: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gateway", description=__doc__)
     parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument(
+        "--jitter",
+        type=float,
+        default=0.0,
+        help="server latency uniform in latency * [1 - j, 1 + j] (same mean; default fixed)",
+    )
     parser.add_argument("--concurrency", default="1,8,32,64")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=2.0, help="ideal seconds per run")
@@ -308,14 +320,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
     args = parser.parse_args(argv)
     concurrencies = [int(c) for c in args.concurrency.split(",")]
-    rows = run(args.latency, concurrencies, args.runs, args.seconds, not args.no_compare)
+    rows = run(
+        args.latency, concurrencies, args.runs, args.seconds, not args.no_compare, args.jitter
+    )
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    print(f"machine: {machine}; openai {openai.__version__}")
+    print(f"machine: {machine}; openai {openai.__version__}; latency jitter {args.jitter:g}")
     print(table(rows, args.latency))
     if args.json:
         payload = {
             "machine": machine,
             "latency": args.latency,
+            "jitter": args.jitter,
             "runs": args.runs,
             "seconds": args.seconds,
             "rows": [{**asdict(row), "median": row.median, "ratio": row.ratio} for row in rows],

@@ -65,7 +65,7 @@ def test_concurrency_limit_respected():
     assert [r.text for r in replies] == [f"echo: question {i}" for i in range(40)]
     assert stats.max_inflight == 4  # the limit was reached and never exceeded
     assert len(stats.answered) == 40 and set(stats.answered.values()) == {1}
-    assert elapsed < 40 * 0.05 / 2  # ideal 0.5 s; sequential would be 2 s
+    assert elapsed < 1.5  # ideal 0.5 s; one at a time would take 2 s
 
 
 @pytest.mark.parametrize(
@@ -75,6 +75,7 @@ def test_concurrency_limit_respected():
         ["429", "429"],
         ["timeout"],
         ["malformed", "html", "nochoices"],
+        ["disconnect", "503"],
     ],
 )
 def test_retries_recover_without_lost_or_duplicated_calls(plan):
@@ -264,7 +265,7 @@ def test_requests_per_minute_spaces_requests():
         started = time.perf_counter()
         run(gateway, [ask(i) for i in range(5)])
         elapsed = time.perf_counter() - started
-    assert 0.4 <= elapsed < 1.5
+    assert 0.4 <= elapsed < 2.0
 
 
 def test_embeddings_in_batches_and_cached(monkeypatch, tmp_path):

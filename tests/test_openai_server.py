@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import http.client
 import json
 import signal
 import socket
@@ -117,6 +118,16 @@ def test_malformed_and_non_json_bodies(kind, content_type):
         json.loads(raw)
 
 
+def test_disconnect_fault_closes_the_connection():
+    with OpenAITestServer(faults=["disconnect"]) as server:
+        url = f"{server.base_url}/chat/completions"
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            post(url, chat_body())
+        assert post(url, chat_body())[0] == 200
+        stats = server.stats()
+    assert stats.faults == {"disconnect": 1} and stats.inflight == 0
+
+
 def test_null_content_and_nochoices():
     with OpenAITestServer(faults=["null_content"]) as server:
         _, _, raw = post(f"{server.base_url}/chat/completions", chat_body())
@@ -131,7 +142,7 @@ def test_timeout_fault_sleeps_past_the_client_and_is_cancelled():
         started = time.perf_counter()
         with pytest.raises((TimeoutError, urllib.error.URLError)):
             post(f"{server.base_url}/chat/completions", chat_body(), timeout=0.2)
-        assert time.perf_counter() - started < 1.0
+        assert time.perf_counter() - started < 2.0  # the server would hang for 5 s
         deadline = time.monotonic() + 2.0
         while server.stats().inflight and time.monotonic() < deadline:
             time.sleep(0.02)  # the hung-up request is cancelled, not left sleeping
@@ -156,7 +167,7 @@ def test_max_inflight_counter_and_latency():
         stats = server.stats()
     assert stats.max_inflight == 5
     assert len(stats.answered) == 5
-    assert 0.2 <= elapsed < 0.6  # concurrent, not 5 x 0.2 s
+    assert 0.2 <= elapsed < 0.9  # concurrent: one at a time would take 1 s
 
 
 def test_embeddings_models_and_base64():
@@ -191,6 +202,17 @@ def test_bad_requests_are_400():
         assert post(url, {"model": "m", "messages": []})[0] == 400
         assert post(url, {"messages": [{"role": "user", "content": "x"}]})[0] == 400
         assert post(f"{server.base_url}/embeddings", {"model": "e", "input": [1, 2]})[0] == 400
+
+
+def test_latency_jitter_is_bounded_and_deterministic():
+    server = OpenAITestServer(latency=0.05, jitter=0.2)
+    draws = [server._latency(f"r{i}", 0) for i in range(200)]
+    assert all(0.04 <= d <= 0.06 for d in draws)
+    assert abs(sum(draws) / len(draws) - 0.05) < 0.002  # same mean
+    assert draws == [server._latency(f"r{i}", 0) for i in range(200)]
+    assert OpenAITestServer(latency=0.05)._latency("r0", 0) == 0.05
+    with pytest.raises(ValueError, match="jitter"):
+        OpenAITestServer(jitter=1.5)
 
 
 def test_only_loopback_and_known_faults():

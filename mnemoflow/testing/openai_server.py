@@ -25,6 +25,7 @@ import ipaddress
 import json
 import math
 import os
+import random
 import signal
 import sys
 import threading
@@ -51,6 +52,7 @@ FAULT_KINDS = {
     "nochoices": "HTTP 200 with valid JSON that lacks `choices`",
     "null_content": "HTTP 200, a well-formed completion whose message content is null",
     "400": "HTTP 400 bad request (not retryable)",
+    "disconnect": "close the connection without answering (a crashed or restarted server)",
 }
 
 DEFAULT_MODEL = "mnemoflow-test"
@@ -144,6 +146,7 @@ class OpenAITestServer:
         host: str = "127.0.0.1",
         port: int = 0,
         latency: float = 0.0,
+        jitter: float = 0.0,
         faults: Sequence[str] = (),
         retry_after: float | None = 1.0,
         retry_after_date: bool = False,
@@ -162,9 +165,12 @@ class OpenAITestServer:
             )
         if latency < 0 or hang < 0:
             raise ValueError("openai test server: latency and hang must be >= 0")
+        if not 0 <= jitter <= 1:
+            raise ValueError("openai test server: jitter must be within [0, 1]")
         self.host = host
         self.port = port
         self.latency = latency
+        self.jitter = jitter
         self.faults = list(faults)
         self.retry_after = retry_after
         self.retry_after_date = retry_after_date
@@ -321,15 +327,27 @@ class OpenAITestServer:
             fault = self.faults[attempt] if attempt < len(self.faults) else ""
             # A "timeout" fault sleeps past the client's timeout; the client hangs up and the
             # handler is cancelled here. A client patient enough to wait gets a normal answer.
-            await asyncio.sleep(self.hang if fault == "timeout" else self.latency)
+            await asyncio.sleep(self.hang if fault == "timeout" else self._latency(rid, attempt))
             if fault in ("", "timeout", "null_content"):
                 answered = True
                 return self._completion(body, null_content=fault == "null_content")
-            return self._fault_response(fault)
+            return self._fault_response(fault, request)
         finally:
             self._leave(rid, answered=answered, fault=fault)
 
-    def _fault_response(self, kind: str) -> web.Response:
+    def _latency(self, rid: str | None, attempt: int) -> float:
+        """``latency``, or with ``jitter`` j a value uniform in latency * [1 - j, 1 + j] (same
+        mean), drawn deterministically from the request body and attempt number."""
+        if not self.jitter or not self.latency:
+            return self.latency
+        u = random.Random(f"{rid}:{attempt}").uniform(-1.0, 1.0)
+        return self.latency * (1.0 + self.jitter * u)
+
+    def _fault_response(self, kind: str, request: web.Request) -> web.StreamResponse:
+        if kind == "disconnect":
+            if request.transport is not None:
+                request.transport.abort()
+            raise web.HTTPInternalServerError()  # never sent: the connection is gone
         if kind in ("500", "400"):
             status = int(kind)
             code = "server_error" if status == 500 else "invalid_request_error"
@@ -427,9 +445,9 @@ class OpenAITestServer:
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
                 return _error(400, "invalid_request_error", "'input' must be a string or strings")
             fault = self.faults[attempt] if attempt < len(self.faults) else ""
-            await asyncio.sleep(self.hang if fault == "timeout" else self.latency)
+            await asyncio.sleep(self.hang if fault == "timeout" else self._latency(rid, attempt))
             if fault not in ("", "timeout", "null_content"):
-                return self._fault_response(fault)
+                return self._fault_response(fault, request)
             dim = body.get("dimensions") or self.embed_dim
             as_base64 = body.get("encoding_format") == "base64"
             data = []
@@ -520,6 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per reply")
     parser.add_argument(
+        "--jitter", type=float, default=0.0, help="latency varies uniformly by +- this fraction"
+    )
+    parser.add_argument(
         "--faults",
         default="",
         help="comma-separated plan applied to each distinct request, e.g. 500,429,timeout; "
@@ -545,6 +566,7 @@ def main(argv: list[str] | None = None) -> int:
             host=args.host,
             port=args.port,
             latency=args.latency,
+            jitter=args.jitter,
             faults=faults,
             retry_after=args.retry_after,
             retry_after_date=args.retry_after_date,
