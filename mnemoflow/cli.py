@@ -13,6 +13,7 @@ import sys
 COMMANDS = [
     "mnemoflow.commands.run",
     "mnemoflow.commands.generate",
+    "mnemoflow.commands.cluster",
 ]
 
 
