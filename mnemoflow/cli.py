@@ -14,6 +14,7 @@ COMMANDS = [
     "mnemoflow.commands.run",
     "mnemoflow.commands.generate",
     "mnemoflow.commands.cluster",
+    "mnemoflow.commands.serve",
 ]
 
 
