@@ -187,8 +187,10 @@ def test_tiny_config_on_slurm_equals_local(local_cluster, tmp_path):
     config = ROOT / "tests" / "configs" / "tiny.yaml"
     common = ["-s", str(ROOT / "Snakefile"), "--configfile", str(config)]
     on_slurm, local = tmp_path / "slurm", tmp_path / "local"
-    on_slurm.mkdir()
-    local.mkdir()
+    for workdir in (on_slurm, local):
+        workdir.mkdir()
+        # the Snakefile's `configfile: "config.yaml"` is read from the working directory
+        shutil.copy(ROOT / "config.yaml", workdir / "config.yaml")
     slurm_s = _snakemake([*common, "--workflow-profile", str(PROFILE)], on_slurm)
     local_s = _snakemake([*common, "--cores", "2"], local)
     print(f"tiny config: slurm {slurm_s:.1f}s, local {local_s:.1f}s")
