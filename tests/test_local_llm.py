@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mnemoflow import local_llm
+from mnemoflow import cli, local_llm
 from mnemoflow.data.synthetic import generate
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ChatRequest
@@ -182,3 +182,18 @@ def test_questions_answered_and_judged_by_the_real_model(server, tmp_path):
     assert agent["tokens_in"] == sum(a.tokens_in for a, _ in replies)
     assert judge["tokens_in"] == sum(v.tokens_in for _, v in replies)
     assert ledger["totals"]["errors"] == 0
+
+
+def test_stop_without_a_server_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MNEMOFLOW_STATE_DIR", str(tmp_path))
+    port = _free_port()
+    assert cli.main(["serve", "local-llm", "--stop", "--port", str(port)]) == 0
+    assert capsys.readouterr().out == f"local LLM on port {port}: was not running\n"
+
+
+def test_a_foreign_server_on_the_port_is_refused(tmp_path, monkeypatch):
+    """Requests must never silently go to some other model that happens to listen there."""
+    monkeypatch.setenv("MNEMOFLOW_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(local_llm, "served_models", lambda port, timeout=2.0: ["other-model"])
+    with pytest.raises(local_llm.LocalLLMError, match="another server answers"):
+        local_llm.start_server(_free_port())

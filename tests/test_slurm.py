@@ -126,10 +126,8 @@ def local_cluster():
 
 def _snakemake(args: list[str], workdir: Path, timeout: float = RUN_TIMEOUT_S) -> float:
     """Run Snakemake in its own process group; kill that group by PID if it overruns."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     env.pop("SLURM_CONF", None)
     command = [sys.executable, "-m", "snakemake", "--directory", str(workdir), *args]
     log = workdir.parent / f"{workdir.name}.log"
