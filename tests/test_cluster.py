@@ -47,3 +47,16 @@ def test_slurm_conf_declares_the_measured_node_and_no_accounting():
 def test_sinfo_states():
     assert cluster.parse_sinfo_states("vm idle\nn2 down*\n\n") == {"vm": "idle", "n2": "down*"}
     assert cluster.parse_sinfo_states("") == {}
+
+
+def test_up_without_the_packages_is_one_line_naming_apt_get(monkeypatch, capsys):
+    from mnemoflow import cli
+
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cluster, "find_program", lambda name: None)
+    assert cli.main(["cluster", "up"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "mnemoflow cluster: error: missing munged, munge, unmunge, slurmctld, slurmd, sinfo, "
+        "sbatch, squeue; install them with: apt-get install -y slurm-wlm munge\n"
+    )
