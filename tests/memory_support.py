@@ -11,6 +11,7 @@ import pandas as pd
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory.base import MemorySystem, Message, build
+from mnemoflow.protocols.static_qa import to_messages
 
 REPO = Path(__file__).resolve().parents[1]
 #: The repository's sibling folder shared/data (a worktree under wt/ looks one level further up).
@@ -26,18 +27,7 @@ def gateway(cache: Path | None = None, embedder: dict[str, Any] | None = None) -
 
 
 def messages(turns: pd.DataFrame) -> list[Message]:
-    """Unified session rows as memory messages (conversation time = the session's time)."""
-    return [
-        Message(
-            turn_id=row.turn_id,
-            session_id=row.session_id,
-            role=row.role,
-            content=row.content,
-            speaker=row.speaker,
-            time=row.session_time,
-        )
-        for row in turns.itertuples(index=False)
-    ]
+    return to_messages(turns)
 
 
 def synthetic(**params: Any):

@@ -146,15 +146,17 @@ def session_chunks(turns: pd.DataFrame, session_ids: list[str] | None = None) ->
     for session_id, frame in turns.groupby("session_id", sort=False):
         if session_ids is not None and session_id not in session_ids:
             continue
-        records = frame.sort_values("turn_index").to_dict("records")
-        chunks.append(
-            Chunk(
-                time=str(records[0]["session_time"]),
-                turns=[_turn(r) for r in records],
-                source_ids=[r["turn_id"] for r in records],
-            )
-        )
+        chunks.append(_records_chunk(frame.sort_values("turn_index").to_dict("records")))
     return chunks
+
+
+def _records_chunk(records: list[dict[str, Any]]) -> Chunk:
+    """A chunk of consecutive turns of one session."""
+    return Chunk(
+        time=str(records[0]["session_time"]),
+        turns=[_turn(r) for r in records],
+        source_ids=[r["turn_id"] for r in records],
+    )
 
 
 def evidence_sessions(question: dict[str, Any], turns: pd.DataFrame) -> list[str]:
@@ -208,13 +210,7 @@ def id_chunks(ranked_ids: list[str], turns: pd.DataFrame) -> list[Chunk]:
             records = session[position : position + 2]
         else:
             continue
-        chunks.append(
-            Chunk(
-                time=str(records[0]["session_time"]),
-                turns=[_turn(r) for r in records],
-                source_ids=[r["turn_id"] for r in records],
-            )
-        )
+        chunks.append(_records_chunk(records))
     return chunks
 
 

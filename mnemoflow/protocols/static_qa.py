@@ -68,7 +68,8 @@ async def _bounded(items: list[T], worker: Callable[[T], Awaitable[Any]], limit:
     return await asyncio.gather(*(run(item) for item in items))
 
 
-def _messages(turns: pd.DataFrame) -> list[Message]:
+def to_messages(turns: pd.DataFrame) -> list[Message]:
+    """Unified session rows as memory messages (conversation time = the session's time)."""
     return [
         Message(
             turn_id=row.turn_id,
@@ -100,7 +101,7 @@ def episode_batch(
     turns["_order"] = turns.session_id.map(order)
     turns["session_time"] = turns.session_id.map(times)
     turns = turns.sort_values(["_order", "turn_index"], kind="stable")
-    return _messages(turns)
+    return to_messages(turns)
 
 
 async def ingest(
