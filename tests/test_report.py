@@ -25,6 +25,7 @@ from mnemoflow.report.summaries import (
     load_ledger,
     with_intervals,
 )
+from tests.system_packages import apt_install
 
 # --- worked examples ---------------------------------------------------------------------------
 
@@ -406,8 +407,9 @@ def test_a_report_without_judgements_ledgers_or_diagnosis_says_what_is_missing(t
 
 @pytest.mark.slow
 def test_screenshot_of_the_report_shows_a_rendered_page(report, tmp_path):
-    if find_chromium() is None:
-        pytest.skip("no chromium on PATH (Debian: apt-get install -y chromium)")
+    reason = apt_install(["chromium"], lambda: [] if find_chromium() else ["chromium"])
+    if reason:
+        pytest.skip(reason)
     from PIL import Image
 
     png = screenshot(report, tmp_path / "report.png", width=1280, height=9000)

@@ -24,6 +24,7 @@ import pytest
 
 from mnemoflow import cluster
 from mnemoflow.daemon import Daemon, is_running
+from tests.system_packages import apt_install
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "profiles" / "slurm-local"
@@ -86,30 +87,11 @@ FIXTURE_SNAKEFILE = textwrap.dedent(
 )
 
 
-def _install_packages() -> str | None:
-    """Install slurm-wlm and munge if a program is missing; the reason it cannot, or None."""
-    if not cluster.missing_programs():
-        return None
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return f"SLURM programs missing and cannot install ({cluster.INSTALL_HINT} needs root+apt)"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "slurm-wlm", "munge"],
-    ):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-            return f"`{' '.join(command)}` failed: {tail[0]}"
-    missing = cluster.missing_programs()
-    return f"still missing after apt-get: {missing}" if missing else None
-
-
 @pytest.fixture(scope="module")
 def local_cluster():
     if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
         pytest.fail("snakemake-executor-plugin-slurm is not installed: pip install -e '.[slurm]'")
-    reason = _install_packages()
+    reason = apt_install(["slurm-wlm", "munge"], cluster.missing_programs)
     if reason:
         pytest.skip(reason)
     state = cluster.up(timeout=90)
