@@ -148,3 +148,19 @@ def test_bad_input(tmp_path):
         "data.json: record 0 (u-1) qas[0].answer_choices[1]: 'state' must be a list, "
         "got string 'keto'"
     )
+
+
+def test_sessions_without_released_messages_load_with_no_turns(tmp_path):
+    """The public v1.base reportedly ships sessions with empty ``messages`` (made on-policy)."""
+    data = user("u-1")
+    for period in data["periods"]:
+        for s in period["sessions"]:
+            s["messages"] = []
+    del data["periods"][0]["sessions"][1]["messages"]
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps([data]))
+    p = parse(path)
+    assert p.sessions.empty
+    to_arrow(p.sessions, SESSIONS)  # an empty table is still a valid one
+    # every qa at every period's checkpoint, less the one whose state has no choice (period 2)
+    assert len(p.questions) == 3 * 2 - 1

@@ -85,7 +85,7 @@ def test_cached_file_with_wrong_checksum(cache):
 
 def test_offline_and_unpinned(upstream, monkeypatch, cache):
     hub = {"repo": "org/data", "file": "d.json", "download": True}
-    with pytest.raises(DataError, match="source.revision must pin a commit of org/data"):
+    with pytest.raises(DataError, match=r"source.revision must pin a commit of org/data \(or"):
         resolve_file(hub, "bench")
     monkeypatch.setenv("MNEMOFLOW_OFFLINE", "1")
     with pytest.raises(DataError) as info:
@@ -94,6 +94,31 @@ def test_offline_and_unpinned(upstream, monkeypatch, cache):
         "bench: offline, cannot download hf://datasets/org/data@abc123/d.json; place the file at "
         f"{cache / 'bench' / 'org__data' / 'abc123' / 'd.json'}"
     )
+
+
+def test_a_hub_file_pinned_by_content_is_fetched_from_main_and_checked(monkeypatch, cache):
+    """Without a commit, sha256 pins the file: ``main`` is fetched and must match it."""
+    import huggingface_hub
+
+    asked = []
+
+    def fake_download(repo_id, filename, repo_type, revision, local_dir):
+        asked.append((repo_id, filename, repo_type, revision))
+        path = local_dir / filename
+        path.write_bytes(CONTENT)
+        return str(path)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    hub = {"repo": "org/data", "file": "d.json", "sha256": SHA, "download": True}
+    target = cache / "bench" / "org__data" / f"sha256-{SHA[:12]}" / "d.json"
+    assert cached_path(hub, "bench") == target
+    assert resolve_file(hub, "bench") == target and target.read_bytes() == CONTENT
+    assert asked == [("org/data", "d.json", "dataset", "main")]
+    with pytest.raises(
+        DataError, match=r"checksum mismatch for hf://datasets/org/data@main/e.json"
+    ):
+        resolve_file({**hub, "file": "e.json", "sha256": "0" * 64}, "bench")
+    assert not (cache / "bench" / "org__data" / "sha256-000000000000" / "e.json").exists()
 
 
 def test_unpinned_sha_is_printed(upstream, capsys):

@@ -51,6 +51,13 @@ FILES = {
     # File names as listed in the original repo's tree at commit d8673c8 (no extension).
     "original": {"s": "longmemeval_s", "m": "longmemeval_m", "oracle": "longmemeval_oracle"},
 }
+#: Content pins of the official files, so a download of the Hub's ``main`` is verified. The
+#: checksum of longmemeval_s_cleaned.json is the one that several independent LongMemEval
+#: harnesses pin for that file (it could not be recomputed here: no network); the m and oracle
+#: files have no published checksum yet: the first download prints theirs.
+SHA256 = {
+    ("cleaned", "s"): "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
+}
 ROLES = ("user", "assistant")
 _WEEKDAY = re.compile(r"\s*\([A-Za-z]{3}\)\s*")
 
@@ -61,13 +68,19 @@ INFO = describe(
         licence="MIT",
         homepage="https://github.com/xiaowu0162/LongMemEval",
         sources={
-            f"{variant}": {"repo": CLEANED, "file": name, "revision": None, "sha256": None}
+            f"{variant}": {
+                "repo": CLEANED,
+                "file": name,
+                "revision": None,
+                "sha256": SHA256.get(("cleaned", variant)),
+            }
             for variant, name in FILES["cleaned"].items()
         },
         counts="500 questions per variant (30 abstention); s ~115k tokens (~50 sessions) per "
         "haystack, m ~500 sessions per haystack, oracle = evidence sessions only",
-        notes="revision and sha256 are not pinned yet: whoever downloads first fills them in "
-        "(mnemoflow prints the sha256 of a fresh download)",
+        notes="s is pinned by content (sha256; the Hub's main is fetched and checked); m and "
+        "oracle are not pinned yet: set source.revision or source.sha256 (mnemoflow prints the "
+        "sha256 of a fresh download)",
     )
 )
 
@@ -78,7 +91,8 @@ def parse_date(text: str) -> str:
 
 
 def source_for(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec's ``source``, or the default download spec for its ``variant`` / ``release``."""
+    """The spec's ``source``, or the default download spec for its ``variant`` / ``release``
+    (``revision``, ``download`` from the spec; the known sha256 of that file)."""
     if spec.get("source"):
         return spec["source"]
     variant = spec.get("variant", "s")
@@ -89,7 +103,13 @@ def source_for(spec: dict[str, Any]) -> dict[str, Any]:
             f"variants {sorted(FILES['cleaned'])}, releases {sorted(FILES)}"
         )
     repo = CLEANED if release == "cleaned" else ORIGINAL
-    return {"repo": repo, "file": FILES[release][variant], "revision": spec.get("revision")}
+    return {
+        "repo": repo,
+        "file": FILES[release][variant],
+        "revision": spec.get("revision"),
+        "sha256": SHA256.get((release, variant)),
+        "download": bool(spec.get("download", False)),
+    }
 
 
 @register_loader(BENCHMARK)

@@ -11,8 +11,9 @@ A benchmark's ``source`` (in config.yaml) is resolved in this order:
 
 Offline, or on a checksum mismatch, resolution stops with one line that says which file to place
 where. Nothing is fetched at import time: ``huggingface_hub`` is imported only to download.
-A download needs a pinned ``revision`` (a commit, not a branch) so that results are reproducible;
-when ``sha256`` is not pinned yet, the computed hash is printed so that it can be added to config.
+A download must be pinned so that results are reproducible: by ``revision`` (a commit, not a
+branch), or by ``sha256`` (the content; the Hub's ``main`` is fetched and must match it). When
+``sha256`` is not pinned yet, the computed hash is printed so that it can be added to config.
 """
 
 from __future__ import annotations
@@ -118,8 +119,22 @@ def _verified(path: Path, expected: str | None, label: str) -> Path:
 def _origin(source: dict[str, Any]) -> str:
     if source.get("url"):
         return str(source["url"])
-    rev = source.get("revision") or "<revision>"
-    return f"hf://datasets/{source.get('repo')}@{rev}/{source.get('file', '')}".rstrip("/")
+    revision = _hub_revision(source)
+    return f"hf://datasets/{source.get('repo')}@{revision}/{source.get('file', '')}".rstrip("/")
+
+
+def _hub_revision(source: dict[str, Any]) -> str:
+    """The commit to fetch: the pinned one, else ``main`` when sha256 pins the content."""
+    if source.get("revision"):
+        return str(source["revision"])
+    return "main" if source.get("sha256") else "<revision>"
+
+
+def _cache_folder(source: dict[str, Any]) -> str:
+    """The cache folder of a Hub file: its commit, or its pinned content hash."""
+    if source.get("revision"):
+        return str(source["revision"])
+    return f"sha256-{str(source['sha256'])[:12].lower()}" if source.get("sha256") else "unpinned"
 
 
 def cached_path(source: dict[str, Any], benchmark: str) -> Path:
@@ -128,7 +143,7 @@ def cached_path(source: dict[str, Any], benchmark: str) -> Path:
     if source.get("url"):
         return root / "url" / Path(str(source["url"]).split("?")[0]).name
     repo = str(source["repo"]).replace("/", "__")
-    return root / repo / str(source.get("revision") or "unpinned") / str(source["file"])
+    return root / repo / _cache_folder(source) / str(source["file"])
 
 
 def resolve_file(source: Any, benchmark: str) -> Path:
@@ -159,9 +174,10 @@ def resolve_file(source: Any, benchmark: str) -> Path:
 
 
 def _download(source: dict[str, Any], target: Path, benchmark: str) -> Path:
-    if source.get("repo") and not source.get("revision"):
+    if source.get("repo") and not (source.get("revision") or source.get("sha256")):
         raise DataError(
-            f"{benchmark}: source.revision must pin a commit of {source['repo']} to download"
+            f"{benchmark}: source.revision must pin a commit of {source['repo']} (or "
+            "source.sha256 the file's content) to download"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmpdir = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
@@ -179,7 +195,7 @@ def _download(source: dict[str, Any], target: Path, benchmark: str) -> Path:
                         repo_id=str(source["repo"]),
                         filename=str(source["file"]),
                         repo_type="dataset",
-                        revision=str(source["revision"]),
+                        revision=_hub_revision(source),
                         local_dir=tmpdir,
                     )
                 )
