@@ -27,10 +27,11 @@ class AgenticExternal(MemorySystem):
     """LLM-curated facts (add / update / delete) in a dense store, plus a local window."""
 
     name: ClassVar[str] = "agentic_external"
+    #: (update_batch, local_window, top_k) of AMemGym's reference configuration awe-2-4-30.
     defaults: ClassVar[dict[str, Any]] = {
         "update_batch": 2,
         "local_window": 4,
-        "top_k": 10,
+        "top_k": 30,
         "similar_k": 5,
     }
 

@@ -24,7 +24,8 @@ class RAG(MemorySystem):
     """Raw messages written in batches to a dense store; recent ones kept in a local window."""
 
     name: ClassVar[str] = "rag"
-    defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "top_k": 10}
+    #: AMemGym's reference configuration rag-2-4-30 (configs/agent/rag-2-4-30.json).
+    defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "top_k": 30}
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
