@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from mnemoflow.memory.base import MemoryItem
+
 
 @dataclass
 class StoredItem:
@@ -138,3 +140,11 @@ async def embed(llm: Any, texts: list[str]) -> np.ndarray:
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     return normalize(await llm.embed(list(texts)))
+
+
+async def search_memory(store: VectorStore, llm: Any, query: str, k: int) -> list[MemoryItem]:
+    """The ``k`` stored items nearest to ``query`` as retrieval results (none when empty)."""
+    if not len(store):
+        return []
+    hits = store.search(await embed(llm, [query]), k)
+    return [MemoryItem(i.id, i.text, score, list(i.source_ids), i.time) for i, score in hits]

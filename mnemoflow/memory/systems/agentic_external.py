@@ -19,7 +19,7 @@ from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
 from mnemoflow.memory.buffer import MessageBuffer, check_buffer_params
 from mnemoflow.memory.tokens import count_tokens
-from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed
+from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, search_memory
 
 
 @register
@@ -118,14 +118,7 @@ class AgenticExternal(MemorySystem):
 
     async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
         k = self.params["top_k"] if k is None else k
-        hits: list[MemoryItem] = []
-        if len(self.store):
-            qvec = await embed(self.llm, [query])
-            hits = [
-                MemoryItem(i.id, i.text, s, list(i.source_ids), i.time)
-                for i, s in self.store.search(qvec, k)
-            ]
-        return hits + self.buffer.items()
+        return await search_memory(self.store, self.llm, query, k) + self.buffer.items()
 
     def save(self, directory: Path) -> None:
         self.store.save(directory)

@@ -34,7 +34,7 @@ from mnemoflow.memory.base import (
 )
 from mnemoflow.memory.buffer import render
 from mnemoflow.memory.tokens import count_tokens
-from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed
+from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, search_memory
 
 
 @register
@@ -64,13 +64,7 @@ class DenseMessage(MemorySystem):
 
     async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
         k = self.params["top_k"] if k is None else k
-        if not len(self.store):
-            return []
-        qvec = await embed(self.llm, [query])
-        return [
-            MemoryItem(id=i.id, text=i.text, score=s, source_ids=list(i.source_ids), time=i.time)
-            for i, s in self.store.search(qvec, k)
-        ]
+        return await search_memory(self.store, self.llm, query, k)
 
     def save(self, directory: Path) -> None:
         self.store.save(directory)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
 from mnemoflow.memory.buffer import MessageBuffer, check_buffer_params, render
 from mnemoflow.memory.tokens import count_tokens
-from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed
+from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, search_memory
 
 
 @register
@@ -49,14 +49,7 @@ class RAG(MemorySystem):
 
     async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
         k = self.params["top_k"] if k is None else k
-        hits: list[MemoryItem] = []
-        if len(self.store):
-            qvec = await embed(self.llm, [query])
-            hits = [
-                MemoryItem(i.id, i.text, s, list(i.source_ids), i.time)
-                for i, s in self.store.search(qvec, k)
-            ]
-        return hits + self.buffer.items()
+        return await search_memory(self.store, self.llm, query, k) + self.buffer.items()
 
     def save(self, directory: Path) -> None:
         self.store.save(directory)
