@@ -310,9 +310,27 @@ class OpenAITestServer:
         return _error(401, "invalid_api_key", "Incorrect API key provided.")
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(
+            request,
+            "chat",
+            _check_chat,
+            lambda body, fault: self._completion(body, null_content=fault == "null_content"),
+        )
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "embeddings", _check_embeddings, self._embedding_reply)
+
+    async def _serve(
+        self,
+        request: web.Request,
+        endpoint: str,
+        check: Callable[[dict[str, Any]], str | None],
+        reply: Callable[[dict[str, Any], str], web.StreamResponse],
+    ) -> web.StreamResponse:
+        """One attempt at an endpoint: count it, validate, wait, then answer or inject its fault."""
         body, problem = await _read_json(request)
         rid = request_id(body) if body is not None else None
-        attempt = self._enter("chat", rid)
+        attempt = self._enter(endpoint, rid)
         answered, fault = False, ""
         try:
             if problem is not None:
@@ -321,17 +339,17 @@ class OpenAITestServer:
             denied = self._unauthorized(request)
             if denied is not None:
                 return denied
-            invalid = _check_chat(body)
+            invalid = check(body)
             if invalid is not None:
                 return _error(400, "invalid_request_error", invalid)
             fault = self.faults[attempt] if attempt < len(self.faults) else ""
             # A "timeout" fault sleeps past the client's timeout; the client hangs up and the
             # handler is cancelled here. A client patient enough to wait gets a normal answer.
             await asyncio.sleep(self.hang if fault == "timeout" else self._latency(rid, attempt))
-            if fault in ("", "timeout", "null_content"):
-                answered = True
-                return self._completion(body, null_content=fault == "null_content")
-            return self._fault_response(fault, request)
+            if fault not in ("", "timeout", "null_content"):
+                return self._fault_response(fault, request)
+            answered = True
+            return reply(body, fault)
         finally:
             self._leave(rid, answered=answered, fault=fault)
 
@@ -427,50 +445,28 @@ class OpenAITestServer:
             }
         )
 
-    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
-        body, problem = await _read_json(request)
-        rid = request_id(body) if body is not None else None
-        attempt = self._enter("embeddings", rid)
-        answered, fault = False, ""
-        try:
-            if problem is not None:
-                return problem
-            assert body is not None
-            denied = self._unauthorized(request)
-            if denied is not None:
-                return denied
-            texts = body.get("input")
-            if isinstance(texts, str):
-                texts = [texts]
-            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-                return _error(400, "invalid_request_error", "'input' must be a string or strings")
-            fault = self.faults[attempt] if attempt < len(self.faults) else ""
-            await asyncio.sleep(self.hang if fault == "timeout" else self._latency(rid, attempt))
-            if fault not in ("", "timeout", "null_content"):
-                return self._fault_response(fault, request)
-            dim = body.get("dimensions") or self.embed_dim
-            as_base64 = body.get("encoding_format") == "base64"
-            data = []
-            for index, text in enumerate(texts):
-                vector = fake_embedding(text, int(dim))
-                value: Any = (
-                    base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
-                    if as_base64
-                    else vector.tolist()
-                )
-                data.append({"object": "embedding", "index": index, "embedding": value})
-            n_tokens = sum(count_tokens(t) for t in texts)
-            answered = True
-            return web.json_response(
-                {
-                    "object": "list",
-                    "data": data,
-                    "model": body.get("model") or self.model,
-                    "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens},
-                }
+    def _embedding_reply(self, body: dict[str, Any], fault: str) -> web.StreamResponse:
+        texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        dim = body.get("dimensions") or self.embed_dim
+        as_base64 = body.get("encoding_format") == "base64"
+        data = []
+        for index, text in enumerate(texts):
+            vector = fake_embedding(text, int(dim))
+            value: Any = (
+                base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+                if as_base64
+                else vector.tolist()
             )
-        finally:
-            self._leave(rid, answered=answered, fault=fault)
+            data.append({"object": "embedding", "index": index, "embedding": value})
+        n_tokens = sum(count_tokens(t) for t in texts)
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model") or self.model,
+                "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens},
+            }
+        )
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         self._enter("models", None)
@@ -515,6 +511,15 @@ async def _read_json(request: web.Request) -> tuple[dict[str, Any] | None, web.R
     if not isinstance(body, dict):
         return None, _error(400, "invalid_request_error", "request body must be a JSON object")
     return body, None
+
+
+def _check_embeddings(body: dict[str, Any]) -> str | None:
+    texts = body.get("input")
+    if isinstance(texts, str):
+        return None
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        return "'input' must be a string or strings"
+    return None
 
 
 def _check_chat(body: dict[str, Any]) -> str | None:
