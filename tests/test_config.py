@@ -6,8 +6,9 @@ import sys
 import pytest
 import yaml
 
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.llm.types import ConfigError, EndpointSpec
+from mnemoflow.llm.types import EndpointSpec
 from tests.workflow import REPO, workdir
 
 

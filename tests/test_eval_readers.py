@@ -9,8 +9,8 @@ import pytest
 
 from mnemoflow.agents import locomo_reader as lr
 from mnemoflow.agents import longmemeval_reader as lme
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.llm.types import ConfigError
 from mnemoflow.memory.base import MemoryItem
 from tests.eval_fixtures import locomo_tables, longmemeval_tables
 

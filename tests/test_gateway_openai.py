@@ -13,9 +13,10 @@ import time
 import numpy as np
 import pytest
 
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.openai_backend import OpenAIBackend, parse_retry_after
-from mnemoflow.llm.types import ChatRequest, ConfigError, EndpointError, EndpointSpec
+from mnemoflow.llm.types import ChatRequest, EndpointError, EndpointSpec
 from mnemoflow.testing.openai_server import OpenAITestServer, fake_embedding
 
 KEY_ENV = "MNEMOFLOW_TEST_GATEWAY_KEY"

@@ -3,8 +3,8 @@ import asyncio
 import pytest
 
 from mnemoflow.data.registry import load_benchmark
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.llm.types import ConfigError
 from mnemoflow.memory.base import Message, available, build, resolve
 from mnemoflow.memory.bm25_index import BM25Index
 from mnemoflow.protocols.static_qa import episode_batch

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mnemoflow.llm.types import BUNDLED_EMBEDDER, ConfigError, EndpointSpec
+from mnemoflow.errors import ConfigError
+from mnemoflow.llm.types import BUNDLED_EMBEDDER, EndpointSpec
 from mnemoflow.memory.base import Message, build
 from tests.memory_support import gateway, run
 

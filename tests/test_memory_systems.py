@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemoflow.llm.types import ConfigError, Reply
+from mnemoflow.errors import ConfigError
+from mnemoflow.llm.types import Reply
 from mnemoflow.memory.base import Message, build, resolve
 from tests.memory_support import gateway, messages, run, synthetic
 

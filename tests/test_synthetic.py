@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.data.registry import load_benchmark, n_steps
-from mnemoflow.llm.types import ConfigError
+from mnemoflow.errors import ConfigError
 
 SPEC = {"loader": "synthetic", "params": {"users": 3, "periods": 3, "seed": 5}}
 

@@ -28,10 +28,11 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import as_list
-from mnemoflow.eval.locomo_f1 import category_of
+from mnemoflow.errors import ConfigError
 from mnemoflow.lexical import count_tokens
-from mnemoflow.llm.types import ChatRequest, ConfigError
+from mnemoflow.llm.types import ChatRequest
 
 PROMPT_VERSION = "locomo-reader-v1"
 MODES = ("long_context", "oracle", "retrieval")

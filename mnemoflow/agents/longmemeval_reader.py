@@ -33,8 +33,9 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import as_list
+from mnemoflow.errors import ConfigError
 from mnemoflow.lexical import count_tokens
-from mnemoflow.llm.types import ChatRequest, ConfigError
+from mnemoflow.llm.types import ChatRequest
 
 PROMPT_VERSION = "lme-reader-v1"
 MODES = ("long_context", "oracle", "retrieval", "no_history")

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.agents import locomo_reader, longmemeval_reader
-from mnemoflow.llm.types import ChatRequest, ConfigError, Reply
+from mnemoflow.errors import ConfigError
+from mnemoflow.llm.types import ChatRequest, Reply
 from mnemoflow.memory.base import MemoryItem
 
 PROMPT_VERSION = "generic-v1"

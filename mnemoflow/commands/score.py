@@ -19,6 +19,7 @@ import yaml
 
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text
+from mnemoflow.errors import ConfigError
 from mnemoflow.eval.judges import judge_provenance
 from mnemoflow.eval.rescore import (
     BENCHMARKS,
@@ -30,7 +31,6 @@ from mnemoflow.eval.rescore import (
     write_scored,
 )
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.llm.types import ConfigError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -42,6 +42,7 @@ from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
 BENCHMARK = "locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+NAME_TO_CATEGORY = {name: number for number, name in CATEGORIES.items()}
 TIME_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %B %Y", "%I:%M %p on %d %b, %Y")
 SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 
@@ -241,3 +242,12 @@ def parse(path) -> Prepared:
 
 def category_counts(questions: pd.DataFrame) -> dict[str, int]:
     return dict(Counter(questions["question_type"]))
+
+
+def category_of(question_type: str, meta: dict | None = None) -> int:
+    """The category number of a unified-table question (meta first, then the type name)."""
+    if meta and "category" in meta:
+        return int(meta["category"])
+    if question_type in NAME_TO_CATEGORY:
+        return NAME_TO_CATEGORY[question_type]
+    raise ValueError(f"not a LoCoMo question type: {question_type!r}")

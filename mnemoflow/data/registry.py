@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import EPISODE_SESSIONS
-from mnemoflow.llm.types import ConfigError
+from mnemoflow.errors import ConfigError
 
 
 @dataclass

@@ -23,7 +23,7 @@ import pandas as pd
 
 from mnemoflow.data.registry import register_loader
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
-from mnemoflow.llm.types import ConfigError
+from mnemoflow.errors import ConfigError
 
 BENCHMARK = "synthetic"
 

@@ -29,12 +29,14 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import JUDGEMENTS, RUN_KEYS
-from mnemoflow.eval.locomo_f1 import category_of, locomo_f1
+from mnemoflow.errors import ConfigError
+from mnemoflow.eval.locomo_f1 import locomo_f1
 from mnemoflow.eval.qa_judge import PROMPT_VERSION as QA_VERSION
 from mnemoflow.eval.qa_judge import judge_request as qa_judge_request
 from mnemoflow.eval.retrieval import is_abstention
-from mnemoflow.llm.types import ChatRequest, ConfigError
+from mnemoflow.llm.types import ChatRequest
 
 LONGMEMEVAL_VERSION = "lme-v1"
 LOCOMO_J_VERSION = "locomo-j-v1"

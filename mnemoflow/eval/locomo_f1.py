@@ -24,15 +24,6 @@ import string
 from collections import Counter
 from functools import lru_cache
 
-CATEGORY_NAMES = {
-    1: "multi-hop",
-    2: "temporal",
-    3: "open-domain",
-    4: "single-hop",
-    5: "adversarial",
-}
-NAME_TO_CATEGORY = {name: number for number, name in CATEGORY_NAMES.items()}
-
 ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
 
 _PUNCTUATION = set(string.punctuation)
@@ -103,12 +94,3 @@ def locomo_f1(prediction: str, gold: str, category: int) -> float:
     if category in (2, 4):
         return token_f1(prediction, gold)
     raise ValueError(f"LoCoMo category must be 1-5, got {category!r}")
-
-
-def category_of(question_type: str, meta: dict | None = None) -> int:
-    """The category number of a unified-table question (meta first, then the type name)."""
-    if meta and "category" in meta:
-        return int(meta["category"])
-    if question_type in NAME_TO_CATEGORY:
-        return NAME_TO_CATEGORY[question_type]
-    raise ValueError(f"not a LoCoMo question type: {question_type!r}")

@@ -15,13 +15,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.ledger import Ledger
 from mnemoflow.llm.types import (
     ROLES,
     ChatRequest,
     Completion,
-    ConfigError,
     EndpointSpec,
     Reply,
 )

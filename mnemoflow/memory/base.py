@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.llm.types import ConfigError
+from mnemoflow.errors import ConfigError
 
 
 @dataclass(frozen=True)

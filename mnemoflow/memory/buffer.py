@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mnemoflow.llm.types import ConfigError
+from mnemoflow.errors import ConfigError
 from mnemoflow.memory.base import MemoryItem, Message, load_messages, save_messages
 
 

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.llm.types import ConfigError
+from mnemoflow.errors import ConfigError
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
 from mnemoflow.memory.buffer import MessageBuffer, check_buffer_params

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.llm.types import ConfigError
+from mnemoflow.errors import ConfigError
 from mnemoflow.memory.base import (
     MemoryItem,
     MemorySystem,

@@ -1,0 +1,63 @@
+"""The package's import rules (docs: design "Who may import whom"), checked on the source.
+
+A layer that imports a higher one couples what should stay swappable: a memory system that knew
+protocols, a loader that knew the model client. The check reads every module's imports with
+``ast``, including imports inside functions.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
+
+#: Sub-package -> the mnemoflow sub-packages and modules it may import (itself always allowed).
+#: ``errors`` and ``lexical`` (text normalization, token counts) serve every layer.
+SHARED = {"errors", "lexical"}
+ALLOWED = {
+    "llm": SHARED,
+    "data": SHARED,
+    "memory": SHARED | {"llm"},
+    "eval": SHARED | {"llm", "data"},
+    "agents": SHARED | {"llm", "data", "memory"},
+    "simulators": SHARED | {"llm", "data"},
+    "report": SHARED | {"data"},
+    "protocols": SHARED | {"llm", "data", "memory", "agents", "simulators", "eval"},
+}
+
+
+def imported_layers(path: Path) -> set[str]:
+    """The mnemoflow sub-packages / top-level modules that ``path`` imports."""
+    layers = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "mnemoflow" and len(parts) > 1:
+                layers.add(parts[1])
+    return layers
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_imports_only_what_it_may(layer):
+    files = sorted((PACKAGE / layer).rglob("*.py"))
+    assert files, f"mnemoflow/{layer} has no modules"
+    wrong = {
+        str(path.relative_to(PACKAGE)): sorted(imported_layers(path) - ALLOWED[layer] - {layer})
+        for path in files
+    }
+    assert not {k: v for k, v in wrong.items() if v}
+
+
+def test_nothing_in_the_package_imports_the_workflow_scripts():
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        assert "from scripts" not in text and "import scripts" not in text, path
