@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mnemoflow.cli import main
-from mnemoflow.data.longmemeval import SHA256, load, parse, parse_date, source_for
+from mnemoflow.data.longmemeval import REVISION, SHA256, load, parse, parse_date, source_for
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import EPISODE_SESSIONS, QUESTIONS, SESSIONS, to_arrow
 from mnemoflow.data.validate import DataError
@@ -183,17 +183,21 @@ def test_truncated_file_cli(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_default_source_of_s_is_pinned_by_content(tmp_path, monkeypatch):
-    """variant s downloads the cleaned release's main, checked against the known sha256."""
+def test_default_sources_are_pinned_by_commit_and_checksum(tmp_path, monkeypatch):
+    """The cleaned release's files download from the pinned commit and are checked by sha256."""
     monkeypatch.setenv("MNEMOFLOW_CACHE", str(tmp_path))
     monkeypatch.setenv("MNEMOFLOW_OFFLINE", "1")
-    source = source_for({"variant": "s", "download": True})
-    assert source["sha256"] == SHA256[("cleaned", "s")] and source["download"] is True
+    for variant in ("s", "m", "oracle"):
+        source = source_for({"variant": variant, "download": True})
+        assert source["revision"] == REVISION and source["download"] is True
+        assert source["sha256"] == SHA256[("cleaned", variant)]
     with pytest.raises(DataError) as info:
         load({"variant": "s", "download": True})
-    folder = tmp_path / "longmemeval" / "xiaowu0162__longmemeval-cleaned" / "sha256-d6f21ea9d60a"
+    folder = tmp_path / "longmemeval" / "xiaowu0162__longmemeval-cleaned" / REVISION
     assert str(info.value) == (
-        "longmemeval: offline, cannot download hf://datasets/xiaowu0162/longmemeval-cleaned@main/"
-        f"longmemeval_s_cleaned.json; place the file at {folder / 'longmemeval_s_cleaned.json'}"
+        "longmemeval: offline, cannot download hf://datasets/xiaowu0162/longmemeval-cleaned@"
+        f"{REVISION}/longmemeval_s_cleaned.json; place the file at "
+        f"{folder / 'longmemeval_s_cleaned.json'}"
     )
-    assert source_for({"variant": "m"})["sha256"] is None  # not published: printed on download
+    original = source_for({"variant": "m", "release": "original"})
+    assert original["revision"] is None and original["sha256"] is None

@@ -51,12 +51,14 @@ FILES = {
     # File names as listed in the original repo's tree at commit d8673c8 (no extension).
     "original": {"s": "longmemeval_s", "m": "longmemeval_m", "oracle": "longmemeval_oracle"},
 }
-#: Content pins of the official files, so a download of the Hub's ``main`` is verified. The
-#: checksum of longmemeval_s_cleaned.json is the one that several independent LongMemEval
-#: harnesses pin for that file (it could not be recomputed here: no network); the m and oracle
-#: files have no published checksum yet: the first download prints theirs.
+#: The commit of xiaowu0162/longmemeval-cleaned and the checksums of its three files, as pinned
+#: by many independent LongMemEval harnesses (not recomputed here: no network; a download is
+#: checked against them). Sizes: oracle 15,388,478 B, s 277,383,467 B, m 2,737,100,077 B.
+REVISION = "98d7416c24c778c2fee6e6f3006e7a073259d48f"
 SHA256 = {
+    ("cleaned", "oracle"): "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c",
     ("cleaned", "s"): "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
+    ("cleaned", "m"): "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f",
 }
 ROLES = ("user", "assistant")
 _WEEKDAY = re.compile(r"\s*\([A-Za-z]{3}\)\s*")
@@ -71,16 +73,15 @@ INFO = describe(
             f"{variant}": {
                 "repo": CLEANED,
                 "file": name,
-                "revision": None,
-                "sha256": SHA256.get(("cleaned", variant)),
+                "revision": REVISION,
+                "sha256": SHA256[("cleaned", variant)],
             }
             for variant, name in FILES["cleaned"].items()
         },
         counts="500 questions per variant (30 abstention); s ~115k tokens (~50 sessions) per "
         "haystack, m ~500 sessions per haystack, oracle = evidence sessions only",
-        notes="s is pinned by content (sha256; the Hub's main is fetched and checked); m and "
-        "oracle are not pinned yet: set source.revision or source.sha256 (mnemoflow prints the "
-        "sha256 of a fresh download)",
+        notes="the cleaned release is pinned by commit and sha256; the original release "
+        "(release: original) needs source.revision and source.sha256",
     )
 )
 
@@ -92,7 +93,7 @@ def parse_date(text: str) -> str:
 
 def source_for(spec: dict[str, Any]) -> dict[str, Any]:
     """The spec's ``source``, or the default download spec for its ``variant`` / ``release``
-    (``revision``, ``download`` from the spec; the known sha256 of that file)."""
+    (the pinned commit and checksum of the cleaned release; ``download`` from the spec)."""
     if spec.get("source"):
         return spec["source"]
     variant = spec.get("variant", "s")
@@ -106,7 +107,7 @@ def source_for(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "repo": repo,
         "file": FILES[release][variant],
-        "revision": spec.get("revision"),
+        "revision": spec.get("revision") or (REVISION if release == "cleaned" else None),
         "sha256": SHA256.get((release, variant)),
         "download": bool(spec.get("download", False)),
     }
