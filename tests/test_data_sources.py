@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mnemoflow.cli import main
-from mnemoflow.data.sources import cached_path, resolve_file
+from mnemoflow.data.sources import cached_path, resolve_file, resolve_folder
 from mnemoflow.data.validate import DataError
 
 CONTENT = b'[{"hello": "world"}]\n'
@@ -165,3 +165,79 @@ def test_cli_checksum_mismatch_fails_with_one_line(upstream, tmp_path, capsys):
         f"{'0' * 64}, got {SHA}; replace it with the official file"
     )
     assert not out.exists()
+
+
+def fake_snapshot(files: dict[str, bytes], fail_after: int | None = None, calls=None):
+    """A stand-in for huggingface_hub.snapshot_download writing ``files`` (maybe failing)."""
+
+    def snapshot_download(repo_id, repo_type, revision, allow_patterns, local_dir):
+        if calls is not None:
+            calls.append((repo_id, repo_type, revision, allow_patterns))
+        for n, (rel, content) in enumerate(files.items()):
+            if fail_after is not None and n == fail_after:
+                raise ConnectionError("connection reset")
+            (local_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (local_dir / rel).write_bytes(content)
+        (local_dir / ".cache" / "huggingface").mkdir(parents=True)
+        return str(local_dir)
+
+    return snapshot_download
+
+
+FOLDER = {"repo": "org/bench", "revision": "c0ffee", "download": True}
+REQUIRED = ["dataset/a/train/data.arrow", "corpus/a.jsonl"]
+
+
+def test_folder_download_moves_the_selected_files_into_the_cache(monkeypatch, cache):
+    import huggingface_hub
+
+    calls = []
+    files = {rel: rel.encode() for rel in REQUIRED}
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(files, calls=calls))
+    root = resolve_folder(FOLDER, "bench", REQUIRED, ["dataset/a/*", "corpus/a.jsonl"])
+    assert root == cache / "bench" / "org__bench" / "c0ffee"
+    assert calls == [("org/bench", "dataset", "c0ffee", ["dataset/a/*", "corpus/a.jsonl"])]
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == sorted(
+        REQUIRED
+    )
+    assert [p.name for p in root.parent.iterdir()] == ["c0ffee"]  # no temporary folder left
+    # A second resolution finds the files and downloads nothing.
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", None)
+    assert resolve_folder(FOLDER, "bench", REQUIRED, []) == root
+
+
+def test_failed_or_incomplete_folder_download_leaves_nothing(monkeypatch, cache):
+    import huggingface_hub
+
+    files = {rel: b"x" for rel in REQUIRED}
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(files, fail_after=1))
+    with pytest.raises(DataError) as info:
+        resolve_folder(FOLDER, "bench", REQUIRED, ["*"])
+    root = cache / "bench" / "org__bench" / "c0ffee"
+    assert str(info.value) == (
+        "bench: cannot download hf://datasets/org/bench@c0ffee (ConnectionError); place "
+        f"dataset/a/train/data.arrow under {root}"
+    )
+    assert not root.exists() and list(root.parent.iterdir()) == []
+    partial = {REQUIRED[0]: b"x"}
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot(partial))
+    with pytest.raises(DataError, match=r"@c0ffee has no corpus/a.jsonl; check the dataset name"):
+        resolve_folder(FOLDER, "bench", REQUIRED, ["*"])
+    assert not root.exists() and list(root.parent.iterdir()) == []
+
+
+def test_folder_offline_and_unpinned(monkeypatch, cache):
+    root = cache / "bench" / "org__bench" / "c0ffee"
+    with pytest.raises(DataError) as info:
+        resolve_folder({**FOLDER, "download": False}, "bench", REQUIRED, ["*"])
+    assert str(info.value) == (
+        f"bench: dataset/a/train/data.arrow is not available locally; place "
+        f"hf://datasets/org/bench@c0ffee/dataset/a/train/data.arrow under {root} (or set "
+        "source.path), or set source.download: true"
+    )
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError, match=r"^bench: offline, cannot download hf://datasets/org/"):
+        resolve_folder(FOLDER, "bench", REQUIRED, ["*"])
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    with pytest.raises(DataError, match="source.revision must pin a commit of org/bench"):
+        resolve_folder({**FOLDER, "revision": None}, "bench", REQUIRED, ["*"])

@@ -262,24 +262,46 @@ def resolve_folder(source: Any, benchmark: str, required: list[str], patterns: l
         )
     if not source.get("revision"):
         raise DataError(f"{benchmark}: source.revision must pin a commit of {repo} to download")
-    try:
-        from huggingface_hub import snapshot_download  # imported only to download
-
-        snapshot_download(
-            repo_id=repo,
-            repo_type="dataset",
-            revision=str(source["revision"]),
-            allow_patterns=patterns,
-            local_dir=root,
-        )
-    except Exception as exc:
-        raise DataError(
-            f"{benchmark}: cannot download {origin} ({type(exc).__name__}); place {missing[0]} "
-            f"under {root}"
-        ) from exc
-    still = [rel for rel in required if not (root / rel).exists()]
-    if still:
-        raise DataError(
-            f"{benchmark}: {origin} has no {still[0]}; check the dataset name and revision"
-        )
+    _download_folder(source, root, benchmark, required, patterns)
     return root
+
+
+def _download_folder(
+    source: dict[str, Any], root: Path, benchmark: str, required: list[str], patterns: list[str]
+) -> None:
+    """Snapshot the selected files into a temporary folder beside ``root``, check that every
+    required path came, then move the files in: a failed download leaves ``root`` untouched."""
+    repo, revision = str(source["repo"]), str(source["revision"])
+    origin = f"hf://datasets/{repo}@{revision}"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmpdir = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
+    try:
+        try:
+            from huggingface_hub import snapshot_download  # imported only to download
+
+            snapshot_download(
+                repo_id=repo,
+                repo_type="dataset",
+                revision=revision,
+                allow_patterns=patterns,
+                local_dir=tmpdir,
+            )
+        except Exception as exc:
+            missing = [rel for rel in required if not (root / rel).exists()]
+            raise DataError(
+                f"{benchmark}: cannot download {origin} ({type(exc).__name__}); place "
+                f"{missing[0] if missing else 'the files'} under {root}"
+            ) from exc
+        still = [rel for rel in required if not ((tmpdir / rel).exists() or (root / rel).exists())]
+        if still:
+            raise DataError(
+                f"{benchmark}: {origin} has no {still[0]}; check the dataset name and revision"
+            )
+        for path in sorted(tmpdir.rglob("*")):
+            rel = path.relative_to(tmpdir)
+            if path.is_dir() or rel.parts[0] == ".cache":  # huggingface_hub's own metadata
+                continue
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, root / rel)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
