@@ -222,3 +222,21 @@ def test_cli_list_names_every_loader(capsys):
     out = capsys.readouterr().out
     for name in ("amemgym", "locomo", "longmemeval", "memorybench", "synthetic"):
         assert f"\n{name}\n" in out
+
+
+@needs_locomo
+def test_cli_info_counts_the_cached_copy_without_path(tmp_path, monkeypatch, capsys):
+    """A file downloaded into the project cache is what `data info NAME` counts."""
+    from mnemoflow.data.locomo import INFO
+    from mnemoflow.data.sources import cached_path
+
+    monkeypatch.setenv("MNEMOFLOW_CACHE", str(tmp_path))
+    assert main(["data", "info", "locomo"]) == 0
+    assert "turns:" not in capsys.readouterr().out  # nothing cached: sources only
+    cached = cached_path(INFO.sources["default"], "locomo")
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(LOCOMO.read_bytes())
+    assert main(["data", "info", "locomo"]) == 0
+    out = capsys.readouterr().out
+    assert f"    cached: {cached}" in out and f"  file: {cached} (2,805,274 bytes" in out
+    assert "  sessions: 272 distinct\n  turns: 5882\n  questions: 1986\n" in out

@@ -2,9 +2,10 @@
 
 - ``mnemoflow data list``: every loader with its source (repo / file / revision / sha256), licence
   and official sizes.
-- ``mnemoflow data info NAME [--path FILE]``: the same for one benchmark; with ``--path`` (or a
-  cached copy) it loads the file and prints its counts: episodes, sessions, turns, questions and
-  questions per type, plus the loader's notes (repaired or skipped records).
+- ``mnemoflow data info NAME [--path FILE]``: the same for one benchmark; with ``--path`` (or
+  when the project cache holds a copy of one of its sources) it loads the file and prints its
+  counts: episodes, sessions, turns, questions and questions per type, plus the loader's notes
+  (repaired or skipped records).
 - ``mnemoflow data prepare NAME --path FILE --out DIR``: write the unified tables (atomically;
   on bad input nothing is written).
 """
@@ -65,6 +66,14 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
     return spec
 
 
+def _cached_files(name: str) -> list[Path]:
+    """Cached copies of the benchmark's catalogued single-file sources, in catalogue order."""
+    info = CATALOG.get(name)
+    sources = info.sources.values() if info is not None else []
+    paths = [cached_path(s, name) for s in sources if s.get("file") or s.get("url")]
+    return [path for path in paths if path.is_file()]
+
+
 def _source_lines(name: str) -> list[str]:
     info = CATALOG.get(name)
     if info is None:
@@ -80,10 +89,9 @@ def _source_lines(name: str) -> list[str]:
         revision = source.get("revision") or "not pinned"
         sha = source.get("sha256") or "not pinned"
         lines.append(f"  source[{variant}]: {origin} (revision {revision}; sha256 {sha})")
-        if source.get("file") or source.get("url"):
-            cached = cached_path(source, name)
-            if cached.is_file():
-                lines.append(f"    cached: {cached}")
+        cached = cached_path(source, name) if source.get("file") or source.get("url") else None
+        if cached is not None and cached.is_file():
+            lines.append(f"    cached: {cached}")
     if info.counts:
         lines.append(f"  official sizes: {info.counts}")
     if info.notes:
@@ -129,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
     if args.data_command == "info":
         print(args.name)
         print("\n".join(_source_lines(args.name)))
+        cached = _cached_files(args.name)
+        if not args.path and cached:  # counts of the cached copy of the default source
+            args.path = str(cached[0])
+            spec = build_spec(args)
         if args.path:
             path = Path(args.path)
             if path.is_file():
