@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 CORES ?= 2
+# The CPU build of torch, installed before everything else so that pip keeps it. Where pip has no
+# local CPU wheel: TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+TORCH_SPEC ?= torch==2.13.0
 
 # llama-cpp-python (extra `local-llm`) compiles from source (~6 min on 2 cores); pip caches the
 # built wheel in ~/.cache/pip, so later installs take seconds. CPU-only, portable flags:
@@ -19,7 +22,7 @@ $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first, pinned: pip then keeps the CPU build instead of pulling a multi-GB CUDA one.
-	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q $(TORCH_SPEC)
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
