@@ -23,6 +23,10 @@ class KeywordRecent(MemorySystem):
 
     name = "keyword_recent"
     defaults = {"top_k": 5, "window": 200}
+    params_schema = {  # JSON Schema per parameter, checked when the workflow starts
+        "top_k": {"type": "integer", "minimum": 1},
+        "window": {"type": "integer", "minimum": 1},
+    }
 
     def __init__(self, params=None, llm=None, seed=0):
         super().__init__(params, llm, seed)
