@@ -163,8 +163,14 @@ def _load_entry_points() -> None:
     from importlib.metadata import entry_points
 
     for entry in entry_points(group="mnemoflow.memory"):
-        cls = entry.load()
-        _REGISTRY.setdefault(entry.name, cls)
+        where = f"entry point {entry.name!r} ({entry.value}) of group 'mnemoflow.memory'"
+        try:
+            cls = entry.load()
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"{where} cannot be loaded: {exc}") from exc
+        if not (isinstance(cls, type) and issubclass(cls, MemorySystem)):
+            raise ConfigError(f"{where} is not a MemorySystem subclass")
+        _REGISTRY.setdefault(entry.name, cls)  # a built-in name is never replaced
 
 
 def _split_spec(spec: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
