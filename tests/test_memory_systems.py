@@ -257,6 +257,10 @@ def test_unknown_or_bad_parameters_are_config_errors():
             "systems.mine.max_tokens: 'lots' is not of type",
         ),
         (
+            {"type": "dense_message", "top_k": 5.0},
+            "systems.mine.top_k: 5.0 is not of type 'integer'",
+        ),
+        (
             {"type": "dense_message", "top_k": True},
             "systems.mine.top_k: True is not of type 'integer'",
         ),

@@ -23,6 +23,15 @@ import jsonschema
 
 from mnemoflow.errors import ConfigError
 
+#: JSON Schema 2020-12, except that an integer parameter rejects 5.0 (the standard accepts it),
+#: since the systems slice and count with these values.
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
+    ),
+)
+
 
 @dataclass(frozen=True)
 class Message:
@@ -80,9 +89,7 @@ class MemorySystem(ABC):
             schema = cls.params_schema.get(key)
             if schema is None:
                 continue
-            error = jsonschema.exceptions.best_match(
-                jsonschema.Draft202012Validator(schema).iter_errors(value)
-            )
+            error = jsonschema.exceptions.best_match(_Validator(schema).iter_errors(value))
             if error is not None:
                 raise ConfigError(f"{where}.{key}: {error.message}")
 
