@@ -11,7 +11,8 @@ question:
   the shared cache, where each distinct turn of the pool is embedded once;
 - peak resident memory of the process.
 
-Run: ``python -m bench.memory [--embedder minilm|offline] [--questions 50] [--sessions 500]``.
+Run: ``python -m bench.memory [--embedder minilm|offline] [--questions 50] [--sessions 500]``;
+``--bm25-only`` skips the dense rows (minutes with MiniLM) when only BM25 changed.
 """
 
 from __future__ import annotations
@@ -109,6 +110,25 @@ class _DirectBM25:
         return order, np.asarray(scores)[order]
 
 
+def _bm25s_engine() -> str:
+    try:
+        from mnemoflow.memory.bm25_index import bm25s_engine
+    except ImportError:
+        return "numpy (bm25s default)"
+    return bm25s_engine()
+
+
+def _table(results: dict[str, list[float]]) -> None:
+    print("\n| system | questions | mean s / question | median s | max s |")
+    print("|---|---:|---:|---:|---:|")
+    for name, times in results.items():
+        if times:
+            print(
+                f"| {name} | {len(times)} | {statistics.mean(times):.3f} | "
+                f"{statistics.median(times):.3f} | {max(times):.3f} |"
+            )
+
+
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -131,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=sorted(EMBEDDERS), default="minilm")
     parser.add_argument("--uncached", type=int, default=2, help="questions timed without cache")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bm25-only", action="store_true", help="skip the dense rows")
     args = parser.parse_args(argv)
 
     pool, queries = make_pool(args.pool, args.turns, args.words, args.seed)
@@ -148,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, Any] = {}
     source, BM25 = bm25_backends()
-    print(f"BM25 via {source}")
+    print(f"BM25 via {source}; bm25s backend: {_bm25s_engine()}")
     for backend in ("bm25s", "rank_bm25"):
         times, parts = [], {"tokenize": [], "index": [], "query": []}
         for q, turns in enumerate(haystacks):
@@ -167,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         split = ", ".join(f"{k} {statistics.median(v):.3f}" for k, v in parts.items())
         print(f"bm25 ({backend}): {statistics.mean(times):.3f} s / question (median {split})")
     print(f"peak RSS after BM25: {peak_rss_mib():.0f} MiB")
+    if args.bm25_only:
+        _table(results)
+        return 0
 
     spec = EMBEDDERS[args.embedder]
     uncached = []
@@ -188,14 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     results[f"dense {args.embedder}, shared cache (first question)"] = cached[:1]
     results[f"dense {args.embedder}, shared cache (later questions)"] = cached[1:]
 
-    print("\n| system | questions | mean s / question | median s | max s |")
-    print("|---|---:|---:|---:|---:|")
-    for name, times in results.items():
-        if times:
-            print(
-                f"| {name} | {len(times)} | {statistics.mean(times):.3f} | "
-                f"{statistics.median(times):.3f} | {max(times):.3f} |"
-            )
+    _table(results)
     print(
         f"\nembedding cache: {entry.calls} texts requested, {computed} computed "
         f"({distinct} distinct turns + distinct queries)"

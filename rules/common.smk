@@ -4,6 +4,7 @@ from snakemake.utils import validate
 from mnemoflow.data.registry import n_steps
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.types import ROLES
+from mnemoflow.memory.base import check_systems
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -15,6 +16,7 @@ for _name in config["run"]["benchmarks"]:
 for _name in config["run"]["systems"]:
     if _name not in config["systems"]:
         raise ValueError(f"config run.systems: {_name!r} is not defined under systems")
+check_systems(config["systems"])  # each system's parameters against its params_schema
 
 PREPARED = "results/{benchmark}/prepared"
 STEP = "results/{benchmark}/{system}/qa/step{step}"

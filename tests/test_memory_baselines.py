@@ -84,6 +84,14 @@ def test_bm25_index_backends_score_the_textbook_example(backend):
     assert order.tolist() == [0, 1] and scores[0] > scores[1] > 0
 
 
+def test_bm25s_runs_on_its_numba_backend():
+    """numba is pinned, so the fast path must not fall back to bm25s' default numpy backend."""
+    pytest.importorskip("numba")
+    index = BM25Index([["apple", "pie"], ["banana"], ["cherry"]], backend="bm25s")
+    assert index._index.backend == "numba"
+    assert index.search(["apple"], 2)[0].tolist() == [0]
+
+
 def test_unknown_system_and_parameter_are_config_errors():
     with pytest.raises(ConfigError, match="unknown memory system 'nope'"):
         resolve("nope")

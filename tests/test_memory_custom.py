@@ -1,17 +1,22 @@
-"""The custom-system example of docs/memory.md, registered by ``class:`` path, works as written."""
+"""The custom-system example of docs/memory.md, registered by ``class:`` path or entry point."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+
+from mnemoflow.errors import ConfigError
 from mnemoflow.lexical import content_words
 from mnemoflow.memory.base import (
     MemoryItem,
     MemorySystem,
     Message,
+    available,
     build,
     load_messages,
+    resolve,
     save_messages,
 )
 from tests.memory_support import run
@@ -23,6 +28,10 @@ class KeywordRecent(MemorySystem):
 
     name = "keyword_recent"
     defaults = {"top_k": 5, "window": 200}
+    params_schema = {  # JSON Schema per parameter, checked when the workflow starts
+        "top_k": {"type": "integer", "minimum": 1},
+        "window": {"type": "integer", "minimum": 1},
+    }
 
     def __init__(self, params=None, llm=None, seed=0):
         super().__init__(params, llm, seed)
@@ -70,3 +79,45 @@ def test_docs_show_the_example_verbatim():
     source = Path(__file__).read_text()
     example = source.split("# --- begin docs/memory.md example ---\n")[1].split("\n\n# --- end")[0]
     assert example.strip() in docs.read_text()
+
+
+def _entry_points(monkeypatch, **targets: str) -> None:
+    """Make ``importlib.metadata`` list ``name=module:attr`` entry points of mnemoflow.memory."""
+    import importlib.metadata
+
+    from mnemoflow.memory import base
+
+    listed = [
+        importlib.metadata.EntryPoint(name, value, "mnemoflow.memory")
+        for name, value in targets.items()
+    ]
+
+    def entry_points(group: str):
+        return [entry for entry in listed if entry.group == group]
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # forget them after the test
+
+
+def test_custom_system_by_entry_point_is_found_by_type_name(monkeypatch):
+    _entry_points(
+        monkeypatch,
+        keyword_recent="tests.test_memory_custom:KeywordRecent",
+        rag="tests.test_memory_custom:KeywordRecent",  # cannot shadow a built-in
+    )
+    system = build({"type": "keyword_recent", "top_k": 1})
+    assert isinstance(system, KeywordRecent) and "keyword_recent" in available()
+    assert resolve("rag").__module__ == "mnemoflow.memory.systems.rag"
+    run(system.add([Message("t1", "s", "user", "green tea please", "user")]))
+    assert [item.id for item in run(system.retrieve("tea"))] == ["t1"]
+    with pytest.raises(ConfigError, match="^systems.keyword_recent.window: 0 is less than"):
+        build({"type": "keyword_recent", "window": 0})
+
+
+def test_broken_entry_points_are_config_errors(monkeypatch):
+    _entry_points(monkeypatch, gone="no_such_module_xyz:Memory")
+    with pytest.raises(ConfigError, match="entry point 'gone' .* cannot be loaded"):
+        resolve("gone")
+    _entry_points(monkeypatch, plain="tests.test_memory_custom:_entry_points")
+    with pytest.raises(ConfigError, match="entry point 'plain' .* is not a MemorySystem subclass"):
+        resolve("plain")

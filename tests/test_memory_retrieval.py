@@ -164,9 +164,12 @@ def test_agentic_memories_answer_updated_facts_with_the_newest_value():
             ("rag", buffer),
             ("agentic_external", buffer),
             ("agentic_incontext", {"update_batch": 2, "local_window": 2}),
+            ("notes_linked", {"top_k": 2}),
+            ("tiered", {"top_k": 2}),
         ]
     }
     assert rates["rag"][1] >= 20
-    # Measured: rag 0.71, agentic_external 0.83, agentic_incontext 0.88 (of 42).
-    assert rates["agentic_external"][0] >= rates["rag"][0] + 0.05
-    assert rates["agentic_incontext"][0] >= rates["rag"][0] + 0.05
+    # Measured 2026-11-23 (of 42): rag 0.74, agentic_external 1.00, agentic_incontext 0.90,
+    # notes_linked 0.83, tiered 0.90.
+    for name in ("agentic_external", "agentic_incontext", "notes_linked", "tiered"):
+        assert rates[name][0] >= rates["rag"][0] + 0.05, (name, rates)

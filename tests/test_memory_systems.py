@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+import yaml
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.types import Reply
-from mnemoflow.memory.base import Message, build, resolve
-from tests.memory_support import gateway, messages, run, synthetic
+from mnemoflow.memory.base import Message, available, build, check_systems, resolve
+from tests.memory_support import REPO, gateway, messages, run, synthetic
+from tests.workflow import workdir
 
 SYSTEMS = {
     "dense_message": {},
@@ -232,6 +237,73 @@ def test_unknown_or_bad_parameters_are_config_errors():
         build({"type": "dense_session", "pooling": "mean"}, llm=gateway())
 
 
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"type": "bm25_message", "top_k": -3},
+            "systems.mine.top_k: -3 is less than the minimum of 1",
+        ),
+        (
+            {"type": "bm25_session", "top_k": "five"},
+            "systems.mine.top_k: 'five' is not of type 'integer'",
+        ),
+        (
+            {"type": "bm25_message", "backend": "lucene"},
+            "systems.mine.backend: 'lucene' is not one of",
+        ),
+        (
+            {"type": "full_context", "max_tokens": "lots"},
+            "systems.mine.max_tokens: 'lots' is not of type",
+        ),
+        (
+            {"type": "dense_message", "top_k": 5.0},
+            "systems.mine.top_k: 5.0 is not of type 'integer'",
+        ),
+        (
+            {"type": "dense_message", "top_k": True},
+            "systems.mine.top_k: True is not of type 'integer'",
+        ),
+        (
+            {"type": "rag", "local_window": -1},
+            "systems.mine.local_window: -1 is less than the minimum of 0",
+        ),
+        (
+            {"type": "agentic_incontext", "max_entries": 0},
+            "systems.mine.max_entries: 0 is less than",
+        ),
+        (
+            {"type": "notes_linked", "link_threshold": 2},
+            "systems.mine.link_threshold: 2 is greater than",
+        ),
+        (
+            {"type": "tiered", "recency_tau": 0},
+            "systems.mine.recency_tau: 0 is less than or equal to",
+        ),
+    ],
+)
+def test_bad_parameter_values_name_the_config_entry(spec, message):
+    with pytest.raises(ConfigError) as caught:
+        build(spec, llm=gateway(), name="mine")
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        check_systems({"ok": {"type": "none"}, "mine": spec})
+
+
+def test_every_builtin_parameter_has_a_schema_its_default_satisfies():
+    for name in available():
+        cls = resolve(name)
+        assert set(cls.params_schema) == set(cls.defaults), name
+        cls.check_params(dict(cls.defaults), f"systems.{name}")  # defaults are valid values
+
+
+def test_the_default_config_systems_are_valid():
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    check_systems(config["systems"])
+    with pytest.raises(ConfigError, match="^systems.broken: needs 'type'"):
+        check_systems({"broken": {"top_k": 3}})
+
+
 def test_systems_resolve_by_name_and_class_path():
     assert resolve("dense_message").__name__ == "DenseMessage"
     assert resolve("mnemoflow.memory.systems.tiered:Tiered").name == "tiered"
@@ -258,3 +330,14 @@ def test_empty_memory_saves_loads_and_retrieves_nothing(name: str, tmp_path: Pat
     restored.load(tmp_path)
     assert run(restored.retrieve("anything")) == run(system.retrieve("anything")) == []
     assert restored.stats() == system.stats()
+
+
+def test_workflow_rejects_a_bad_system_parameter_before_any_job(tmp_path):
+    wd = workdir(tmp_path)
+    override = tmp_path / "override.yaml"
+    override.write_text("systems:\n  rag: {type: rag, top_k: five}\n")
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
+               str(wd), "--cores", "1", "--dry-run", "--configfile", str(override)]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "systems.rag.top_k: 'five' is not of type 'integer'" in result.stdout + result.stderr

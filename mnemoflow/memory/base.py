@@ -19,7 +19,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import jsonschema
+
 from mnemoflow.errors import ConfigError
+
+#: JSON Schema 2020-12, except that an integer parameter rejects 5.0 (the standard accepts it),
+#: since the systems slice and count with these values.
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -46,26 +57,41 @@ class MemoryItem:
 
 
 class MemorySystem(ABC):
-    """Base class: subclasses set ``name`` and ``defaults`` and implement the abstract methods.
+    """Base class: subclasses set ``name``, ``defaults`` and ``params_schema`` and implement the
+    abstract methods.
 
-    ``params`` are the system's config values merged over ``defaults``; unknown keys are an error
-    so that a typo in config.yaml does not silently run the default.
+    ``params`` are the system's config values merged over ``defaults``; unknown keys and values
+    outside ``params_schema`` are an error so that a typo in config.yaml does not silently run the
+    default, and a bad value fails at workflow start rather than deep inside a job.
     """
 
     name: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
+    #: JSON Schema of each parameter, keyed like ``defaults`` (a parameter without one: unchecked).
+    params_schema: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         params = dict(params or {})
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise ConfigError(
-                f"memory system {self.name!r}: unknown parameters {unknown}; "
-                f"known: {sorted(self.defaults)}"
-            )
+        self.check_params(params, f"systems.{self.name}")
         self.params: dict[str, Any] = {**self.defaults, **params}
         self.llm = llm  # a Gateway, for systems that write or embed with a model
         self.seed = seed
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any], where: str) -> None:
+        """Raise a one-line ConfigError naming ``<where>.<param>`` for an unknown or bad value."""
+        unknown = sorted(set(params) - set(cls.defaults))
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown parameters {unknown}; known: {sorted(cls.defaults)}"
+            )
+        for key, value in params.items():
+            schema = cls.params_schema.get(key)
+            if schema is None:
+                continue
+            error = jsonschema.exceptions.best_match(_Validator(schema).iter_errors(value))
+            if error is not None:
+                raise ConfigError(f"{where}.{key}: {error.message}")
 
     @abstractmethod
     async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
@@ -144,17 +170,44 @@ def _load_entry_points() -> None:
     from importlib.metadata import entry_points
 
     for entry in entry_points(group="mnemoflow.memory"):
-        cls = entry.load()
-        _REGISTRY.setdefault(entry.name, cls)
+        where = f"entry point {entry.name!r} ({entry.value}) of group 'mnemoflow.memory'"
+        try:
+            cls = entry.load()
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"{where} cannot be loaded: {exc}") from exc
+        if not (isinstance(cls, type) and issubclass(cls, MemorySystem)):
+            raise ConfigError(f"{where} is not a MemorySystem subclass")
+        _REGISTRY.setdefault(entry.name, cls)  # a built-in name is never replaced
 
 
-def build(spec: dict[str, Any], llm: Any = None, seed: int = 0) -> MemorySystem:
-    """Build a system from its config entry ``{type: NAME or module:Class, **params}``."""
-    spec = dict(spec)
-    type_name = spec.pop("type", None) or spec.pop("class", None)
+def _split_spec(spec: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
+    params = dict(spec)
+    type_name = params.pop("type", None) or params.pop("class", None)
     if not type_name:
-        raise ConfigError(f"memory system entry {spec} needs 'type' (or 'class')")
-    return resolve(type_name)(spec, llm=llm, seed=seed)
+        raise ConfigError(f"{where}: needs 'type' (or 'class'), got {spec}")
+    return type_name, params
+
+
+def build(
+    spec: dict[str, Any], llm: Any = None, seed: int = 0, name: str | None = None
+) -> MemorySystem:
+    """Build a system from its config entry ``{type: NAME or module:Class, **params}``.
+
+    ``name`` is the entry's key under ``systems:`` in config.yaml, used in error messages.
+    """
+    where = f"systems.{name or spec.get('type') or spec.get('class')}"
+    type_name, params = _split_spec(spec, where)
+    cls = resolve(type_name)
+    cls.check_params(params, where)
+    return cls(params, llm=llm, seed=seed)
+
+
+def check_systems(systems: dict[str, dict[str, Any]]) -> None:
+    """Validate every ``systems:`` entry of a config (the workflow calls this at startup)."""
+    for name, spec in systems.items():
+        where = f"systems.{name}"
+        type_name, params = _split_spec(spec, where)
+        resolve(type_name).check_params(params, where)
 
 
 def save_messages(path: Path, messages: list[Message]) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mnemoflow.errors import ConfigError
 from mnemoflow.memory.base import MemoryItem, Message, load_messages, save_messages
 
 
@@ -22,11 +21,12 @@ def render(message: Message) -> str:
     return f"{message.speaker or message.role}: {message.content}"
 
 
-def check_buffer_params(name: str, update_batch: object, local_window: object) -> None:
-    if not isinstance(update_batch, int) or update_batch < 1:
-        raise ConfigError(f"memory system {name!r}: update_batch must be an integer >= 1")
-    if not isinstance(local_window, int) or local_window < 0:
-        raise ConfigError(f"memory system {name!r}: local_window must be an integer >= 0")
+#: Parameters of the AMemGym-style write buffer shared by rag, agentic_external and
+#: agentic_incontext (merged into their ``params_schema``).
+BUFFER_SCHEMA = {
+    "update_batch": {"type": "integer", "minimum": 1},
+    "local_window": {"type": "integer", "minimum": 0},
+}
 
 
 class MessageBuffer:

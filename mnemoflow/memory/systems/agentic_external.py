@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.buffer import MessageBuffer, check_buffer_params
+from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer
 from mnemoflow.memory.tokens import count_tokens
 from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, search_memory
 
@@ -34,10 +34,14 @@ class AgenticExternal(MemorySystem):
         "top_k": 30,
         "similar_k": 5,
     }
+    params_schema: ClassVar[dict[str, Any]] = {
+        **BUFFER_SCHEMA,
+        "top_k": {"type": "integer", "minimum": 1},
+        "similar_k": {"type": "integer", "minimum": 1},
+    }
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        check_buffer_params(self.name, self.params["update_batch"], self.params["local_window"])
         self.buffer = MessageBuffer(self.params["update_batch"], self.params["local_window"])
         self.store = VectorStore()
         self.writer = writer.WriterClient(llm)

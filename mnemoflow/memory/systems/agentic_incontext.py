@@ -17,10 +17,9 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.errors import ConfigError
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.buffer import MessageBuffer, check_buffer_params
+from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer
 from mnemoflow.memory.tokens import count_tokens
 
 
@@ -30,12 +29,13 @@ class AgenticInContext(MemorySystem):
 
     name: ClassVar[str] = "agentic_incontext"
     defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "max_entries": 64}
+    params_schema: ClassVar[dict[str, Any]] = {
+        **BUFFER_SCHEMA,
+        "max_entries": {"type": "integer", "minimum": 1},
+    }
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        check_buffer_params(self.name, self.params["update_batch"], self.params["local_window"])
-        if not isinstance(self.params["max_entries"], int) or self.params["max_entries"] < 1:
-            raise ConfigError("memory system 'agentic_incontext': max_entries must be >= 1")
         self.buffer = MessageBuffer(self.params["update_batch"], self.params["local_window"])
         self.writer = writer.WriterClient(llm)
         # key -> {"value", "time", "source_ids", "version"}; dict order = order of last update

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mnemoflow.memory.base import MemoryItem, Message, register
-from mnemoflow.memory.bm25_index import BM25Index
+from mnemoflow.memory.bm25_index import BACKENDS, BM25Index
 from mnemoflow.memory.message_store import MessageStoreSystem, render
 from mnemoflow.memory.tokenize import tokenize
 
@@ -22,6 +22,13 @@ class _BM25Base(MessageStoreSystem):
         "k1": 1.5,
         "b": 0.75,
         "lang": "auto",
+    }
+    params_schema: dict[str, Any] = {
+        "top_k": {"type": "integer", "minimum": 1},
+        "backend": {"enum": list(BACKENDS)},
+        "k1": {"type": "number", "minimum": 0},
+        "b": {"type": "number", "minimum": 0, "maximum": 1},
+        "lang": {"enum": ["auto", "en", "zh"]},
     }
 
     def _units(self) -> list[tuple[str, str, list[str], str]]:

@@ -23,7 +23,6 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.errors import ConfigError
 from mnemoflow.memory.base import (
     MemoryItem,
     MemorySystem,
@@ -43,6 +42,7 @@ class DenseMessage(MemorySystem):
 
     name: ClassVar[str] = "dense_message"
     defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
+    params_schema: ClassVar[dict[str, Any]] = {"top_k": {"type": "integer", "minimum": 1}}
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
@@ -87,14 +87,13 @@ class DenseSession(MemorySystem):
 
     name: ClassVar[str] = "dense_session"
     defaults: ClassVar[dict[str, Any]] = {"top_k": 5, "pooling": "max"}
+    params_schema: ClassVar[dict[str, Any]] = {
+        "top_k": {"type": "integer", "minimum": 1},
+        "pooling": {"enum": ["max", "document"]},
+    }
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        if self.params["pooling"] not in ("max", "document"):
-            raise ConfigError(
-                f"memory system 'dense_session': pooling must be 'max' or 'document', "
-                f"got {self.params['pooling']!r}"
-            )
         self.sessions: dict[str, list[Message]] = {}  # insertion order = conversation order
         self.store = VectorStore()  # rows: messages (max) or sessions (document)
 

@@ -21,6 +21,7 @@ class FullContext(MessageStoreSystem):
 
     name = "full_context"
     defaults: dict[str, Any] = {"max_tokens": 8000}
+    params_schema: dict[str, Any] = {"max_tokens": {"type": "integer", "minimum": 1}}
 
     async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
         texts = [render(message) for message in self.messages]

@@ -14,6 +14,7 @@ class NoMemory(MemorySystem):
 
     name = "none"
     defaults: dict[str, Any] = {}
+    params_schema: dict[str, Any] = {}
 
     async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
         return None

@@ -50,6 +50,12 @@ class NotesLinked(MemorySystem):
         "link_threshold": 0.5,
         "neighbours": 2,
     }
+    params_schema: ClassVar[dict[str, Any]] = {
+        "top_k": {"type": "integer", "minimum": 1},
+        "link_k": {"type": "integer", "minimum": 0},
+        "link_threshold": {"type": "number", "minimum": -1, "maximum": 1},  # cosine similarity
+        "neighbours": {"type": "integer", "minimum": 0},
+    }
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)

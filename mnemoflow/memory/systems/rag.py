@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.buffer import MessageBuffer, check_buffer_params, render
+from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer, render
 from mnemoflow.memory.tokens import count_tokens
 from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, search_memory
 
@@ -26,10 +26,13 @@ class RAG(MemorySystem):
     name: ClassVar[str] = "rag"
     #: AMemGym's reference configuration rag-2-4-30 (configs/agent/rag-2-4-30.json).
     defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "top_k": 30}
+    params_schema: ClassVar[dict[str, Any]] = {
+        **BUFFER_SCHEMA,
+        "top_k": {"type": "integer", "minimum": 1},
+    }
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        check_buffer_params(self.name, self.params["update_batch"], self.params["local_window"])
         self.buffer = MessageBuffer(self.params["update_batch"], self.params["local_window"])
         self.store = VectorStore()
         self.tokens_written = 0

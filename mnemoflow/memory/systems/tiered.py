@@ -60,6 +60,17 @@ class Tiered(MemorySystem):
         "gamma": 1.0,
         "recency_tau": 50.0,
     }
+    params_schema: ClassVar[dict[str, Any]] = {
+        "short_capacity": {"type": "integer", "minimum": 0},
+        "mid_capacity": {"type": "integer", "minimum": 1},
+        "top_k": {"type": "integer", "minimum": 0},
+        "profile_k": {"type": "integer", "minimum": 0},
+        "heat_threshold": {"type": "number"},
+        "alpha": {"type": "number", "minimum": 0},
+        "beta": {"type": "number", "minimum": 0},
+        "gamma": {"type": "number", "minimum": 0},
+        "recency_tau": {"type": "number", "exclusiveMinimum": 0},
+    }
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
