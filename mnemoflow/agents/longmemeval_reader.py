@@ -70,6 +70,8 @@ class ReadingOptions:
     top_k: int | None = None
     method: str = "direct"
     budget_tokens: int = 120_000
+    #: An official retrieval log (JSONL) read in place of the memory's items (retrieval mode).
+    retrieval_log: str | None = None
 
     def __post_init__(self) -> None:
         for key, allowed in (("mode", MODES), ("history_format", FORMATS), ("method", METHODS)):
@@ -83,6 +85,15 @@ class ReadingOptions:
             raise ConfigError(
                 f"config reader.budget_tokens: a positive integer, got {self.budget_tokens!r}"
             )
+        if self.retrieval_log is not None:
+            if not isinstance(self.retrieval_log, str) or not self.retrieval_log:
+                raise ConfigError(
+                    f"config reader.retrieval_log: a file path, got {self.retrieval_log!r}"
+                )
+            if self.mode != "retrieval":
+                raise ConfigError(
+                    f"config reader.retrieval_log: needs mode: retrieval, got {self.mode!r}"
+                )
 
     @classmethod
     def from_config(cls, raw: dict[str, Any] | None) -> ReadingOptions:
