@@ -55,6 +55,8 @@ def test_per_category_f1_and_diagnosis(locomo_run):
     assert rates[("bm25_message", "read")] + rates[("bm25_message", "utilization")] > 0.9
     text = (wd / "results/summary.md").read_text()
     assert "## locomo" in text and "F1" in text and "evidence recall" in text
+    assert "### locomo: j per question type" in text
+    assert "### locomo: f1 per question type" in text
 
 
 def test_second_run_hits_the_cache_only(locomo_run):
