@@ -115,7 +115,11 @@ async def ingest(
     seed: int = 0,
     progress: Callable[[bool | None], None] | None = None,
 ) -> dict[str, Any]:
-    """Build step ``step``'s snapshot of every episode into ``out_dir`` (written atomically)."""
+    """Build step ``step``'s snapshot of every episode into ``out_dir`` (written atomically).
+
+    ``progress`` is called once per finished episode, with no cache-hit flag: an episode's writes
+    are many model calls (or none), so its bar counts episodes, not calls.
+    """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
