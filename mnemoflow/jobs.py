@@ -111,7 +111,7 @@ def ingest(
     gateway = _gateway(models, cache)
 
     async def run() -> dict[str, Any]:
-        with progress(len(episodes), f"ingest step {step}") as bar:
+        with progress(len(episodes), f"ingest step {step}", unit="episode") as bar:
             try:
                 return await static_qa.ingest(
                     turns,

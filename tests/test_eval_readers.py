@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -70,9 +71,20 @@ def test_budget_keeps_the_newest_sessions():
     kept = lme.prepare(chunks, tight)
     assert [c.time for c in kept] == ["2023/05/10 (Wed) 09:00"]
     # a single session over budget keeps its last turns
-    tiny = lme.ReadingOptions(mode="long_context", budget_tokens=25)
-    kept = lme.prepare(chunks[1:2], tiny)
-    assert kept and kept[0].source_ids[-1] == "s_a_4" and "s_a_1" not in kept[0].source_ids
+    session = chunks[1]
+    last_turn = replace(session, turns=session.turns[-1:], source_ids=session.source_ids[-1:])
+    tiny = lme.ReadingOptions(
+        mode="long_context", budget_tokens=lme.count_tokens(lme.render_history([last_turn], "json"))
+    )
+    kept = lme.prepare([session], tiny)
+    assert [c.source_ids for c in kept] == [["s_a_4"]]
+
+
+def test_history_budget_counts_model_tokens():
+    # o200k_base splits a session date into 13 tokens: 202|3|/|05|/|10| (|Wed|)| |09|:|00
+    # (a word-based estimate says 8), and a JSON turn list costs its punctuation too
+    assert lme.count_tokens("2023/05/10 (Wed) 09:00") == 13
+    assert lme.count_tokens('{"role": "user"}') == 6
 
 
 def test_oracle_reads_only_the_evidence_sessions():

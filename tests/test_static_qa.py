@@ -1,10 +1,16 @@
 """The offline backend's scores reflect retrieval quality (issue: 'scores differ meaningfully')."""
 
 import asyncio
+import json
 
+import pytest
+
+from mnemoflow.agents.readers import reader_config
 from mnemoflow.data.registry import load_benchmark, n_steps
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols import static_qa as qa
+from tests.eval_fixtures import longmemeval_tables
 
 SPEC = {"loader": "synthetic", "params": {"users": 4, "periods": 2, "seed": 11}}
 SYSTEMS = {
@@ -61,3 +67,89 @@ def test_shards_partition_episodes():
     shards = [qa.shard_episodes(episodes, s, 3) for s in range(3)]
     assert sorted(sum(shards, [])) == sorted(episodes)
     assert [len(s) for s in shards] == [3, 2, 2]
+
+
+def _lme_answers(tmp_path, reader, system=None):
+    """Ingest the LongMemEval fixture, answer with ``reader``, judge and score (one run)."""
+    sessions, episodes, questions = longmemeval_tables()
+    system = system or {"type": "bm25_message", "top_k": 3}
+    gateway = Gateway.from_config({}, None)
+    snapshot = tmp_path / "step0"
+    keys = qa.run_keys("longmemeval", "bm25_message", 0)
+
+    async def run():
+        await qa.ingest(
+            sessions, episodes, sorted(set(episodes.episode_id)), system, 0, None, snapshot, gateway
+        )
+        answers = await qa.answer(
+            questions,
+            snapshot,
+            system,
+            keys,
+            gateway,
+            reader,
+            sessions=sessions,
+            episode_sessions=episodes,
+        )
+        return answers, await qa.judge(answers, questions, gateway, "longmemeval")
+
+    answers, judgements = asyncio.run(run())
+    stored, known = qa.read_stored([snapshot])
+    scored = qa.score(judgements, answers, questions, sessions, "longmemeval", stored, known)
+    per_question = scored.question_scores.set_index(["question_id", "level", "metric"])["value"]
+    return answers.set_index("question_id"), per_question
+
+
+def test_retrieval_metrics_read_the_memory_ranking_not_the_display_order(tmp_path):
+    # BM25 ranks the gold turn first; the reader shows an older retrieved turn before it (date
+    # order), and expands the gold user turn to its round.
+    answers, per_question = _lme_answers(tmp_path, {"name": "longmemeval", "mode": "retrieval"})
+    ranked = list(answers.loc["q_move", "ranked_ids"])
+    shown = list(answers.loc["q_move", "retrieved_ids"])
+    assert ranked[0] == "answer_s_b_1" and shown[0] != "answer_s_b_1"
+    assert "answer_s_b_2" in shown and "answer_s_b_2" not in ranked  # the round expansion
+    assert per_question[("q_move", "turn", "recall_any@1")] == 1.0
+    assert per_question[("q_move", "turn", "ndcg_any@1")] == 1.0
+    assert per_question[("q_move", "session", "recall_any@1")] == 1.0
+
+
+def _log(path, rankings):
+    records = [
+        {"question_id": qid, "retrieval_results": {"ranked_items": [{"corpus_id": c} for c in ids]}}
+        for qid, ids in rankings.items()
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return str(path)
+
+
+def test_official_retrieval_log_is_read_and_ranked_as_logged(tmp_path):
+    log = _log(
+        tmp_path / "log.jsonl",
+        {
+            "q_move": ["s_c_1", "noans_s_b_1", "s_a_1"],  # gold second, noans_ undone
+            "q_cat": ["s_a_1"],
+            "q_car_abs": ["s_a_3"],
+            "q_porto": ["s_c_1"],
+        },
+    )
+    reader = {"name": "longmemeval", "mode": "retrieval", "retrieval_log": log}
+    answers, per_question = _lme_answers(tmp_path, reader)
+    assert list(answers.loc["q_move", "ranked_ids"]) == ["s_c_1", "answer_s_b_1", "s_a_1"]
+    assert "Lisbon" in answers.loc["q_move", "response"]  # read from the log's rounds
+    assert per_question[("q_move", "turn", "recall_any@1")] == 0.0
+    assert per_question[("q_move", "turn", "recall_any@3")] == 1.0
+    assert per_question[("q_move", "turn", "ndcg_any@3")] == pytest.approx(
+        1.0
+    )  # rank 2: no discount
+    assert per_question[("q_cat", "turn", "recall_any@1")] == 1.0
+
+
+def test_retrieval_log_without_a_question_names_the_log_and_the_id(tmp_path):
+    log = _log(tmp_path / "log.jsonl", {"q_move": ["answer_s_b_1"]})
+    reader = {"name": "longmemeval", "mode": "retrieval", "retrieval_log": log}
+    with pytest.raises(ValueError, match=r"log\.jsonl: no ranking for question_id 'q_"):
+        _lme_answers(tmp_path, reader)
+    with pytest.raises(ConfigError, match="retrieval_log: needs mode: retrieval"):
+        reader_config({**reader, "mode": "oracle"})
+    with pytest.raises(ValueError, match="retrieval_log: no such file"):
+        _lme_answers(tmp_path, {**reader, "retrieval_log": str(tmp_path / "missing.jsonl")})

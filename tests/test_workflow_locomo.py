@@ -55,6 +55,8 @@ def test_per_category_f1_and_diagnosis(locomo_run):
     assert rates[("bm25_message", "read")] + rates[("bm25_message", "utilization")] > 0.9
     text = (wd / "results/summary.md").read_text()
     assert "## locomo" in text and "F1" in text and "evidence recall" in text
+    assert "### locomo: j per question type" in text
+    assert "### locomo: f1 per question type" in text
 
 
 def test_second_run_hits_the_cache_only(locomo_run):
@@ -67,26 +69,43 @@ def test_second_run_hits_the_cache_only(locomo_run):
 
 
 def test_score_command_reproduces_the_workflow_numbers(locomo_run, tmp_path):
+    # Predictions and the memory's rankings from the workflow's answers, re-scored by the CLI:
+    # the same micro and per-category F1 and J, and the same evidence recall.
     wd, _, source = locomo_run
     answers = pd.concat(
         pd.read_parquet(p)
         for p in wd.glob("results/locomo/bm25_message/qa/step0/*/answers.parquet")
     )
-    predictions = tmp_path / "predictions.jsonl"
-    with predictions.open("w") as handle:
+    predictions, retrievals = tmp_path / "predictions.jsonl", tmp_path / "retrievals.jsonl"
+    with predictions.open("w") as hyp, retrievals.open("w") as ret:
         for row in answers.to_dict("records"):
-            handle.write(
-                json.dumps({"question_id": row["question_id"], "hypothesis": row["response"]})
+            qid = row["question_id"]
+            hyp.write(json.dumps({"question_id": qid, "hypothesis": row["response"]}) + "\n")
+            ranked = [{"corpus_id": i} for i in row["ranked_ids"]]
+            ret.write(
+                json.dumps({"question_id": qid, "retrieval_results": {"ranked_items": ranked}})
+                + "\n"
             )
-            handle.write("\n")
     out = tmp_path / "scored"
-    assert cli(["score", "--benchmark", "locomo", "--data", str(source), "--predictions",
-                str(predictions), "--out", str(out)]) == 0  # fmt: skip
-    rescored = _micro(pd.read_parquet(out / "scores.parquet"))
-    workflow = _micro(pd.read_parquet(wd / "results/locomo/bm25_message/qa/step0/scores.parquet"))
-    for metric in ("f1", "j"):
-        assert rescored[metric] == pytest.approx(workflow[metric])
+    files = ["--predictions", str(predictions), "--retrievals", str(retrievals)]
+    assert (
+        cli(["score", "--benchmark", "locomo", "--data", str(source), *files, "--out", str(out)])
+        == 0
+    )
+    rescored = _by_aggregate(pd.read_parquet(out / "scores.parquet"))
+    workflow = _by_aggregate(
+        pd.read_parquet(wd / "results/locomo/bm25_message/qa/step0/scores.parquet")
+    )
+    keys = [
+        (metric, aggregate)
+        for metric, aggregate in workflow.index
+        if metric in ("f1", "j") and (aggregate == "micro" or aggregate.startswith("type:"))
+    ]
+    assert {a for _, a in keys} == {"micro", *(f"type:{c}" for c in CATEGORIES)}
+    keys.append(("turn_evidence_recall", "micro"))
+    for key in keys:
+        assert rescored[key] == pytest.approx(workflow[key]), key
 
 
-def _micro(scores):
-    return scores[scores["aggregate"] == "micro"].set_index("metric")["value"]
+def _by_aggregate(scores):
+    return scores.set_index(["metric", "aggregate"])["value"]

@@ -17,7 +17,8 @@ Documented difference: a history longer than ``budget_tokens`` keeps the **newes
 (whole sessions dropped from the oldest; a single session too long keeps its last turns). The
 official code cuts the tokenized history string and keeps its beginning, i.e. drops the newest
 sessions, which are the ones knowledge-update and temporal questions need most. Token counts use
-:func:`mnemoflow.lexical.count_tokens` (approximate) unless a model tokenizer is wired in.
+the ``o200k_base`` BPE (:func:`mnemoflow.memory.tokens.count_tokens`, offline), as the official
+code does for GPT models (``tiktoken.get_encoding("o200k_base")``).
 
 Every builder is a pure function of (question row, chunks, options) -> ChatRequest (role "agent",
 task "answer", fields {question, context: [{text, time}], question_time}) so that the offline
@@ -34,8 +35,8 @@ import pandas as pd
 
 from mnemoflow.data.tables import as_list
 from mnemoflow.errors import ConfigError
-from mnemoflow.lexical import count_tokens
 from mnemoflow.llm.types import ChatRequest
+from mnemoflow.memory.tokens import count_tokens
 
 PROMPT_VERSION = "lme-reader-v1"
 MODES = ("long_context", "oracle", "retrieval", "no_history")
@@ -70,6 +71,8 @@ class ReadingOptions:
     top_k: int | None = None
     method: str = "direct"
     budget_tokens: int = 120_000
+    #: An official retrieval log (JSONL) read in place of the memory's items (retrieval mode).
+    retrieval_log: str | None = None
 
     def __post_init__(self) -> None:
         for key, allowed in (("mode", MODES), ("history_format", FORMATS), ("method", METHODS)):
@@ -83,6 +86,15 @@ class ReadingOptions:
             raise ConfigError(
                 f"config reader.budget_tokens: a positive integer, got {self.budget_tokens!r}"
             )
+        if self.retrieval_log is not None:
+            if not isinstance(self.retrieval_log, str) or not self.retrieval_log:
+                raise ConfigError(
+                    f"config reader.retrieval_log: a file path, got {self.retrieval_log!r}"
+                )
+            if self.mode != "retrieval":
+                raise ConfigError(
+                    f"config reader.retrieval_log: needs mode: retrieval, got {self.mode!r}"
+                )
 
     @classmethod
     def from_config(cls, raw: dict[str, Any] | None) -> ReadingOptions:

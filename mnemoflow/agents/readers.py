@@ -30,12 +30,18 @@ SYSTEM = (
 
 @dataclass
 class Answer:
-    """A reader's result: the stored response, the turn ids shown to the model, the final reply."""
+    """A reader's result: the stored response, the turn ids shown to the model, the final reply.
+
+    ``ranked_ids`` is the memory's own ranking (source ids of the retrieved items in rank order, or
+    an official retrieval log's ids): retrieval metrics need it, because ``shown_ids`` has been
+    re-sorted by date, cut to top-k / a token budget and expanded to rounds by the reader.
+    """
 
     response: str
     shown_ids: list[str]
     reply: Reply
     context_tokens: int
+    ranked_ids: list[str]
 
 
 def reader_config(raw: str | dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -64,6 +70,7 @@ def chronological(items: list[MemoryItem]) -> list[MemoryItem]:
 
 
 def source_ids(items: list[MemoryItem]) -> list[str]:
+    """Source ids of ``items`` in their order, each once (a memory's ranking, flattened)."""
     return list(dict.fromkeys(s for item in items for s in item.source_ids))
 
 
@@ -107,8 +114,14 @@ async def read(
     turns: pd.DataFrame | None,
     gateway: Any,
     use_options: bool = False,
+    log_ids: list[str] | None = None,
 ) -> Answer:
-    """Answer one question with the named reader (one or more ``agent`` calls)."""
+    """Answer one question with the named reader (one or more ``agent`` calls).
+
+    ``log_ids`` (LongMemEval retrieval mode) are an official retrieval log's ranked corpus ids,
+    read instead of ``items``.
+    """
+    ranked = source_ids(items)
     if name == "locomo":
         opts = locomo_reader.LocomoReadingOptions.from_config(options)
         request = locomo_reader.build_request(question, items, opts, turns)
@@ -120,12 +133,14 @@ async def read(
             shown = [str(e) for e in question.get("evidence_ids", [])]
         else:
             shown = source_ids(items)
-        return Answer(response, shown, reply, _tokens(request))
+        return Answer(response, shown, reply, _tokens(request), ranked)
     if name == "longmemeval":
         opts = longmemeval_reader.ReadingOptions.from_config(options)
         if turns is None:
             raise ValueError("longmemeval reader: needs the episode's turns")
-        chunks = longmemeval_reader.chunks_for(question, turns, opts, items=items)
+        chunks = longmemeval_reader.chunks_for(question, turns, opts, items=items, log_ids=log_ids)
+        if log_ids is not None:
+            ranked = list(dict.fromkeys(log_ids))
         if opts.method == "con_separate" and chunks:
             notes = [
                 await gateway.chat(r) for r in longmemeval_reader.note_requests(question, chunks)
@@ -133,7 +148,8 @@ async def read(
             chunks = longmemeval_reader.with_notes(chunks, [n.text for n in notes])
         request = longmemeval_reader.build_request(question, chunks, opts)
         reply = await gateway.chat(request)
-        return Answer(reply.text, longmemeval_reader.context_ids(chunks), reply, _tokens(request))
+        shown = longmemeval_reader.context_ids(chunks)
+        return Answer(reply.text, shown, reply, _tokens(request), ranked)
     request = generic_request(question, items, use_options)
     reply = await gateway.chat(request)
-    return Answer(reply.text, source_ids(items), reply, _tokens(request))
+    return Answer(reply.text, ranked, reply, _tokens(request), ranked)

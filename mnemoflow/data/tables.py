@@ -105,6 +105,7 @@ ANSWERS = pa.schema(
         ("question_type", _str),
         ("response", _str),
         ("retrieved_ids", _strlist),  # source turn ids of the memory items shown to the reader
+        ("ranked_ids", _strlist),  # the memory's ranking (retrieval metrics are computed on it)
         ("context_tokens", _int),
         ("model", _str),
         ("cache_hit", _bool),

@@ -9,8 +9,10 @@ Input shapes are LongMemEval's official ones, so that answers produced elsewhere
   ids or turn ids ``{session_id}_{k}``, with the official ``noans_`` relabelling undone; LoCoMo
   corpus ids are dia_ids ("D1:3").
 
-The workflow's score rule calls :func:`score_tables` with the answers table it produced, so that
-``mnemoflow score`` on the same answers gives the same numbers.
+Both paths compute retrieval metrics and aggregates with :func:`score_judged`: the workflow's score
+rule (``protocols.static_qa.score``, after its judge rule ran ``eval.judges.judge_answers``) and
+:func:`score_tables` (``mnemoflow score``, which judges with the same function), so that
+``mnemoflow score`` on the workflow's answers gives the same numbers.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from typing import Any
 
 import pandas as pd
 
-from mnemoflow.data.tables import ANSWERS, JUDGEMENTS, SCORES, write_atomic_text, write_table
+from mnemoflow.data.tables import (
+    ANSWERS,
+    JUDGEMENTS,
+    SCORES,
+    as_list,
+    write_atomic_text,
+    write_table,
+)
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.eval.retrieval import (
     locomo_retrieval_rows,
@@ -142,6 +151,7 @@ def answers_from_predictions(
                 "question_type": question["question_type"],
                 "response": record["hypothesis"],
                 "retrieved_ids": list((retrievals or {}).get(record["question_id"], [])),
+                "ranked_ids": list((retrievals or {}).get(record["question_id"], [])),
                 "context_tokens": 0,
                 "model": "",
                 "cache_hit": False,
@@ -169,17 +179,17 @@ def retrieval_rows(
     granularity: str = "auto",
     evidence_turns_only: bool = False,
 ) -> pd.DataFrame:
-    """Per-question retrieval metrics with run keys, from ``rankings`` or the answers' ids."""
+    """Per-question retrieval metrics with run keys.
+
+    The rankings are ``rankings`` (question id -> ranked ids) when given, else the answers'
+    non-empty ``ranked_ids``; never ``retrieved_ids``, which are in the reader's display order.
+    """
     frames = []
     for run, frame in answers.groupby(["benchmark", "system", "protocol", "step"], sort=True):
         if rankings is not None:
             ranked = {qid: rankings[qid] for qid in frame["question_id"] if qid in rankings}
         else:
-            ranked = {
-                r["question_id"]: list(r["retrieved_ids"])
-                for r in frame.to_dict("records")
-                if r["retrieved_ids"] is not None and len(r["retrieved_ids"])
-            }
+            ranked = {qid: ids for qid, ids in answer_rankings(frame).items() if ids}
         subset = questions[questions["question_id"].isin(ranked)]
         if benchmark == "longmemeval":
             rows = longmemeval_retrieval_rows(
@@ -193,6 +203,32 @@ def retrieval_rows(
     if not frames:
         return pd.DataFrame(columns=QUESTION_SCORES.names)
     return pd.concat(frames, ignore_index=True)[QUESTION_SCORES.names]
+
+
+def answer_rankings(answers: pd.DataFrame) -> dict[str, list[str]]:
+    """question_id -> the memory's ranking (``ranked_ids``) of every answered question."""
+    return {
+        str(row["question_id"]): [str(i) for i in as_list(row["ranked_ids"])]
+        for row in answers.to_dict("records")
+    }
+
+
+def score_judged(
+    benchmark: str,
+    judgements: pd.DataFrame,
+    questions: pd.DataFrame,
+    sessions: pd.DataFrame,
+    answers: pd.DataFrame,
+    rankings: dict[str, list[str]] | None = None,
+    granularity: str = "auto",
+    evidence_turns_only: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-question scores, aggregates) of judged answers: the one scoring path of both callers."""
+    retrieval = retrieval_rows(
+        benchmark, questions, sessions, answers, rankings, granularity, evidence_turns_only
+    )
+    per_question = question_scores(judgements, retrieval)
+    return per_question, aggregate(per_question, benchmark)
 
 
 async def score_tables(
@@ -211,11 +247,17 @@ async def score_tables(
     if benchmark not in BENCHMARKS:
         raise ValueError(f"score: benchmark must be one of {list(BENCHMARKS)}, got {benchmark!r}")
     judgements = await judge_answers(gateway, benchmark, questions, answers, repeats, seed)
-    retrieval = retrieval_rows(
-        benchmark, questions, sessions, answers, rankings, granularity, evidence_turns_only
+    per_question, scores = score_judged(
+        benchmark,
+        judgements,
+        questions,
+        sessions,
+        answers,
+        rankings,
+        granularity,
+        evidence_turns_only,
     )
-    per_question = question_scores(judgements, retrieval)
-    return Scored(judgements, per_question, aggregate(per_question, benchmark))
+    return Scored(judgements, per_question, scores)
 
 
 def write_scored(scored: Scored, out: str | Path, provenance: dict[str, Any]) -> list[Path]:

@@ -28,8 +28,7 @@ from mnemoflow.agents.readers import read, reader_config
 from mnemoflow.data.tables import ANSWERS, SCORES
 from mnemoflow.eval.diagnosis import diagnose, diagnosis_rates, diagnosis_scores, report_rows
 from mnemoflow.eval.judges import judge_answers
-from mnemoflow.eval.rescore import retrieval_rows
-from mnemoflow.eval.scoring import aggregate, question_scores
+from mnemoflow.eval.rescore import InputError, answer_rankings, read_retrievals, score_judged
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory.base import MemorySystem, Message, build
 
@@ -116,7 +115,11 @@ async def ingest(
     seed: int = 0,
     progress: Callable[[bool | None], None] | None = None,
 ) -> dict[str, Any]:
-    """Build step ``step``'s snapshot of every episode into ``out_dir`` (written atomically)."""
+    """Build step ``step``'s snapshot of every episode into ``out_dir`` (written atomically).
+
+    ``progress`` is called once per finished episode, with no cache-hit flag: an episode's writes
+    are many model calls (or none), so its bar counts episodes, not calls.
+    """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
@@ -186,9 +189,13 @@ async def answer(
     """Answer every question from its episode's snapshot; one row per question (ANSWERS).
 
     Readers with reading modes that show more than the memory returned (LoCoMo / LongMemEval
-    long-context and oracle modes) read the episode's turns from ``sessions``.
+    long-context and oracle modes) read the episode's turns from ``sessions``. A LongMemEval
+    reader with ``retrieval_log`` reads each question's ranking from that official log instead
+    of asking the memory.
     """
     reader_name, reader_options = reader_config(reader)
+    log_path = reader_options.get("retrieval_log") if reader_name == "longmemeval" else None
+    log = retrieval_log(log_path) if log_path else None
     rows: list[dict[str, Any]] = []
 
     async def one(episode: str) -> None:
@@ -198,9 +205,17 @@ async def answer(
             turns = episode_turns(sessions, episode_sessions, episode)
         mine = questions[questions["episode_id"] == episode]
         for question in mine.to_dict("records"):
-            items = await memory.retrieve(question["question"])
+            log_ids = None
+            if log is not None:
+                if question["question_id"] not in log:
+                    raise InputError(
+                        f"{log_path}: no ranking for question_id {question['question_id']!r}"
+                    )
+                items, log_ids = [], log[question["question_id"]]
+            else:
+                items = await memory.retrieve(question["question"])
             result = await read(
-                reader_name, reader_options, question, items, turns, gateway, use_options
+                reader_name, reader_options, question, items, turns, gateway, use_options, log_ids
             )
             rows.append(
                 {
@@ -210,6 +225,7 @@ async def answer(
                     "question_type": question["question_type"],
                     "response": result.response,
                     "retrieved_ids": result.shown_ids,
+                    "ranked_ids": result.ranked_ids,
                     "context_tokens": result.context_tokens,
                     "model": result.reply.model,
                     "cache_hit": result.reply.cache_hit,
@@ -224,6 +240,13 @@ async def answer(
     await _bounded(sorted(set(questions["episode_id"])), one, EPISODE_CONCURRENCY)
     frame = pd.DataFrame(rows, columns=ANSWERS.names)
     return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
+
+
+def retrieval_log(path: str) -> dict[str, list[str]]:
+    """question_id -> ranked corpus ids of an official LongMemEval retrieval log (JSONL)."""
+    if not Path(path).is_file():
+        raise InputError(f"config reader.retrieval_log: no such file {path}")
+    return read_retrievals(path)
 
 
 async def judge(
@@ -270,16 +293,14 @@ def score(
 ) -> Scored:
     """Judged metrics, retrieval metrics and the write / read / utilization diagnosis of a run.
 
-    Retrieval is scored over every answered question, an empty retrieval counting as zero recall,
-    so a memory that returns nothing is not silently left out of the average.
+    Retrieval is scored on the memory's ranking (``ranked_ids``) over every answered question, an
+    empty ranking counting as zero recall, so a memory that returns nothing is not silently left
+    out of the average. The diagnosis reads what the reader was shown (``retrieved_ids``).
     """
-    rankings = {
-        row["question_id"]: [str(i) for i in row["retrieved_ids"]]
-        for row in answers.to_dict("records")
-    }
-    retrieval = retrieval_rows(kind, questions, sessions, answers, rankings)
-    per_question = question_scores(judgements, retrieval)
+    per_question, judged = score_judged(
+        kind, judgements, questions, sessions, answers, answer_rankings(answers)
+    )
     diagnosis = diagnose(answers, judgements, questions, stored, known_episodes)
     rates = diagnosis_rates(diagnosis, answers)
-    scores = pd.concat([aggregate(per_question, kind), diagnosis_scores(rates)], ignore_index=True)
+    scores = pd.concat([judged, diagnosis_scores(rates)], ignore_index=True)
     return Scored(scores[SCORES.names], per_question, report_rows(rates))

@@ -52,10 +52,15 @@ HEADLINE = (
 )
 #: The judged metric shown per question type and per step (the first one a benchmark has).
 MAIN_METRICS = ("accuracy", "j", "f1")
+#: Also shown per question type where a run has them: LoCoMo's official metric is F1 per category,
+#: whatever the judged main metric (J) says.
+PER_TYPE_ALSO = ("f1",)
 
 
 def summary_markdown(summary: pd.DataFrame) -> str:
     """Per benchmark: headline metrics at the last step, per-type scores, and scores per step.
+
+    Per-type tables: the main judged metric, then F1 where the benchmark has it (LoCoMo: J and F1).
 
     Failure rates are shares of the wrong answers: write (evidence never stored), read (stored,
     not retrieved), utilization (retrieved, answer still wrong).
@@ -80,11 +85,13 @@ def summary_markdown(summary: pd.DataFrame) -> str:
         parts += [f"## {benchmark}: last step ({step}), {n} questions", "", _markdown(table), ""]
         if main is None:
             continue
-        judged = last[(last["metric"] == main) & last["aggregate"].str.startswith("type:")]
-        if not judged.empty:
+        for metric in dict.fromkeys([main, *PER_TYPE_ALSO]):
+            judged = last[(last["metric"] == metric) & last["aggregate"].str.startswith("type:")]
+            if judged.empty:
+                continue
             per_type = judged.pivot_table(index="system", columns="aggregate", values="value")
             per_type.columns = [c.removeprefix("type:") for c in per_type.columns]
-            parts += [f"### {benchmark}: {main} per question type", ""]
+            parts += [f"### {benchmark}: {metric} per question type", ""]
             parts += [_markdown(per_type.reset_index()), ""]
         steps = bench[(bench["metric"] == main) & (bench["aggregate"] == "micro")]
         if steps["step"].nunique() > 1:
