@@ -92,6 +92,7 @@ def test_intervals_are_attached_only_where_judgements_reproduce_the_score():
             _score("a", "macro", 0.75, 4),
             _score("a", "type:t1", 1.0, 2),
             _score("b", "micro", 0.5, 4),  # no judgements for system b
+            _score("b", "micro", 12.5, 4, metric="context_k"),  # not a proportion
             _score("a", "micro", 0.80, 4, step=1),  # judgements exist only for step 0
         ]
     )
@@ -105,7 +106,13 @@ def test_intervals_are_attached_only_where_judgements_reproduce_the_score():
     # 2/2 in type t1: Wilson (0.3424, 1.0).
     assert out.loc[("a", 0, "type:t1"), "ci_low"] == pytest.approx(0.3424, abs=1e-4)
     assert out.loc[("a", 0, "macro"), "ci_method"] == ""
-    assert out.loc[("b", 0, "micro"), "ci_method"] == "no judgements"
+    # A proportion without judgements: Wilson of 0.5 out of n = 4 is (0.1500, 0.8500).
+    b = out.loc[("b", 0, "micro")].set_index("metric")
+    assert b.loc["accuracy", "ci_method"] == "wilson-n"
+    assert (b.loc["accuracy", "ci_low"], b.loc["accuracy", "ci_high"]) == pytest.approx(
+        (0.1500, 0.8500), abs=1e-4
+    )
+    assert b.loc["context_k", "ci_method"] == "no judgements"
     assert out.loc[("a", 1, "micro"), "ci_method"] == "mismatch"  # 1 judgement vs n=4, 0.8
     assert math.isnan(out.loc[("a", 1, "micro"), "ci_low"])
 
@@ -131,7 +138,14 @@ def test_diagnosis_overall_weights_types_by_their_questions():
     check_diagnosis(diagnosis, "diag.parquet")
     overall = diagnosis_overall(diagnosis).set_index("failure")
     assert overall["rate"].to_dict() == pytest.approx(
-        {"write": 0.25, "read": 0.05, "utilization": 0.075}
+        {
+            "write": 0.25,
+            "read": 0.05,
+            "utilization": 0.075,
+            "correct": 0.0,
+            "undiagnosable": 0.0,
+            "unjudged": 0.0,
+        }
     )
     assert set(overall["n"]) == {40} and set(overall["step"]) == {1}
 
@@ -145,7 +159,10 @@ def test_diagnosis_prefers_the_producers_all_rows():
         ]
     )
     overall = diagnosis_overall(diagnosis).set_index("failure")["rate"].to_dict()
-    assert overall == pytest.approx({"write": 0.2, "read": 0.1, "utilization": 0.0})
+    assert overall == pytest.approx(
+        {"write": 0.2, "read": 0.1, "utilization": 0.0}
+        | {"correct": 0.0, "undiagnosable": 0.0, "unjudged": 0.0}
+    )
 
 
 @pytest.mark.parametrize(
@@ -267,9 +284,10 @@ def make_results(folder):
     for system in SYSTEMS[1:]:
         for step in steps["synthetic"]:
             miss = 1 - SKILL[system]
-            rates = {"write": 0.2 * miss, "read": 0.5 * miss, "utilization": 0.3 * miss}
+            rates = {"write": 0.2 * miss, "read": 0.4 * miss, "utilization": 0.3 * miss}
             if system == "full_context":
-                rates = {"write": 0.0, "read": 0.1 * miss, "utilization": 0.9 * miss}
+                rates = {"write": 0.0, "read": 0.1 * miss, "utilization": 0.8 * miss}
+            rates |= {"correct": 1 - miss, "undiagnosable": 0.1 * miss}
             for failure, rate in rates.items():
                 diagnosis.append(("synthetic", system, step, "all", failure, rate, 60))
     diagnosis_path = folder / "diagnosis.parquet"
@@ -401,7 +419,7 @@ def test_a_report_without_judgements_ledgers_or_diagnosis_says_what_is_missing(t
     summary, _, _, _ = make_results(tmp_path)
     out = build_report(summary, [], [], {}, tmp_path / "plain.html")
     page = out.read_text()
-    assert "no judgements" in page
+    assert "Wilson score interval of the score out of its n" in page
     assert "No ledgers were given." in page and "No diagnosis table was given" in page
 
 

@@ -280,6 +280,6 @@ def score(
     retrieval = retrieval_rows(kind, questions, sessions, answers, rankings)
     per_question = question_scores(judgements, retrieval)
     diagnosis = diagnose(answers, judgements, questions, stored, known_episodes)
-    rates = diagnosis_rates(diagnosis, answers)
+    rates = diagnosis_rates(diagnosis, answers, judgements)
     scores = pd.concat([aggregate(per_question, kind), diagnosis_scores(rates)], ignore_index=True)
     return Scored(scores[SCORES.names], per_question, report_rows(rates))
