@@ -87,6 +87,21 @@ def test_locomo_f1_overall_includes_adversarial_and_reports_without_it():
     assert not (scores["metric"] == "judge_parse_failures").any()  # F1 is not an LLM judge
 
 
+def test_locomo_j_gets_the_same_wilson_interval_as_accuracy():
+    # 8 of 10 judged CORRECT: Wilson 95 % interval [0.4902, 0.9433]; F1 gets none.
+    judgements = pd.concat(
+        [
+            _judgements([(f"q{i}", "single-hop", float(i < 8)) for i in range(10)], metric="j"),
+            _judgements([(f"q{i}", "single-hop", 0.5) for i in range(10)], metric="f1"),
+        ]
+    ).assign(benchmark="locomo")
+    scores = aggregate(question_scores(judgements), "locomo")
+    low, n = _score(scores, "j", "ci95_low")
+    high, _ = _score(scores, "j", "ci95_high")
+    assert n == 10 and (low, high) == pytest.approx((0.4902, 0.9433), abs=1e-4)
+    assert not ((scores["metric"] == "f1") & scores["aggregate"].str.startswith("ci95")).any()
+
+
 def test_retrieval_rows_are_named_by_level():
     judgements = _judgements([("a1", "single-session-user", 1.0)])
     retrieval = pd.DataFrame(

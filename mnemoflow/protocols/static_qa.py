@@ -233,9 +233,10 @@ async def judge(
     kind: str = "generic",
     repeats: int = 1,
     seed: int = 0,
+    progress=None,
 ) -> pd.DataFrame:
     """Judge every answer with the benchmark's judge (JUDGEMENTS; see eval.judges)."""
-    return await judge_answers(gateway, kind, questions, answers, repeats, seed)
+    return await judge_answers(gateway, kind, questions, answers, repeats, seed, progress)
 
 
 def read_stored(snapshots: list[Path]) -> tuple[pd.DataFrame, set[str]]:
