@@ -15,7 +15,7 @@ from mnemoflow.data.tables import write_table
 from mnemoflow.llm.ledger import Ledger
 from mnemoflow.report import build_report
 from mnemoflow.report.provenance import redact
-from mnemoflow.report.screenshot import find_chromium, screenshot
+from mnemoflow.report.screenshot import find_chromium, next_height, screenshot
 from mnemoflow.report.stats import bootstrap_interval, mean_interval, wilson_interval
 from mnemoflow.report.summaries import (
     ReportError,
@@ -36,6 +36,8 @@ def test_wilson_interval_matches_the_textbook_values():
     assert wilson_interval(50, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
     # At 0/n the interval still has width (the normal approximation would give [0, 0]).
     assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    # n/n ends exactly at 1 (rounding must not leave the score outside its interval).
+    assert all(wilson_interval(float(n), n)[1] == 1.0 for n in range(1, 200))
 
 
 def test_mean_interval_picks_wilson_for_0_1_values_and_bootstrap_otherwise():
@@ -437,6 +439,41 @@ def test_screenshot_of_the_report_shows_a_rendered_page(report, tmp_path):
     # Figures and text: many distinct grey levels and a good share of non-white pixels.
     assert len(np.unique(pixels)) > 50
     assert (pixels < 200).mean() > 0.02
+
+
+def _page(height, content_to):
+    """A white image of ``height`` rows whose last dark row is ``content_to`` - 1."""
+    from PIL import Image
+
+    pixels = np.full((height, 100, 3), 255, dtype=np.uint8)
+    pixels[:content_to:50, :] = 0  # text lines every 50 px, with 49 px gaps
+    pixels[content_to - 1, :] = 0
+    return Image.fromarray(pixels)
+
+
+def test_a_capture_is_retried_taller_until_it_ends_in_blank_rows():
+    assert next_height(_page(1000, 700)) is None  # 300 blank rows: the page ended
+    assert next_height(_page(1000, 1000)) == 2000  # content to the last row: cut off
+    assert next_height(_page(1000, 900)) == 2000  # 100 blank rows could be a gap inside
+
+
+def test_screenshot_captures_a_page_taller_than_the_first_window(tmp_path):
+    if not find_chromium():
+        pytest.skip("no Chromium on PATH (apt-get install -y chromium)")
+    from PIL import Image
+
+    page = tmp_path / "tall.html"
+    # 100 grey "lines" of 10 px every 25 px (like text), then a black footer at 2500-2540 px.
+    lines = '<div style="height:10px;margin-bottom:15px;background:#888"></div>' * 100
+    page.write_text(
+        f'<html><body style="margin:0;background:#fff">{lines}'
+        '<div style="height:40px;background:#000"></div></body></html>'
+    )
+    png = screenshot(page, tmp_path / "tall.png", width=400, height=800)
+    with Image.open(png) as image:
+        pixels = np.asarray(image.convert("L"))
+    assert image.height == 2540 + 24  # the whole page, plus the trim margin
+    assert (pixels[2500:2540] < 50).all() and (pixels[2540:] > 250).all()
 
 
 def test_the_report_command_finds_tables_by_name(tmp_path, capsys):

@@ -244,6 +244,9 @@ details { margin: .6rem 0; } summary { cursor: pointer; font-weight: 600; }
 ul.files { columns: 3; font-size: .95rem; }
 """
 
+#: Outcomes of the diagnosis that are memory stages (their table columns say "failure").
+FAILURE_STAGES = ("write", "read", "utilization")
+
 _FORMATS = {
     "micro": "{:.3f}",
     "macro": "{:.3f}",
@@ -399,7 +402,7 @@ def render_html(
             index=["benchmark", "system", "step", "n"], columns="failure", values="rate"
         ).reset_index()
         headers = {"benchmark": "benchmark", "system": "system", "step": "step", "n": "questions"}
-        headers |= {o: o if o in ("correct", "unjudged") else f"{o} failure" for o in OUTCOMES}
+        headers |= {o: f"{o} failure" if o in FAILURE_STAGES else o for o in OUTCOMES}
         if "unjudged" in wide.columns and not wide["unjudged"].gt(0).any():
             wide = wide.drop(columns="unjudged")
         headers = {name: header for name, header in headers.items() if name in wide.columns}
