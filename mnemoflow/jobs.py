@@ -21,6 +21,7 @@ import pandas as pd
 
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import empty, read_table, write_atomic_text, write_table
+from mnemoflow.eval.judges import judge_provenance
 from mnemoflow.eval.scoring import QUESTION_SCORES
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.progress import Progress, progress
@@ -201,21 +202,33 @@ def judge(
     seed: int,
     models: dict[str, Any],
     cache: str | None,
+    settings: str,
 ) -> None:
+    """Judge a shard's answers; ``settings`` gets the judge's provenance (``judge.json``)."""
     answered = read_table(answers, "answers")
     gateway = _gateway(models, cache)
+    provenance = judge_provenance(gateway, kind, repeats, seed)  # warns if temperature != 0
+    runs = sorted({f"{r.benchmark}/{r.system} step {r.step}" for r in answered.itertuples()})
+    desc = f"judge {', '.join(runs) or kind}"
 
     async def run() -> pd.DataFrame:
         try:
             return await static_qa.judge(
-                answered, read_table(questions, "questions"), gateway, kind, repeats, seed
+                answered,
+                read_table(questions, "questions"),
+                gateway,
+                kind,
+                repeats,
+                seed,
+                progress=lambda calls: progress(calls, desc),
             )
         finally:
             await gateway.aclose()
 
     frame = asyncio.run(run())
     write_table(frame, judgements, "judgements")
-    _write_ledger(gateway, ledger, stage="judge", judgements=len(frame), judge_kind=kind)
+    write_atomic_text(settings, json.dumps(provenance, indent=2) + "\n")
+    _write_ledger(gateway, ledger, stage="judge", judgements=len(frame), judge=provenance)
 
 
 def _concat(paths: list[str], schema: str) -> pd.DataFrame:

@@ -5,6 +5,7 @@ rule judge:
     output:
         judgements=f"{SHARD}/judgements.parquet",
         ledger=f"{SHARD}/judgements.ledger.json",
+        settings=f"{SHARD}/judge.json",
     log:
         "results/logs/{benchmark}/{system}/step{step}/shard{shard}/judge.log",
     conda:

@@ -9,6 +9,7 @@ with jobs.job_log(sm.log[0]):
         answers=sm.input.answers,
         judgements=sm.output.judgements,
         ledger=sm.output.ledger,
+        settings=sm.output.settings,
         cache=sm.config.get("cache"),
         **jobs.snakemake_params(sm.params),
     )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
 import math
 
 import pandas as pd
@@ -21,6 +23,7 @@ from mnemoflow.eval.judges import (
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline.judge import judge_locomo, judge_longmemeval
 from mnemoflow.llm.types import Completion
+from mnemoflow.progress import progress
 from tests.eval_fixtures import locomo_tables, longmemeval_tables
 
 
@@ -222,3 +225,37 @@ def test_locomo_j_request_carries_fields_for_the_offline_judge():
         "response": "She painted a sunrise.",
     }
     assert "CORRECT or WRONG" in request.messages[0]["content"]
+
+
+def test_judging_advances_a_progress_bar_per_call_with_cache_hits(tmp_path):
+    _, _, questions = longmemeval_tables()
+    answers = _answers("longmemeval", questions, {"q_move": "Lisbon", "q_cat": "Miso"})
+    lines, logs = [], []
+    for _ in range(2):  # the second pass is answered from the cache
+        log = io.StringIO()
+        gateway = Gateway({}, cache_path=tmp_path / "cache.sqlite")
+
+        def bar(total, log=log):
+            return progress(total, "judge longmemeval/bm25", file=log, quiet=True, disable=False)
+
+        asyncio.run(judge_answers(gateway, "longmemeval", questions, answers, progress=bar))
+        gateway.close()
+        logs.append(log.getvalue())
+        lines.append(log.getvalue().splitlines()[-1])
+    assert "judge longmemeval/bm25: 2/2 (100%)" in lines[0] and "cache hits 0 (0%)" in lines[0]
+    assert "/?" not in logs[0]  # the total is known before the first line
+    assert "2/2 (100%)" in lines[1] and "cache hits 2 (100%)" in lines[1]
+
+
+def test_provenance_warns_once_when_the_judge_is_sampled(tmp_path, caplog):
+    gateway = Gateway.from_config({"judge": {"temperature": 0.7}}, tmp_path / "cache.sqlite")
+    with caplog.at_level(logging.WARNING, logger="mnemoflow"):
+        provenance = judge_provenance(gateway, "locomo", 2, 5)
+    assert provenance["temperature"] == 0.7 and provenance["prompt_version"] == "locomo-j-v1"
+    assert provenance["seeds"] == [5, 6]
+    assert [r.getMessage() for r in caplog.records] == [
+        "judge offline-heuristic: temperature is 0.7, not 0; verdicts are sampled (set "
+        "models.judge.temperature: 0 for reproducible judgements)"
+    ]
+    generic = judge_provenance(Gateway({}, cache_path=tmp_path / "c2.sqlite"), "generic", 1, 0)
+    assert generic["prompt_version"] != "locomo-j-v1" and generic["f1"] is None

@@ -6,7 +6,13 @@ import pandas as pd
 import pytest
 
 from mnemoflow.data.tables import JUDGEMENTS, SCORES
-from mnemoflow.eval.diagnosis import classify, diagnose, diagnosis_rates, diagnosis_scores
+from mnemoflow.eval.diagnosis import (
+    classify,
+    diagnose,
+    diagnosis_rates,
+    diagnosis_scores,
+    report_rows,
+)
 from mnemoflow.eval.scoring import aggregate, question_scores, wilson
 
 RUN = {"benchmark": "longmemeval", "system": "bm25", "protocol": "static_qa", "step": 0}
@@ -79,6 +85,21 @@ def test_locomo_f1_overall_includes_adversarial_and_reports_without_it():
     assert _score(scores, "f1", "micro:no-adversarial")[0] == pytest.approx(0.75)
     assert _score(scores, "f1", "type:adversarial") == (0.0, 1)
     assert not (scores["metric"] == "judge_parse_failures").any()  # F1 is not an LLM judge
+
+
+def test_locomo_j_gets_the_same_wilson_interval_as_accuracy():
+    # 8 of 10 judged CORRECT: Wilson 95 % interval [0.4902, 0.9433]; F1 gets none.
+    judgements = pd.concat(
+        [
+            _judgements([(f"q{i}", "single-hop", float(i < 8)) for i in range(10)], metric="j"),
+            _judgements([(f"q{i}", "single-hop", 0.5) for i in range(10)], metric="f1"),
+        ]
+    ).assign(benchmark="locomo")
+    scores = aggregate(question_scores(judgements), "locomo")
+    low, n = _score(scores, "j", "ci95_low")
+    high, _ = _score(scores, "j", "ci95_high")
+    assert n == 10 and (low, high) == pytest.approx((0.4902, 0.9433), abs=1e-4)
+    assert not ((scores["metric"] == "f1") & scores["aggregate"].str.startswith("ci95")).any()
 
 
 def test_retrieval_rows_are_named_by_level():
@@ -157,14 +178,62 @@ def test_diagnosis_from_tables():
         "u": "utilization_failure",
         "x": "undiagnosable",
     }
-    rates = diagnosis_rates(diagnosis, answers).set_index("question_type")
+    rates = diagnosis_rates(diagnosis, answers, judgements).set_index("question_type")
     assert rates.loc["all", "n_questions"] == 5 and rates.loc["all", "n_wrong"] == 4
+    assert rates.loc["all", "n_correct"] == 1
     assert rates.loc["all", "write_failure_rate"] == 0.25
     assert rates.loc["single-session-user", "read_failure_rate"] == 0.5
     assert rates.loc["multi-session", "utilization_failure"] == 1
-    scores = diagnosis_scores(diagnosis_rates(diagnosis, answers))
+    scores = diagnosis_scores(diagnosis_rates(diagnosis, answers, judgements))
     assert list(scores.columns) == SCORES.names
     assert _score(scores, "read_failure_rate", "micro") == (0.25, 4)
+
+
+def test_report_rows_are_shares_of_all_questions_that_add_up_to_one():
+    # Run "bm25": 5 questions; "ok" correct, "w" never stored, "r" stored but not retrieved, "x"
+    # wrong without evidence ids, "p" unjudged (the judge reply did not parse). Run "none": the
+    # same questions, all wrong and never stored except the unjudged one.
+    questions = pd.DataFrame(
+        {
+            "question_id": ["ok", "w", "r", "x", "p"],
+            "evidence_ids": [["e1_1"], ["e1_3"], ["e1_1"], [], ["e1_1"]],
+        }
+    )
+    runs = {"bm25": ["e1_1"], "none": []}
+    answers = pd.DataFrame(
+        [
+            {**RUN, "system": system, "episode_id": "e1", "question_id": qid,
+             "question_type": "t", "retrieved_ids": retrieved if qid != "r" else []}
+            for system, retrieved in runs.items()
+            for qid in ["ok", "w", "r", "x", "p"]
+        ]
+    )  # fmt: skip
+    judgements = pd.concat(
+        [
+            _judgements([("ok", "t", 1.0), ("w", "t", 0.0), ("r", "t", 0.0), ("x", "t", 0.0)])
+            .assign(system="bm25"),
+            _judgements([(q, "t", 0.0) for q in ["ok", "w", "r", "x"]]).assign(system="none"),
+            _judgements([("p", "t", float("nan"))]).assign(system="bm25"),
+            _judgements([("p", "t", float("nan"))]).assign(system="none"),
+        ]
+    )  # fmt: skip
+    stored = pd.DataFrame(
+        {"system": ["bm25", "bm25"], "episode_id": ["e1", "e1"], "turn_id": ["e1_1", "e1_2"]}
+    )
+    diagnosis = diagnose(answers, judgements, questions, stored)
+    rows = report_rows(diagnosis_rates(diagnosis, answers, judgements))
+    overall = rows[rows["question_type"] == "all"]
+    shares = overall.pivot_table(index="system", columns="failure", values="rate")
+    assert shares.loc["bm25"].to_dict() == pytest.approx(
+        {"correct": 0.2, "write": 0.2, "read": 0.2, "utilization": 0.0}
+        | {"undiagnosable": 0.2, "unjudged": 0.2}
+    )
+    assert shares.loc["none", "write"] == pytest.approx(0.6)  # ok, w, r: nothing stored
+    assert shares.loc["none", "correct"] == 0.0
+    assert overall.groupby("system")["rate"].sum().to_dict() == pytest.approx(
+        {"bm25": 1.0, "none": 1.0}
+    )
+    assert set(overall["n"]) == {5}  # shares of all questions, not of the wrong ones
 
 
 def test_diagnosis_uses_j_before_f1_for_locomo():

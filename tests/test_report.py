@@ -15,7 +15,7 @@ from mnemoflow.data.tables import write_table
 from mnemoflow.llm.ledger import Ledger
 from mnemoflow.report import build_report
 from mnemoflow.report.provenance import redact
-from mnemoflow.report.screenshot import find_chromium, screenshot
+from mnemoflow.report.screenshot import find_chromium, next_height, screenshot
 from mnemoflow.report.stats import bootstrap_interval, mean_interval, wilson_interval
 from mnemoflow.report.summaries import (
     ReportError,
@@ -36,6 +36,8 @@ def test_wilson_interval_matches_the_textbook_values():
     assert wilson_interval(50, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
     # At 0/n the interval still has width (the normal approximation would give [0, 0]).
     assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    # n/n ends exactly at 1 (rounding must not leave the score outside its interval).
+    assert all(wilson_interval(float(n), n)[1] == 1.0 for n in range(1, 200))
 
 
 def test_mean_interval_picks_wilson_for_0_1_values_and_bootstrap_otherwise():
@@ -92,6 +94,7 @@ def test_intervals_are_attached_only_where_judgements_reproduce_the_score():
             _score("a", "macro", 0.75, 4),
             _score("a", "type:t1", 1.0, 2),
             _score("b", "micro", 0.5, 4),  # no judgements for system b
+            _score("b", "micro", 12.5, 4, metric="context_k"),  # not a proportion
             _score("a", "micro", 0.80, 4, step=1),  # judgements exist only for step 0
         ]
     )
@@ -105,7 +108,13 @@ def test_intervals_are_attached_only_where_judgements_reproduce_the_score():
     # 2/2 in type t1: Wilson (0.3424, 1.0).
     assert out.loc[("a", 0, "type:t1"), "ci_low"] == pytest.approx(0.3424, abs=1e-4)
     assert out.loc[("a", 0, "macro"), "ci_method"] == ""
-    assert out.loc[("b", 0, "micro"), "ci_method"] == "no judgements"
+    # A proportion without judgements: Wilson of 0.5 out of n = 4 is (0.1500, 0.8500).
+    b = out.loc[("b", 0, "micro")].set_index("metric")
+    assert b.loc["accuracy", "ci_method"] == "wilson-n"
+    assert (b.loc["accuracy", "ci_low"], b.loc["accuracy", "ci_high"]) == pytest.approx(
+        (0.1500, 0.8500), abs=1e-4
+    )
+    assert b.loc["context_k", "ci_method"] == "no judgements"
     assert out.loc[("a", 1, "micro"), "ci_method"] == "mismatch"  # 1 judgement vs n=4, 0.8
     assert math.isnan(out.loc[("a", 1, "micro"), "ci_low"])
 
@@ -131,7 +140,14 @@ def test_diagnosis_overall_weights_types_by_their_questions():
     check_diagnosis(diagnosis, "diag.parquet")
     overall = diagnosis_overall(diagnosis).set_index("failure")
     assert overall["rate"].to_dict() == pytest.approx(
-        {"write": 0.25, "read": 0.05, "utilization": 0.075}
+        {
+            "write": 0.25,
+            "read": 0.05,
+            "utilization": 0.075,
+            "correct": 0.0,
+            "undiagnosable": 0.0,
+            "unjudged": 0.0,
+        }
     )
     assert set(overall["n"]) == {40} and set(overall["step"]) == {1}
 
@@ -145,7 +161,10 @@ def test_diagnosis_prefers_the_producers_all_rows():
         ]
     )
     overall = diagnosis_overall(diagnosis).set_index("failure")["rate"].to_dict()
-    assert overall == pytest.approx({"write": 0.2, "read": 0.1, "utilization": 0.0})
+    assert overall == pytest.approx(
+        {"write": 0.2, "read": 0.1, "utilization": 0.0}
+        | {"correct": 0.0, "undiagnosable": 0.0, "unjudged": 0.0}
+    )
 
 
 @pytest.mark.parametrize(
@@ -267,9 +286,10 @@ def make_results(folder):
     for system in SYSTEMS[1:]:
         for step in steps["synthetic"]:
             miss = 1 - SKILL[system]
-            rates = {"write": 0.2 * miss, "read": 0.5 * miss, "utilization": 0.3 * miss}
+            rates = {"write": 0.2 * miss, "read": 0.4 * miss, "utilization": 0.3 * miss}
             if system == "full_context":
-                rates = {"write": 0.0, "read": 0.1 * miss, "utilization": 0.9 * miss}
+                rates = {"write": 0.0, "read": 0.1 * miss, "utilization": 0.8 * miss}
+            rates |= {"correct": 1 - miss, "undiagnosable": 0.1 * miss}
             for failure, rate in rates.items():
                 diagnosis.append(("synthetic", system, step, "all", failure, rate, 60))
     diagnosis_path = folder / "diagnosis.parquet"
@@ -401,7 +421,7 @@ def test_a_report_without_judgements_ledgers_or_diagnosis_says_what_is_missing(t
     summary, _, _, _ = make_results(tmp_path)
     out = build_report(summary, [], [], {}, tmp_path / "plain.html")
     page = out.read_text()
-    assert "no judgements" in page
+    assert "Wilson score interval of the score out of its n" in page
     assert "No ledgers were given." in page and "No diagnosis table was given" in page
 
 
@@ -419,6 +439,41 @@ def test_screenshot_of_the_report_shows_a_rendered_page(report, tmp_path):
     # Figures and text: many distinct grey levels and a good share of non-white pixels.
     assert len(np.unique(pixels)) > 50
     assert (pixels < 200).mean() > 0.02
+
+
+def _page(height, content_to):
+    """A white image of ``height`` rows whose last dark row is ``content_to`` - 1."""
+    from PIL import Image
+
+    pixels = np.full((height, 100, 3), 255, dtype=np.uint8)
+    pixels[:content_to:50, :] = 0  # text lines every 50 px, with 49 px gaps
+    pixels[content_to - 1, :] = 0
+    return Image.fromarray(pixels)
+
+
+def test_a_capture_is_retried_taller_until_it_ends_in_blank_rows():
+    assert next_height(_page(1000, 700)) is None  # 300 blank rows: the page ended
+    assert next_height(_page(1000, 1000)) == 2000  # content to the last row: cut off
+    assert next_height(_page(1000, 900)) == 2000  # 100 blank rows could be a gap inside
+
+
+def test_screenshot_captures_a_page_taller_than_the_first_window(tmp_path):
+    if not find_chromium():
+        pytest.skip("no Chromium on PATH (apt-get install -y chromium)")
+    from PIL import Image
+
+    page = tmp_path / "tall.html"
+    # 100 grey "lines" of 10 px every 25 px (like text), then a black footer at 2500-2540 px.
+    lines = '<div style="height:10px;margin-bottom:15px;background:#888"></div>' * 100
+    page.write_text(
+        f'<html><body style="margin:0;background:#fff">{lines}'
+        '<div style="height:40px;background:#000"></div></body></html>'
+    )
+    png = screenshot(page, tmp_path / "tall.png", width=400, height=800)
+    with Image.open(png) as image:
+        pixels = np.asarray(image.convert("L"))
+    assert image.height == 2540 + 24  # the whole page, plus the trim margin
+    assert (pixels[2500:2540] < 50).all() and (pixels[2540:] > 250).all()
 
 
 def test_the_report_command_finds_tables_by_name(tmp_path, capsys):

@@ -142,16 +142,16 @@ SCORES = pa.schema(
 SUMMARY = SCORES
 
 #: Why questions were missed (AMemGym's write / read / utilization diagnosis), per run and question
-#: type. ``rate`` is the share of the ``n`` questions of that group that failed at that stage; the
-#: stages are exclusive (the first stage that lost the fact), so the rates of a group add up to its
-#: total failure rate, at most 1. ``question_type`` "all" is the whole question set.
+#: type. ``rate`` is the share of the ``n`` questions of that group with that outcome; outcomes are
+#: exclusive (a wrong answer's cause is the first stage that lost the fact), so the rates of a
+#: group add up to 1. ``question_type`` "all" is the whole question set.
 DIAGNOSIS = pa.schema(
     [
         ("benchmark", _str),
         ("system", _str),
         ("step", _int),
         ("question_type", _str),
-        ("failure", _str),  # "write" | "read" | "utilization"
+        ("failure", _str),  # correct|write|read|utilization|undiagnosable|unjudged
         ("rate", _float),
         ("n", _int),
     ]

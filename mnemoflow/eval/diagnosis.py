@@ -99,28 +99,43 @@ def diagnose(
     return pd.DataFrame(rows, columns=[*keys, "question_type", "cause", "n_evidence"])
 
 
-def diagnosis_rates(diagnosis: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
+def diagnosis_rates(
+    diagnosis: pd.DataFrame, answers: pd.DataFrame, judgements: pd.DataFrame
+) -> pd.DataFrame:
     """Rates per run and question type (and "all"): counts of each cause over wrong answers.
 
-    Columns: run keys, question_type, n_questions, n_wrong, then per cause the count and the rate
-    (count / n_wrong; NaN when nothing was wrong).
+    Columns: run keys, question_type, n_questions, n_correct, n_wrong, then per cause the count and
+    the rate (count / n_wrong; NaN when nothing was wrong). ``n_correct`` counts the answers whose
+    deciding value is at least 0.5 (from ``judgements``), so that n_questions - n_correct - n_wrong
+    is the number of answers without a verdict (a judge reply that did not parse).
     """
+    keys = [*RUN_COLUMNS, "question_id"]
+    verdicts = answers.merge(_deciding_values(judgements), on=keys, how="inner")
+    correct = verdicts[verdicts["value"] >= WRONG_BELOW]
     out = []
     totals = answers.groupby([*RUN_COLUMNS, "question_type"]).size()
     for run, frame in answers.groupby(RUN_COLUMNS, sort=True):
         run_keys = dict(zip(RUN_COLUMNS, run, strict=True))
         mask = pd.Series(True, index=diagnosis.index)
+        right = pd.Series(True, index=correct.index)
         for column, value in run_keys.items():
             mask &= diagnosis[column] == value
+            right &= correct[column] == value
         wrong = diagnosis[mask]
         types = sorted(frame["question_type"].unique())
         for qtype in [*types, "all"]:
             subset = wrong if qtype == "all" else wrong[wrong["question_type"] == qtype]
             n_questions = len(frame) if qtype == "all" else int(totals[(*run, qtype)])
+            n_correct = (
+                int(right.sum())
+                if qtype == "all"
+                else int((right & (correct["question_type"] == qtype)).sum())
+            )
             row = {
                 **run_keys,
                 "question_type": qtype,
                 "n_questions": n_questions,
+                "n_correct": n_correct,
                 "n_wrong": len(subset),
             }
             for cause in CAUSES:
@@ -128,7 +143,7 @@ def diagnosis_rates(diagnosis: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFr
                 row[cause] = count
                 row[f"{cause}_rate"] = count / len(subset) if len(subset) else float("nan")
             out.append(row)
-    columns = [*RUN_COLUMNS, "question_type", "n_questions", "n_wrong"]
+    columns = [*RUN_COLUMNS, "question_type", "n_questions", "n_correct", "n_wrong"]
     for cause in CAUSES:
         columns += [cause, f"{cause}_rate"]
     return pd.DataFrame(out, columns=columns)
@@ -162,25 +177,37 @@ _REPORT_NAMES = {
     "write_failure": "write",
     "read_failure": "read",
     "utilization_failure": "utilization",
+    "undiagnosable": "undiagnosable",
 }
 
 
 def report_rows(rates: pd.DataFrame) -> pd.DataFrame:
-    """The rates in the report's DIAGNOSIS schema: one row per run, question type and failure."""
+    """The rates in the report's DIAGNOSIS schema: one row per run, question type and outcome.
+
+    Unlike the ``<cause>_rate`` scores (shares of the wrong answers), these rates are shares of
+    all ``n`` questions, so that a run's outcomes (correct, the four causes, and "unjudged" when
+    some verdicts are missing) add up to 1: the report stacks them into one bar per run.
+    """
     rows = []
     for record in rates.to_dict("records"):
-        if not record["n_wrong"]:
-            continue  # no wrong answers: no failure rates to report
-        for cause, failure in _REPORT_NAMES.items():
+        n = int(record["n_questions"])
+        if not n:
+            continue
+        counts = {"correct": record["n_correct"]}
+        counts |= {failure: record[cause] for cause, failure in _REPORT_NAMES.items()}
+        unjudged = n - record["n_correct"] - record["n_wrong"]
+        if unjudged:
+            counts["unjudged"] = unjudged
+        for outcome, count in counts.items():
             rows.append(
                 {
                     "benchmark": record["benchmark"],
                     "system": record["system"],
                     "step": record["step"],
                     "question_type": record["question_type"],
-                    "failure": failure,
-                    "rate": record[f"{cause}_rate"],
-                    "n": record["n_wrong"],
+                    "failure": outcome,
+                    "rate": count / n,
+                    "n": n,
                 }
             )
     return pd.DataFrame(

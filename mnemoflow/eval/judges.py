@@ -17,13 +17,20 @@ LongMemEval script counts any reply containing the substring "yes" as yes.)
 
 ``repeats: N`` asks the judge N times with distinct seeds; the stored value is the mean of the
 parsed verdicts, and a ``judge_agreement`` row per question says whether all parsed verdicts agree.
+
+Each judgement row names its judge as ``<model>/<prompt version>``; :func:`judge_provenance` gives
+the rest (backend, temperature, seeds) for a ``judge.json`` beside the judgements, and warns when
+the judge's temperature is not 0, which the official protocols use.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +44,8 @@ from mnemoflow.eval.qa_judge import PROMPT_VERSION as QA_VERSION
 from mnemoflow.eval.qa_judge import judge_request as qa_judge_request
 from mnemoflow.eval.retrieval import is_abstention
 from mnemoflow.llm.types import ChatRequest
+
+log = logging.getLogger("mnemoflow")
 
 LONGMEMEVAL_VERSION = "lme-v1"
 LOCOMO_J_VERSION = "locomo-j-v1"
@@ -234,11 +243,19 @@ def repeat_seeds(repeats: int, seed: int) -> list[int | None]:
     return [None] if repeats == 1 else [seed + r for r in range(repeats)]
 
 
-async def _ask(gateway, kind: JudgeKind, request: ChatRequest, seeds: list[int | None]):
+async def _ask(
+    gateway,
+    kind: JudgeKind,
+    request: ChatRequest,
+    seeds: list[int | None],
+    progress: Any = None,
+):
     replies = []
     for seed in seeds:
         request.seed = seed
         replies.append(await gateway.chat(request))
+        if progress is not None:
+            progress.update(1, cache_hit=replies[-1].cache_hit)
     texts = [reply.text for reply in replies]
     verdicts = [kind.parse(text) for text in texts]
     for verdict in verdicts:
@@ -264,8 +281,14 @@ async def judge_answers(
     answers: pd.DataFrame,
     repeats: int = 1,
     seed: int = 0,
+    progress: Callable[[int], Any] | None = None,
 ) -> pd.DataFrame:
     """Judge every answer row; returns rows in the JUDGEMENTS schema.
+
+    ``progress(total)`` makes a bar (``mnemoflow.progress.progress`` with its description bound;
+    passed in because eval does not import it). It is called here, once the number of judge calls
+    is known, and the bar advances by one per call with that call's cache hit, so a judge log shows
+    done / total, cache hits, calls/s and ETA.
 
     ``answers`` needs the run keys, ``question_id`` and ``response``. LongMemEval gives one
     ``accuracy`` row per answer; LoCoMo gives an ``f1`` row (official F1, deterministic) and, for
@@ -303,7 +326,9 @@ async def judge_answers(
                 continue
         jobs.append((base, kind.build(question, response)))
 
-    results = await asyncio.gather(*(_ask(gateway, kind, req, seeds) for _, req in jobs))
+    calls = len(jobs) * len(seeds)
+    with progress(calls) if progress is not None else contextlib.nullcontext() as bar:
+        results = await asyncio.gather(*(_ask(gateway, kind, req, seeds, bar) for _, req in jobs))
     for (base, _), (texts, verdicts) in zip(jobs, results, strict=True):
         parsed = [v for v in verdicts if v is not None]
         rows.append(
@@ -332,9 +357,22 @@ async def judge_answers(
 
 
 def judge_provenance(gateway, benchmark: str, repeats: int, seed: int) -> dict[str, Any]:
-    """What produced the judgements (model, prompt version, temperature, seeds) for a JSON file."""
-    kind = LONGMEMEVAL_JUDGE if benchmark == "longmemeval" else LOCOMO_JUDGE
+    """What produced the judgements (model, prompt version, temperature, seeds) for a JSON file.
+
+    Logs one warning when the judge's temperature is not 0: verdicts are then sampled, and a
+    rerun with another cache may judge differently.
+    """
+    if benchmark not in KINDS:
+        raise ValueError(f"judge: benchmark must be one of {sorted(KINDS)}, got {benchmark!r}")
+    kind = KINDS[benchmark]
     spec = gateway.describe()["judge"]
+    if spec["temperature"] != 0:
+        log.warning(
+            "judge %s: temperature is %s, not 0; verdicts are sampled (set "
+            "models.judge.temperature: 0 for reproducible judgements)",
+            spec["model"],
+            spec["temperature"],
+        )
     return {
         "benchmark": benchmark,
         "judge": f"{gateway.model_name('judge')}/{kind.version}",

@@ -11,8 +11,8 @@ retrieval metrics (level "session" / "turn"). Aggregates go to the SCORES schema
 - ``type:<question_type>``: per type / LoCoMo category;
 - ``abstention`` (LongMemEval accuracy only): mean over ``_abs`` questions;
 - ``micro:no-adversarial`` (LoCoMo F1 only): categories 1-4, the figure memory-system papers cite;
-- ``ci95_low`` / ``ci95_high``: Wilson 95 % interval of ``judge_agreement`` and of
-  LongMemEval's micro accuracy;
+- ``ci95_low`` / ``ci95_high``: Wilson 95 % interval of the micro value of the LLM-judged
+  metrics (LongMemEval ``accuracy``, LoCoMo ``j``) and of ``judge_agreement``;
 - retrieval metrics are named ``<level>_<metric>`` (``session_recall_all@5``).
 
 Values that are NaN (a judge reply that did not parse) are left out of every mean; the
@@ -87,7 +87,7 @@ def _aggregates(keys: dict[str, Any], name: str, frame: pd.DataFrame, benchmark:
     rows.append(_row(keys, name, "macro", means.mean(), len(valid)))
     for qtype, mean in means.items():
         rows.append(_row(keys, name, f"type:{qtype}", mean, by_type.size()[qtype]))
-    if name in ("accuracy", "judge_agreement"):
+    if name in (*LLM_JUDGED, "judge_agreement"):
         low, high = wilson(valid["value"].sum(), len(valid))
         rows.append(_row(keys, name, "ci95_low", low, len(valid)))
         rows.append(_row(keys, name, "ci95_high", high, len(valid)))

@@ -256,9 +256,10 @@ async def judge(
     kind: str = "generic",
     repeats: int = 1,
     seed: int = 0,
+    progress=None,
 ) -> pd.DataFrame:
     """Judge every answer with the benchmark's judge (JUDGEMENTS; see eval.judges)."""
-    return await judge_answers(gateway, kind, questions, answers, repeats, seed)
+    return await judge_answers(gateway, kind, questions, answers, repeats, seed, progress)
 
 
 def read_stored(snapshots: list[Path]) -> tuple[pd.DataFrame, set[str]]:
@@ -301,6 +302,6 @@ def score(
         kind, judgements, questions, sessions, answers, answer_rankings(answers)
     )
     diagnosis = diagnose(answers, judgements, questions, stored, known_episodes)
-    rates = diagnosis_rates(diagnosis, answers)
+    rates = diagnosis_rates(diagnosis, answers, judgements)
     scores = pd.concat([judged, diagnosis_scores(rates)], ignore_index=True)
     return Scored(scores[SCORES.names], per_question, report_rows(rates))

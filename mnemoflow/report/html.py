@@ -29,7 +29,7 @@ from mnemoflow.report import plots
 from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
 from mnemoflow.report.summaries import (
-    FAILURES,
+    OUTCOMES,
     LedgerFile,
     ReportError,
     add_labels,
@@ -38,6 +38,7 @@ from mnemoflow.report.summaries import (
     ledger_labels,
     ledger_tables,
     load_ledger,
+    lower_is_better,
     score_table,
     step_table,
     type_table,
@@ -47,6 +48,7 @@ from mnemoflow.report.summaries import (
 _CI_NAMES = {
     "wilson": "Wilson score interval",
     "bootstrap": f"percentile bootstrap, {BOOTSTRAP_RESAMPLES} resamples",
+    "wilson-n": "Wilson score interval of the score out of its n, conservative for graded values",
 }
 
 
@@ -98,7 +100,7 @@ def _ci_note(methods: Iterable[str]) -> str:
     parts = []
     if used:
         parts.append(
-            "Whiskers: 95 % confidence interval over the judged questions ("
+            "Whiskers: 95 % confidence interval over the questions ("
             + "; ".join(_CI_NAMES[m] for m in used)
             + ")."
         )
@@ -109,6 +111,15 @@ def _ci_note(methods: Iterable[str]) -> str:
             + " (see the CI column of the summary table)."
         )
     return " ".join(parts)
+
+
+def _ordering(metric: str) -> str:
+    if lower_is_better(metric):
+        return (
+            "a share of the wrongly answered questions (n = wrong answers), so lower is better: "
+            "best (lowest) run on top. "
+        )
+    return "best run on top. "
 
 
 def collect(
@@ -133,7 +144,7 @@ def collect(
         rows = scores[scores["metric"] == metric]
         caption = (
             f"{metric} (micro average over questions) of each run at its last step, one panel "
-            f"per benchmark; best run on top. " + _ci_note(rows["ci_method"])
+            "per benchmark; " + _ordering(metric) + _ci_note(rows["ci_method"])
         )
         figure = plots.score_bars(scores, metric, colours)
         figures.append(ReportFigure(f"bars-{metric}", "scores", caption, plots.to_svg(figure)))
@@ -163,7 +174,10 @@ def collect(
             .replace("Whiskers", "Bands")
             .replace("without whiskers", "without bands")
         )
-        caption = f"{metric} (micro) after each step, for runs scored at several steps. {band}"
+        caption = f"{metric} (micro) after each step, for runs scored at several steps. "
+        if lower_is_better(metric):
+            caption += "A share of the wrongly answered questions; lower is better. "
+        caption += band
         figure = plots.step_curves(steps, metric, colours)
         figures.append(ReportFigure(f"steps-{metric}", "steps", caption, plots.to_svg(figure)))
 
@@ -171,10 +185,18 @@ def collect(
     if diagnosis is not None and not diagnosis.empty:
         overall = diagnosis_overall(diagnosis)
         caption = (
-            "Where memory failed: the share of questions lost because the fact was never written "
-            "to memory, written but not retrieved, or retrieved but not used in the answer, for "
-            "each system at its last step. The rest of each bar's row, up to 100 %, was answered "
-            "correctly."
+            "Where memory failed: every question of each system at its last step, by outcome: "
+            "answered correctly; or answered wrongly because the fact was never written to "
+            "memory (write), written but not retrieved (read), or retrieved but not used in the "
+            "answer (utilization); or answered wrongly with no evidence ids to diagnose "
+            "(undiagnosable, e.g. abstention questions)"
+            + (
+                "; or without a verdict (the judge's reply did not parse)"
+                if (overall["failure"].eq("unjudged") & overall["rate"].gt(0)).any()
+                else ""
+            )
+            + ". The segments of each bar add up to 100 % of the run's questions. (The "
+            "<cause>_rate scores elsewhere in this report are shares of the wrong answers only.)"
         )
         figure = plots.diagnosis_bars(overall)
         figures.append(ReportFigure("diagnosis", "diagnosis", caption, plots.to_svg(figure)))
@@ -222,6 +244,9 @@ details { margin: .6rem 0; } summary { cursor: pointer; font-weight: 600; }
 ul.files { columns: 3; font-size: .95rem; }
 """
 
+#: Outcomes of the diagnosis that are memory stages (their table columns say "failure").
+FAILURE_STAGES = ("write", "read", "utilization")
+
 _FORMATS = {
     "micro": "{:.3f}",
     "macro": "{:.3f}",
@@ -232,6 +257,9 @@ _FORMATS = {
     "write": "{:.1%}",
     "read": "{:.1%}",
     "utilization": "{:.1%}",
+    "correct": "{:.1%}",
+    "undiagnosable": "{:.1%}",
+    "unjudged": "{:.1%}",
 }
 
 _LEDGER_HEADERS = {
@@ -338,8 +366,11 @@ def render_html(
     body = (
         "<p>Each run's scores at its last step. <i>micro</i>: mean over questions; "
         "<i>macro</i>: mean of the per-question-type means; <i>n</i>: questions judged. "
-        "The interval is computed from the per-question judgements; where none were given, or "
-        "they do not reproduce the score, the cell says so.</p>"
+        "The interval is computed from the per-question judgements, or for a proportion "
+        "without them (recall, failure rates) from the score and its n; where neither applies, "
+        "or the judgements do not reproduce the score, the cell says so. A "
+        "<i>&lt;cause&gt;_rate</i> (write, read, utilization failure, undiagnosable) is a share "
+        "of the wrongly answered questions: its <i>n</i> is the number of wrong answers.</p>"
         + table_html(_score_rows(data.scores), columns)
         + figures("scores")
     )
@@ -370,9 +401,16 @@ def render_html(
         wide = data.diagnosis.pivot_table(
             index=["benchmark", "system", "step", "n"], columns="failure", values="rate"
         ).reset_index()
-        headers = {"benchmark": "benchmark", "system": "system", "step": "step", "n": "n"}
-        headers |= {failure: f"{failure} failures" for failure in FAILURES}
-        body = figures("diagnosis") + table_html(wide, headers)
+        headers = {"benchmark": "benchmark", "system": "system", "step": "step", "n": "questions"}
+        headers |= {o: f"{o} failure" if o in FAILURE_STAGES else o for o in OUTCOMES}
+        if "unjudged" in wide.columns and not wide["unjudged"].gt(0).any():
+            wide = wide.drop(columns="unjudged")
+        headers = {name: header for name, header in headers.items() if name in wide.columns}
+        body = (
+            figures("diagnosis")
+            + "<p>Shares of all questions (each row adds up to 100 %).</p>"
+            + table_html(wide, headers)
+        )
     sections.append(("diagnosis", "Failure diagnosis", body))
 
     if data.ledger_files.empty:

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from mnemoflow.report.summaries import FAILURES
+from mnemoflow.report.summaries import OUTCOMES, lower_is_better
 
 WIDTH_IN = 10.0
 STYLE = {
@@ -50,12 +50,22 @@ _OKABE_ITO = [
     "#000000",
 ]
 #: The stages are ordered (write, then read, then use), so a sequential palette, distinct from the
-#: systems' colours so that no stage looks like a system.
-FAILURE_COLOURS = {"write": "#3F007D", "read": "#6A51A3", "utilization": "#A8A4CF"}
+#: systems' colours so that no stage looks like a system; correct answers green, the rest grey.
+FAILURE_COLOURS = {
+    "correct": "#74C476",
+    "write": "#3F007D",
+    "read": "#6A51A3",
+    "utilization": "#A8A4CF",
+    "undiagnosable": "#969696",
+    "unjudged": "#E0E0E0",
+}
 FAILURE_NAMES = {
+    "correct": "answered correctly",
     "write": "write (never stored)",
     "read": "read (stored, not retrieved)",
     "utilization": "utilization (retrieved, not used)",
+    "undiagnosable": "wrong, no evidence ids",
+    "unjudged": "no verdict (judge reply unparsed)",
 }
 
 
@@ -131,7 +141,8 @@ def score_bars(table: pd.DataFrame, metric: str, colours: dict[str, str]) -> Fig
     """Horizontal bars of one metric per run, one panel per benchmark, 95 % CI whiskers.
 
     ``table`` is :func:`mnemoflow.report.summaries.score_table`'s output. Bars are horizontal so
-    long system names stay readable; the best run is at the top of each panel.
+    long system names stay readable; the best run is at the top of each panel (the lowest, for a
+    failure rate).
     """
     from matplotlib import rc_context
 
@@ -148,7 +159,9 @@ def score_bars(table: pd.DataFrame, metric: str, colours: dict[str, str]) -> Fig
         for ax, benchmark in zip(
             _panels(figure, len(benchmarks), columns), benchmarks, strict=True
         ):
-            part = rows[rows["benchmark"] == benchmark].sort_values("micro")
+            part = rows[rows["benchmark"] == benchmark].sort_values(
+                "micro", ascending=not lower_is_better(metric), kind="stable"
+            )
             y = np.arange(len(part))
             values = part["micro"].to_numpy(dtype=float)
             low = part["ci_low"].to_numpy(dtype=float)
@@ -276,36 +289,39 @@ def step_curves(steps: pd.DataFrame, metric: str, colours: dict[str, str]) -> Fi
 
 
 def diagnosis_bars(overall: pd.DataFrame) -> Figure:
-    """Stacked shares of questions lost at writing, reading and using memory, per run.
+    """Stacked shares of all questions per run: correct, or lost at writing, reading or using.
 
-    ``overall`` is :func:`mnemoflow.report.summaries.diagnosis_overall`'s output. The stack's
-    length is the run's total failure rate; what is left to 1 is the share answered correctly.
+    ``overall`` is :func:`mnemoflow.report.summaries.diagnosis_overall`'s output; its outcomes add
+    up to 1 per run, so every bar spans 100 % of the run's questions. Best run (most correct) on
+    top; an outcome no run has (usually "unjudged") is left out of the legend.
     """
     from matplotlib import rc_context
 
     benchmarks = sorted(overall["benchmark"].unique())
     per_panel = overall.groupby("benchmark")["system"].nunique().max()
-    height = (1.0 + 0.45 * per_panel) * len(benchmarks) + 0.8
+    height = (1.0 + 0.45 * per_panel) * len(benchmarks) + 1.0
+    present = overall.groupby("failure")["rate"].max()
+    outcomes = [o for o in OUTCOMES if present.get(o, 0.0) > 0]
     with rc_context(STYLE):
         figure = _new_figure(height)
         for ax, benchmark in zip(_panels(figure, len(benchmarks), 1), benchmarks, strict=True):
             part = overall[overall["benchmark"] == benchmark]
             wide = part.pivot_table(index="system", columns="failure", values="rate", aggfunc="sum")
-            wide = wide.reindex(columns=list(FAILURES)).fillna(0.0)
-            wide = wide.loc[wide.sum(axis=1).sort_values(ascending=False).index]
+            wide = wide.reindex(columns=list(OUTCOMES)).fillna(0.0)
+            wide = wide.sort_values("correct", kind="stable")
             y = np.arange(len(wide))
             left = np.zeros(len(wide))
-            for failure in FAILURES:
-                widths = wide[failure].to_numpy()
+            for outcome in outcomes:
+                widths = wide[outcome].to_numpy()
                 ax.barh(
                     y,
                     widths,
                     left=left,
                     height=0.7,
-                    color=FAILURE_COLOURS[failure],
-                    label=FAILURE_NAMES[failure],
+                    color=FAILURE_COLOURS[outcome],
+                    label=FAILURE_NAMES[outcome],
                 )
-                ink = _ink(FAILURE_COLOURS[failure])
+                ink = _ink(FAILURE_COLOURS[outcome])
                 for yi, start, width in zip(y, left, widths, strict=True):
                     if width >= 0.06:
                         ax.text(
@@ -321,7 +337,7 @@ def diagnosis_bars(overall: pd.DataFrame) -> Figure:
                 left += widths
             ax.set_yticks(y, wide.index)
             ax.set_xlim(0, 1)
-            ax.set_xlabel("share of questions answered wrongly, by the stage that failed")
+            ax.set_xlabel("share of all questions, by outcome")
             step = int(part["step"].max())
             ax.set_title(f"{benchmark} (step {step})")
             ax.grid(axis="y", visible=False)

@@ -2,8 +2,11 @@
 
 A report is checked the way a person reads it: fonts, figure sizes and table widths only show
 their problems in a browser. Chromium's ``--screenshot`` captures the window, not the whole page,
-so the window is made tall and the blank space below the page is trimmed off afterwards;
-``--tile`` also cuts the page into screen-sized PNGs that are easy to look at one by one.
+so the window is made tall and the blank space below the page is trimmed off afterwards. A page
+is known to be whole only when the capture ends in at least ``MIN_BLANK`` px of background (far
+more than any gap inside a report, about 70 px); otherwise the capture is retried with a taller
+window, up to ``MAX_HEIGHT``. ``--tile`` also cuts the page into screen-sized PNGs that are easy
+to look at one by one.
 
     python -m mnemoflow.report.screenshot results/report.html results/report.png --tile 1600
 
@@ -37,6 +40,11 @@ FLAGS = (
     "--force-device-scale-factor=1",
 )
 
+#: Background rows below the content that prove the page ended inside the window.
+MIN_BLANK = 200
+#: Tallest window tried (a 1280 x 48000 capture is about 250 MB of pixels in Chromium).
+MAX_HEIGHT = 48000
+
 
 class ScreenshotError(RuntimeError):
     pass
@@ -51,16 +59,53 @@ def find_chromium() -> str | None:
     return None
 
 
-def trim(image: Image.Image, margin: int = 24) -> Image.Image:
-    """Cut the uniform background below the last non-background row (keeping ``margin`` px)."""
+def content_bottom(image: Image.Image) -> int:
+    """One past the last row that differs from the background (bottom-right pixel); 0 if none."""
     pixels = np.asarray(image.convert("RGB"), dtype=np.int16)
     background = pixels[-1, -1]
     differs = np.abs(pixels - background).sum(axis=2) > 12
     rows = np.flatnonzero(differs.any(axis=1))
-    if rows.size == 0:
+    return int(rows[-1]) + 1 if rows.size else 0
+
+
+def trim(image: Image.Image, margin: int = 24) -> Image.Image:
+    """Cut the uniform background below the last non-background row (keeping ``margin`` px)."""
+    bottom = content_bottom(image)
+    if bottom == 0:
         return image
-    bottom = min(image.height, int(rows[-1]) + 1 + margin)
-    return image.crop((0, 0, image.width, bottom))
+    return image.crop((0, 0, image.width, min(image.height, bottom + margin)))
+
+
+def next_height(image: Image.Image, min_blank: int = MIN_BLANK) -> int | None:
+    """None when ``image`` ends in ``min_blank`` px of background, else a taller window to try."""
+    bottom = content_bottom(image)
+    if image.height - bottom >= min_blank:
+        return None
+    return max(2 * image.height, bottom + 2 * min_blank)
+
+
+def _capture(chromium: str, url: str, width: int, height: int, profile: str, timeout_s: float):
+    raw = Path(profile) / f"page-{height}.png"
+    command = [
+        chromium,
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        f"--window-size={width},{height}",
+        f"--screenshot={raw}",
+        url,
+    ]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        raise ScreenshotError(f"chromium did not finish within {timeout_s:.0f} s") from exc
+    if result.returncode != 0 or not raw.is_file():
+        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise ScreenshotError(
+            f"chromium exited with {result.returncode} and no screenshot: " + " | ".join(tail)
+        )
+    with Image.open(raw) as image:
+        image.load()
+        return image.copy()
 
 
 def screenshot(
@@ -69,10 +114,15 @@ def screenshot(
     *,
     width: int = 1280,
     height: int = 12000,
+    max_height: int = MAX_HEIGHT,
     chromium: str | None = None,
     timeout_s: float = 120.0,
 ) -> Path:
-    """Render ``html_path`` at ``width`` px and save the trimmed full page to ``png_path``."""
+    """Render ``html_path`` at ``width`` px and save the trimmed full page to ``png_path``.
+
+    ``height`` is the first window's; a page that does not end inside it is shot again in a
+    taller window (see :func:`next_height`), up to ``max_height``.
+    """
     html_path = Path(html_path).resolve()
     png_path = Path(png_path)
     if not html_path.is_file():
@@ -85,33 +135,19 @@ def screenshot(
         )
     png_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mnemoflow-chromium-") as profile:
-        raw = Path(profile) / "page.png"
-        command = [
-            chromium,
-            *FLAGS,
-            f"--user-data-dir={profile}",
-            f"--window-size={width},{height}",
-            f"--screenshot={raw}",
-            html_path.as_uri(),
-        ]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired as exc:
-            raise ScreenshotError(f"chromium did not finish within {timeout_s:.0f} s") from exc
-        if result.returncode != 0 or not raw.is_file():
-            tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-            raise ScreenshotError(
-                f"chromium exited with {result.returncode} and no screenshot: " + " | ".join(tail)
+        while True:
+            image = _capture(chromium, html_path.as_uri(), width, height, profile, timeout_s)
+            taller = next_height(image)
+            if taller is None or height >= max_height:
+                break
+            height = min(max_height, taller)
+        if taller is not None:
+            print(
+                f"warning: the page is taller than the {height}px window (max_height); "
+                "the screenshot is cut off",
+                file=sys.stderr,
             )
-        with Image.open(raw) as image:
-            page = trim(image)
-            if page.height >= height - 24:
-                print(
-                    f"warning: the page may be taller than the {height}px window; "
-                    "pass a larger --height",
-                    file=sys.stderr,
-                )
-            page.save(png_path)
+        trim(image).save(png_path)
     return png_path
 
 
@@ -133,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("html", help="the report, e.g. results/report.html")
     parser.add_argument("png", help="where to save the screenshot")
     parser.add_argument("--width", type=int, default=1280, help="window width in px (1280)")
-    parser.add_argument("--height", type=int, default=12000, help="window height in px (12000)")
+    parser.add_argument(
+        "--height", type=int, default=12000, help="first window height in px (12000; grows)"
+    )
     parser.add_argument("--tile", type=int, default=0, help="also save tiles of this height")
     args = parser.parse_args(argv)
     try:

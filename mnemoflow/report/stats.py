@@ -36,7 +36,10 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0/n and n/n the bound is exactly p; rounding would otherwise put it a hair inside.
+    low = 0.0 if p <= 0 else max(0.0, min(p, centre - half))
+    high = 1.0 if p >= 1 else min(1.0, max(p, centre + half))
+    return low, high
 
 
 def bootstrap_interval(

@@ -18,10 +18,11 @@ from typing import Any
 
 import pandas as pd
 
-from mnemoflow.report.stats import mean_interval
+from mnemoflow.report.stats import mean_interval, wilson_interval
 
 RUN = ["benchmark", "system", "protocol", "step"]
-FAILURES = ("write", "read", "utilization")
+#: Outcomes of the DIAGNOSIS table, in the order the report stacks them; they add up to 1.
+OUTCOMES = ("correct", "write", "read", "utilization", "undiagnosable", "unjudged")
 _LEDGER_COUNTERS = (
     "calls",
     "cache_hits",
@@ -68,12 +69,29 @@ def question_values(judgements: pd.DataFrame) -> pd.DataFrame:
     return judgements.groupby(keys, as_index=False, dropna=False)["value"].mean()
 
 
+def lower_is_better(metric: str) -> bool:
+    """Failure rates (``write_failure_rate``, ``undiagnosable_rate``...) are better when low."""
+    return metric.endswith("_rate")
+
+
+def is_proportion(metric: str) -> bool:
+    """Metrics that are means of per-question values in [0, 1] (shares, recall, NDCG, F1)."""
+    return (
+        lower_is_better(metric)
+        or metric in ("accuracy", "j", "f1", "judge_agreement")
+        or any(part in metric for part in ("recall", "ndcg"))
+    )
+
+
 def with_intervals(summary: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFrame:
     """The summary with ``ci_low``, ``ci_high`` and ``ci_method`` on micro and per-type rows.
 
-    ``ci_method`` is "wilson" or "bootstrap" (see :mod:`mnemoflow.report.stats`), "no judgements"
-    when none were given for the run, "mismatch" when they do not reproduce the summary value, and
-    "" for macro rows (a mean of per-type means has no per-question sample to resample here).
+    ``ci_method`` is "wilson" or "bootstrap" (see :mod:`mnemoflow.report.stats`) from the
+    per-question judgements; "wilson-n" for a proportion without judgements (retrieval recall,
+    failure rates): the Wilson interval of ``value`` out of ``n``, which for a mean of graded values
+    in [0, 1] is conservative (their variance is at most p(1 - p)); "no judgements" for other
+    metrics without them; "mismatch" when the judgements do not reproduce the summary value; ""
+    for macro rows (a mean of per-type means has no per-question sample to resample here).
     """
     values = question_values(judgements)
     groups = {key: group["value"] for key, group in values.groupby([*RUN, "metric"])}
@@ -91,7 +109,11 @@ def with_intervals(summary: pd.DataFrame, judgements: pd.DataFrame) -> pd.DataFr
             low.append(math.nan), high.append(math.nan), method.append("")
             continue
         if sample is None:
-            low.append(math.nan), high.append(math.nan), method.append("no judgements")
+            if is_proportion(row.metric) and row.n > 0 and 0.0 <= row.value <= 1.0:
+                interval = wilson_interval(row.value * row.n, int(row.n))
+                low.append(interval[0]), high.append(interval[1]), method.append("wilson-n")
+            else:
+                low.append(math.nan), high.append(math.nan), method.append("no judgements")
             continue
         interval = mean_interval(sample.to_numpy())
         if interval.n != row.n or abs(interval.mean - row.value) > _TOLERANCE:
@@ -146,11 +168,11 @@ def step_table(scored: pd.DataFrame) -> pd.DataFrame:
 
 
 def check_diagnosis(diagnosis: pd.DataFrame, where: str) -> None:
-    """Reject failure names outside write/read/utilization and rates that are not shares."""
+    """Reject unknown outcomes, rates that are not shares, and outcomes that add up to over 1."""
     for index, row in enumerate(diagnosis.itertuples(index=False)):
         record = f"{where}: row {index} ({row.benchmark}/{row.system} step {row.step})"
-        if row.failure not in FAILURES:
-            raise ReportError(f"{record}: 'failure' must be one of {FAILURES}, got {row.failure!r}")
+        if row.failure not in OUTCOMES:
+            raise ReportError(f"{record}: 'failure' must be one of {OUTCOMES}, got {row.failure!r}")
         if not 0.0 <= row.rate <= 1.0:
             raise ReportError(f"{record}: 'rate' must be within 0..1, got {row.rate}")
         if row.n < 0:
@@ -160,13 +182,13 @@ def check_diagnosis(diagnosis: pd.DataFrame, where: str) -> None:
     if not over.empty:
         (benchmark, system, step, qtype), total = next(iter(over.items()))
         raise ReportError(
-            f"{where}: {benchmark}/{system} step {step} type {qtype!r}: failure rates add up to "
-            f"{total:.3f} > 1 (stages must be exclusive)"
+            f"{where}: {benchmark}/{system} step {step} type {qtype!r}: outcome rates add up to "
+            f"{total:.3f} > 1 (outcomes must be exclusive)"
         )
 
 
 def diagnosis_overall(diagnosis: pd.DataFrame) -> pd.DataFrame:
-    """Failure rates per benchmark and system at the last step, over all question types.
+    """Outcome shares per benchmark and system at the last step, over all question types.
 
     Uses the ``question_type == "all"`` rows when the producer wrote them; otherwise weights each
     type's rate by its number of questions (a micro average, like the micro score).
@@ -177,7 +199,7 @@ def diagnosis_overall(diagnosis: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (benchmark, system, step), group in final.groupby(["benchmark", "system", "step"]):
         overall = group[group["question_type"] == "all"]
-        for failure in FAILURES:
+        for failure in OUTCOMES:
             if not overall.empty:
                 part = overall[overall["failure"] == failure]
                 rate = float(part["rate"].sum())
