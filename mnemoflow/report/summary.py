@@ -83,6 +83,8 @@ def summary_markdown(summary: pd.DataFrame) -> str:
             columns=["system", *(label for _, _, label in columns)],
         )
         parts += [f"## {benchmark}: last step ({step}), {n} questions", "", _markdown(table), ""]
+        if any(label.endswith(" fail") for label in table.columns):
+            parts += ["Failure rates are shares of the wrong answers (not of all questions).", ""]
         if main is None:
             continue
         for metric in dict.fromkeys([main, *PER_TYPE_ALSO]):
