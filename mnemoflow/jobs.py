@@ -20,9 +20,8 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.registry import load_benchmark
-from mnemoflow.data.tables import empty, read_table, write_atomic_text, write_table
+from mnemoflow.data.tables import QUESTION_SCORES, empty, read_table, write_atomic_text, write_table
 from mnemoflow.eval.judges import judge_provenance
-from mnemoflow.eval.scoring import QUESTION_SCORES
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.progress import Progress, progress
 from mnemoflow.protocols import static_qa

@@ -141,6 +141,19 @@ SCORES = pa.schema(
 #: The summary is the union of every run's scores.
 SUMMARY = SCORES
 
+#: Per-question values in long form, the rows every aggregate score is computed from: judged
+#: metrics (``level`` "answer") and retrieval metrics (``level`` "session" or "turn").
+QUESTION_SCORES = pa.schema(
+    [
+        *RUN_KEYS,
+        ("question_id", _str),
+        ("question_type", _str),
+        ("metric", _str),
+        ("value", _float),
+        ("level", _str),  # answer | session | turn
+    ]
+)
+
 #: Why questions were missed (AMemGym's write / read / utilization diagnosis), per run and question
 #: type. ``rate`` is the share of the ``n`` questions of that group with that outcome; outcomes are
 #: exclusive (a wrong answer's cause is the first stage that lost the fact), so the rates of a
@@ -166,6 +179,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "judgements": JUDGEMENTS,
     "scores": SCORES,
     "summary": SUMMARY,
+    "question_scores": QUESTION_SCORES,
     "diagnosis": DIAGNOSIS,
 }
 

@@ -27,6 +27,7 @@ import pandas as pd
 from mnemoflow.data.tables import (
     ANSWERS,
     JUDGEMENTS,
+    QUESTION_SCORES,
     SCORES,
     as_list,
     write_atomic_text,
@@ -37,7 +38,7 @@ from mnemoflow.eval.retrieval import (
     locomo_retrieval_rows,
     longmemeval_retrieval_rows,
 )
-from mnemoflow.eval.scoring import QUESTION_SCORES, aggregate, question_scores, summary_table
+from mnemoflow.eval.scoring import aggregate, question_scores, summary_table
 
 BENCHMARKS = ("longmemeval", "locomo")
 

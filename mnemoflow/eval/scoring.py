@@ -25,21 +25,9 @@ import math
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 
-from mnemoflow.data.tables import RUN_KEYS, SCORES
+from mnemoflow.data.tables import QUESTION_SCORES, RUN_KEYS, SCORES
 from mnemoflow.eval.retrieval import is_abstention
-
-QUESTION_SCORES = pa.schema(
-    [
-        *RUN_KEYS,
-        ("question_id", pa.string()),
-        ("question_type", pa.string()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),
-        ("level", pa.string()),  # "answer" | "session" | "turn"
-    ]
-)
 
 RUN_COLUMNS = [name for name, _ in RUN_KEYS]
 LLM_JUDGED = ("accuracy", "j")
