@@ -2,6 +2,7 @@
 from snakemake.utils import validate
 
 from mnemoflow.data.registry import n_steps
+from mnemoflow.data.sources import local_source_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.types import ROLES
 from mnemoflow.memory.base import check_systems
@@ -32,6 +33,11 @@ wildcard_constraints:
 
 def benchmark_spec(wildcards):
     return config["benchmarks"][wildcards.benchmark]
+
+
+def benchmark_source(wildcards):
+    """The benchmark's local source file (if it is one), so replacing it re-runs prepare."""
+    return local_source_file(benchmark_spec(wildcards))
 
 
 def system_spec(wildcards):

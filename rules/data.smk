@@ -1,4 +1,6 @@
 rule prepare:
+    input:
+        source=benchmark_source,
     output:
         sessions=f"{PREPARED}/sessions.parquet",
         questions=f"{PREPARED}/questions.parquet",

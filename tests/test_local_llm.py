@@ -1,23 +1,26 @@
 """The local-LLM option: configs/local-llm.yaml, the server command, and (slow) a real model.
 
-The slow test starts ``mnemoflow serve local-llm``'s server (SmolLM2-135M-Instruct on llama.cpp),
-answers and judges synthetic questions through the :class:`Gateway` with the ``openai`` backend,
-and checks that replies and ledger come from the model the server reports. It skips only when
-the ``local-llm`` extra is not installed.
+The slow tests start ``mnemoflow serve local-llm``'s server (SmolLM2-135M-Instruct on llama.cpp)
+and run the project's own prepare / ingest / answer / judge jobs (:mod:`mnemoflow.jobs`, what the
+workflow's rules call) on three synthetic questions with the config's bindings: answers,
+judgements (raw replies and parses) and ledgers must come from the model the server reports.
+They skip only when the ``local-llm`` extra is not installed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import socket
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
-from mnemoflow import cli, local_llm
-from mnemoflow.data.synthetic import generate
+from mnemoflow import cli, jobs, local_llm
+from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ChatRequest
 
@@ -97,91 +100,167 @@ def server(tmp_path, monkeypatch):
         assert not local_llm.pidfile(port).exists()
 
 
-def _questions(n: int):
-    """n synthetic questions with the session that holds each one's evidence."""
-    sessions, questions = generate({"loader": "synthetic", "params": {"users": 1, "seed": 3}})
-    turns = sessions.set_index("turn_id")
-    picked = questions[questions["evidence_ids"].map(len) > 0].head(n)
-    for row in picked.itertuples():
-        session_id = turns.loc[row.evidence_ids[0], "session_id"]
-        session = sessions[sessions["session_id"] == session_id]
-        history = "\n".join(f"{r.role}: {r.content}" for r in session.itertuples())
-        yield row, history
+# Three questions (two facts and an abstention) of one synthetic user over two sessions.
+SYNTHETIC = {
+    "loader": "synthetic",
+    "params": {
+        "users": 1,
+        "periods": 1,
+        "sessions_per_period": 2,
+        "turns_per_session": 4,
+        "attributes_per_user": 2,
+        "updates_per_period": 0,
+        "seed": 3,
+    },
+}
+
+
+def _run_jobs(tmp_path: Path, models: dict, cache: Path) -> dict[str, str]:
+    """prepare -> ingest -> answer -> judge of one bm25_message shard, as the workflow runs them."""
+    paths = {
+        name: str(tmp_path / f"{name}.parquet")
+        for name in ("sessions", "questions", "episode_sessions", "answers", "judgements")
+    }
+    paths |= {f"{stage}_ledger": str(tmp_path / f"{stage}.ledger.json") for stage in STAGES}
+    snapshot = str(tmp_path / "memory")
+    system = {"type": "bm25_message", "top_k": 5}
+    common = dict(step=0, shard=0, n_shards=1, cache=str(cache), seed=0)
+    tables = {k: paths[k] for k in ("sessions", "questions", "episode_sessions")}
+    jobs.prepare(SYNTHETIC, **tables)
+    jobs.ingest(
+        sessions=paths["sessions"],
+        episode_sessions=paths["episode_sessions"],
+        previous=None,
+        snapshot=snapshot,
+        ledger=paths["ingest_ledger"],
+        system=system,
+        models=_bound(models, "memory_writer", "embedder"),
+        **common,
+    )
+    jobs.answer(
+        **tables,
+        snapshot=snapshot,
+        answers=paths["answers"],
+        ledger=paths["answers_ledger"],
+        benchmark="synthetic",
+        system_name="bm25_message",
+        system=system,
+        reader="generic",
+        use_options=False,
+        models=_bound(models, "agent", "memory_writer", "embedder"),
+        **common,
+    )
+    jobs.judge(
+        questions=paths["questions"],
+        answers=paths["answers"],
+        judgements=paths["judgements"],
+        ledger=paths["judgements_ledger"],
+        kind=judge_kind_for(SYNTHETIC),
+        repeats=1,
+        seed=0,
+        models=_bound(models, "judge"),
+        cache=str(cache),
+    )
+    return paths
+
+
+STAGES = ("ingest", "answers", "judgements")
+
+
+def _bound(models: dict, *roles: str) -> dict:
+    return {role: models[role] for role in roles}
 
 
 @pytest.mark.slow
-def test_questions_answered_and_judged_by_the_real_model(server, tmp_path):
-    served = local_llm.served_models(server)
-    assert served == [local_llm.MODEL_ALIAS]
+def test_answer_and_judge_jobs_run_on_the_real_model(server, tmp_path):
+    """The project's own answer and judge jobs, with configs/local-llm.yaml's bindings."""
+    assert local_llm.served_models(server) == [local_llm.MODEL_ALIAS]
+    models = _models(server)
+    cache = tmp_path / "cache.sqlite"
+    paths = _run_jobs(tmp_path, models, cache)
+
+    answers = pd.read_parquet(paths["answers"])
+    assert len(answers) == 3
+    assert set(answers["model"]) == {local_llm.MODEL_ALIAS}  # the served model, not offline
+    assert not answers["cache_hit"].any()
+    assert (answers["tokens_in"] > 20).all() and (answers["tokens_out"] > 0).all()
+    assert answers["response"].str.strip().str.len().gt(0).all()
+    assert (answers["retrieved_ids"].map(len) > 0).sum() == 2  # context for all but the abstention
+
+    judged = pd.read_parquet(paths["judgements"])
+    assert set(judged["question_id"]) == set(answers["question_id"])
+    assert judged["judge"].str.startswith(f"{local_llm.MODEL_ALIAS}/").all()
+    assert judged["raw_reply"].str.strip().str.len().gt(0).all()  # stored as the model said it
+    parsed = judged[judged["parse_ok"]]
+    assert parsed["value"].isin([0.0, 1.0]).all()
+    failures = int((~judged["parse_ok"]).sum())
+    print(f"\njudge: {len(judged)} judgements, {failures} replies not parsed: "
+          f"{list(judged['raw_reply'])}")  # fmt: skip
+
+    ledgers = {stage: json.loads(Path(paths[f"{stage}_ledger"]).read_text()) for stage in STAGES}
+    for stage, role in (("answers", "agent"), ("judgements", "judge")):
+        ledger = ledgers[stage]
+        totals = ledger["totals"]
+        assert ledger["models"][role] == local_llm.MODEL_ALIAS
+        assert totals["calls"] - totals["cache_hits"] > 0
+        assert totals["tokens_in"] > 0 and totals["tokens_out"] > 0
+        assert totals["errors"] == 0
+    assert ledgers["answers"]["totals"]["tokens_out"] == answers["tokens_out"].sum()
+    assert ledgers["judgements"]["totals"]["parse_failures"] == failures
+    assert ledgers["ingest"]["totals"]["tokens_in"] == 0  # memory writing stays offline
+
+    # The same answer job again is served from the shared cache: no new model call.
+    again = tmp_path / "again"
+    again.mkdir()
+    jobs.answer(
+        questions=paths["questions"],
+        sessions=paths["sessions"],
+        episode_sessions=paths["episode_sessions"],
+        snapshot=str(tmp_path / "memory"),
+        answers=str(again / "answers.parquet"),
+        ledger=str(again / "answers.ledger.json"),
+        benchmark="synthetic",
+        system_name="bm25_message",
+        system={"type": "bm25_message", "top_k": 5},
+        reader="generic",
+        use_options=False,
+        models=_bound(models, "agent", "memory_writer", "embedder"),
+        step=0,
+        shard=0,
+        n_shards=1,
+        cache=str(cache),
+        seed=0,
+    )
+    cached = pd.read_parquet(again / "answers.parquet")
+    assert cached["cache_hit"].all() and list(cached["response"]) == list(answers["response"])
+
+
+@pytest.mark.slow
+def test_user_role_resolves_to_the_server(server, tmp_path):
+    """configs/local-llm.yaml binds the simulated user too: it must reach the served model."""
     gateway = Gateway.from_config(_models(server), cache_path=tmp_path / "cache.sqlite")
+    statements = ["I moved to Lisbon last month.", "I only eat vegan food."]
+    request = ChatRequest(
+        role="user",
+        task="user_reveal",
+        messages=[
+            {"role": "system", "content": "You are a user chatting with an assistant."},
+            {"role": "user", "content": "Tell the assistant: " + " ".join(statements)},
+        ],
+        fields={"statements": statements},
+    )
 
     async def ask():
-        replies = []
-        for row, history in _questions(3):
-            answer = await gateway.chat(
-                ChatRequest(
-                    role="agent",
-                    task="answer",
-                    messages=[
-                        {"role": "system", "content": "Answer from the conversation, briefly."},
-                        {"role": "user", "content": f"{history}\n\nQuestion: {row.question}"},
-                    ],
-                    fields={"question": row.question, "context": history},
-                )
-            )
-            verdict = await gateway.chat(
-                ChatRequest(
-                    role="judge",
-                    task="judge_qa",
-                    messages=[
-                        {
-                            "role": "user",
-                            "content": f"Question: {row.question}\nGold answer: {row.answer}\n"
-                            f"Response: {answer.text}\nIs the response correct? Say yes or no.",
-                        }
-                    ],
-                    fields={"question": row.question, "answer": row.answer},
-                )
-            )
-            replies.append((answer, verdict))
-        again = await gateway.chat(  # the same request once more: served from the cache
-            ChatRequest(
-                role="agent",
-                task="answer",
-                messages=[
-                    {"role": "system", "content": "Answer from the conversation, briefly."},
-                    {"role": "user", "content": f"{history}\n\nQuestion: {row.question}"},
-                ],
-            )
-        )
-        await gateway.aclose()
-        return replies, again
+        try:
+            return await gateway.chat(request)
+        finally:
+            await gateway.aclose()
 
-    replies, again = asyncio.run(ask())
+    reply = asyncio.run(ask())
     gateway.close()
-    for answer, verdict in replies:
-        for reply in (answer, verdict):
-            assert reply.text.strip()
-            assert reply.model == local_llm.MODEL_ALIAS  # what the server reports, not offline
-            assert reply.tokens_in > 20 and reply.tokens_out > 0
-            assert not reply.cache_hit
-    assert again.cache_hit and again.text == replies[-1][0].text
-
-    ledger = gateway.ledger.to_dict()
-    assert ledger["models"] == {"agent": local_llm.MODEL_ALIAS, "judge": local_llm.MODEL_ALIAS}
-    agent = ledger["by_role_task"]["agent/answer"]
-    judge = ledger["by_role_task"]["judge/judge_qa"]
-    assert (agent["calls"], agent["cache_hits"], judge["calls"], judge["cache_hits"]) == (
-        4,
-        1,
-        3,
-        0,
-    )
-    # tokens count what the endpoint processed: the three misses, not the cache hit
-    assert agent["tokens_out"] == sum(a.tokens_out for a, _ in replies)
-    assert agent["tokens_in"] == sum(a.tokens_in for a, _ in replies)
-    assert judge["tokens_in"] == sum(v.tokens_in for _, v in replies)
-    assert ledger["totals"]["errors"] == 0
+    assert reply.model == local_llm.MODEL_ALIAS != "offline-heuristic"
+    assert reply.text.strip() and reply.tokens_out > 0 and not reply.cache_hit
+    assert gateway.ledger.to_dict()["models"] == {"user": local_llm.MODEL_ALIAS}
 
 
 def test_stop_without_a_server_says_so(tmp_path, monkeypatch, capsys):

@@ -1,6 +1,8 @@
-"""The SLURM path, tested for real: a one-node cluster on this machine runs a workflow through
-``snakemake --executor slurm`` (profile ``profiles/slurm-local``), and its outputs must equal a
-local run's.
+"""The SLURM path, tested for real: a one-node cluster on this machine (``mnemoflow cluster up``)
+runs workflows through ``snakemake --executor slurm``, and their outputs must equal a local run's.
+The fixture workflow runs under both profiles (``profiles/slurm-local``, and ``profiles/slurm``
+with the overrides a site without accounting would pass); the project's workflow on the tiny
+config runs under ``profiles/slurm-local`` and every Parquet table it writes is compared.
 
 The Debian packages are installed when missing (``apt-get``, as root); the test skips only when
 that is impossible. Every Snakemake run is bounded by a timeout and killed by PID when it
@@ -9,7 +11,10 @@ overruns, because Snakemake can wait forever on a status command that never answ
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
+import json
 import os
 import shutil
 import signal
@@ -22,12 +27,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mnemoflow import cluster
+from mnemoflow import cli, cluster
 from mnemoflow.daemon import Daemon, is_running
 from tests.system_packages import apt_install
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "profiles" / "slurm-local"
+REAL_PROFILE = ROOT / "profiles" / "slurm"
+# What a site without slurmdbd and accounts passes on top of profiles/slurm (docs/slurm.md).
+SITE_OVERRIDES = [
+    "--default-resources", "slurm_partition=debug", "mem_mb=500", "runtime=10", "cpus_per_task=1",
+    "--slurm-no-account", "--slurm-status-command", "squeue",
+    "--slurm-init-seconds-before-status-checks", "5",
+]  # fmt: skip
+# Columns that measure the run, not its result: timings, and whether the shared cache answered.
+RUN_DEPENDENT = {"latency_s", "cache_hit"}
 RUN_TIMEOUT_S = 420
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -87,23 +101,44 @@ FIXTURE_SNAKEFILE = textwrap.dedent(
 )
 
 
+def _cli(*argv: str) -> str:
+    """``mnemoflow ARGV`` in process; its stdout (fails the test on a non-zero exit)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(list(argv))
+    assert code == 0, f"mnemoflow {' '.join(argv)} exited {code}: {out.getvalue()}"
+    return out.getvalue()
+
+
 @pytest.fixture(scope="module")
 def local_cluster():
+    """The cluster, through ``mnemoflow cluster up/down``; one that already ran is left running."""
     if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
         pytest.fail("snakemake-executor-plugin-slurm is not installed: pip install -e '.[slurm]'")
     reason = apt_install(["slurm-wlm", "munge"], cluster.missing_programs)
     if reason:
         pytest.skip(reason)
-    state = cluster.up(timeout=90)
-    print(f"\ncluster up in {state.get('seconds_to_idle', 0.0)}s")
+    line = _cli("cluster", "up", "--timeout", "90")
+    state = cluster.read_state()
+    assert line.startswith(f"cluster up: node {state['host']} idle, partition {cluster.PARTITION}")
+    ours = "(already running)" not in line
+    print(f"\n{line.strip()}")
     try:
         yield state
     finally:
-        stopped = cluster.down()
-        started = {d["name"] for d in state["daemons"]}
-        assert set(stopped) == started, f"stopped {stopped}, started {sorted(started)}"
-        for daemon in state["daemons"]:
-            assert not is_running(Daemon(**daemon)), daemon
+        if ours:
+            started = sorted((d["name"] for d in state["daemons"]), key=cluster.DAEMONS.index)
+            assert _cli("cluster", "down") == f"cluster down: stopped {', '.join(started)}\n"
+            for daemon in state["daemons"]:
+                assert not is_running(Daemon(**daemon)), daemon
+
+
+def test_cluster_cli_sees_the_running_cluster(local_cluster):
+    assert "(already running); started " in _cli("cluster", "up")
+    status = json.loads(_cli("cluster", "status"))
+    assert set(status["daemons"]) == {d["name"] for d in local_cluster["daemons"]}
+    assert all(status["daemons"].values())  # every daemon has a live PID
+    assert local_cluster["host"] in status["nodes"]
 
 
 def _snakemake(args: list[str], workdir: Path, timeout: float = RUN_TIMEOUT_S) -> float:
@@ -140,24 +175,30 @@ def _slurm_job_ids(workdir: Path) -> list[str]:
 
 
 def test_fixture_workflow_on_slurm_equals_local(local_cluster, tmp_path):
+    """Under profiles/slurm-local, and under profiles/slurm with a site's overrides."""
     snakefile = tmp_path / "Snakefile"
     snakefile.write_text(FIXTURE_SNAKEFILE)
-    on_slurm, local = tmp_path / "slurm", tmp_path / "local"
-    on_slurm.mkdir()
-    local.mkdir()
+    on_slurm, on_real, local = tmp_path / "slurm", tmp_path / "real", tmp_path / "local"
+    for workdir in (on_slurm, on_real, local):
+        workdir.mkdir()
     slurm_s = _snakemake(["-s", str(snakefile), "--workflow-profile", str(PROFILE)], on_slurm)
+    real_s = _snakemake(
+        ["-s", str(snakefile), "--workflow-profile", str(REAL_PROFILE), *SITE_OVERRIDES], on_real
+    )
     local_s = _snakemake(["-s", str(snakefile), "--cores", "2"], local)
-    print(f"fixture: slurm {slurm_s:.1f}s, local {local_s:.1f}s")
+    print(f"fixture: slurm-local {slurm_s:.1f}s, slurm {real_s:.1f}s, local {local_s:.1f}s")
 
-    assert len(_slurm_job_ids(on_slurm)) == 3  # shard 0, shard 1, summarize: all via sbatch
-    via_slurm = pd.read_parquet(on_slurm / "results/summary.parquet")
     here = pd.read_parquet(local / "results/summary.parquet")
-    assert via_slurm["in_slurm_job"].all() and not here["in_slurm_job"].any()
-    assert sorted(via_slurm["shard"].unique()) == [0, 1]
-    # 2 users x 3 periods x 3 sessions per shard, 6 turns each (the synthetic defaults)
-    assert len(via_slurm) == 2 * 18 and set(via_slurm["turns"]) == {6}
-    columns = [c for c in here.columns if c != "in_slurm_job"]
-    pd.testing.assert_frame_equal(via_slurm[columns], here[columns])
+    assert not here["in_slurm_job"].any()
+    for workdir in (on_slurm, on_real):
+        assert len(_slurm_job_ids(workdir)) == 3  # shard 0, shard 1, summarize: all via sbatch
+        via_slurm = pd.read_parquet(workdir / "results/summary.parquet")
+        assert via_slurm["in_slurm_job"].all()
+        assert sorted(via_slurm["shard"].unique()) == [0, 1]
+        # 2 users x 3 periods x 3 sessions per shard, 6 turns each (the synthetic defaults)
+        assert len(via_slurm) == 2 * 18 and set(via_slurm["turns"]) == {6}
+        columns = [c for c in here.columns if c != "in_slurm_job"]
+        pd.testing.assert_frame_equal(via_slurm[columns], here[columns])
 
 
 def test_tiny_config_on_slurm_equals_local(local_cluster, tmp_path):
@@ -176,7 +217,22 @@ def test_tiny_config_on_slurm_equals_local(local_cluster, tmp_path):
     print(f"tiny config: slurm {slurm_s:.1f}s, local {local_s:.1f}s")
 
     assert _slurm_job_ids(on_slurm), "no job went through sbatch"
-    via_slurm = pd.read_parquet(on_slurm / "results/summary.parquet")
-    here = pd.read_parquet(local / "results/summary.parquet")
-    assert len(here) > 0
-    pd.testing.assert_frame_equal(via_slurm, here)
+    tables = _parquet_tables(local)
+    assert tables == _parquet_tables(on_slurm)
+    for kind in ("answers", "judgements", "scores", "diagnosis", "summary"):
+        assert any(t.endswith(f"/{kind}.parquet") for t in tables), kind
+    assert sum(t.endswith("/answers.parquet") for t in tables) == 8  # 2 systems, steps, shards
+    for table in tables:
+        here = pd.read_parquet(local / table)
+        via_slurm = pd.read_parquet(on_slurm / table)
+        dropped = sorted(RUN_DEPENDENT & set(here.columns))
+        if Path(table).name in ("answers.parquet", "judgements.parquet", "scores.parquet"):
+            assert len(here) > 0, table
+        pd.testing.assert_frame_equal(
+            via_slurm.drop(columns=dropped), here.drop(columns=dropped), obj=table
+        )
+
+
+def _parquet_tables(workdir: Path) -> list[str]:
+    """Every Parquet file under results/, relative to the working directory."""
+    return sorted(str(p.relative_to(workdir)) for p in (workdir / "results").rglob("*.parquet"))

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.cli import main as cli
+from tests.memory_support import SHARED_DATA
 from tests.workflow import ledgers, snakemake, workdir
 
 pytestmark = pytest.mark.slow
@@ -14,10 +15,12 @@ CATEGORIES = {"multi-hop", "temporal", "open-domain", "single-hop", "adversarial
 
 
 @pytest.fixture(scope="module")
-def locomo_run(tmp_path_factory, shared_data):
+def locomo_run(tmp_path_factory):
+    source = SHARED_DATA / "locomo" / "locomo10.json"  # beside the checkout or its worktree
+    if not source.is_file():
+        pytest.skip(f"LoCoMo not found at {source}")
     wd = workdir(tmp_path_factory.mktemp("locomo"))
     override = wd / "locomo.yaml"
-    source = shared_data / "locomo" / "locomo10.json"
     override.write_text(
         json.dumps(
             {

@@ -20,11 +20,14 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def snakemake(workdir: Path, *args: str, configfiles=(TINY,), timeout: int = 600):
-    """Run snakemake on the repository's Snakefile in ``workdir``; fail the test on error."""
+def snakemake(workdir: Path, *args: str, configfiles=(TINY,), targets=(), timeout: int = 600):
+    """Run snakemake on the repository's Snakefile in ``workdir``; fail the test on error.
+
+    ``targets`` come before ``--configfile``, which would otherwise take them for config files.
+    """
     command = [
         sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
-        str(workdir), "--cores", "2", "--configfile", *map(str, configfiles), *args,
+        str(workdir), "--cores", "2", *targets, "--configfile", *map(str, configfiles), *args,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)

@@ -146,6 +146,20 @@ def cached_path(source: dict[str, Any], benchmark: str) -> Path:
     return root / repo / _cache_folder(source) / str(source["file"])
 
 
+def local_source_file(spec: dict[str, Any]) -> list[str]:
+    """``[source.path]`` when it names an existing local file, else ``[]``.
+
+    The workflow's prepare rule takes this as its input, so replacing a benchmark's local file
+    re-runs prepare. Downloads and folders give nothing: a download is pinned by revision or
+    sha256 (a config param), and a folder's contents are not one file Snakemake can date.
+    """
+    source = spec.get("source")
+    if not isinstance(source, dict) or not source.get("path"):
+        return []
+    path = Path(str(source["path"])).expanduser()
+    return [str(path)] if path.is_file() else []
+
+
 def resolve_file(source: Any, benchmark: str) -> Path:
     """The local file for ``source``: its ``path``, the cached copy, or a verified download."""
     source = _check_source(source, benchmark)
