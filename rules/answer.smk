@@ -4,6 +4,7 @@ rule answer:
         sessions=f"{PREPARED}/sessions.parquet",
         episode_sessions=f"{PREPARED}/episode_sessions.parquet",
         snapshot=f"{SHARD}/memory",
+        reader_files=reader_inputs,
     output:
         answers=f"{SHARD}/answers.parquet",
         ledger=f"{SHARD}/answers.ledger.json",

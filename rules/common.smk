@@ -6,6 +6,7 @@ from mnemoflow.data.sources import local_source_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.types import ROLES
 from mnemoflow.memory.base import check_systems
+from mnemoflow.protocols.static_qa import retrieval_log_path
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -50,6 +51,12 @@ def n_shards(wildcards):
 
 def reader_of(wildcards):
     return benchmark_spec(wildcards).get("reader", "generic")
+
+
+def reader_inputs(wildcards):
+    """Files the reader reads (an official retrieval log), so editing one re-runs answering."""
+    path = retrieval_log_path(reader_of(wildcards))
+    return [path] if path else []
 
 
 def judge_kind(wildcards):

@@ -241,3 +241,13 @@ def test_folder_offline_and_unpinned(monkeypatch, cache):
     monkeypatch.delenv("HF_HUB_OFFLINE")
     with pytest.raises(DataError, match="source.revision must pin a commit of org/bench"):
         resolve_folder({**FOLDER, "revision": None}, "bench", REQUIRED, ["*"])
+
+
+def test_local_source_file_is_the_prepare_rules_input(upstream, tmp_path):
+    from mnemoflow.data.sources import local_source_file
+
+    assert local_source_file({"source": {"path": str(upstream)}}) == [str(upstream)]
+    assert local_source_file({"source": {"path": str(tmp_path / "missing.json")}}) == []
+    assert local_source_file({"source": {"path": str(upstream.parent)}}) == []  # a folder
+    assert local_source_file({"source": {"repo": "org/data", "file": "d.json"}}) == []
+    assert local_source_file({"loader": "synthetic"}) == []

@@ -153,3 +153,10 @@ def test_retrieval_log_without_a_question_names_the_log_and_the_id(tmp_path):
         reader_config({**reader, "mode": "oracle"})
     with pytest.raises(ValueError, match="retrieval_log: no such file"):
         _lme_answers(tmp_path, {**reader, "retrieval_log": str(tmp_path / "missing.jsonl")})
+
+
+def test_retrieval_log_path_is_what_the_answer_rule_takes_as_input():
+    reader = {"name": "longmemeval", "mode": "retrieval", "retrieval_log": "logs/bm25.jsonl"}
+    assert qa.retrieval_log_path(reader) == "logs/bm25.jsonl"
+    assert qa.retrieval_log_path({"name": "longmemeval", "mode": "retrieval"}) is None
+    assert qa.retrieval_log_path("generic") is None and qa.retrieval_log_path(None) is None

@@ -194,7 +194,7 @@ async def answer(
     of asking the memory.
     """
     reader_name, reader_options = reader_config(reader)
-    log_path = reader_options.get("retrieval_log") if reader_name == "longmemeval" else None
+    log_path = retrieval_log_path(reader)
     log = retrieval_log(log_path) if log_path else None
     rows: list[dict[str, Any]] = []
 
@@ -240,6 +240,13 @@ async def answer(
     await _bounded(sorted(set(questions["episode_id"])), one, EPISODE_CONCURRENCY)
     frame = pd.DataFrame(rows, columns=ANSWERS.names)
     return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
+
+
+def retrieval_log_path(reader: str | dict[str, Any] | None) -> str | None:
+    """The official retrieval log a LongMemEval reader reads its rankings from, if any (the
+    workflow makes it an input of the answer rule, so editing the file re-runs answering)."""
+    name, options = reader_config(reader)
+    return options.get("retrieval_log") if name == "longmemeval" else None
 
 
 def retrieval_log(path: str) -> dict[str, list[str]]:
