@@ -122,6 +122,7 @@ def _run_jobs(tmp_path: Path, models: dict, cache: Path) -> dict[str, str]:
         for name in ("sessions", "questions", "episode_sessions", "answers", "judgements")
     }
     paths |= {f"{stage}_ledger": str(tmp_path / f"{stage}.ledger.json") for stage in STAGES}
+    paths["judge_settings"] = str(tmp_path / "judge.json")
     snapshot = str(tmp_path / "memory")
     system = {"type": "bm25_message", "top_k": 5}
     common = dict(step=0, shard=0, n_shards=1, cache=str(cache), seed=0)
@@ -155,6 +156,7 @@ def _run_jobs(tmp_path: Path, models: dict, cache: Path) -> dict[str, str]:
         answers=paths["answers"],
         judgements=paths["judgements"],
         ledger=paths["judgements_ledger"],
+        settings=paths["judge_settings"],
         kind=judge_kind_for(SYNTHETIC),
         repeats=1,
         seed=0,
@@ -194,6 +196,8 @@ def test_answer_and_judge_jobs_run_on_the_real_model(server, tmp_path):
     parsed = judged[judged["parse_ok"]]
     assert parsed["value"].isin([0.0, 1.0]).all()
     failures = int((~judged["parse_ok"]).sum())
+    settings = json.loads(Path(paths["judge_settings"]).read_text())
+    assert settings["model"] == local_llm.MODEL_ALIAS and settings["temperature"] == 0.0
     print(f"\njudge: {len(judged)} judgements, {failures} replies not parsed: "
           f"{list(judged['raw_reply'])}")  # fmt: skip
 
