@@ -13,7 +13,8 @@ from mnemoflow.eval.diagnosis import (
     diagnosis_scores,
     report_rows,
 )
-from mnemoflow.eval.scoring import aggregate, question_scores, wilson
+from mnemoflow.eval.scoring import aggregate, question_scores
+from mnemoflow.intervals import wilson_interval
 
 RUN = {"benchmark": "longmemeval", "system": "bm25", "protocol": "static_qa", "step": 0}
 
@@ -64,15 +65,15 @@ def test_longmemeval_micro_macro_abstention_and_per_type():
     assert _score(scores, "judge_parse_failures", "count") == (1.0, 6)
     low, _ = _score(scores, "accuracy", "ci95_low")
     high, _ = _score(scores, "accuracy", "ci95_high")
-    assert (low, high) == pytest.approx(wilson(3, 5))
+    assert (low, high) == pytest.approx(wilson_interval(3, 5))
 
 
 def test_wilson_interval_worked_example():
     # 8 of 10, z^2 = 3.8415: centre (0.8 + 3.8415/20) / 1.38415 = 0.7167,
     # half-width 1.96 * sqrt(0.016 + 3.8415/400) / 1.38415 = 0.2266
-    assert wilson(8, 10) == pytest.approx((0.4902, 0.9433), abs=1e-4)
-    assert wilson(10, 10)[1] == pytest.approx(1.0)
-    assert wilson(10, 10)[0] == pytest.approx(0.7225, abs=1e-4)
+    assert wilson_interval(8, 10) == pytest.approx((0.4902, 0.9433), abs=1e-4)
+    assert wilson_interval(10, 10)[1] == pytest.approx(1.0)
+    assert wilson_interval(10, 10)[0] == pytest.approx(0.7225, abs=1e-4)
 
 
 def test_locomo_f1_overall_includes_adversarial_and_reports_without_it():
@@ -257,3 +258,9 @@ def test_diagnosis_uses_j_before_f1_for_locomo():
     )
     stored = pd.DataFrame({"episode_id": ["c"], "turn_id": ["D1:1"]})
     assert diagnose(answers, judgements, questions, stored).empty
+
+
+def test_a_perfect_or_zero_score_lies_inside_its_own_interval():
+    """Rounding must not put n/n just below 1 (or 0/n above 0), for any n."""
+    for n in range(1, 2000):
+        assert wilson_interval(n, n)[1] == 1.0 and wilson_interval(0, n)[0] == 0.0

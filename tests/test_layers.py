@@ -15,8 +15,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
 
 #: Sub-package -> the mnemoflow sub-packages and modules it may import (itself always allowed).
-#: ``errors`` and ``lexical`` (text normalization, token counts) serve every layer.
-SHARED = {"errors", "lexical"}
+#: ``errors``, ``lexical`` (text normalization, token counts) and ``intervals`` serve every layer.
+SHARED = {"errors", "lexical", "intervals"}
 ALLOWED = {
     "llm": SHARED,
     "data": SHARED,

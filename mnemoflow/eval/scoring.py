@@ -21,26 +21,16 @@ Values that are NaN (a judge reply that did not parse) are left out of every mea
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
 from mnemoflow.data.tables import QUESTION_SCORES, RUN_KEYS, SCORES
 from mnemoflow.eval.retrieval import is_abstention
+from mnemoflow.intervals import wilson_interval
 
 RUN_COLUMNS = [name for name, _ in RUN_KEYS]
 LLM_JUDGED = ("accuracy", "j")
-
-
-def wilson(successes: float, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval of a proportion (well-behaved at 0 and 1, unlike the normal one)."""
-    if n == 0:
-        return (float("nan"), float("nan"))
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def question_scores(
@@ -76,7 +66,7 @@ def _aggregates(keys: dict[str, Any], name: str, frame: pd.DataFrame, benchmark:
     for qtype, mean in means.items():
         rows.append(_row(keys, name, f"type:{qtype}", mean, by_type.size()[qtype]))
     if name in (*LLM_JUDGED, "judge_agreement"):
-        low, high = wilson(valid["value"].sum(), len(valid))
+        low, high = wilson_interval(valid["value"].sum(), len(valid))
         rows.append(_row(keys, name, "ci95_low", low, len(valid)))
         rows.append(_row(keys, name, "ci95_high", high, len(valid)))
     if benchmark == "longmemeval" and name == "accuracy":

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Two-sided 95 % standard-normal quantile.
-Z95 = 1.959963984540054
+from mnemoflow.intervals import Z95, wilson_interval  # noqa: F401  (re-exported for the report)
+
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
@@ -26,20 +26,6 @@ class Interval:
     high: float
     n: int
     method: str  # "wilson" | "bootstrap" | "none"
-
-
-def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion ``successes / n``."""
-    if n <= 0:
-        raise ValueError("n must be positive")
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # At 0/n and n/n the bound is exactly p; rounding would otherwise put it a hair inside.
-    low = 0.0 if p <= 0 else max(0.0, min(p, centre - half))
-    high = 1.0 if p >= 1 else min(1.0, max(p, centre + half))
-    return low, high
 
 
 def bootstrap_interval(
