@@ -201,3 +201,18 @@ def test_default_sources_are_pinned_by_commit_and_checksum(tmp_path, monkeypatch
     )
     original = source_for({"variant": "m", "release": "original"})
     assert original["revision"] is None and original["sha256"] is None
+
+
+def test_cli_info_counts_the_cached_file_of_the_requested_variant(tmp_path, monkeypatch, capsys):
+    from mnemoflow.cli import main as cli
+    from mnemoflow.data.longmemeval import INFO
+    from mnemoflow.data.sources import cached_path
+
+    monkeypatch.setenv("MNEMOFLOW_CACHE", str(tmp_path / "cache"))
+    oracle = cached_path(INFO.sources["oracle"], "longmemeval")
+    oracle.parent.mkdir(parents=True)
+    oracle.write_text(json.dumps(official_records()))
+    assert cli(["data", "info", "longmemeval", "--variant", "oracle"]) == 0
+    assert f"  file: {oracle}" in capsys.readouterr().out
+    assert cli(["data", "info", "longmemeval"]) == 0  # variant s: not cached, no counts
+    assert "  file:" not in capsys.readouterr().out

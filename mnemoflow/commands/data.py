@@ -66,12 +66,17 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
     return spec
 
 
-def _cached_files(name: str) -> list[Path]:
-    """Cached copies of the benchmark's catalogued single-file sources, in catalogue order."""
+def _cached_default(name: str, spec: dict[str, Any]) -> Path | None:
+    """The cached copy of the catalogued source the command line asks for (its ``--variant``,
+    else the first), when it names nothing else (no ``--spec`` source, release or selection)."""
     info = CATALOG.get(name)
-    sources = info.sources.values() if info is not None else []
-    paths = [cached_path(s, name) for s in sources if s.get("file") or s.get("url")]
-    return [path for path in paths if path.is_file()]
+    if info is None or set(spec) - {"loader", "variant"}:
+        return None
+    source = info.sources.get(spec.get("variant") or next(iter(info.sources)))
+    if source is None or not (source.get("file") or source.get("url")):
+        return None
+    path = cached_path(source, name)
+    return path if path.is_file() else None
 
 
 def _source_lines(name: str) -> list[str]:
@@ -137,9 +142,9 @@ def run(args: argparse.Namespace) -> int:
     if args.data_command == "info":
         print(args.name)
         print("\n".join(_source_lines(args.name)))
-        cached = _cached_files(args.name)
-        if not args.path and cached:  # counts of the cached copy of the default source
-            args.path = str(cached[0])
+        cached = _cached_default(args.name, spec)
+        if not args.path and cached is not None:  # counts of the cached copy of that source
+            args.path = str(cached)
             spec = build_spec(args)
         if args.path:
             path = Path(args.path)
