@@ -240,3 +240,13 @@ def test_cli_info_counts_the_cached_copy_without_path(tmp_path, monkeypatch, cap
     out = capsys.readouterr().out
     assert f"    cached: {cached}" in out and f"  file: {cached} (2,805,274 bytes" in out
     assert "  sessions: 272 distinct\n  turns: 5882\n  questions: 1986\n" in out
+
+
+def test_download_beside_loader_allows_the_pinned_default(tmp_path, monkeypatch):
+    """`download: true` next to `loader:` reaches the catalogued source (offline: one line)."""
+    monkeypatch.setenv("MNEMOFLOW_CACHE", str(tmp_path))
+    monkeypatch.setenv("MNEMOFLOW_OFFLINE", "1")
+    with pytest.raises(DataError, match=r"set source.download: true$"):
+        load_benchmark({"loader": "locomo"})
+    with pytest.raises(DataError, match=r"^locomo: offline, cannot download https://raw\."):
+        load_benchmark({"loader": "locomo", "download": True})

@@ -35,7 +35,7 @@ import pandas as pd
 
 from mnemoflow.data.jsonstream import iter_array
 from mnemoflow.data.registry import Prepared, register_loader
-from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file
+from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, source_of
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
 from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
@@ -63,7 +63,7 @@ INFO = describe(
 
 
 def _source(spec: dict[str, Any]) -> dict[str, Any]:
-    return spec.get("source") or INFO.sources["v1.base"]
+    return source_of(spec, INFO.sources["v1.base"])
 
 
 def n_periods(spec: dict[str, Any]) -> int:

@@ -36,7 +36,7 @@ import pandas as pd
 
 from mnemoflow.data.jsonstream import iter_array
 from mnemoflow.data.registry import Prepared, register_loader
-from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file
+from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, source_of
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
 from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
@@ -150,7 +150,7 @@ def conversation_rows(
 @register_loader(BENCHMARK)
 def load(spec: dict[str, Any]) -> Prepared:
     """Load ``locomo10.json`` named by ``spec['source']`` (default: the pinned upstream file)."""
-    path = resolve_file(spec.get("source") or INFO.sources["default"], BENCHMARK)
+    path = resolve_file(source_of(spec, INFO.sources["default"]), BENCHMARK)
     return parse(path)
 
 

@@ -35,7 +35,7 @@ import pandas as pd
 
 from mnemoflow.data.jsonstream import iter_array
 from mnemoflow.data.registry import Prepared, register_loader
-from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file
+from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, source_of
 from mnemoflow.data.tables import EPISODE_SESSIONS, QUESTIONS, SESSIONS
 from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
@@ -104,13 +104,13 @@ def source_for(spec: dict[str, Any]) -> dict[str, Any]:
             f"variants {sorted(FILES['cleaned'])}, releases {sorted(FILES)}"
         )
     repo = CLEANED if release == "cleaned" else ORIGINAL
-    return {
+    pinned = {
         "repo": repo,
         "file": FILES[release][variant],
         "revision": spec.get("revision") or (REVISION if release == "cleaned" else None),
         "sha256": SHA256.get((release, variant)),
-        "download": bool(spec.get("download", False)),
     }
+    return source_of(spec, pinned)
 
 
 @register_loader(BENCHMARK)

@@ -49,7 +49,7 @@ import pandas as pd
 
 from mnemoflow.data.locomo import conversation_rows
 from mnemoflow.data.registry import Prepared, register_loader
-from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, resolve_folder
+from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, resolve_folder, source_of
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
 from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
@@ -159,7 +159,7 @@ def load(spec: dict[str, Any]) -> Prepared:
     """Load the selected MemoryBench datasets from a local folder, the cache, or the Hub."""
     reg = registry(spec["configs"]) if spec.get("configs") else None
     chosen = select(spec.get("select", {}), reg)
-    source = spec.get("source") or INFO.sources["default"]
+    source = source_of(spec, INFO.sources["default"])
     if not isinstance(source, dict):
         raise DataError(f"{BENCHMARK}: 'source' must be a mapping (path, or repo/revision)")
     path = Path(str(source["path"])).expanduser() if source.get("path") else None

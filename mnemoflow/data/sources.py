@@ -146,6 +146,14 @@ def cached_path(source: dict[str, Any], benchmark: str) -> Path:
     return root / repo / _cache_folder(source) / str(source["file"])
 
 
+def source_of(spec: dict[str, Any], default: dict[str, Any]) -> Any:
+    """A benchmark entry's ``source``, else its loader's catalogued ``default`` with the entry's
+    ``download`` flag, so ``download: true`` beside ``loader:`` allows fetching the pinned file."""
+    if spec.get("source"):
+        return spec["source"]
+    return {**default, "download": bool(spec.get("download", False))}
+
+
 def local_source_file(spec: dict[str, Any]) -> list[str]:
     """``[source.path]`` when it names an existing local file, else ``[]``.
 
