@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import random
 import resource
 import statistics
@@ -110,14 +111,6 @@ class _DirectBM25:
         return order, np.asarray(scores)[order]
 
 
-def _bm25s_engine() -> str:
-    try:
-        from mnemoflow.memory.bm25_index import bm25s_engine
-    except ImportError:
-        return "numpy (bm25s default)"
-    return bm25s_engine()
-
-
 def _table(results: dict[str, list[float]]) -> None:
     print("\n| system | questions | mean s / question | median s | max s |")
     print("|---|---:|---:|---:|---:|")
@@ -169,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, Any] = {}
     source, BM25 = bm25_backends()
-    print(f"BM25 via {source}; bm25s backend: {_bm25s_engine()}")
+    numba = importlib.util.find_spec("numba") is not None
+    print(f"BM25 via {source}; bm25s backend: {'numba' if numba else 'numpy'} (backend='auto')")
     for backend in ("bm25s", "rank_bm25"):
         times, parts = [], {"tokenize": [], "index": [], "query": []}
         for q, turns in enumerate(haystacks):

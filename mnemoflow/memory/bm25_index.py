@@ -7,20 +7,9 @@ documents so tokenization (and its language handling) is decided in one place by
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 
 BACKENDS = ("bm25s", "rank_bm25")
-
-
-def bm25s_engine() -> str:
-    """bm25s' own backend: ``numba`` (JIT scoring and index building) whenever numba is installed.
-
-    bm25s defaults to its pure-numpy path; numba is a pinned dependency, so it is only missing in a
-    hand-made environment, where the numpy path still gives the same scores.
-    """
-    return "numba" if importlib.util.find_spec("numba") is not None else "numpy"
 
 
 class BM25Index:
@@ -46,7 +35,8 @@ class BM25Index:
 
             # Robertson's idf is rank_bm25's Okapi idf, so both backends rank alike (scores differ
             # by the constant factor k1 + 1).
-            self._index = bm25s.BM25(k1=k1, b=b, method="robertson", backend=bm25s_engine())
+            # "auto": numba (pinned) when importable; bm25s' own default would be numpy.
+            self._index = bm25s.BM25(k1=k1, b=b, method="robertson", backend="auto")
             vocab: dict[str, int] = {}
             ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in docs]
             self._vocab = vocab
