@@ -140,7 +140,8 @@ def screenshot(
             taller = next_height(image)
             if taller is None or height >= max_height:
                 break
-            height = min(max_height, taller)
+            # Grow from the window asked for, not the capture (which could come back shorter).
+            height = min(max_height, max(taller, 2 * height))
         if taller is not None:
             print(
                 f"warning: the page is taller than the {height}px window (max_height); "
