@@ -31,8 +31,8 @@ import pandas as pd
 from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import as_list
 from mnemoflow.errors import ConfigError
-from mnemoflow.lexical import count_tokens
 from mnemoflow.llm.types import ChatRequest
+from mnemoflow.memory.tokens import count_tokens
 
 PROMPT_VERSION = "locomo-reader-v1"
 MODES = ("long_context", "oracle", "retrieval")

@@ -17,6 +17,7 @@ from mnemoflow.agents import locomo_reader, longmemeval_reader
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.types import ChatRequest, Reply
 from mnemoflow.memory.base import MemoryItem
+from mnemoflow.memory.tokens import count_tokens
 
 PROMPT_VERSION = "generic-v1"
 READERS = ("generic", "locomo", "longmemeval")
@@ -101,8 +102,7 @@ def generic_request(
 
 
 def _tokens(request: ChatRequest) -> int:
-    from mnemoflow.lexical import count_tokens
-
+    """The prompt's size in o200k tokens, the unit of the readers' budgets."""
     return sum(count_tokens(m["content"]) for m in request.messages)
 
 
