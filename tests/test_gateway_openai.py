@@ -174,15 +174,18 @@ def test_wrong_key_fails_at_once_without_showing_the_key():
     assert FAKE_KEY not in str(failure.value)
 
 
-def test_null_content_is_empty_text_and_caller_records_parse_failure():
+def test_null_content_is_a_failure_that_is_asked_again_not_an_empty_answer():
     with OpenAITestServer(faults=["null_content"]) as server:
         gateway = make_gateway(server)
         (reply,) = run(gateway, [ask(1)])
-    assert reply.text == ""
-    assert server.stats().total == 1  # not retried: the endpoint did answer
-    gateway.record_parse_failure("agent", "answer")
+        assert server.stats().total == 2  # the null reply, then the re-ask
+    assert (reply.text, reply.attempts, reply.raw_replies) == (
+        "echo: question 1",
+        2,
+        ["", "echo: question 1"],
+    )
     entry = gateway.ledger.entries["agent/answer"]
-    assert (entry.calls, entry.parse_failures, entry.retries) == (1, 1, 0)
+    assert (entry.calls, entry.reasks, entry.parse_failures, entry.retries) == (2, 1, 0, 0)
 
 
 def test_sampling_parameters_and_seed_reach_the_endpoint():

@@ -85,15 +85,21 @@ QUESTIONS = pa.schema(
     ]
 )
 
+#: Conversations that feed memory: training dialogues with user feedback (MemoryBench) and
+#: sessions the agent had with a simulated user (AMemGym). Round r is the user message r and the
+#: assistant's answer to it; a user turn's ``implicit_action`` / ``terminated`` are the user's
+#: reaction to the previous answer (like | dislike | copy | none; "" when there is none).
 DIALOGUES = pa.schema(
     [
         *RUN_KEYS,
-        ("item_id", _str),
+        ("episode_id", _str),
+        ("dialogue_id", _str),  # a training item or a session
         ("round", _int),
-        ("role", _str),
+        ("role", _str),  # "user" | "assistant"
         ("content", _str),
         ("implicit_action", _str),
         ("terminated", _bool),
+        ("source", _str),  # "data" | "generated" | "replayed"
     ]
 )
 

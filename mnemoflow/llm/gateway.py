@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,7 +25,19 @@ from mnemoflow.llm.types import (
     Completion,
     EndpointSpec,
     Reply,
+    UnparseableReply,
 )
+
+#: A caller's reply parser: the value it needs from the text, or raise ``UnparseableReply``.
+Parser = Callable[[str], Any]
+
+
+def require_text(text: str) -> str:
+    """The default parser: any non-blank reply. A null or empty completion is a failure."""
+    if not text or not text.strip():
+        raise UnparseableReply("empty reply")
+    return text
+
 
 #: Bump when the offline heuristics change, so cached offline replies are not reused.
 OFFLINE_VERSION = "offline-heuristic@1"
@@ -86,8 +99,12 @@ class Gateway:
     def model_name(self, role: str) -> str:
         return self.specs[role].model
 
-    def request_key(self, request: ChatRequest) -> str:
-        """Cache key: backend, model, messages, sampling parameters, seed; never the API key."""
+    def request_key(self, request: ChatRequest, attempt: int = 0) -> str:
+        """Cache key: backend, model, messages, sampling parameters, seed; never the API key.
+
+        ``attempt`` > 0 is a re-ask after an unparseable reply: a distinct entry, so the first
+        reply stays stored and a rerun replays the same sequence of attempts from the cache.
+        """
         spec = self.specs[request.role]
         sampling = spec.sampling()
         if request.seed is not None:
@@ -103,13 +120,48 @@ class Gateway:
             payload["model"] = OFFLINE_VERSION
             payload["task"] = request.task
             payload["fields"] = request.fields
+        if attempt:
+            payload["parse_attempt"] = attempt
         return cache_key(payload)
 
-    async def chat(self, request: ChatRequest) -> Reply:
-        """One chat completion through the cache; concurrent identical requests share one call."""
+    async def chat(self, request: ChatRequest, parse: Parser | None = None) -> Reply:
+        """One chat completion whose reply ``parse`` accepts (default: any non-empty text).
+
+        A reply the parser rejects (``UnparseableReply`` or ``ValueError``) is never final: the
+        request is asked again, up to the role's ``max_parse_retries``, each attempt under its own
+        cache key. Every raw reply is cached and returned in ``raw_replies``; a cached reply is
+        parsed again on a rerun (so a fixed parser takes effect without new calls). What still
+        does not parse after the last attempt comes back with ``parse_ok=False`` and is counted
+        as a parse failure in the ledger: the caller scores it as a failure, never as a guess.
+        """
         if request.role not in self.specs:
             raise ConfigError(f"unknown role {request.role!r}; roles are {list(ROLES)}")
-        key = self.request_key(request)
+        parse = parse or require_text
+        retries = self.specs[request.role].max_parse_retries
+        raw: list[str] = []
+        started = time.perf_counter()
+        reply: Reply | None = None
+        for attempt in range(retries + 1):
+            if attempt:
+                self.ledger.record_reask(request.role, request.task)
+            reply = await self._complete(request, attempt)
+            raw.append(reply.text)
+            try:
+                parsed = parse(reply.text)
+            except ValueError:  # UnparseableReply is a ValueError, so are json errors
+                continue
+            reply.parsed, reply.attempts, reply.raw_replies = parsed, attempt + 1, raw
+            reply.latency_s = time.perf_counter() - started
+            return reply
+        assert reply is not None
+        self.ledger.record_parse_failure(request.role, request.task)
+        reply.parsed, reply.parse_ok, reply.attempts, reply.raw_replies = None, False, len(raw), raw
+        reply.latency_s = time.perf_counter() - started
+        return reply
+
+    async def _complete(self, request: ChatRequest, attempt: int) -> Reply:
+        """One attempt through the cache; concurrent identical requests share one call."""
+        key = self.request_key(request, attempt)
         started = time.perf_counter()
         while True:
             cached = self.cache.get(key)
@@ -199,6 +251,7 @@ class Gateway:
         return np.stack([found[key] for key in keys])
 
     def record_parse_failure(self, role: str, task: str) -> None:
+        """For callers that judge a parsed reply unusable on grounds the parser could not see."""
         self.ledger.record_parse_failure(role, task)
 
     def describe(self) -> dict[str, Any]:

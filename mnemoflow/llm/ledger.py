@@ -4,8 +4,9 @@ Each rule writes its ledger beside its output, so the cost of every number in a 
 traced. ``calls`` counts every request a stage made, ``cache_hits`` those answered from the cache,
 and ``tokens_in``/``tokens_out`` only what the endpoint processed (cache misses): the ledger is a
 cost account, so a fully cached rerun shows calls with zero tokens. ``retries`` counts failed
-attempts that preceded successful replies; ``errors`` counts calls that failed for good. Parse
-failures (replies a caller could not interpret) are counted here too: they are results, never
+attempts that preceded successful replies; ``errors`` counts calls that failed for good.
+``reasks`` counts requests asked again because their reply could not be parsed (or was empty);
+``parse_failures`` the calls still unparseable after the last re-ask: they are results, never
 silently replaced by a guess.
 """
 
@@ -27,6 +28,7 @@ class LedgerEntry:
     retries: int = 0
     errors: int = 0
     parse_failures: int = 0
+    reasks: int = 0  # attempts asked again after an unparseable or empty reply
 
 
 class Ledger:
@@ -60,6 +62,9 @@ class Ledger:
 
     def record_error(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].errors += 1
+
+    def record_reask(self, role: str, task: str) -> None:
+        self.entries[f"{role}/{task}"].reasks += 1
 
     def record_parse_failure(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].parse_failures += 1

@@ -52,6 +52,8 @@ class EndpointSpec:
     requests_per_minute: float | None = None
     timeout: float = 60.0
     max_retries: int = 6
+    #: Re-asks after a reply its caller cannot parse (or an empty one); then counted as a failure.
+    max_parse_retries: int = 2
 
     @classmethod
     def from_config(cls, role: str, raw: dict[str, Any] | None) -> EndpointSpec:
@@ -84,9 +86,11 @@ class EndpointSpec:
         if backend == "offline":
             raw["model"] = OFFLINE_MODEL
         raw["backend"] = backend
-        for key in ("concurrency", "max_tokens", "max_retries"):
+        for key in ("concurrency", "max_tokens", "max_retries", "max_parse_retries"):
             if key in raw and (
-                not isinstance(raw[key], int) or raw[key] < (0 if key == "max_retries" else 1)
+                not isinstance(raw[key], int)
+                or isinstance(raw[key], bool)
+                or raw[key] < (0 if key.startswith("max_") and key.endswith("retries") else 1)
             ):
                 raise ConfigError(
                     f"config models.{role}.{key}: a positive integer, got {raw[key]!r}"
@@ -135,9 +139,18 @@ class Completion:
     retries: int = 0  # how many failed attempts preceded this completion
 
 
+class UnparseableReply(ValueError):
+    """Raised by a caller's parser: the reply does not match the format the caller asked for."""
+
+
 @dataclass
 class Reply:
-    """What the gateway returns: the completion plus how it was obtained."""
+    """What the gateway returns: the completion plus how it was obtained.
+
+    With a parser, ``parsed`` is the parser's value for the last attempt, ``parse_ok`` says whether
+    it parsed, ``attempts`` how many replies were asked for (1 + re-asks) and ``raw_replies`` every
+    raw reply in order, so a stored result can show what the model actually said.
+    """
 
     text: str
     model: str
@@ -145,3 +158,7 @@ class Reply:
     tokens_out: int
     latency_s: float
     cache_hit: bool
+    parsed: Any = None
+    parse_ok: bool = True
+    attempts: int = 1
+    raw_replies: list[str] = field(default_factory=list)
