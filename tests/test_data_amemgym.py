@@ -164,3 +164,19 @@ def test_sessions_without_released_messages_load_with_no_turns(tmp_path):
     to_arrow(p.sessions, SESSIONS)  # an empty table is still a valid one
     # every qa at every period's checkpoint, less the one whose state has no choice (period 2)
     assert len(p.questions) == 3 * 2 - 1
+
+
+def test_read_environment_gives_users_periods_sessions_and_questions(data_file):
+    from mnemoflow.data.amemgym import option_order, read_environment
+
+    raw = user("u-1")
+    first, second = read_environment(data_file)
+    assert (first.id, second.id) == ("u-1", "u-2")
+    assert [len(p.sessions) for p in first.periods] == [len(p["sessions"]) for p in raw["periods"]]
+    assert first.periods[1].state == {k: str(v) for k, v in raw["periods"][1]["state"].items()}
+    assert first.questions[0].required_info == raw["qas"][0]["required_info"]
+    assert first.questions[0].choices[1].state == raw["qas"][0]["answer_choices"][1]["state"]
+    n = len(first.questions[0].choices)
+    order = option_order(0, "u-1", 0, n)
+    assert sorted(order) == list(range(n)) and order == option_order(0, "u-1", 0, n)
+    assert option_order(0, "u-1", 0, n, shuffle=False) == list(range(n))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,140 @@ INFO = describe(
         notes="revision and sha256 are not pinned yet: whoever downloads first fills them in",
     )
 )
+
+
+@dataclass(frozen=True)
+class AmemSession:
+    """One session of a period: the user's first message (``query``) and what it exposes."""
+
+    query: str
+    session_time: str  # "YYYY-MM-DD HH:MM:SS" as in data.json
+    exposed_states: dict[str, str]
+    event: str | None
+
+
+@dataclass(frozen=True)
+class AmemPeriod:
+    """One period; period 0 is the initial state. ``state`` holds at the period's checkpoint."""
+
+    index: int
+    period_start: str | None
+    period_end: str | None
+    state: dict[str, str]
+    updates: dict[str, Any]
+    sessions: list[AmemSession]
+
+
+@dataclass(frozen=True)
+class AmemChoice:
+    """An answer that is right when the question's ``required_info`` take the values ``state``."""
+
+    state: list[str]
+    answer: str
+    type: str  # "experience" | "random"
+
+
+@dataclass(frozen=True)
+class AmemQuestion:
+    """A checkpoint question; ``choices`` in data.json order, ``index`` its position in ``qas``."""
+
+    index: int
+    query: str
+    required_info: list[str]
+    choices: list[AmemChoice]
+
+
+@dataclass(frozen=True)
+class AmemUser:
+    """One user of data.json: an episode whose periods are the steps of the step chain."""
+
+    id: str
+    start_time: str
+    profile: dict[str, Any]
+    profile_text: str  # user_profile.formatted_str: all the simulated user is told about itself
+    schema: dict[str, list[str]]
+    periods: list[AmemPeriod]
+    questions: list[AmemQuestion]
+
+
+def option_order(seed: Any, user_id: str, question_index: int, n: int, shuffle: bool = True):
+    """The seeded, stable order in which a question's choices are shown (indices into choices)."""
+    order = list(range(n))
+    if shuffle:
+        random.Random(f"{seed}:{user_id}:{question_index}").shuffle(order)
+    return order
+
+
+def read_environment(path: str | Path) -> list[AmemUser]:
+    """Every user of an AMemGym ``data.json``, with the structure checked field by field."""
+    path = Path(path)
+    name = path.name
+    users = []
+    for index, user in iter_array(path):
+        user_id = field(user, "id", str, where(name, index))
+        loc = where(name, index, user_id)
+        profile = field(user, "user_profile", dict, loc)
+        schema = field(user, "state_schema", dict, loc)
+        periods = []
+        for p, period in enumerate(field(user, "periods", list, loc)):
+            ploc = f"{loc} periods[{p}]"
+            sessions = []
+            for k, session in enumerate(field(period, "sessions", list, ploc)):
+                sloc = f"{ploc}.sessions[{k}]"
+                exposed = session.get("exposed_states") or {}
+                sessions.append(
+                    AmemSession(
+                        query=field(session, "query", str, sloc),
+                        session_time=field(session, "session_time", str, sloc),
+                        exposed_states={str(a): as_text(b) for a, b in dict(exposed).items()},
+                        event=session.get("event"),
+                    )
+                )
+            periods.append(
+                AmemPeriod(
+                    index=p,
+                    period_start=period.get("period_start"),
+                    period_end=period.get("period_end"),
+                    state={
+                        str(a): as_text(b) for a, b in field(period, "state", dict, ploc).items()
+                    },
+                    updates=dict(period.get("updates") or {}),
+                    sessions=sessions,
+                )
+            )
+        questions = []
+        for j, qa in enumerate(field(user, "qas", list, loc)):
+            qloc = f"{loc} qas[{j}]"
+            choices = []
+            for c, choice in enumerate(field(qa, "answer_choices", list, qloc)):
+                cloc = f"{qloc}.answer_choices[{c}]"
+                choices.append(
+                    AmemChoice(
+                        state=[as_text(v) for v in field(choice, "state", list, cloc)],
+                        answer=as_text(field(choice, "answer", (str, int, float), cloc)),
+                        type=str(choice.get("type") or ""),
+                    )
+                )
+            questions.append(
+                AmemQuestion(
+                    index=j,
+                    query=field(qa, "query", str, qloc),
+                    required_info=[str(t) for t in field(qa, "required_info", list, qloc)],
+                    choices=choices,
+                )
+            )
+        users.append(
+            AmemUser(
+                id=user_id,
+                start_time=str(user.get("start_time") or ""),
+                profile=profile,
+                profile_text=str(profile.get("formatted_str") or ""),
+                schema={str(t): [as_text(v) for v in vs] for t, vs in schema.items()},
+                periods=periods,
+                questions=questions,
+            )
+        )
+    return users
 
 
 def _source(spec: dict[str, Any]) -> dict[str, Any]:
