@@ -232,8 +232,8 @@ def test_recall_missing_at_the_write_checkpoint_is_an_error():
     ("row", "message"),
     [
         (("B", 0, 0, "x"), "replies row 0: user_id 'B' is not in the data"),
-        (("A", 3, 0, "x"), "replies row 0 'period' must be 0..2, got 3"),
-        (("A", 0, 2, "x"), "replies row 0 'question_index' must be 0..1, got 2"),
+        (("A", 3, 0, "x"), "replies row 0: 'period' must be 0..2, got 3"),
+        (("A", 0, 2, "x"), "replies row 0: 'question_index' must be 0..1, got 2"),
     ],
 )
 def test_reply_rows_naming_nothing_in_the_data_are_errors(row, message):
@@ -252,5 +252,5 @@ def test_repeated_reply_and_bad_option_order_are_errors():
     with pytest.raises(ValueError) as info:
         score_replies([user], frame)
     assert str(info.value) == (
-        "replies row 0 'option_order' must be a permutation of 0..2, got [0, 0, 1]"
+        "replies row 0: 'option_order' must be a permutation of 0..2, got [0, 0, 1]"
     )

@@ -105,7 +105,7 @@ def score_replies(
             raise ValueError(f"{loc}: user {user.id} period {key[1]} question {key[2]} repeats")
         seen.add(key)
         n = len(question.choices)
-        order = _order(record.get("option_order"), n, f"{loc} 'option_order'")
+        order = _order(record.get("option_order"), n, loc)
         chosen = _choice(record["reply"], order) if _parse_ok(record) else None
         gold = gold_choice(question, period)
         truth = true_state(question, period)
@@ -277,23 +277,24 @@ def _locate(by_id: dict[str, AmemUser], record: dict[str, Any], loc: str):
     user = by_id.get(str(record["user_id"]))
     if user is None:
         raise ValueError(f"{loc}: user_id {record['user_id']!r} is not in the data")
-    j = _index(record["question_index"], len(user.questions), f"{loc} 'question_index'")
+    j = _index(record["question_index"], len(user.questions), loc, "question_index")
     period = None
     if "period" in record:
-        p = _index(record["period"], len(user.periods), f"{loc} 'period'")
+        p = _index(record["period"], len(user.periods), loc, "period")
         period = user.periods[p]
     return user, user.questions[j], period
 
 
-def _index(value: Any, n: int, loc: str) -> int:
+def _index(value: Any, n: int, loc: str, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != int(value):
-        raise ValueError(f"{loc} must be an integer, got {value!r}")
+        raise ValueError(f"{loc}: '{name}' must be an integer, got {value!r}")
     if not 0 <= int(value) < n:
-        raise ValueError(f"{loc} must be 0..{n - 1}, got {int(value)}")
+        raise ValueError(f"{loc}: '{name}' must be 0..{n - 1}, got {int(value)}")
     return int(value)
 
 
 def _order(value: Any, n: int, loc: str) -> list[int]:
+    loc = f"{loc}: 'option_order'"
     """The shown order of the choices; null = data.json order."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return list(range(n))
@@ -318,11 +319,11 @@ def _upper_scores(by_id, upper: pd.DataFrame) -> dict[tuple[str, int, int], tupl
         loc = _loc(record, "upper", i)
         user, question, _ = _locate(by_id, record, loc)
         n = len(question.choices)
-        k = _index(record["option_index"], n, f"{loc} 'option_index'")
+        k = _index(record["option_index"], n, loc, "option_index")
         key = (user.id, question.index, k)
         if key in out:
             raise ValueError(f"{loc}: user {user.id} question {key[1]} option {k} repeats")
-        order = _order(record.get("option_order"), n, f"{loc} 'option_order'")
+        order = _order(record.get("option_order"), n, loc)
         chosen = _choice(record["reply"], order) if _parse_ok(record) else None
         right = chosen is not None and question.choices[chosen].state == question.choices[k].state
         out[key] = (float(right), chosen is not None)
