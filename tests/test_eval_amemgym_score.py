@@ -141,6 +141,7 @@ def test_upper_bound_per_question_and_the_reference_state_tuple_collision():
     frame = replies([("A", 0, 0, answer(1)), ("A", 0, 1, answer(2))])
     per_question, scores = score_replies([user], frame, up)
     assert per_question["upper_bound"].tolist() == [1.0, 0.0]
+    assert metric(scores, "upper_parse_failures") == 0.0
     assert metric(scores, "upper_bound") == 0.5
     reference, ref_scores = score_replies([user], frame, up, reference_upper_bound=True)
     assert reference["upper_bound"].tolist() == [0.0, 0.0]
@@ -212,6 +213,8 @@ def test_diagnosis_split_adds_up_to_one_minus_accuracy():
     assert metric(scores, "read_failure_rate") == pytest.approx(1 / 12)
     assert metric(scores, "utilization_failure_rate") == pytest.approx(1 / 6)
     assert metric(scores, "parse_failures") == 1.0 and metric(scores, "parse_failures", 1) == 1.0
+    assert metric(scores, "recall_parse_failures") == 1.0  # p2 q1's "not json"
+    assert metric(scores, "recall_parse_failures", 0) == 0.0
 
 
 def test_recall_missing_at_the_write_checkpoint_is_an_error():

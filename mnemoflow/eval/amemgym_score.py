@@ -34,7 +34,8 @@ Definitions, following the reference (see docs/amemgym.md for every difference):
 ``scores`` has one row per (period, metric) and a mean row per metric with ``period`` null:
 accuracy / random / upper_bound over every (user, period, question), memory_score over every
 defined (user, period), failure rates the mean of the per-period rates (as the reference reports
-them), counts summed.
+them), counts (``parse_failures``, ``memory_score_undefined``, ``upper_parse_failures``,
+``recall_parse_failures``) summed.
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ def aggregate(question_scores: pd.DataFrame) -> pd.DataFrame:
                 rate = group[name.removesuffix("_rate")].astype(float).sum() / n
                 failure_rates[name].append(rate)
                 rows.append(_row(period, name, rate, n))
-        rows.append(_row(period, "parse_failures", float((~group["parse_ok"]).sum()), n))
+        rows += _counts(period, group, has_upper, has_recall)
     n = len(q)
     rows += [
         _row(None, "accuracy", _mean(q["correct"]), n),
@@ -197,8 +198,21 @@ def aggregate(question_scores: pd.DataFrame) -> pd.DataFrame:
     if has_recall:
         for name in FAILURE_METRICS:
             rows.append(_row(None, name, _mean(pd.Series(failure_rates[name])), n))
-    rows.append(_row(None, "parse_failures", float((~q["parse_ok"].astype(bool)).sum()), n))
+    rows += _counts(None, q, has_upper, has_recall)
     return _frame(rows, SCORE_COLUMNS, ("period",))
+
+
+def _counts(period, group: pd.DataFrame, has_upper: bool, has_recall: bool) -> list[dict]:
+    """Parse failures of the replies, and of the upper-bound / recall replies used."""
+    n = len(group)
+    rows = [_row(period, "parse_failures", float((~group["parse_ok"].astype(bool)).sum()), n)]
+    if has_upper:
+        failed = float(group["upper_parse_ok"].astype(object).eq(False).sum())
+        rows.append(_row(period, "upper_parse_failures", failed, n))
+    if has_recall:
+        failed = float(group["recall_parse_ok"].astype(object).eq(False).sum())
+        rows.append(_row(period, "recall_parse_failures", failed, n))
+    return rows
 
 
 def score_table(scores: pd.DataFrame) -> str:
@@ -220,6 +234,8 @@ SCORE_ORDER = (
     *FAILURE_METRICS,
     "parse_failures",
     "memory_score_undefined",
+    "upper_parse_failures",
+    "recall_parse_failures",
 )
 
 
