@@ -187,3 +187,18 @@ def test_bad_parameters_are_one_line_errors(tmp_path):
     with pytest.raises(DataError) as info:
         generate({"users": 1}, personas=pool)
     assert str(info.value) == f"{pool}: line 1: missing field 'age'"
+
+
+def test_generated_file_loads_as_unified_tables(tmp_path):
+    from mnemoflow.data.registry import load_benchmark, n_steps
+    from mnemoflow.data.tables import QUESTIONS, to_arrow
+
+    path = cli_generate(tmp_path, "--users", "2", "--periods", "2", "--questions", "4")
+    spec = {"loader": "amemgym", "source": {"path": str(path)}}
+    assert n_steps(spec) == 3
+    questions = load_benchmark(spec).questions
+    to_arrow(questions, QUESTIONS)
+    assert len(questions) == 2 * 3 * 4  # users x checkpoints x questions
+    for _, row in questions.iterrows():
+        meta = json.loads(row["meta"])
+        assert meta["option_states"][row["gold_option"]] == meta["gold_state"]
