@@ -76,6 +76,20 @@ QUESTION_SCORE_COLUMNS = [
 ]
 SCORE_COLUMNS = ["period", "metric", "value", "n"]
 FAILURE_METRICS = ("write_failure_rate", "read_failure_rate", "utilization_failure_rate")
+#: Column order of the printed table.
+SCORE_ORDER = (
+    "accuracy",
+    "random",
+    "upper_bound",
+    "memory_score",
+    *FAILURE_METRICS,
+    "parse_failures",
+    "memory_score_undefined",
+    "upper_parse_failures",
+    "recall_parse_failures",
+)
+#: Columns that hold integers or booleans with nulls: kept as Python objects (None, not NaN).
+NULLABLE = ("chosen_option", "upper_parse_ok", "recall_parse_ok")
 
 _REQUIRED = {
     "replies": ("user_id", "period", "question_index", "reply"),
@@ -224,23 +238,6 @@ def score_table(scores: pd.DataFrame) -> str:
     wide = wide.loc[sorted(order, key=int) + ["mean"]]
     columns = [c for c in SCORE_ORDER if c in wide.columns]
     return wide[columns].to_string(float_format=lambda v: f"{v:.3f}")
-
-
-SCORE_ORDER = (
-    "accuracy",
-    "random",
-    "upper_bound",
-    "memory_score",
-    *FAILURE_METRICS,
-    "parse_failures",
-    "memory_score_undefined",
-    "upper_parse_failures",
-    "recall_parse_failures",
-)
-
-
-#: Columns that hold integers or booleans with nulls: kept as Python objects (None, not NaN).
-NULLABLE = ("chosen_option", "upper_parse_ok", "recall_parse_ok")
 
 
 def _frame(rows: list[dict[str, Any]], columns: list[str], nullable: Iterable[str]) -> pd.DataFrame:
