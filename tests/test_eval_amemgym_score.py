@@ -217,6 +217,17 @@ def test_diagnosis_split_adds_up_to_one_minus_accuracy():
     assert metric(scores, "recall_parse_failures", 0) == 0.0
 
 
+def test_a_type_wrong_at_its_write_checkpoint_stays_a_write_failure():
+    # x changes at p1; recalled wrong at p1, right at p2, wrong again at p3 -> write at p3 (the
+    # reference compares with the write checkpoint only, not with the last right recall)
+    states = [{"x": "x1"}, {"x": "x2"}, {"x": "x2"}, {"x": "x2"}]
+    user = make_user("A", states, [(["x"], [["x1"], ["x2"], ["x3"]])])
+    frame = replies([("A", p, 0, answer(3)) for p in range(4)])
+    rec = replies([("A", p, 0, recall(x=x)) for p, x in enumerate(["x1", "x1", "x2", "x3"])])
+    got, _ = score_replies([user], frame, recall=rec)
+    assert got["failure"].tolist() == ["utilization", "write", "utilization", "write"]
+
+
 def test_recall_missing_at_the_write_checkpoint_is_an_error():
     user = make_user("A", STATES, QUESTIONS)
     with pytest.raises(ValueError) as info:

@@ -393,7 +393,7 @@ def write_position(user: AmemUser, info_type: str, period: int) -> int:
     """The checkpoint right after ``info_type`` last changed, at or before ``period`` (0 at first).
 
     The reference reads it from each period's ``updates``; the state sequence says the same on
-    any consistent file, and is what :func:`read_environment` checks.
+    any consistent file, and it is what the answers are scored against.
     """
     position = 0
     for p in range(1, period + 1):
