@@ -25,6 +25,7 @@ class Prepared:
     sessions: pd.DataFrame
     questions: pd.DataFrame
     episode_sessions: pd.DataFrame | None = None
+    dialogues: pd.DataFrame | None = None
     #: One line per data problem the loader repaired or skipped (e.g. malformed evidence ids).
     notes: list[str] = field(default_factory=list)
 
