@@ -35,16 +35,28 @@ from mnemoflow.llm.gateway import Gateway
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "score", help="judge and score a predictions file (LongMemEval / LoCoMo)"
+        "score", help="judge and score a predictions file (LongMemEval / LoCoMo / MemoryBench)"
     )
-    parser.add_argument("--benchmark", required=True, choices=BENCHMARKS)
+    parser.add_argument("--benchmark", required=True, choices=(*BENCHMARKS, "memorybench"))
     parser.add_argument("--data", required=True, type=Path, help="the benchmark's data file")
     parser.add_argument(
-        "--predictions", required=True, type=Path, help="JSONL question_id+hypothesis"
+        "--predictions",
+        required=True,
+        type=Path,
+        help='JSONL question_id+hypothesis; memorybench: {"dataset", "test_idx", "response"}',
+    )
+    parser.add_argument("--configs", type=Path, help="memorybench: the configs/datasets folder")
+    parser.add_argument("--set", help="memorybench: dataset:NAME, domain:NAME or task:NAME")
+    parser.add_argument(
+        "--stats", type=Path, help="memorybench: statistics file (default: beside --configs)"
     )
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--retrievals", type=Path, help="retrieval log (LongMemEval's shape)")
-    parser.add_argument("--config", type=Path, help="YAML with models.judge (default: offline)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="YAML with models.judge (default: the offline heuristic judge, no model)",
+    )
     parser.add_argument("--repeats", type=int, default=None, help="judge repeats (judge.repeats)")
     parser.add_argument("--seed", type=int, default=0, help="first seed of judge repeats")
     parser.add_argument("--system", default="predictions", help="system name in the tables")
@@ -75,6 +87,10 @@ def _config(path: Path | None) -> tuple[dict, dict]:
 
 def run(args: argparse.Namespace) -> int:
     models, judge_settings = _config(args.config)
+    if args.benchmark == "memorybench":
+        from mnemoflow.commands.score_memorybench import run as run_memorybench
+
+        return run_memorybench(args, models)
     repeats = args.repeats if args.repeats is not None else int(judge_settings.get("repeats", 1))
     if repeats < 1:
         raise ConfigError(f"judge repeats must be >= 1, got {repeats}")
