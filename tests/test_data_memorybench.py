@@ -9,6 +9,7 @@ import pytest
 
 from mnemoflow.data.memorybench import (
     dialog_key,
+    dialogue_rows,
     dialogues_for,
     dialsim_rows,
     official_split,
@@ -376,6 +377,42 @@ def test_corpus_dialogues_keep_every_system_variant(release):
     assert dialogues_for(d, "full_context")["system"].unique().tolist() == ["bm25"]
 
 
+def test_chat_input_with_earlier_turns_is_round_0():
+    """Feedback rounds count from the first generated answer, not from turns inside the input."""
+    chat = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello"},
+        {"role": "user", "content": "Write a poem."},
+    ]
+    dialog = [*chat, {"role": "assistant", "content": "Roses."}]
+    dialog += [{"role": "user", "content": "Longer."}, {"role": "assistant", "content": "Roses..."}]
+    row = {
+        "test_idx": 4,
+        "input_chat_messages": str(chat),
+        "dialog": str(dialog),
+        "implicit_feedback": str(
+            [
+                {"round": 1, "implicit_action": "dislike", "terminated": False},
+                {"round": 2, "implicit_action": "like", "terminated": True},
+            ]
+        ),
+    }
+    rows, notes = dialogue_rows("WritingBench-Politics&Law", row, "w/train: record 0", "e")
+    assert [(r["round"], r["role"], r["implicit_action"], r["terminated"]) for r in rows] == [
+        (0, "system", "", False),
+        (0, "user", "", False),
+        (0, "assistant", "", False),
+        (0, "user", "", False),
+        (0, "assistant", "", False),
+        (1, "user", "dislike", False),
+        (1, "assistant", "", False),
+        (2, "user", "like", True),
+    ]
+    assert rows[-1]["content"] == "" and notes == []
+    assert {r["dialogue_id"] for r in rows} == {"WritingBench-Politics&Law:4"}
+
+
 def test_dialog_key_maps_mnemoflow_systems_to_memorybench_ones():
     assert {
         t: dialog_key(t)
@@ -407,9 +444,9 @@ def test_corpus_datasets_on_disk(release):
     p = _load(release, dataset="Locomo-0")
     to_arrow(p.sessions, SESSIONS)
     s, q = p.sessions, p.questions.set_index("question_id")
-    assert s[["episode_id", "session_id", "turn_id", "role"]].values.tolist() == [
-        ["Locomo-0", "Locomo-0_s1", "D1:1", "user"],
-        ["Locomo-0", "Locomo-0_s1", "D1:2", "assistant"],
+    assert s[["episode_id", "session_id", "turn_id", "role", "has_evidence"]].values.tolist() == [
+        ["Locomo-0", "Locomo-0_s1", "D1:1", "user", False],
+        ["Locomo-0", "Locomo-0_s1", "D1:2", "assistant", True],
     ]
     assert q.loc["Locomo-0:0", "episode_id"] == "Locomo-0"
     assert q.loc["Locomo-0:0", "answer"] == "2022"

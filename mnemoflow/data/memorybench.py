@@ -337,15 +337,21 @@ def dialogue_rows(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The ``dialogues`` rows of one released training item, and notes on feedback it skipped.
 
-    Round r is user message r and the answer to it; user message r (r >= 1) carries the implicit
-    feedback record of round r. A record that ended the dialogue has no user message in the
-    release (the reference drops the text), so it becomes a user turn with empty content and
-    ``terminated`` true. Corpus datasets: the plain ``dialog`` (if any) is unused by the
-    reference and skipped; every ``dialog_<key>`` becomes a variant with ``system`` = key. A first
-    user turn's ``origin_content`` (the question before retrieval was pasted in) is used as its
-    content: the reference memorizes the retrieval-augmented prompt (a bug, docs/memorybench.md).
+    The item's input (its prompt, or every message of ``input_chat_messages``, which may hold
+    earlier turns) and the first answer are round 0; after it, round r is user message r and the
+    answer to it; user message r (r >= 1) carries the implicit feedback record of round r. A
+    record that ended the dialogue has no user message in the release (the reference drops the
+    text), so it becomes a user turn with empty content and ``terminated`` true.
+
+    Corpus datasets: the plain ``dialog`` (if any) is unused by the reference and skipped; every
+    ``dialog_<key>`` becomes a variant with ``system`` = key. A first user turn's
+    ``origin_content`` (the question before retrieval was pasted in) is used as its content: the
+    reference memorizes the retrieval-augmented prompt (a bug, docs/memorybench.md).
     """
     test_idx = int(row["test_idx"])
+    messages = parse_value(row.get("input_chat_messages"))
+    # the input (one prompt, or a chat that may hold earlier turns) is round 0
+    n_input = len(messages) if isinstance(messages, list) and messages else 1
     variants = _dialog_variants(row)
     if has_corpus(dataset):
         variants = {k: v for k, v in variants.items() if k}
@@ -386,7 +392,7 @@ def dialogue_rows(
             if not isinstance(content, str):
                 raise DataError(f"{mloc}: missing field 'content'")
             reaction = {"implicit_action": "", "terminated": False}
-            if role == "user" and j > 0 and any(r["role"] == "assistant" for r in dialog[:j]):
+            if role == "user" and j >= n_input:  # a follow-up after the input's answer
                 round_ += 1
                 if round_ in records:
                     reaction = records[round_]
@@ -433,6 +439,9 @@ def parse_dataset(root: Path, dataset: str, entry: dict[str, Any]) -> Prepared:
     sessions: list[dict[str, Any]] = []
     if has_corpus(dataset):
         sessions = corpus_rows(root / "corpus" / f"{dataset}.jsonl", dataset)
+        evidence = {turn for q in questions for turn in q["evidence_ids"]}
+        for turn in sessions:
+            turn["has_evidence"] = turn["turn_id"] in evidence
     return Prepared(
         pd.DataFrame(sessions, columns=SESSIONS.names),
         pd.DataFrame(questions, columns=QUESTIONS.names),
