@@ -188,3 +188,28 @@ def test_normalize_rejects_a_dataset_outside_the_set(tmp_path, capsys):
         f"mnemoflow normalize: error: {values}: line 1: field 'dataset': 'Locomo-0' is not "
         "in the set"
     )
+
+
+def test_a_dataset_whose_metric_is_not_built_fails_with_one_line(tmp_path, capsys):
+    release = tmp_path / "release"
+    write_short_short_release(release)
+    capsys.readouterr()  # the datasets library's progress bars
+    predictions = jsonl(
+        tmp_path / "predict.jsonl",
+        [
+            {"dataset": "NFCats", "test_idx": 1, "response": "blue light scatters"},
+            {"dataset": "JRE-L", "test_idx": 1, "response": "A title"},
+        ],
+    )
+    out = tmp_path / "out"
+    code = score(
+        "--data", release, "--configs", CONFIGS, "--set", "task:Short-Short",
+        "--predictions", predictions, "--out", out,
+    )  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        "mnemoflow score: error: memorybench: dataset 'JRE-L' needs metric 'fused score (JRE-L)', "
+        "which mnemoflow does not compute yet; choose a set of Locomo-k, DialSim-*, LexEval-* "
+        "and NFCats"
+    )
+    assert not (out / "question_scores.parquet").exists()
