@@ -131,6 +131,20 @@ def test_lexeval_qa_raw():
 
 
 @needs_shared
+def test_a_raw_file_needs_the_registry():
+    spec = {
+        "loader": "memorybench",
+        "source": {"path": str(MB / "raw" / "NFCats_test.csv")},
+        "set": "dataset:NFCats",
+    }
+    with pytest.raises(DataError) as info:
+        load_benchmark(spec)
+    assert str(info.value) == (
+        "NFCats_test.csv: a raw file needs 'configs' (the registry's sample_count decides its split)"
+    )
+
+
+@needs_shared
 def test_nfcats_raw_csv():
     p = load_benchmark(
         {

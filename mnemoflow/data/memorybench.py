@@ -242,6 +242,11 @@ def load(spec: dict[str, Any]) -> Prepared:
         raise DataError(f"{BENCHMARK}: 'source' must be a mapping (path, or repo/revision)")
     path = Path(str(source["path"])).expanduser() if source.get("path") else None
     if path is not None and path.is_file():
+        if reg is None:
+            raise DataError(
+                f"{path.name}: a raw file needs 'configs' (the registry's sample_count decides "
+                "its split)"
+            )
         return parse_raw(resolve_file(source, BENCHMARK), chosen)
     names = [name for name, _ in chosen]
     required = [f"dataset/{n}/dataset_dict.json" for n in names]
