@@ -140,7 +140,8 @@ def test_a_raw_file_needs_the_registry():
     with pytest.raises(DataError) as info:
         load_benchmark(spec)
     assert str(info.value) == (
-        "NFCats_test.csv: a raw file needs 'configs' (the registry's sample_count decides its split)"
+        "NFCats_test.csv: a raw file needs 'configs' (the registry's sample_count decides "
+        "its split)"
     )
 
 
