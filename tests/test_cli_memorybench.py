@@ -60,6 +60,8 @@ def test_score_a_raw_dataset(tmp_path, capsys):
     scores = pd.read_parquet(out / "scores.parquet")
     assert scores[["dataset", "metric", "n"]].values.tolist() == [["LexEval-QA", "rougel", 2]]
     assert scores["value"].item() == pytest.approx(0.4999999975)
+    judge = json.loads((out / "judge.json").read_text())
+    assert (judge["judge"]["backend"], judge["judge"]["model"]) == ("offline", "offline-heuristic")
     printed = capsys.readouterr().out
     assert "LexEval-QA                   rougel    0.5000  (n=2)" in printed
 

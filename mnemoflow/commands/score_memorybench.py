@@ -6,14 +6,16 @@
 PATH is what the loader reads (the Hub release folder, or a raw file); FILE is JSONL of
 ``{"dataset", "test_idx", "response"}``. Writes ``question_scores.parquet`` (dataset, test_idx,
 metric, value, question_id, parse_ok, raw_reply), ``scores.parquet`` (per-dataset means and, for a
-domain / task set, the normalized summary), ``ledger.json``; prints the same. Judged metrics use
-the ``judge`` role of ``--config`` (YAML ``models.judge``), else the offline heuristic judge.
+domain / task set, the normalized summary), ``judge.json`` (the judge binding) and
+``ledger.json``; prints the same. Judged metrics use the ``judge`` role of ``--config`` (YAML
+``models.judge``), else the offline heuristic judge.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -22,16 +24,19 @@ from mnemoflow.data.memorybench import parse_set
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval.dialsim_accuracy import TASK as DIALSIM_TASK
 from mnemoflow.eval.memorybench_rescore import (
     ITEM_SCORES,
     dataset_means,
     read_predictions,
     score_predictions,
 )
+from mnemoflow.eval.nfcats_judge import TASK as NFCATS_TASK
 from mnemoflow.eval.normalize import NORMALIZED, format_summary, missing_datasets, normalize_set
 from mnemoflow.llm.gateway import Gateway
 
 STATS_NAME = "final_evaluate_summary_wo_details.json"
+JUDGE_TASKS = (DIALSIM_TASK, NFCATS_TASK)
 
 
 def default_stats(configs: Path) -> Path:
@@ -72,6 +77,8 @@ def run(args: argparse.Namespace, models: dict) -> int:
             table = pd.concat([normalized, table], ignore_index=True)
         write_table(scores, args.out / "question_scores.parquet", ITEM_SCORES)
         write_table(table, args.out / "scores.parquet", NORMALIZED)
+        judge = {"judge": gateway.specs["judge"].public(), "tasks": list(JUDGE_TASKS)}
+        write_atomic_text(args.out / "judge.json", json.dumps(judge, indent=2) + "\n")
         write_atomic_text(args.out / "ledger.json", gateway.ledger.to_json() + "\n")
     finally:
         gateway.close()
