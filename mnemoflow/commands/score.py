@@ -38,7 +38,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "score", help="judge and score a predictions file (LongMemEval / LoCoMo / MemoryBench)"
     )
     parser.add_argument("--benchmark", required=True, choices=(*BENCHMARKS, "memorybench"))
-    parser.add_argument("--data", required=True, type=Path, help="the benchmark's data file")
+    parser.add_argument(
+        "--data",
+        required=True,
+        type=Path,
+        help="data file (memorybench: release folder or raw file)",
+    )
     parser.add_argument(
         "--predictions",
         required=True,
