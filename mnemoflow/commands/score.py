@@ -44,16 +44,36 @@ from mnemoflow.llm.gateway import Gateway
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "score",
-        help="judge and score a predictions file (LongMemEval / LoCoMo), or AMemGym replies",
+        help="judge and score a predictions file (LongMemEval / LoCoMo / MemoryBench), "
+        "or AMemGym replies",
     )
-    parser.add_argument("--benchmark", required=True, choices=(*BENCHMARKS, "amemgym"))
-    parser.add_argument("--data", required=True, type=Path, help="the benchmark's data file")
     parser.add_argument(
-        "--predictions", type=Path, help="JSONL question_id+hypothesis (not amemgym)"
+        "--benchmark", required=True, choices=(*BENCHMARKS, "memorybench", "amemgym")
+    )
+    parser.add_argument(
+        "--data",
+        required=True,
+        type=Path,
+        help="data file (memorybench: release folder or raw file)",
+    )
+    parser.add_argument(
+        "--predictions",
+        type=Path,
+        help='JSONL question_id+hypothesis; memorybench: {"dataset", "test_idx", "response"} '
+        "(not amemgym)",
+    )
+    parser.add_argument("--configs", type=Path, help="memorybench: the configs/datasets folder")
+    parser.add_argument("--set", help="memorybench: dataset:NAME, domain:NAME or task:NAME")
+    parser.add_argument(
+        "--stats", type=Path, help="memorybench: statistics file (default: beside --configs)"
     )
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--retrievals", type=Path, help="retrieval log (LongMemEval's shape)")
-    parser.add_argument("--config", type=Path, help="YAML with models.judge (default: offline)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="YAML with models.judge (default: the offline heuristic judge, no model)",
+    )
     parser.add_argument("--repeats", type=int, default=None, help="judge repeats (judge.repeats)")
     parser.add_argument("--seed", type=int, default=0, help="first seed of judge repeats")
     parser.add_argument("--system", default="predictions", help="system name in the tables")
@@ -120,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
     if args.predictions is None:
         raise ConfigError(f"--benchmark {args.benchmark} needs --predictions")
     models, judge_settings = _config(args.config)
+    if args.benchmark == "memorybench":
+        from mnemoflow.commands.score_memorybench import run as run_memorybench
+
+        return run_memorybench(args, models)
     repeats = args.repeats if args.repeats is not None else int(judge_settings.get("repeats", 1))
     if repeats < 1:
         raise ConfigError(f"judge repeats must be >= 1, got {repeats}")
