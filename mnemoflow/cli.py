@@ -18,6 +18,7 @@ COMMANDS = [
     "mnemoflow.commands.score",
     "mnemoflow.commands.cluster",
     "mnemoflow.commands.serve",
+    "mnemoflow.commands.metric",
 ]
 
 
