@@ -56,7 +56,7 @@ def load_structure(text: str) -> Any:
 
 
 _OUT_OF_TEN = re.compile(r"/\s*10\b")
-_INTEGER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?![\d.])")
+_INTEGER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\.?\d)")
 
 
 def single_integer(text: str, low: int, high: int) -> int:
