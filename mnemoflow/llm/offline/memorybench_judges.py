@@ -26,7 +26,9 @@ from mnemoflow.llm.offline import handles
 
 _LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: Words every checklist question uses; they say nothing about the response.
-_QUESTION_WORDS = frozenset(stems("response answer mention include provide text whether clear"))
+_QUESTION_WORDS = frozenset(
+    stems("response answer mention include provide describe use contain text whether clear")
+)
 
 
 def _recall(target: str, text: str, ignore: frozenset[str] = frozenset()) -> float:
