@@ -213,3 +213,21 @@ def test_single_integer_accepts(reply, expected):
 def test_single_integer_rejects(reply):
     with pytest.raises(UnparseableReply):
         single_integer(reply, 1, 10)
+
+
+def test_provenance_names_prompt_versions_and_sampling_differences():
+    from mnemoflow.eval.memorybench_judges import judge_provenance
+
+    judge = {"base_url": "http://127.0.0.1:9/v1", "model": "j", "temperature": 0.0}
+    judge.update(max_tokens=1024, top_p=0.1)
+    record = judge_provenance(Gateway.from_config({"judge": judge}))
+    fusion = record["jrel_fusion"]
+    assert (fusion["prompt_version"], fusion["model"], fusion["matches_reference"]) == (
+        "jrel-fusion-v1",
+        "j",
+        True,
+    )
+    critic = record["writingbench_critic"]  # the critic takes the judge's binding: T 0, not 1.0
+    assert (critic["role"], critic["matches_reference"]) == ("critic", False)
+    assert critic["differs"]["temperature"] == {"reference": 1.0, "bound": 0.0}
+    assert record["hellobench_checklist"]["prompt_version"] == "hellobench-checklist-v1"
