@@ -93,3 +93,17 @@ def test_missing_wordnet_names_the_package(tmp_path, monkeypatch):
     message = str(err.value)
     assert "\n" not in message
     assert "apt-get install wordnet-base" in message and str(tmp_path) in message
+
+
+def test_make_test_and_make_run_install_wordnet_first():
+    """CI starts bare: the Makefile's own targets must install what METEOR reads."""
+    from pathlib import Path
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    targets = {
+        line.split(":")[0]: line.split(":", 1)[1].split()
+        for line in makefile.splitlines()
+        if line and not line.startswith(("\t", "#", " ", ".")) and ":" in line and "=" not in line
+    }
+    assert "system-deps" in targets["test"] and "system-deps" in targets["run"]
+    assert "wordnet-base" in makefile.split("system-deps:", 1)[1].split("\n\n")[0]

@@ -22,6 +22,7 @@ call is made once (:mod:`fusion`).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -170,7 +171,7 @@ async def sub_metrics(
 ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
     """(metrics, failed sub-judgements, raw replies)."""
     hypotheses = hypotheses_of(response)
-    scores = bertscore(hypotheses, [abstract] * len(hypotheses), model)
+    scores = await asyncio.to_thread(bertscore, hypotheses, [abstract] * len(hypotheses), model)
     f1s = [f1 for _, _, f1 in scores]
     best = f1s.index(max(f1s))
     failures, raw = [], {}

@@ -14,6 +14,7 @@ asked once (:mod:`fusion`).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore_f1
@@ -102,7 +103,8 @@ async def jrel_score(
     if stored is not None:
         return stored
     reference = str(info["pr-abstract"])
-    metrics = sub_metrics(response, reference, model)
+    # CPU-bound (BERTScore forward pass): off the event loop, so other items keep calling
+    metrics = await asyncio.to_thread(sub_metrics, response, reference, model)
     request = fusion_request(
         TASK,
         fusion_prompt(source, response, reference, metrics),

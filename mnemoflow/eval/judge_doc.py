@@ -30,6 +30,7 @@ keyword and edit distance; names written the statutory way compare the same. ``c
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 from dataclasses import dataclass
@@ -371,7 +372,8 @@ async def judge_doc_score(
     if stored is not None:
         return stored
     gold = str(info["golden_answer"])
-    metrics = sub_metrics(response, gold, model)
+    # CPU-bound (jieba, METEOR, BERTScore): off the event loop, so other items keep calling
+    metrics = await asyncio.to_thread(sub_metrics, response, gold, model)
     request = fusion_request(
         TASK, fusion_prompt(facts, response, gold, metrics), {n: metrics[n] for n in SHOWN}
     )
