@@ -175,16 +175,22 @@ async def sub_metrics(
     f1s = [f1 for _, _, f1 in scores]
     best = f1s.index(max(f1s))
     failures, raw = [], {}
-    overlap = await gateway.chat(overlap_request(hypotheses[best], abstract), parse=parse_overlap)
+    criteria = ("novelty", "feasibility")
+    overlap, *rankings = await asyncio.gather(
+        gateway.chat(overlap_request(hypotheses[best], abstract), parse=parse_overlap),
+        *(
+            gateway.chat(
+                ranking_request(hypotheses, abstract, criterion),
+                parse=ranking_parser(len(hypotheses)),
+            )
+            for criterion in criteria
+        ),
+    )
     raw["overlap"] = overlap.raw_replies
     if not overlap.parse_ok:
         failures.append("llm_rating_score")
     ranks = {}
-    for criterion in ("novelty", "feasibility"):
-        reply = await gateway.chat(
-            ranking_request(hypotheses, abstract, criterion),
-            parse=ranking_parser(len(hypotheses)),
-        )
+    for criterion, reply in zip(criteria, rankings, strict=True):
         raw[criterion] = reply.raw_replies
         name = f"llm_{criterion}_ranking_score"
         if reply.parse_ok:

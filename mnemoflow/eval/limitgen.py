@@ -18,6 +18,7 @@ judges the placeholder text "Invalid Message", which cannot match a subtype eith
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -227,14 +228,13 @@ async def limitgen_rating(gateway, response: str, info: dict[str, Any]) -> Judge
         return JudgedScore(
             METRIC, 0.0, "", True, PROMPT_VERSION, {"limitations": None, "accuracy": False}
         )
-    ratings, subtypes, raw = [], [], []
-    for limitation in limitations:
-        rating, subtype, replies = await _rate_one(
-            gateway, aspect, truth_subtype, str(info.get("ground_truth", "")), limitation
-        )
-        ratings.append(rating)
-        subtypes.append(subtype)
-        raw.append(replies)
+    ground_truth = str(info.get("ground_truth", ""))
+    rated = await asyncio.gather(
+        *(_rate_one(gateway, aspect, truth_subtype, ground_truth, lim) for lim in limitations)
+    )
+    ratings = [rating for rating, _, _ in rated]
+    subtypes = [subtype for _, subtype, _ in rated]
+    raw = [replies for _, _, replies in rated]
     parse_ok = all(r is not None for r in ratings)
     return JudgedScore(
         metric=METRIC,
