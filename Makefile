@@ -16,7 +16,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
   -DGGML_OPENCL=OFF -DGGML_RPC=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install install-test run test lint format bench clean
+.PHONY: install install-test system-deps run test lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -33,14 +33,22 @@ $(TEST_STAMP): $(STAMP)
 
 install: $(STAMP)
 
-install-test: $(TEST_STAMP)
+install-test: $(TEST_STAMP) system-deps
+
+# Debian data the metrics read offline: WordNet 3.0 for METEOR (mnemoflow/eval/meteor.py).
+WORDNET_DIR ?= /usr/share/wordnet
+system-deps:
+	@test -f $(WORDNET_DIR)/data.noun || { \
+	  echo "installing wordnet-base (WordNet 3.0 for METEOR)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends wordnet-base; }
 
 ## make run: the default workflow (offline backend, synthetic benchmark) -> results/summary.{parquet,md}, results/report.html
-run: $(STAMP)
+run: $(STAMP) system-deps
 	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default
 
 ## make test: the whole test suite (unit, workflow, SLURM and local-LLM tests)
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) system-deps
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

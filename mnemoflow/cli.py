@@ -19,6 +19,7 @@ COMMANDS = [
     "mnemoflow.commands.normalize",
     "mnemoflow.commands.cluster",
     "mnemoflow.commands.serve",
+    "mnemoflow.commands.metric",
 ]
 
 

@@ -9,6 +9,7 @@ stores the reply, and counts everything in a :class:`~mnemoflow.llm.ledger.Ledge
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from mnemoflow.errors import ConfigError
 from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.ledger import Ledger
 from mnemoflow.llm.types import (
+    ROLE_DEFAULTS,
     ROLES,
     ChatRequest,
     Completion,
@@ -74,6 +76,9 @@ class Gateway:
     """Role-bound, cached, ledgered access to models."""
 
     def __init__(self, specs: dict[str, EndpointSpec], cache_path: str | Path | None = None):
+        for role, fallback in ROLE_DEFAULTS.items():
+            if specs.get(role) is None and specs.get(fallback) is not None:
+                specs = {**specs, role: dataclasses.replace(specs[fallback], role=role)}
         self.specs = {role: specs.get(role) or EndpointSpec(role=role) for role in ROLES}
         self.cache = ResponseCache(cache_path)
         self.ledger = Ledger()
@@ -88,7 +93,12 @@ class Gateway:
         unknown = sorted(set(models) - set(ROLES))
         if unknown:
             raise ConfigError(f"config models: unknown roles {unknown}; roles are {list(ROLES)}")
-        specs = {role: EndpointSpec.from_config(role, models.get(role)) for role in ROLES}
+        specs = {
+            role: EndpointSpec.from_config(
+                role, models.get(role, models.get(ROLE_DEFAULTS.get(role, role)))
+            )
+            for role in ROLES
+        }
         return cls(specs, cache_path)
 
     def backend(self, role: str) -> Backend:

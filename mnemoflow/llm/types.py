@@ -13,7 +13,11 @@ from typing import Any
 
 from mnemoflow.errors import ConfigError
 
-ROLES = ("agent", "judge", "user", "memory_writer", "embedder")
+ROLES = ("agent", "judge", "user", "memory_writer", "embedder", "critic")
+
+#: A role left unbound takes another role's binding: MemoryBench's WritingBench critic is its own
+#: model in the reference, but a run that binds only ``judge`` should still score WritingBench.
+ROLE_DEFAULTS = {"critic": "judge"}
 
 OFFLINE_MODEL = "offline-heuristic"
 

@@ -88,7 +88,14 @@ _loaded = False
 def _load_handlers() -> None:
     global _loaded
     if not _loaded:
-        import mnemoflow.llm.offline.memorybench  # noqa: F401
-        from mnemoflow.llm.offline import judge, notes, reader, user, writer  # noqa: F401
+        from mnemoflow.llm.offline import (  # noqa: F401
+            judge,
+            memorybench,
+            memorybench_judges,
+            notes,
+            reader,
+            user,
+            writer,
+        )
 
         _loaded = True

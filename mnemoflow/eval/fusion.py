@@ -1,0 +1,106 @@
+"""The one fusion call of MemoryBench's multi-metric datasets (JuDGE, IdeaBench, JRE-L), asked once.
+
+The reference turns each item's sub-metrics into ONE 1-10 score by a judge call (system "You are
+a helpful assistant.", temperature 0, a prompt that lists the input, the output, the gold text
+and every sub-metric and ends "Your response should be only a single integer."), but only inside
+``summary_results``, and it asks again at every summary, so its numbers drift between summaries
+(memorybench.md 5.5). Here the call is made once per (dataset, test_idx, response) and stored
+with its raw reply in a :class:`FusionStore`; every later summary reads the stored value and makes
+no model call. A reply that is not a single integer 1-10 is re-asked, then stored as a counted
+failure (``value`` None), never as the reference's 0.
+
+Offline, the fusion handler maps the sub-metrics the caller lists in ``fields["unit_scores"]``
+(each already on 0..1) to ``1 + round(9 * mean)``: a transparent stand-in, not a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from mnemoflow.eval.judged_score import JudgedScore, raw_of, single_integer
+from mnemoflow.llm.types import ChatRequest
+
+SYSTEM = "You are a helpful assistant."
+METRIC = "llm_as_judge_score"
+REFERENCE_SAMPLING = {"temperature": 0.0, "max_tokens": 1024, "top_p": 0.1}
+ENDING = "Your response should be only a single integer."
+
+
+def parse_fused(text: str) -> int:
+    return single_integer(text, 1, 10)
+
+
+def number(value: float | None, digits: int = 4) -> str:
+    """A sub-metric as the prompt shows it: fixed decimals, or "N/A" when it has no value."""
+    return "N/A" if value is None else f"{value:.{digits}f}"
+
+
+def item_key(dataset: str, test_idx: Any, response: str) -> str:
+    digest = hashlib.sha256(response.encode("utf-8")).hexdigest()[:16]
+    return f"{dataset}/{test_idx}/{digest}"
+
+
+class FusionStore:
+    """Fused scores by item key, persisted as one JSON file (written atomically on each put)."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else None
+        self.records: dict[str, dict[str, Any]] = {}
+        if self.path and self.path.is_file():
+            self.records = json.loads(self.path.read_text(encoding="utf-8"))
+
+    def get(self, key: str) -> JudgedScore | None:
+        record = self.records.get(key)
+        return JudgedScore(**record) if record else None
+
+    def put(self, key: str, score: JudgedScore) -> None:
+        self.records[key] = {
+            "metric": score.metric,
+            "value": score.value,
+            "raw_reply": score.raw_reply,
+            "parse_ok": score.parse_ok,
+            "prompt_version": score.prompt_version,
+            "details": score.details,
+        }
+        if self.path:
+            from mnemoflow.data.tables import write_atomic_text
+
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic_text(self.path, json.dumps(self.records, ensure_ascii=False, indent=1))
+
+
+def fusion_request(task: str, prompt: str, unit_scores: dict[str, float | None]) -> ChatRequest:
+    return ChatRequest(
+        role="judge",
+        task=task,
+        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+        fields={"unit_scores": unit_scores},
+    )
+
+
+async def fuse(
+    gateway,
+    request: ChatRequest,
+    prompt_version: str,
+    key: str,
+    store: FusionStore,
+    details: dict[str, Any],
+) -> JudgedScore:
+    """The stored fused score for ``key``, or one fusion call whose result is stored."""
+    stored = store.get(key)
+    if stored is not None:
+        return stored
+    reply = await gateway.chat(request, parse=parse_fused)
+    score = JudgedScore(
+        metric=METRIC,
+        value=float(reply.parsed) if reply.parse_ok else None,
+        raw_reply=raw_of(reply.raw_replies),
+        parse_ok=reply.parse_ok,
+        prompt_version=prompt_version,
+        details=details,
+    )
+    store.put(key, score)
+    return score

@@ -1,0 +1,101 @@
+"""``mnemoflow metric``: end to end on files, values per line in input order, errors for people."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mnemoflow.cli import main
+from mnemoflow.eval.metric_registry import DETERMINISTIC_METRICS, DeterministicMetric, per_pair
+
+PAIRS = [
+    {"prediction": "the cat was sitting on the mat", "reference": "the cat sat on the mat"},
+    {"prediction": "x y z", "reference": "a b c"},
+    {"prediction": "He is glad", "reference": "He is happy"},
+]
+
+
+def write_pairs(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_meteor_values_per_line_and_mean(tmp_path, capsys):
+    pairs = write_pairs(tmp_path / "pairs.jsonl", PAIRS)
+    out = tmp_path / "values.jsonl"
+    assert main(["metric", "meteor", "--pairs", str(pairs), "--out", str(out)]) == 0
+    values = [json.loads(line)["value"] for line in out.read_text().splitlines()]
+    # worked in tests/test_eval_meteor.py: 250/305 * 0.968, 0, 0.625
+    assert values == [pytest.approx(250 / 305 * 0.968), 0.0, pytest.approx(0.625)]
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:3] == ["0.793443", "0.000000", "0.625000"]
+    assert printed[3] == f"meteor: mean {(250 / 305 * 0.968 + 0.625) / 3:.6f} over 3 of 3 pairs"
+
+
+def test_rouge_l_and_readability(tmp_path, capsys):
+    pairs = write_pairs(tmp_path / "pairs.jsonl", PAIRS[:1])
+    assert main(["metric", "rouge_l", "--pairs", str(pairs)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"{10 / 13:.6f}"
+    sunny = {"prediction": "The cat sat on the mat. It was a sunny day, and the cat was happy."}
+    pairs = write_pairs(tmp_path / "sunny.jsonl", [{**sunny, "reference": ""}])
+    assert main(["metric", "dcrs", "--pairs", str(pairs)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "0.396800"
+
+
+def test_bertscore_in_one_batch(tmp_path):
+    pairs = write_pairs(
+        tmp_path / "pairs.jsonl",
+        [
+            {"prediction": "The cat sat on the mat.", "reference": "The cat sat on the mat."},
+            {"prediction": "Stocks fell on Monday.", "reference": "The cat sat on the mat."},
+        ],
+    )
+    out = tmp_path / "values.jsonl"
+    assert main(["metric", "bertscore", "--pairs", str(pairs), "--out", str(out)]) == 0
+    same, other = [json.loads(line)["value"] for line in out.read_text().splitlines()]
+    assert same == pytest.approx(1.0, abs=1e-4) and other < 0.5
+
+
+def test_list_names_every_metric(capsys):
+    assert main(["metric", "--list"]) == 0
+    names = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == sorted(DETERMINISTIC_METRICS)
+    assert {"meteor", "bertscore", "rouge_l", "cli", "fkgl", "dcrs"} <= set(names)
+
+
+def test_a_metric_that_defers_writes_null(tmp_path, monkeypatch, capsys):
+    exact = DeterministicMetric(
+        "exact_or_judge", "test", per_pair(lambda ref, pred: 1.0 if ref == pred else None)
+    )
+    monkeypatch.setitem(DETERMINISTIC_METRICS, exact.name, exact)
+    pairs = write_pairs(
+        tmp_path / "pairs.jsonl",
+        [{"prediction": "a", "reference": "a"}, {"prediction": "b", "reference": "c"}],
+    )
+    out = tmp_path / "values.jsonl"
+    assert main(["metric", "exact_or_judge", "--pairs", str(pairs), "--out", str(out)]) == 0
+    assert out.read_text().splitlines() == ['{"value": 1.0}', '{"value": null}']
+    assert "mean 1.000000 over 1 of 2 pairs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"reference": "a"}', "pairs.jsonl: record 2: missing field 'prediction'"),
+        ('{"prediction": 3, "reference": "a"}', "'prediction' must be a string"),
+        ("not json", "pairs.jsonl: record 2: not JSON"),
+    ],
+)
+def test_bad_lines_are_one_line_errors(tmp_path, capsys, line, message):
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps(PAIRS[0]) + "\n" + line + "\n")
+    assert main(["metric", "rouge_l", "--pairs", str(pairs)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_unknown_metric(tmp_path, capsys):
+    pairs = write_pairs(tmp_path / "pairs.jsonl", PAIRS)
+    assert main(["metric", "bleu", "--pairs", str(pairs)]) == 2
+    assert "unknown metric 'bleu'" in capsys.readouterr().err
