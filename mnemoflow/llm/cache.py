@@ -140,6 +140,9 @@ class ResponseCache:
         self._lock = threading.RLock()
         self._memory: dict[int, dict[str, Any]] | None = None
         self._index: dict[int, dict[bytes, int]] = {RESPONSE: {}, VECTOR: {}}
+        # Further records of an indexed key (rare: two jobs asked at once, or a key rewritten after
+        # a damaged record); served when the first one does not read back whole.
+        self._spare: dict[tuple[int, bytes], list[int]] = {}
         self._stems: list[str] = []
         self._numbers: dict[str, int] = {}
         self._consumed: list[int] = []  # bytes of each index file already read
@@ -209,7 +212,9 @@ class ResponseCache:
                 )
                 break
             location = (number << (_OFFSET_BITS + _LENGTH_BITS)) | (length << _OFFSET_BITS) | offset
-            (responses if kind == RESPONSE else vectors).setdefault(key, location)
+            index = responses if kind == RESPONSE else vectors
+            if index.setdefault(key, location) != location:
+                self._spare.setdefault((kind, key), []).append(location)
             position += _INDEX.size
         self._consumed[number] += position
 
@@ -273,13 +278,18 @@ class ResponseCache:
             found: dict[str, bytes] = {}
             for key, raw in wanted.items():
                 location = index.get(raw)
-                if location is None:
-                    continue
-                payload = self._read_record(kind, raw, location)
-                if payload is None:
-                    del index[raw]  # a later put of this key writes a whole record
-                else:
-                    found[key] = payload
+                while location is not None:
+                    payload = self._read_record(kind, raw, location)
+                    if payload is not None:
+                        found[key] = payload
+                        break
+                    # Try another record of the key; with none left, a later put writes one.
+                    spare = self._spare.get((kind, raw))
+                    location = spare.pop(0) if spare else None
+                    if location is None:
+                        del index[raw]
+                    else:
+                        index[raw] = location
             return found
 
     def get(self, key: str) -> Completion | None:
