@@ -76,7 +76,7 @@ def use_options_of(wildcards):
 
 def cache_path():
     """The shared response cache; read by scripts, deliberately not a job input or param."""
-    return config.get("cache", "results/cache/llm.sqlite")
+    return config.get("cache", "results/cache/llm")
 
 
 def protocols_for(benchmark):
