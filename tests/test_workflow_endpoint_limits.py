@@ -1,4 +1,4 @@
-"""Endpoint limits hold for the whole run: many jobs at once never exceed the endpoint's concurrency.
+"""Endpoint limits hold for the whole run: many jobs at once stay within the endpoint's concurrency.
 
 The agent and judge roles both call the local test server (concurrency 4, endpoint_jobs 2: each
 job holds a share of 2). The workflow runs with ``--cores 8``, so up to 8 answer or judge jobs
@@ -15,6 +15,13 @@ from tests.workflow import TINY, ledgers, snakemake, workdir
 pytestmark = pytest.mark.slow
 
 CONCURRENCY = 4
+#: Every judgement of the tiny run (2 systems x 2 steps x 2 shards): answering and judging only.
+JUDGEMENTS = [
+    f"results/synthetic/{system}/qa/step{step}/shard{shard}/judgements.parquet"
+    for system in ("none", "bm25_message")
+    for step in (0, 1)
+    for shard in (0, 1)
+]
 
 
 def test_requests_in_flight_never_exceed_the_endpoint_concurrency(tmp_path):
@@ -26,7 +33,7 @@ def test_requests_in_flight_never_exceed_the_endpoint_concurrency(tmp_path):
         )
         (tmp_path / "run").mkdir()
         wd = workdir(tmp_path / "run")
-        log = snakemake(wd, "--cores", "8", configfiles=(TINY, override))
+        log = snakemake(wd, "--cores", "8", configfiles=(TINY, override), targets=JUDGEMENTS)
         stats = server.stats()
     every = ledgers(wd, "answers.ledger.json") + ledgers(wd, "judgements.ledger.json")
     misses = sum(ledger["totals"]["calls"] - ledger["totals"]["cache_hits"] for ledger in every)
