@@ -1,20 +1,24 @@
 """Endpoint limits hold for the whole run: many jobs at once stay within the endpoint's concurrency.
 
-The agent and judge roles both call the local test server (concurrency 4, endpoint_jobs 2: each
-job holds a share of 2). The workflow runs with ``--cores 8``, so up to 8 answer or judge jobs
-could run at once; without run-wide limits each would send up to 4 requests (32 in flight).
+The agent and judge roles both call the local test server (concurrency 3, endpoint_jobs 3: each
+job holds a share of 1, so at most 3 jobs call it at once). The tiny workflow runs with
+``--cores 8``: up to 8 answer or judge jobs could call the server side by side. A control rerun
+of answering and judging with the budget lifted (``--resources endpoint_...=1000``, a fresh
+cache) shows that this run does put more than 3 requests in flight when nothing holds it back,
+so the bound measured first is the limits' doing, not the machine's slowness.
 """
 
 import json
 
 import pytest
 
+from mnemoflow.llm.limits import endpoint_resource
 from mnemoflow.testing.openai_server import OpenAITestServer
 from tests.workflow import TINY, ledgers, snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
-CONCURRENCY = 4
+CONCURRENCY = 3
 #: Every judgement of the tiny run (2 systems x 2 steps x 2 shards): answering and judging only.
 JUDGEMENTS = [
     f"results/synthetic/{system}/qa/step{step}/shard{shard}/judgements.parquet"
@@ -24,20 +28,40 @@ JUDGEMENTS = [
 ]
 
 
+def _misses(wd) -> int:
+    every = ledgers(wd, "answers.ledger.json") + ledgers(wd, "judgements.ledger.json")
+    return sum(ledger["totals"]["calls"] - ledger["totals"]["cache_hits"] for ledger in every)
+
+
 def test_requests_in_flight_never_exceed_the_endpoint_concurrency(tmp_path):
-    with OpenAITestServer(latency=0.5, reply=lambda body: "yes") as server:
+    with OpenAITestServer(latency=1.5, reply=lambda body: "yes") as server:
         endpoint = {"base_url": server.base_url, "model": "m", "concurrency": CONCURRENCY}
         override = tmp_path / "endpoint.yaml"
         override.write_text(
-            json.dumps({"endpoint_jobs": 2, "models": {"agent": endpoint, "judge": endpoint}})
+            json.dumps({"endpoint_jobs": 3, "models": {"agent": endpoint, "judge": endpoint}})
         )
         (tmp_path / "run").mkdir()
         wd = workdir(tmp_path / "run")
         log = snakemake(wd, "--cores", "8", configfiles=(TINY, override), targets=JUDGEMENTS)
-        stats = server.stats()
-    every = ledgers(wd, "answers.ledger.json") + ledgers(wd, "judgements.ledger.json")
-    misses = sum(ledger["totals"]["calls"] - ledger["totals"]["cache_hits"] for ledger in every)
-    assert stats.total == misses > 2 * CONCURRENCY
-    assert "endpoint_127_0_0_1_" in log  # the jobs declared their share of the endpoint
-    print(f"max in flight: {stats.max_inflight} of {CONCURRENCY}, {stats.total} requests")
-    assert 2 <= stats.max_inflight <= CONCURRENCY
+        limited = server.stats()
+        limited_misses = _misses(wd)
+
+        server.reset()
+        fresh_cache = tmp_path / "control.yaml"
+        fresh_cache.write_text(json.dumps({"cache": "results/cache/control"}))
+        lifted = f"{endpoint_resource(server.base_url)}=1000"
+        snakemake(
+            wd,
+            *("--cores", "8", "--forcerun", "answer", "judge", "--resources", lifted),
+            configfiles=(TINY, override, fresh_cache),
+            targets=JUDGEMENTS,
+        )
+        control = server.stats()
+
+    name = endpoint_resource(server.base_url)
+    assert f"{name}=1" in log  # every answer and judge job declared its share of the endpoint
+    assert limited.total == limited_misses > 8 * CONCURRENCY
+    print(f"max in flight: {limited.max_inflight} of {CONCURRENCY} ({limited.total} requests); ")
+    print(f"budget lifted: {control.max_inflight} ({control.total} requests)")
+    assert limited.max_inflight <= CONCURRENCY
+    assert control.max_inflight > CONCURRENCY
