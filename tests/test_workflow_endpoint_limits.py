@@ -45,11 +45,12 @@ def test_requests_in_flight_never_exceed_the_endpoint_concurrency(tmp_path):
         log = snakemake(wd, "--cores", "8", configfiles=(TINY, override), targets=JUDGEMENTS)
         limited = server.stats()
         limited_misses = _misses(wd)
+        name = endpoint_resource(server.base_url)
 
         server.reset()
         fresh_cache = tmp_path / "control.yaml"
         fresh_cache.write_text(json.dumps({"cache": "results/cache/control"}))
-        lifted = f"{endpoint_resource(server.base_url)}=1000"
+        lifted = f"{name}=1000"
         snakemake(
             wd,
             *("--cores", "8", "--forcerun", "answer", "judge", "--resources", lifted),
@@ -58,10 +59,9 @@ def test_requests_in_flight_never_exceed_the_endpoint_concurrency(tmp_path):
         )
         control = server.stats()
 
-    name = endpoint_resource(server.base_url)
     assert f"{name}=1" in log  # every answer and judge job declared its share of the endpoint
     assert limited.total == limited_misses > 8 * CONCURRENCY
-    print(f"max in flight: {limited.max_inflight} of {CONCURRENCY} ({limited.total} requests); ")
+    print(f"max in flight: {limited.max_inflight} of {CONCURRENCY} ({limited.total} requests)")
     print(f"budget lifted: {control.max_inflight} ({control.total} requests)")
     assert limited.max_inflight <= CONCURRENCY
     assert control.max_inflight > CONCURRENCY
