@@ -57,8 +57,11 @@ def _tick(bar: Progress):
     return lambda cache_hit: bar.update(1, cache_hit=cache_hit)
 
 
-def _gateway(models: dict[str, Any], cache: str | None) -> Gateway:
-    return Gateway.from_config(models, cache)
+def _gateway(
+    models: dict[str, Any], cache: str | None, limits: dict[str, Any] | None = None
+) -> Gateway:
+    """``limits``: the job's share of each endpoint it calls (mnemoflow.llm.limits)."""
+    return Gateway.from_config(models, cache, limits)
 
 
 def _write_ledger(gateway: Gateway, path: str | Path, **extra: Any) -> None:
@@ -106,12 +109,13 @@ def ingest(
     n_shards: int,
     models: dict[str, Any],
     cache: str | None,
+    limits: dict[str, Any] | None = None,
     seed: int,
 ) -> None:
     turns = read_table(sessions, "sessions")
     episode_map = read_table(episode_sessions, "episode_sessions")
     episodes = static_qa.shard_episodes(episode_map.episode_id, shard, n_shards)
-    gateway = _gateway(models, cache)
+    gateway = _gateway(models, cache, limits)
 
     async def run() -> dict[str, Any]:
         with progress(len(episodes), f"ingest step {step}", unit="episode") as bar:
@@ -160,12 +164,13 @@ def answer(
     use_options: bool,
     models: dict[str, Any],
     cache: str | None,
+    limits: dict[str, Any] | None = None,
     seed: int,
 ) -> None:
     todo = _step_questions(questions, step, shard, n_shards)
     turns = read_table(sessions, "sessions")
     episode_map = read_table(episode_sessions, "episode_sessions")
-    gateway = _gateway(models, cache)
+    gateway = _gateway(models, cache, limits)
     keys = static_qa.run_keys(benchmark, system_name, step)
 
     async def run() -> pd.DataFrame:
@@ -204,11 +209,12 @@ def judge(
     seed: int,
     models: dict[str, Any],
     cache: str | None,
+    limits: dict[str, Any] | None = None,
     settings: str,
 ) -> None:
     """Judge a shard's answers; ``settings`` gets the judge's provenance (``judge.json``)."""
     answered = read_table(answers, "answers")
-    gateway = _gateway(models, cache)
+    gateway = _gateway(models, cache, limits)
     provenance = judge_provenance(gateway, kind, repeats, seed)  # warns if temperature != 0
     runs = sorted({f"{r.benchmark}/{r.system} step {r.step}" for r in answered.itertuples()})
     desc = f"judge {', '.join(runs) or kind}"

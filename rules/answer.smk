@@ -13,6 +13,7 @@ rule answer:
     conda:
         "../envs/mnemoflow.yaml"
     resources:
+        **endpoint_limits("agent", "memory_writer", "embedder").resources,
         mem_mb=4000,
         runtime=120,
     params:
@@ -21,6 +22,7 @@ rule answer:
         reader=reader_of,
         use_options=use_options_of,
         models=models("agent", "memory_writer", "embedder"),
+        limits=endpoint_limits("agent", "memory_writer", "embedder").params,
         seed=config.get("seed", 0),
     script:
         "../scripts/answer.py"

@@ -4,6 +4,7 @@ from snakemake.utils import validate
 from mnemoflow.data.registry import n_steps
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
+from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import ROLES
 from mnemoflow.memory.base import check_systems
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
@@ -76,7 +77,19 @@ def use_options_of(wildcards):
 
 def cache_path():
     """The shared response cache; read by scripts, deliberately not a job input or param."""
-    return config.get("cache", "results/cache/llm.sqlite")
+    return config.get("cache", "results/cache/llm")
+
+
+# Each model endpoint is a global resource whose budget is its concurrency (a --resources value wins);
+# jobs that call it hold a share (endpoint_limits), so limits hold for the whole run (docs/gateway.md).
+for _name, _budget in endpoint_budgets(config["models"]).items():
+    if _name not in workflow.global_resources:
+        workflow.register_resource(_name, _budget)
+
+
+def endpoint_limits(*roles):
+    """The job's share of the endpoints its roles call: .resources to declare, .params to pass."""
+    return job_limits(config["models"], roles, config.get("endpoint_jobs", 4))
 
 
 def protocols_for(benchmark):

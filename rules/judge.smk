@@ -11,6 +11,7 @@ rule judge:
     conda:
         "../envs/mnemoflow.yaml"
     resources:
+        **endpoint_limits("judge").resources,
         mem_mb=2000,
         runtime=60,
     params:
@@ -18,6 +19,7 @@ rule judge:
         repeats=config.get("judge", {}).get("repeats", 1),
         seed=config.get("judge", {}).get("seed", 0),
         models=models("judge"),
+        limits=endpoint_limits("judge").params,
     script:
         "../scripts/judge.py"
 

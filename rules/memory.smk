@@ -11,12 +11,14 @@ rule ingest:
     conda:
         "../envs/mnemoflow.yaml"
     resources:
+        **endpoint_limits("memory_writer", "embedder").resources,
         mem_mb=4000,
         runtime=60,
     params:
         system=system_spec,
         n_shards=n_shards,
         models=models("memory_writer", "embedder"),
+        limits=endpoint_limits("memory_writer", "embedder").params,
         seed=config.get("seed", 0),
     script:
         "../scripts/ingest.py"

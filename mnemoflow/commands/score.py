@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     answers = answers_from_predictions(
         args.benchmark, questions, predictions, rankings, system=args.system
     )
-    cache = args.out / "llm_cache.sqlite"
+    cache = args.out / "llm_cache"
     args.out.mkdir(parents=True, exist_ok=True)
     gateway = Gateway.from_config(models, cache_path=cache)
     try:

@@ -55,16 +55,24 @@ class Backend(Protocol):
     async def aclose(self) -> None: ...
 
 
-def make_backend(spec: EndpointSpec) -> Backend:
-    """Instantiate the backend a spec names (imports are lazy: offline runs need no client)."""
+def make_backend(spec: EndpointSpec, limit: dict[str, Any] | None = None) -> Backend:
+    """Instantiate the backend a spec names (imports are lazy: offline runs need no client).
+
+    ``limit`` (a job's share of the endpoint, :mod:`mnemoflow.llm.limits`) replaces the role's own
+    concurrency and rate for an openai backend; roles given the same dict share one limit.
+    """
     if spec.backend == "offline":
         from mnemoflow.llm.offline import OfflineBackend
 
         return OfflineBackend()
     if spec.backend == "openai":
-        from mnemoflow.llm.openai_backend import OpenAIBackend
+        from mnemoflow.llm.openai_backend import OpenAIBackend, SharedLimit
 
-        return OpenAIBackend(spec)
+        if limit is None:
+            return OpenAIBackend(spec)
+        if "shared" not in limit:
+            limit["shared"] = SharedLimit(limit["concurrency"], limit.get("requests_per_minute"))
+        return OpenAIBackend(spec, limit["shared"])
     if spec.backend == "sentence_transformers":
         from mnemoflow.llm.local_embedder import LocalEmbedder
 
@@ -75,11 +83,18 @@ def make_backend(spec: EndpointSpec) -> Backend:
 class Gateway:
     """Role-bound, cached, ledgered access to models."""
 
-    def __init__(self, specs: dict[str, EndpointSpec], cache_path: str | Path | None = None):
+    def __init__(
+        self,
+        specs: dict[str, EndpointSpec],
+        cache_path: str | Path | None = None,
+        limits: dict[str, dict[str, Any]] | None = None,
+    ):
         for role, fallback in ROLE_DEFAULTS.items():
             if specs.get(role) is None and specs.get(fallback) is not None:
                 specs = {**specs, role: dataclasses.replace(specs[fallback], role=role)}
         self.specs = {role: specs.get(role) or EndpointSpec(role=role) for role in ROLES}
+        # base_url -> this job's share of that endpoint (from the workflow; None: per-role limits)
+        self.limits = {url: dict(limit) for url, limit in (limits or {}).items()}
         self.cache = ResponseCache(cache_path)
         self.ledger = Ledger()
         self._backends: dict[str, Backend] = {}
@@ -87,7 +102,10 @@ class Gateway:
 
     @classmethod
     def from_config(
-        cls, models: dict[str, Any] | None, cache_path: str | Path | None = None
+        cls,
+        models: dict[str, Any] | None,
+        cache_path: str | Path | None = None,
+        limits: dict[str, dict[str, Any]] | None = None,
     ) -> Gateway:
         models = dict(models or {})
         unknown = sorted(set(models) - set(ROLES))
@@ -99,11 +117,13 @@ class Gateway:
             )
             for role in ROLES
         }
-        return cls(specs, cache_path)
+        return cls(specs, cache_path, limits)
 
     def backend(self, role: str) -> Backend:
         if role not in self._backends:
-            self._backends[role] = make_backend(self.specs[role])
+            spec = self.specs[role]
+            url = (spec.base_url or "").strip().rstrip("/")
+            self._backends[role] = make_backend(spec, self.limits.get(url))
         return self._backends[role]
 
     def model_name(self, role: str) -> str:

@@ -72,6 +72,31 @@ class _RateLimiter:
             await asyncio.sleep(slot - now)
 
 
+class SharedLimit:
+    """Slots and request spacing shared by every role of a job bound to one endpoint.
+
+    A workflow job holds a share of the endpoint's run-wide budget (:mod:`mnemoflow.llm.limits`);
+    its roles on that endpoint draw from this one limit, so the job never exceeds its share.
+    """
+
+    def __init__(self, concurrency: int, requests_per_minute: float | None):
+        self.concurrency = concurrency
+        self.requests_per_minute = requests_per_minute
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._limiter: _RateLimiter | None = None
+
+    def bind(
+        self, loop: asyncio.AbstractEventLoop
+    ) -> tuple[asyncio.Semaphore, _RateLimiter | None]:
+        if self._loop is not loop or self._slots is None:
+            self._slots = asyncio.Semaphore(self.concurrency)
+            rpm = self.requests_per_minute
+            self._limiter = _RateLimiter(rpm) if rpm else None
+            self._loop = loop
+        return self._slots, self._limiter
+
+
 class OpenAIBackend:
     """Backend protocol implementation over the ``openai`` package's ``AsyncOpenAI``."""
 
@@ -83,7 +108,7 @@ class OpenAIBackend:
     #: Texts per /v1/embeddings request.
     embed_batch: int = 128
 
-    def __init__(self, spec: EndpointSpec):
+    def __init__(self, spec: EndpointSpec, shared: SharedLimit | None = None):
         if not spec.base_url:
             raise ConfigError(
                 f"config models.{spec.role}.base_url: required for the openai backend"
@@ -105,6 +130,7 @@ class OpenAIBackend:
         else:
             key = PLACEHOLDER_KEY
         self.spec = spec
+        self._shared = shared
         self._api_key = key
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None
@@ -138,10 +164,13 @@ class OpenAIBackend:
                 max_retries=0,
                 http_client=http_client,
             )
-            self._slots = asyncio.Semaphore(spec.concurrency)
-            self._limiter = (
-                _RateLimiter(spec.requests_per_minute) if spec.requests_per_minute else None
-            )
+            if self._shared is not None:
+                self._slots, self._limiter = self._shared.bind(loop)
+            else:
+                self._slots = asyncio.Semaphore(spec.concurrency)
+                self._limiter = (
+                    _RateLimiter(spec.requests_per_minute) if spec.requests_per_minute else None
+                )
             self._loop = loop
         return self._client, self._slots
 

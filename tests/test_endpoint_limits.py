@@ -1,0 +1,126 @@
+"""Run-wide endpoint limits: resource names, budgets, job shares, one limit per endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.limits import endpoint_budgets, endpoint_resource, job_limits
+from mnemoflow.llm.types import ChatRequest
+from mnemoflow.testing.openai_server import OpenAITestServer
+
+LOCAL = "http://127.0.0.1:8000/v1"
+REMOTE = "https://api.example.org/v1/"
+
+
+def test_resource_names_are_identifiers_from_the_address():
+    assert endpoint_resource(LOCAL) == "endpoint_127_0_0_1_8000_v1"
+    assert endpoint_resource(REMOTE) == "endpoint_api_example_org_v1"
+    assert endpoint_resource("HTTPS://API.example.org/v1") == endpoint_resource(REMOTE)
+
+
+def test_budget_is_the_smallest_concurrency_bound_to_an_endpoint():
+    models = {
+        "agent": {"base_url": LOCAL, "model": "a", "concurrency": 12},
+        "judge": {"base_url": LOCAL + "/", "model": "j", "concurrency": 6},
+        "memory_writer": {"base_url": REMOTE, "model": "w"},  # default concurrency 8
+        "user": {},  # offline: no endpoint, no resource
+        "embedder": {"backend": "sentence_transformers"},
+    }
+    assert endpoint_budgets(models) == {
+        "endpoint_127_0_0_1_8000_v1": 6,
+        "endpoint_api_example_org_v1": 8,
+    }
+
+
+def test_job_share_worked_example():
+    """Budget 6, endpoint_jobs 4: share 6 // 4 = 1; rpm 120 x 1 / 6 = 20 per job.
+
+    With at most 6 / 1 = 6 such jobs at once the run sends at most 6 x 20 = 120 per minute.
+    """
+    models = {
+        "agent": {"base_url": LOCAL, "model": "a", "concurrency": 12, "requests_per_minute": 120},
+        "judge": {"base_url": LOCAL, "model": "j", "concurrency": 6},
+    }
+    limits = job_limits(models, ["agent"], endpoint_jobs=4)
+    assert limits.resources == {"endpoint_127_0_0_1_8000_v1": 1}
+    assert limits.params == {
+        LOCAL: {
+            "resource": "endpoint_127_0_0_1_8000_v1",
+            "concurrency": 1,
+            "requests_per_minute": 20.0,
+        }
+    }
+    # Two jobs at a time: share 3, rpm 120 x 3 / 6 = 60.
+    two = job_limits(models, ["agent", "judge"], endpoint_jobs=2)
+    assert two.resources == {"endpoint_127_0_0_1_8000_v1": 3}
+    assert two.params[LOCAL]["concurrency"] == 3 and two.params[LOCAL]["requests_per_minute"] == 60
+    # A job whose roles are all offline declares nothing.
+    assert job_limits(models, ["user", "memory_writer"]).resources == {}
+
+
+def test_endpoint_jobs_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="config endpoint_jobs: a positive integer, got 0"):
+        job_limits({}, ["agent"], endpoint_jobs=0)
+
+
+def _burst(gateway: Gateway, n: int) -> None:
+    async def main():
+        try:
+            await asyncio.gather(
+                *(
+                    gateway.chat(
+                        ChatRequest(role, "t", [{"role": "user", "content": f"{role} {i}"}])
+                    )
+                    for i in range(n)
+                    for role in ("agent", "judge")
+                )
+            )
+        finally:
+            await gateway.aclose()
+
+    asyncio.run(main())
+
+
+def test_roles_of_a_job_on_one_endpoint_share_its_share():
+    """agent and judge each allow 8 in flight, but the job holds 2 of the endpoint: 2 at most."""
+    with OpenAITestServer(latency=0.05) as server:
+        binding = {"base_url": server.base_url, "model": "m", "concurrency": 8}
+        models = {"agent": binding, "judge": binding}
+        limits = job_limits(models, ["agent", "judge"], endpoint_jobs=4).params
+        assert limits[server.base_url]["concurrency"] == 2
+        _burst(Gateway.from_config(models, None, limits), 10)
+        shared = server.stats()
+        server.reset()
+        _burst(Gateway.from_config(models, None), 10)  # without a share: each role its own 8
+        alone = server.stats()
+    assert (shared.total, shared.max_inflight) == (20, 2)
+    assert (alone.total, alone.max_inflight) == (20, 16)
+
+
+def test_a_jobs_rate_share_spaces_its_requests():
+    """rpm 600 over budget 4 with share 1: 150 per minute, one request every 0.4 s."""
+    with OpenAITestServer() as server:
+        binding = {"base_url": server.base_url, "model": "m", "concurrency": 4}
+        models = {"agent": {**binding, "requests_per_minute": 600}}
+        limits = job_limits(models, ["agent"], endpoint_jobs=4).params
+        assert limits[server.base_url]["requests_per_minute"] == 150
+        gateway = Gateway.from_config(models, None, limits)
+
+        async def main():
+            try:
+                for i in range(3):
+                    await gateway.chat(
+                        ChatRequest("agent", "t", [{"role": "user", "content": str(i)}])
+                    )
+            finally:
+                await gateway.aclose()
+
+        started = time.monotonic()
+        asyncio.run(main())
+        elapsed = time.monotonic() - started
+    # Starts at 0, 0.4 and 0.8 s: three requests take at least 0.8 s.
+    assert elapsed >= 0.8
