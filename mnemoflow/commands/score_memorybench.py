@@ -28,6 +28,7 @@ from mnemoflow.data.memorybench import parse_set
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval.fusion import FusionStore
 from mnemoflow.eval.memorybench_judges import PROTOCOL_JUDGES, families_of, judge_provenance
 from mnemoflow.eval.memorybench_rescore import (
     ITEM_SCORES,
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace, models: dict) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     gateway = Gateway.from_config(models, cache_path=args.out / "llm_cache.sqlite")
     try:
-        scores = asyncio.run(_score(joined, gateway, args.out / FUSION_FILE))
+        fusion = FusionStore(args.out / FUSION_FILE)  # read afresh: this run's stored calls
+        scores = asyncio.run(_score(joined, gateway, fusion))
         table = dataset_means(scores, args.set)
         normalized, note = None, ""
         if kind != "dataset":
