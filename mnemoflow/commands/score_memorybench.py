@@ -2,6 +2,7 @@
 
     mnemoflow score --benchmark memorybench --data PATH --configs DIR --set KIND:NAME
                     --predictions FILE --out DIR [--stats FILE] [--config FILE]
+                    [--bertscore-model FAMILY=FOLDER ...]
 
 PATH is what the loader reads (the Hub release folder, or a raw file); FILE is JSONL of
 ``{"dataset", "test_idx", "response"}``. Writes ``question_scores.parquet`` (dataset, test_idx,
@@ -12,7 +13,9 @@ critic bindings, and per judge family its prompt version and whether the binding
 reference's sampling), ``fusion.json`` (the fused scores of JuDGE / IdeaBench / JRE-L, asked
 once: a second run into the same ``--out`` reads them and makes no fusion call) and
 ``ledger.json``; prints the primary means. Judged metrics use the ``judge`` / ``critic`` roles of
-``--config`` (YAML ``models``), else the offline heuristic judges.
+``--config`` (YAML ``models``), else the offline heuristic judges. BERTScore (JuDGE, IdeaBench,
+JRE-L) uses the bundled MiniLM unless ``--bertscore-model FAMILY=FOLDER`` points at a local copy
+of the reference's model (scored at the reference's layer); ``judge.json`` records which.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from mnemoflow.data.memorybench import parse_set
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval.bertscore import REFERENCE_MODELS, BertScoreModel
 from mnemoflow.eval.fusion import FusionStore
 from mnemoflow.eval.memorybench_judges import PROTOCOL_JUDGES, families_of, judge_provenance
 from mnemoflow.eval.memorybench_rescore import (
@@ -49,11 +53,27 @@ def default_stats(configs: Path) -> Path:
     return configs.parent / STATS_NAME
 
 
+def bertscore_models(specs: list[str]) -> dict[str, BertScoreModel]:
+    """``FAMILY=FOLDER`` options -> {family: the folder at the reference's layer for it}; every
+    family not named uses the bundled MiniLM."""
+    out = {family: BertScoreModel() for family in REFERENCE_MODELS}
+    for spec in specs:
+        family, sep, folder = spec.partition("=")
+        if not sep or family not in REFERENCE_MODELS or not folder:
+            raise ConfigError(
+                f"--bertscore-model {spec!r}: expected FAMILY=FOLDER with FAMILY one of "
+                f"{sorted(REFERENCE_MODELS)}"
+            )
+        out[family] = BertScoreModel(model=folder, num_layers=REFERENCE_MODELS[family][1])
+    return out
+
+
 def run(args: argparse.Namespace, models: dict) -> int:
     for option in ("configs", "set"):
         if getattr(args, option) is None:
             raise ConfigError(f"score --benchmark memorybench: --{option} is required")
     selection = parse_set(args.set)
+    bertscore = bertscore_models(getattr(args, "bertscore_model", None) or [])
     ((kind, name),) = selection.items()
     spec = {
         "loader": "memorybench",
@@ -70,7 +90,7 @@ def run(args: argparse.Namespace, models: dict) -> int:
     gateway = Gateway.from_config(models, cache_path=args.out / "llm_cache.sqlite")
     try:
         fusion = FusionStore(args.out / FUSION_FILE)  # read afresh: this run's stored calls
-        scores = asyncio.run(_score(joined, gateway, fusion))
+        scores = asyncio.run(_score(joined, gateway, fusion, bertscore))
         table = dataset_means(scores, args.set)
         normalized, note = None, ""
         if kind != "dataset":
@@ -84,6 +104,11 @@ def run(args: argparse.Namespace, models: dict) -> int:
         write_table(scores, args.out / "question_scores.parquet", ITEM_SCORES)
         write_table(table, args.out / "scores.parquet", NORMALIZED)
         judge = judge_record(gateway, datasets)
+        judge["bertscore"] = {
+            family: model.describe()
+            for family, model in bertscore.items()
+            if any(d.startswith(family) for d in datasets)
+        }
         write_atomic_text(args.out / "judge.json", json.dumps(judge, indent=2) + "\n")
         write_atomic_text(args.out / "ledger.json", gateway.ledger.to_json() + "\n")
     finally:
@@ -118,8 +143,8 @@ def judge_record(gateway, datasets: list[str]) -> dict:
     }
 
 
-async def _score(joined, gateway, fusion):
+async def _score(joined, gateway, fusion, bertscore):
     try:
-        return await score_predictions(joined, gateway, fusion=fusion)
+        return await score_predictions(joined, gateway, fusion=fusion, bertscore=bertscore)
     finally:
         await gateway.aclose()
