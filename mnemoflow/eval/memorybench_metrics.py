@@ -29,10 +29,18 @@ from typing import Any
 
 from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval.checklist_judge import checklist_score
 from mnemoflow.eval.dialsim_accuracy import dialsim_accuracy
+from mnemoflow.eval.fusion import FusionStore
+from mnemoflow.eval.ideabench import ideabench_score
+from mnemoflow.eval.jrel import jrel_score
+from mnemoflow.eval.judge_doc import judge_doc_score
+from mnemoflow.eval.limitgen import ERROR_TYPES, limitgen_rating
 from mnemoflow.eval.memorybench_locomo_f1 import memorybench_locomo_f1
+from mnemoflow.eval.meteor import meteor
 from mnemoflow.eval.nfcats_judge import FAILURE_SCORE, nfcats_score
 from mnemoflow.eval.rouge_l_zh import rouge_l_zh
+from mnemoflow.eval.writingbench_critic import critic_score
 
 
 @dataclass
@@ -164,8 +172,6 @@ def _check_info(family: str, info: dict[str, Any], ident: Any) -> None:
     if family == "HelloBench" and not (isinstance(info["checklist"], list) and info["checklist"]):
         raise DataError(f"questions: record {ident}: field 'info.checklist': not a non-empty list")
     if family == "LimitGen":
-        from mnemoflow.eval.limitgen import ERROR_TYPES
-
         if info["category"] not in ERROR_TYPES:
             raise DataError(
                 f"questions: record {ident}: field 'info.category': {info['category']!r} is not "
@@ -175,14 +181,12 @@ def _check_info(family: str, info: dict[str, Any], ident: Any) -> None:
 
 #: Stores by file, so every call naming the same file shares one in-memory copy (two copies of
 #: one file would overwrite each other's records); ``None`` -> the process-wide store.
-_STORES: dict[str | None, Any] = {}
+_STORES: dict[str | None, FusionStore] = {}
 
 
-def fusion_store(fusion: Any = None):
+def fusion_store(fusion: FusionStore | str | Path | None = None) -> FusionStore:
     """The :class:`~mnemoflow.eval.fusion.FusionStore` for ``fusion``: a store, a JSON path, or
     None (one in-memory store per process: asked once per process, not across runs)."""
-    from mnemoflow.eval.fusion import FusionStore
-
     if isinstance(fusion, FusionStore):
         return fusion
     key = None if fusion is None else str(Path(fusion).expanduser().resolve())
@@ -277,24 +281,16 @@ async def evaluate_item_all(
         value, raw, ok = await nfcats_score(prompt, response, gateway)
         return [ItemScore(metric, value, raw, ok)]
     if family == "WritingPrompts":
-        from mnemoflow.eval.meteor import meteor
-
         # CPU-bound (WordNet lookups): off the event loop, so other items keep calling
         value = await asyncio.to_thread(meteor, str(info["golden_answer"]), response)
         return [ItemScore(metric, value)]
     if family == "HelloBench":
-        from mnemoflow.eval.checklist_judge import checklist_score
-
         judged = await checklist_score(gateway, prompt, response, info["checklist"])
         return [_from_judged(judged)]
     if family == "WritingBench":
-        from mnemoflow.eval.writingbench_critic import critic_score
-
         judged = await critic_score(gateway, prompt, response, info["criteria"])
         return [_from_judged(judged)]
     if family == "LimitGen":
-        from mnemoflow.eval.limitgen import limitgen_rating
-
         judged = await limitgen_rating(gateway, response, info)
         accuracy = judged.details.get("accuracy")
         return [
@@ -313,10 +309,6 @@ async def evaluate_item_all(
 
 async def _fused(family, question, prompt, response, info, gateway, fusion, bertscore):
     """The fused score of a JuDGE / IdeaBench / JRE-L item: stored, or computed and stored."""
-    from mnemoflow.eval.ideabench import ideabench_score
-    from mnemoflow.eval.jrel import jrel_score
-    from mnemoflow.eval.judge_doc import judge_doc_score
-
     score = {"JuDGE": judge_doc_score, "IdeaBench": ideabench_score, "JRE-L": jrel_score}[family]
     return await score(
         gateway,
