@@ -113,6 +113,26 @@ def test_without_a_store_the_fusion_is_asked_once_per_process():
     assert run(_all(item, "", second))[-1].value == 5.0 and later.requests == []
 
 
+def test_concurrent_scores_of_one_item_share_one_fusion_call(tmp_path):
+    import asyncio
+
+    item = q("JuDGE", {"golden_answer": JUDGMENT}, "facts", test_idx=8)
+    gateway, backend = scripted_gateway(replies("4"))
+    store = FusionStore(tmp_path / "f.json")
+
+    async def both():
+        try:
+            return await asyncio.gather(
+                *(evaluate_item(item, "", gateway, fusion=store) for _ in range(2))
+            )
+        finally:
+            await gateway.aclose()
+
+    first, second = run(both())
+    assert first.value == second.value == 4.0
+    assert len(backend.requests) == 1
+
+
 def test_an_unparseable_fusion_is_a_counted_failure_at_the_bottom_of_the_scale(tmp_path):
     item = q("JuDGE", {"golden_answer": JUDGMENT}, "facts", test_idx=7)
     gateway, backend = scripted_gateway(replies("On a scale of 1 to 10, 8"))

@@ -31,7 +31,7 @@ from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.checklist_judge import checklist_score
 from mnemoflow.eval.dialsim_accuracy import dialsim_accuracy
-from mnemoflow.eval.fusion import FusionStore
+from mnemoflow.eval.fusion import FusionStore, item_key
 from mnemoflow.eval.ideabench import ideabench_score
 from mnemoflow.eval.jrel import jrel_score
 from mnemoflow.eval.judge_doc import judge_doc_score
@@ -307,18 +307,24 @@ async def evaluate_item_all(
     return _fused_scores(family, judged)
 
 
+#: Fusions being asked right now, by (store, item key): a second caller for the same item waits
+#: for the first one's answer instead of asking again.
+_IN_FLIGHT: dict[tuple[int, str], asyncio.Future] = {}
+
+
 async def _fused(family, question, prompt, response, info, gateway, fusion, bertscore):
     """The fused score of a JuDGE / IdeaBench / JRE-L item: stored, or computed and stored."""
     score = {"JuDGE": judge_doc_score, "IdeaBench": ideabench_score, "JRE-L": jrel_score}[family]
-    return await score(
-        gateway,
-        _test_idx(question),
-        prompt,
-        response,
-        info,
-        fusion_store(fusion),
-        _bertscore_model(bertscore, family),
-    )
+    store = fusion_store(fusion)
+    test_idx = _test_idx(question)
+    slot = (id(store), item_key(family, test_idx, response))
+    task = _IN_FLIGHT.get(slot)
+    if task is None:
+        model = _bertscore_model(bertscore, family)
+        task = asyncio.ensure_future(score(gateway, test_idx, prompt, response, info, store, model))
+        _IN_FLIGHT[slot] = task
+        task.add_done_callback(lambda _: _IN_FLIGHT.pop(slot, None))
+    return await asyncio.shield(task)
 
 
 def primary(dataset: str, scores: Iterable[ItemScore]) -> ItemScore:
