@@ -192,9 +192,9 @@ def test_normalize_rejects_a_dataset_outside_the_set(tmp_path, capsys):
     )
 
 
-def test_a_dataset_whose_metric_is_not_built_fails_with_one_line(tmp_path, capsys):
+def test_a_record_without_the_field_its_metric_reads_fails_with_one_line(tmp_path, capsys):
     release = tmp_path / "release"
-    write_short_short_release(release)
+    write_short_short_release(release)  # its JRE-L items have no info.pr-abstract
     capsys.readouterr()  # the datasets library's progress bars
     predictions = jsonl(
         tmp_path / "predict.jsonl",
@@ -210,8 +210,19 @@ def test_a_dataset_whose_metric_is_not_built_fails_with_one_line(tmp_path, capsy
     )  # fmt: skip
     assert code == 2
     assert capsys.readouterr().err.strip() == (
-        "mnemoflow score: error: memorybench: dataset 'JRE-L' needs metric 'fused score (JRE-L)', "
-        "which mnemoflow does not compute yet; choose a set of Locomo-k, DialSim-*, LexEval-* "
-        "and NFCats"
+        "mnemoflow score: error: questions: record JRE-L:1: missing field 'info.pr-abstract'"
     )
     assert not (out / "question_scores.parquet").exists()
+
+
+def test_a_bertscore_model_for_an_unknown_family(tmp_path, capsys):
+    code = score(
+        "--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA",
+        "--predictions", tmp_path / "p.jsonl", "--out", tmp_path / "o",
+        "--bertscore-model", "LexEval=/models/bert",
+    )  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        "mnemoflow score: error: --bertscore-model 'LexEval=/models/bert': expected "
+        "FAMILY=FOLDER with FAMILY one of ['IdeaBench', 'JRE-L', 'JuDGE']"
+    )

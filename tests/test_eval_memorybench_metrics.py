@@ -257,14 +257,15 @@ def test_a_record_without_info_names_the_record_and_field(tmp_path):
     assert str(info.value) == "questions: record LexEval-QA:7: missing field 'info' in meta"
 
 
-def test_datasets_without_a_built_metric_fail_with_one_line():
-    check_supported(["Locomo-0", "DialSim-friends", "LexEval-Judge", "NFCats"])
+def test_every_registered_dataset_is_supported_and_a_stranger_fails_with_one_line():
+    check_supported(
+        ["Locomo-0", "DialSim-friends", "LexEval-Judge", "NFCats", "WritingPrompts", "JuDGE",
+         "HelloBench-Creative&Design", "WritingBench-Politics&Law", "IdeaBench", "JRE-L",
+         "LimitGen-Syn"]
+    )  # fmt: skip
     with pytest.raises(ConfigError) as info:
-        check_supported(["NFCats", "WritingPrompts", "JuDGE"])
-    assert str(info.value) == (
-        "memorybench: dataset 'WritingPrompts' needs metric 'meteor', which mnemoflow does not "
-        "compute yet; choose a set of Locomo-k, DialSim-*, LexEval-* and NFCats"
-    )
+        check_supported(["NFCats", "FooBench-QA"])
+    assert str(info.value) == "memorybench: dataset 'FooBench-QA' is not a MemoryBench dataset"
 
 
 def test_item_value_is_the_reference_rule():
@@ -272,5 +273,14 @@ def test_item_value_is_the_reference_rule():
     assert item_value("DialSim-friends", {"accuracy": False}) == 0.0
     assert item_value("Locomo-4", ItemScore("f1", 0.4)) == 0.4
     assert item_value("NFCats", [ItemScore("score", None, "??", False)]) == 1.0
-    with pytest.raises(ConfigError, match="'LimitGen-Syn' needs metric 'rating'"):
-        item_value("LimitGen-Syn", {"accuracy": True, "rating": 3})
+    # LimitGen-Syn: its rating, not its first test metric (accuracy)
+    assert item_value("LimitGen-Syn", {"accuracy": True, "rating": 3}) == 3.0
+    # the multi-metric datasets: the fused score, whatever the sub-metrics say
+    subs = [ItemScore("Rouge-L", 0.2), ItemScore("llm_as_judge_score", 7.0, "7")]
+    assert item_value("JRE-L", subs) == 7.0
+    # a judge that never parsed: the bottom of its scale, counted through parse_ok
+    assert item_value("JuDGE", [ItemScore("llm_as_judge_score", None, "x", False)]) == 1.0
+    assert item_value("HelloBench-Creative&Design", [ItemScore("avg_score", None)]) == 0.0
+    assert item_value("WritingBench-Politics&Law", [ItemScore("score", None)]) == 1.0
+    with pytest.raises(ValueError, match="no value of metric 'meteor'"):
+        item_value("WritingPrompts", [ItemScore("f1", 0.3)])

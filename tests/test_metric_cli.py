@@ -62,6 +62,61 @@ def test_list_names_every_metric(capsys):
     names = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
     assert names == sorted(DETERMINISTIC_METRICS)
     assert {"meteor", "bertscore", "rouge_l", "cli", "fkgl", "dcrs"} <= set(names)
+    assert {"locomo_f1", "dialsim_exact", "rouge_l_zh"} <= set(names)
+
+
+def test_locomo_f1_by_category_with_the_category_5_option_object(tmp_path, capsys):
+    options = json.dumps({"a": "Not mentioned in the conversation", "b": "Read a book."})
+    pairs = write_pairs(
+        tmp_path / "pairs.jsonl",
+        [
+            # cat 4: gold tokens brave, by, sara, bareil; "Brave": P 1, R 1/4 -> F1 0.4
+            {"prediction": "Brave", "reference": "Brave by Sara Bareilles", "category": 4},
+            # cat 1: mean over gold parts of the best part F1: paris 0, rome 1 -> 0.5
+            {"prediction": "Rome", "reference": "Paris, Rome", "category": 1},
+            # cat 5: "(a)" stands for option a's text, "not mentioned" -> 1; "(b)" -> 0
+            {"prediction": "(a)", "reference": options, "category": 5},
+            {"prediction": "(b)", "reference": options, "category": 5},
+        ],
+    )
+    out = tmp_path / "values.jsonl"
+    assert main(["metric", "locomo_f1", "--pairs", str(pairs), "--out", str(out)]) == 0
+    values = [json.loads(line)["value"] for line in out.read_text().splitlines()]
+    assert values == [pytest.approx(0.4), pytest.approx(0.5), 1.0, 0.0]
+    assert "locomo_f1: mean 0.475000 over 4 of 4 pairs" in capsys.readouterr().out
+    missing = write_pairs(tmp_path / "m.jsonl", [{"prediction": "x", "reference": "y"}])
+    assert main(["metric", "locomo_f1", "--pairs", str(missing)]) == 2
+    assert "missing field 'category'" in capsys.readouterr().err
+
+
+def test_dialsim_exact_defers_to_the_judge_with_null(tmp_path, capsys):
+    pairs = write_pairs(
+        tmp_path / "pairs.jsonl",
+        [
+            {"prediction": " monica. ", "reference": "Monica"},  # gold + "." is tolerated
+            {"prediction": "Monica", "reference": "Monica."},  # one-sided: the judge decides
+            {"prediction": "Ross", "reference": "Monica"},
+        ],
+    )
+    out = tmp_path / "values.jsonl"
+    assert main(["metric", "dialsim_exact", "--pairs", str(pairs), "--out", str(out)]) == 0
+    assert out.read_text().splitlines() == ['{"value": 1.0}', '{"value": null}', '{"value": null}']
+
+
+def test_rouge_l_zh(tmp_path, capsys):
+    # jieba: 合同 / 无效 vs 合同 / 有效: one of two distinct tokens in common each way -> F 0.5
+    pairs = write_pairs(
+        tmp_path / "pairs.jsonl",
+        [
+            {"prediction": "合同无效。", "reference": "合同无效"},
+            {"prediction": "合同有效", "reference": "合同无效"},
+            {"prediction": "", "reference": "合同无效"},
+        ],
+    )
+    out = tmp_path / "values.jsonl"
+    assert main(["metric", "rouge_l_zh", "--pairs", str(pairs), "--out", str(out)]) == 0
+    values = [json.loads(line)["value"] for line in out.read_text().splitlines()]
+    assert values == [pytest.approx(0.999999995, abs=1e-12), pytest.approx(0.5 - 5e-9), 0.0]
 
 
 def test_a_metric_that_defers_writes_null(tmp_path, monkeypatch, capsys):

@@ -67,6 +67,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--stats", type=Path, help="memorybench: statistics file (default: beside --configs)"
     )
+    parser.add_argument(
+        "--bertscore-model",
+        action="append",
+        default=[],
+        metavar="FAMILY=FOLDER",
+        help="memorybench: local copy of the reference's BERTScore model for JuDGE, IdeaBench or "
+        "JRE-L (its reference layer); default the bundled MiniLM (not the paper's model)",
+    )
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--retrievals", type=Path, help="retrieval log (LongMemEval's shape)")
     parser.add_argument(

@@ -76,16 +76,29 @@ def _scorer(folder: str, num_layers: int) -> Any:
 def bertscore(
     candidates: list[str], references: list[str], model: BertScoreModel | None = None
 ) -> list[tuple[float, float, float]]:
-    """(precision, recall, F1) per candidate/reference pair, in order."""
+    """(precision, recall, F1) per candidate/reference pair, in order.
+
+    A pair with an empty (or blank) side scores 0.0, as ``bert_score`` itself sets it ("Empty
+    candidate sentence detected; setting raw BERTscores to 0."); it is not passed to the model
+    (the tokenizer call ``bert_score`` makes for empty text is gone from recent transformers).
+    """
     if len(candidates) != len(references):
         raise ValueError("bertscore: as many candidates as references")
-    if not candidates:
-        return []
+    out = [(0.0, 0.0, 0.0)] * len(candidates)
+    pairs = zip(candidates, references, strict=True)
+    todo = [i for i, (cand, ref) in enumerate(pairs) if cand.strip() and ref.strip()]
+    if not todo:
+        return out
     model = model or BertScoreModel()
     scorer = _scorer(model_folder(model.model), model.num_layers)
     with _LOCK:  # one model, one forward pass at a time (threads share it)
-        precision, recall, f1 = scorer.score(candidates, references)
-    return list(zip(precision.tolist(), recall.tolist(), f1.tolist(), strict=True))
+        precision, recall, f1 = scorer.score(
+            [candidates[i] for i in todo], [references[i] for i in todo]
+        )
+    scored = zip(precision.tolist(), recall.tolist(), f1.tolist(), strict=True)
+    for i, values in zip(todo, scored, strict=True):
+        out[i] = values
+    return out
 
 
 def bertscore_f1(reference: str, prediction: str, model: BertScoreModel | None = None) -> float:

@@ -1,8 +1,8 @@
 """What a MemoryBench judge metric returns, and the strict reply parsers the judges share.
 
 A judged value is stored with every raw reply and ``parse_ok``; a reply that never parses gives
-``value=None`` and ``parse_ok=False`` (counted by the gateway's ledger), never a guessed 0. The
-integrator maps a :class:`JudgedScore` onto ``memorybench_metrics.ItemScore``.
+``value=None`` and ``parse_ok=False`` (counted by the gateway's ledger), never a guessed 0.
+``memorybench_metrics.evaluate_item_all`` maps a :class:`JudgedScore` onto its ``ItemScore``.
 """
 
 from __future__ import annotations

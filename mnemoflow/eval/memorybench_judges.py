@@ -12,11 +12,13 @@ from typing import Any
 
 from mnemoflow.eval import (
     checklist_judge,
+    dialsim_accuracy,
     fusion,
     ideabench,
     jrel,
     judge_doc,
     limitgen,
+    nfcats_judge,
     writingbench_critic,
 )
 
@@ -77,3 +79,16 @@ def judge_provenance(gateway, families: list[str] | None = None) -> dict[str, An
             "differs": differs,
         }
     return out
+
+
+#: Judge tasks of the protocols issue's metrics (prompts fixed by the reference, no version).
+PROTOCOL_JUDGES = {"DialSim": dialsim_accuracy.TASK, "NFCats": nfcats_judge.TASK}
+
+
+def families_of(datasets: list[str]) -> list[str]:
+    """The judge families (keys of :data:`JUDGES`) that score any of ``datasets``."""
+    return [
+        family
+        for family, (_, _, _, scored) in sorted(JUDGES.items())
+        if any(d in scored for d in datasets)
+    ]

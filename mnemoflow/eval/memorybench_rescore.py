@@ -3,7 +3,9 @@
 Predictions are JSONL (or one JSON list, as the reference's ``predict.json``) of
 ``{"dataset", "test_idx", "response"}``; ``dataset`` may be left out for a ``dataset:NAME`` set.
 Every line must name an item of the loaded data, once. Scores are computed with
-:func:`mnemoflow.eval.memorybench_metrics.evaluate_item`, concurrently through the gateway.
+:func:`mnemoflow.eval.memorybench_metrics.evaluate_item_all`, concurrently through the gateway:
+one row per metric of an item (a multi-metric dataset's sub-metrics and fused score, LimitGen's
+accuracy and rating), the row normalization uses marked ``primary``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ import pandas as pd
 import pyarrow as pa
 
 from mnemoflow.data.validate import DataError
-from mnemoflow.eval.memorybench_metrics import check_supported, evaluate_item, item_value
+from mnemoflow.eval.memorybench_metrics import (
+    check_supported,
+    evaluate_item_all,
+    item_value,
+    metric_of,
+)
 
 #: Per-item scores of ``mnemoflow score --benchmark memorybench`` (question_scores.parquet).
 ITEM_SCORES = pa.schema(
@@ -29,6 +36,8 @@ ITEM_SCORES = pa.schema(
         ("question_id", pa.string()),
         ("parse_ok", pa.bool_()),
         ("raw_reply", pa.string()),
+        ("primary", pa.bool_()),
+        ("prompt_version", pa.string()),
     ]
 )
 
@@ -111,31 +120,53 @@ def read_predictions(
     return joined.drop(columns="_merge")
 
 
-async def score_predictions(joined: pd.DataFrame, gateway) -> pd.DataFrame:
-    """question_scores rows (ITEM_SCORES) for predictions joined to their questions."""
+async def score_predictions(
+    joined: pd.DataFrame, gateway, fusion=None, bertscore=None
+) -> pd.DataFrame:
+    """question_scores rows (ITEM_SCORES) for predictions joined to their questions: every metric
+    of every item; the ``primary`` row's value is :func:`item_value` (failures mapped)."""
     check_supported(sorted(set(joined["dataset"])))
     records = joined.to_dict("records")
-    scores = await asyncio.gather(*(evaluate_item(r, r["response"], gateway) for r in records))
-    rows = [
-        {
-            "dataset": r["dataset"],
-            "test_idx": int(r["test_idx"]),
-            "metric": s.metric,
-            "value": item_value(r["dataset"], s),
-            "question_id": r["question_id"],
-            "parse_ok": s.parse_ok,
-            "raw_reply": s.raw_reply,
-        }
-        for r, s in zip(records, scores, strict=True)
-    ]
+    scored = await asyncio.gather(
+        *(
+            evaluate_item_all(r, r["response"], gateway, fusion=fusion, bertscore=bertscore)
+            for r in records
+        )
+    )
+    rows = []
+    for r, scores in zip(records, scored, strict=True):
+        metric, _ = metric_of(r["dataset"])
+        for s in scores:
+            is_primary = s.metric == metric
+            rows.append(
+                {
+                    "dataset": r["dataset"],
+                    "test_idx": int(r["test_idx"]),
+                    "metric": s.metric,
+                    "value": item_value(r["dataset"], s) if is_primary else s.value,
+                    "question_id": r["question_id"],
+                    "parse_ok": s.parse_ok,
+                    "raw_reply": s.raw_reply,
+                    "primary": is_primary,
+                    "prompt_version": s.prompt_version,
+                }
+            )
     return pd.DataFrame(rows, columns=ITEM_SCORES.names)
 
 
+def primary_values(scores: pd.DataFrame) -> pd.DataFrame:
+    """dataset, test_idx, value of the rows normalization uses."""
+    return scores[scores["primary"]][["dataset", "test_idx", "value"]].reset_index(drop=True)
+
+
 def dataset_means(scores: pd.DataFrame, set_name: str) -> pd.DataFrame:
-    """Per-dataset mean of the item values (NORMALIZED rows: set, dataset, metric, value, n)."""
-    grouped = scores.groupby(["dataset", "metric"], sort=False)["value"].agg(["mean", "size"])
+    """Per-dataset mean of each metric (NORMALIZED rows: set, dataset, metric, value, n = items
+    with a value: a sub-metric left None, e.g. JuDGE's time_score, is skipped)."""
+    grouped = scores.groupby(["dataset", "metric"], sort=False)["value"].agg(["mean", "count"])
     rows = [
-        {"set": set_name, "dataset": d, "metric": m, "value": float(mean), "n": int(size)}
-        for (d, m), mean, size in zip(grouped.index, grouped["mean"], grouped["size"], strict=True)
+        {"set": set_name, "dataset": d, "metric": m, "value": float(mean), "n": int(count)}
+        for (d, m), mean, count in zip(
+            grouped.index, grouped["mean"], grouped["count"], strict=True
+        )
     ]
     return pd.DataFrame(rows, columns=["set", "dataset", "metric", "value", "n"])

@@ -3,8 +3,10 @@
 A researcher checks a number by hand: each JSONL line is ``{"prediction", "reference"}`` plus the
 metric's own fields, and the metric gives one value per line (``None`` where the metric defers to
 a judge). A metric scores a whole list at once, so batched ones (BERTScore) run one forward pass.
-Add a metric with one :data:`DETERMINISTIC_METRICS` entry (the MemoryBench metrics module adds
-``locomo_f1``, ``dialsim_exact`` and ``rouge_l_zh`` the same way).
+Add a metric with one :data:`DETERMINISTIC_METRICS` entry. MemoryBench's model-free metrics are
+here too: ``locomo_f1`` (with ``category``; a category-5 ``reference`` is the two-option object or
+its JSON text), ``dialsim_exact`` (1.0 on the reference's exact / lower-case match, else ``None``:
+DialSim hands the rest to its judge) and ``rouge_l_zh`` (LexEval, jieba tokens).
 """
 
 from __future__ import annotations
@@ -63,6 +65,27 @@ def _readability(which: str) -> Callable[[list[Record]], list[float | None]]:
     return score
 
 
+def _locomo_f1(records: list[Record]) -> list[float | None]:
+    from mnemoflow.eval.memorybench_locomo_f1 import memorybench_locomo_f1
+
+    return [
+        float(memorybench_locomo_f1(r["prediction"], r["reference"], int(r["category"])))
+        for r in records
+    ]
+
+
+def _dialsim_exact(records: list[Record]) -> list[float | None]:
+    from mnemoflow.eval.dialsim_accuracy import exact_match
+
+    return [1.0 if exact_match(r["prediction"], r["reference"]) else None for r in records]
+
+
+def _rouge_l_zh(records: list[Record]) -> list[float | None]:
+    from mnemoflow.eval.rouge_l_zh import rouge_l_zh
+
+    return [rouge_l_zh(r["prediction"], r["reference"]) for r in records]
+
+
 DETERMINISTIC_METRICS: dict[str, DeterministicMetric] = {
     m.name: m
     for m in (
@@ -78,6 +101,22 @@ DETERMINISTIC_METRICS: dict[str, DeterministicMetric] = {
         DeterministicMetric("cli", "Coleman-Liau index of the prediction", _readability("cli")),
         DeterministicMetric("fkgl", "Flesch-Kincaid grade of the prediction", _readability("fkgl")),
         DeterministicMetric("dcrs", "Dale-Chall score of the prediction", _readability("dcrs")),
+        DeterministicMetric(
+            "locomo_f1",
+            "MemoryBench Locomo-k f1 by category (cat 5: option letters -> option text)",
+            _locomo_f1,
+            extra_fields=("category",),
+        ),
+        DeterministicMetric(
+            "dialsim_exact",
+            "DialSim accuracy's model-free part: 1 on exact/lower-case match, else null (judge)",
+            _dialsim_exact,
+        ),
+        DeterministicMetric(
+            "rouge_l_zh",
+            "LexEval ROUGE-L F over jieba tokens (true value on long texts)",
+            _rouge_l_zh,
+        ),
     )
 }
 
