@@ -88,6 +88,13 @@ _loaded = False
 def _load_handlers() -> None:
     global _loaded
     if not _loaded:
-        from mnemoflow.llm.offline import judge, notes, reader, user, writer  # noqa: F401
+        from mnemoflow.llm.offline import (  # noqa: F401
+            interactive,
+            judge,
+            notes,
+            reader,
+            user,
+            writer,
+        )
 
         _loaded = True
