@@ -33,12 +33,14 @@ import pyarrow as pa
 
 from mnemoflow.agents.interactive import InteractiveAgent
 from mnemoflow.data.amemgym import AmemQuestion, AmemUser, option_order
+from mnemoflow.data.registry import n_steps
 from mnemoflow.data.tables import DIALOGUES
 from mnemoflow.data.validate import DataError
 from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import build
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows, turns_of
+from mnemoflow.protocols.registry import register_protocol
 from mnemoflow.protocols.static_qa import (
     EPISODE_CONCURRENCY,
     MANIFEST,
@@ -49,8 +51,21 @@ from mnemoflow.protocols.static_qa import (
 from mnemoflow.simulators.state_user import StateRevealingUser
 
 PROTOCOL = "interactive"  # on-policy: the assistant's own sessions
-REPLAY = "replay"  # off-policy: another run's sessions, memorized without acting
+REPLAY = "interactive_replay"  # off-policy: another run's sessions, memorized without acting
 PROTOCOLS = (PROTOCOL, REPLAY)
+
+
+def interactive_steps(spec: dict[str, Any]) -> int:
+    """Periods of the environment (steps): ``generate.periods`` update periods after the initial
+    one (the reference's ``num_periods`` convention), else counted in ``source.path``."""
+    generate = spec.get("generate")
+    if generate:
+        return int(generate["periods"]) + 1
+    return n_steps(spec)
+
+
+for _name in PROTOCOLS:
+    register_protocol(_name, interactive_steps)
 
 CHOICE_TASK = "amemgym_choice"
 RECALL_TASK = "amemgym_recall"
