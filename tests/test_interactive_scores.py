@@ -62,3 +62,63 @@ def test_summary_markdown_shows_accuracy_and_memory_score_per_period():
     assert "| rag | interactive | 0.750 | 0.250 | 0.500 |" in text
     assert "## amem: memory score per period" in text
     assert "| rag | interactive | 0.600 | 0.200 | 0.400 |" in text
+
+
+def interactive_summary() -> pd.DataFrame:
+    """Two systems, both protocols, two periods; memory scores chosen so replay swaps ranks."""
+    memory = {  # (system, protocol) -> (period 0, period 1, mean)
+        ("native", "interactive"): (0.6, 0.4, 0.5),
+        ("rag", "interactive"): (0.4, 0.2, 0.3),
+        ("native", "interactive_replay"): (0.3, 0.1, 0.2),
+        ("rag", "interactive_replay"): (0.5, 0.3, 0.4),
+    }
+    frames = []
+    for (system, protocol), (p0, p1, mean) in memory.items():
+        keys = {"benchmark": "amem", "system": system, "protocol": protocol}
+        per_period = pd.DataFrame(
+            [
+                ("memory_score", 0, p0),
+                ("memory_score", 1, p1),
+                ("memory_score", None, mean),
+                ("accuracy", 0, 0.5),
+                ("accuracy", 1, 0.25),
+                ("accuracy", None, 0.375),
+                ("write_failure_rate", 1, 0.5),
+                ("read_failure_rate", 1, 0.125),
+                ("utilization_failure_rate", 1, 0.125),
+            ],
+            columns=["metric", "period", "value"],
+        )
+        frames += [summary_rows(per_period, {**keys, "step": k}, {0: 4, 1: 4}) for k in (0, 1)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_rank_table_shows_the_on_versus_off_policy_rank_change():
+    from mnemoflow.report.interactive import rank_table
+
+    ranks = rank_table(interactive_summary())
+    got = {
+        r.system: (r.on_policy, r.off_policy, r.on_policy_rank, r.off_policy_rank, r.rank_change)
+        for r in ranks.itertuples()
+    }
+    assert got == {"native": (0.5, 0.2, 1, 2, 1), "rag": (0.3, 0.4, 2, 1, -1)}
+
+
+def test_failure_table_per_period_stacks_to_one_minus_accuracy():
+    from mnemoflow.report.interactive import failure_table
+
+    table = failure_table(interactive_summary())
+    row = table[(table.system == "rag") & (table.protocol == "interactive") & (table.period == 1)]
+    values = row[["accuracy", "write", "read", "utilization"]].iloc[0].tolist()
+    assert values == [0.25, 0.5, 0.125, 0.125]
+    assert sum(values[1:]) == 1 - values[0]
+
+
+def test_html_report_has_the_interactive_section(tmp_path):
+    from mnemoflow.report.html import collect, render_html
+
+    data = collect(interactive_summary(), pd.DataFrame(), [], {})
+    page = render_html(data)
+    assert "Interactive memory (per period)" in page
+    assert "On- vs off-policy ranking" in page
+    assert [f.name for f in data.figures if f.section == "interactive"] == ["interactive-failures"]
