@@ -15,7 +15,6 @@ instead of reading ``source.path``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 from pathlib import Path
@@ -25,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from mnemoflow.data.amemgym import read_environment
-from mnemoflow.data.tables import DIAGNOSIS, SCORES, read_table, write_atomic_text, write_table
+from mnemoflow.data.tables import DIAGNOSIS, SCORES, read_table, write_table
 from mnemoflow.errors import ConfigError
 from mnemoflow.jobs import _gateway, _tick, _write_ledger
 from mnemoflow.progress import progress
@@ -80,11 +79,13 @@ def schedule_of(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def generate_environment(*, out: str, users: int, periods: int, seed: int) -> None:
-    """Write a procedural environment (mnemoflow.data.amemgym_procedural) as data.json."""
-    from mnemoflow.data.amemgym_procedural import generate
+    """Write a procedural environment (mnemoflow.data.amemgym_procedural) as ``out``."""
+    from mnemoflow.data import amemgym_procedural
 
-    data = generate(users, periods, seed)
-    write_atomic_text(out, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+    if Path(out).name != "data.json":
+        raise ValueError(f"generate_amemgym: the output must be named data.json, got {out}")
+    data = amemgym_procedural.generate({"users": users, "periods": periods, "seed": seed})
+    amemgym_procedural.write_data(data, Path(out).parent)
     log.info("generated %d users with %d update periods (seed %d)", users, periods, seed)
 
 

@@ -297,9 +297,11 @@ def test_parse_failure_is_scored_wrong_by_the_scorer(users, tmp_path, monkeypatc
     monkeypatch.setitem(HANDLERS, "amemgym_choice", lambda fields: "Option 2 seems best to me.")
     results = run_chain(users, RAG, tmp_path, gateway(), steps=1)
     replies = results[0].replies[it.SCORER_COLUMNS["replies"]]
-    question_scores, _ = score.score_replies(users, replies)
-    accuracy = question_scores[question_scores.metric == "accuracy"]
-    assert accuracy.value.tolist() == [0.0] * 4
+    question_scores, scores = score.score_replies(users, replies)
+    assert question_scores.correct.astype(float).tolist() == [0.0] * 4
+    assert question_scores.parse_ok.tolist() == [False] * 4
+    accuracy = scores[(scores.metric == "accuracy") & scores.period.isna()]
+    assert accuracy.value.tolist() == [0.0]
 
 
 # --- upper bound -----------------------------------------------------------------------------
@@ -360,3 +362,37 @@ def test_replay_rejects_a_dialogue_of_another_environment(users, tmp_path):
     with pytest.raises(Exception, match="user ana period 0 session 0"):
         run_chain(users, RAG, tmp_path / "off", gateway(), steps=1, protocol=it.REPLAY,
                   sources=[bad])  # fmt: skip
+
+
+# --- offline handlers ------------------------------------------------------------------------
+
+
+def test_offline_choice_prefers_the_option_the_latest_context_supports():
+    _load_handlers()
+    reply = HANDLERS["amemgym_choice"](
+        {
+            "options": ["A vegan recipe", "A keto recipe", "A raw food salad"],
+            "context": ["user: My diet is vegan now.", "user: My diet is keto now."],
+        }
+    )
+    assert reply == '```json\n{"answer": 2}\n```'
+
+
+def test_offline_recall_leaves_out_a_type_the_context_never_mentions():
+    _load_handlers()
+    reply = HANDLERS["amemgym_recall"](
+        {
+            "schema": {"diet": ["vegan", "keto"], "city": ["Lisbon", "Osaka"]},
+            "context": ["My diet is vegan.", "Actually my diet is keto these days."],
+        }
+    )
+    assert json.loads(reply.strip("`").removeprefix("json")) == {"diet": "keto"}
+
+
+def test_offline_user_follow_up_names_a_schema_type_and_no_value():
+    _load_handlers()
+    fields = {"initial_query": "[Current Time: t]\nMy diet is keto.", "round": 1}
+    reply = HANDLERS["amemgym_user_followup"]({**fields, "schema_types": ["dietary_style"]})
+    assert "dietary style" in reply and "keto" not in reply
+    again = HANDLERS["amemgym_user_followup"]({**fields, "schema_types": ["dietary_style"]})
+    assert again == reply
