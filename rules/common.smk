@@ -23,6 +23,11 @@ for _name in config["run"]["systems"]:
 check_systems(config["systems"])  # each system's parameters against its params_schema
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, config["benchmarks"][_name])  # known protocols only
+    for _system in config["benchmarks"][_name].get("systems", []):
+        if _system not in config["systems"]:
+            raise ValueError(
+                f"config benchmarks.{_name}.systems: {_system!r} is not defined under systems"
+            )
 
 PREPARED = "results/{benchmark}/prepared"
 # Every protocol writes scores.parquet and diagnosis.parquet per step under RUN_STEP; the static
@@ -84,6 +89,11 @@ def protocols_for(benchmark):
     return protocols_of(benchmark, config["benchmarks"][benchmark])
 
 
+def systems_for(benchmark):
+    """The systems run on ``benchmark``: its own ``systems:`` list, else run.systems."""
+    return config["benchmarks"][benchmark].get("systems", config["run"]["systems"])
+
+
 def steps_of(benchmark, protocol="qa"):
     return range(protocol_steps(protocol, config["benchmarks"][benchmark]))
 
@@ -126,7 +136,7 @@ def all_step_files(name):
     return [
         f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
         for b in config["run"]["benchmarks"]
-        for s in config["run"]["systems"]
+        for s in systems_for(b)
         for p in protocols_for(b)
         for k in steps_of(b, p)
     ]
@@ -138,7 +148,7 @@ def all_runs():
         dict(benchmark=b, system=s, step=k, shard=h)
         for b in config["run"]["benchmarks"]
         if "qa" in protocols_for(b)
-        for s in config["run"]["systems"]
+        for s in systems_for(b)
         for k in steps_of(b)
         for h in shards_of(b)
     ]
@@ -232,7 +242,7 @@ def all_interactive_ledgers():
         for b in config["run"]["benchmarks"]
         for p in protocols_for(b)
         if p in ("interactive", "interactive_replay")
-        for s in config["run"]["systems"]
+        for s in systems_for(b)
     ]
     ledgers = [
         f"{ISHARD.format(benchmark=b, system=s, protocol=p, step=k, shard=h)}/dialogues.ledger.json"

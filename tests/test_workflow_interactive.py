@@ -74,37 +74,40 @@ def test_dry_run_chains_dialogues_step_k_minus_1_to_k_and_replay_reads_the_sourc
     assert "rule summarize:" in log
 
 
-def test_real_run_of_the_chain_with_the_offline_backend(tmp_path):
+def test_real_run_with_the_offline_backend_reaches_the_summary(tmp_path):
     wd, override = setup(tmp_path)
-    targets = [
-        SHARD.format(system="rag", protocol="interactive_replay", step=1)
-        + "/recall_replies.parquet",
-        SHARD.format(system="rag", protocol="interactive", step=1) + "/recall_replies.parquet",
-        "results/amemgym_tiny/upper_bound.parquet",
-    ]
-    snakemake(wd, configfiles=[override], targets=targets)
-    native = pd.read_parquet(
-        wd / SHARD.format(system="native", protocol="interactive", step=1) / "dialogues.parquet"
-    )
-    replay = pd.read_parquet(
-        wd / SHARD.format(system="rag", protocol="interactive_replay", step=1) / "dialogues.parquet"
-    )
-    own = pd.read_parquet(
-        wd / SHARD.format(system="rag", protocol="interactive", step=1) / "dialogues.parquet"
-    )
+    snakemake(wd, configfiles=[override])
+
+    def shard(system, protocol, step, name):
+        folder = SHARD.format(system=system, protocol=protocol, step=step)
+        return pd.read_parquet(wd / folder / name)
+
+    native = shard("native", "interactive", 1, "dialogues.parquet")
+    own = shard("rag", "interactive", 1, "dialogues.parquet")
+    replay = shard("rag", "interactive_replay", 1, "dialogues.parquet")
     # period 1: 2 users x 2 sessions x 2 rounds x 2 turns
     assert len(native) == len(own) == len(replay) == 16
     assert replay.content.tolist() == native.content.tolist()
     assert set(replay.source) == {"replayed"} and set(own.source) == {"generated"}
-    replies = pd.read_parquet(
-        wd
-        / SHARD.format(system="rag", protocol="interactive", step=1)
-        / "checkpoint_replies.parquet"
-    )
+    replies = shard("rag", "interactive", 1, "checkpoint_replies.parquet")
     assert len(replies) == 4 and replies.parse_ok.all()
     upper = pd.read_parquet(wd / "results/amemgym_tiny/upper_bound.parquet")
     assert len(upper) == 16  # 2 users x 2 questions x 4 options
-    ledger = (
-        wd / SHARD.format(system="rag", protocol="interactive", step=1) / "dialogues.ledger.json"
-    ).read_text()
-    assert '"checkpoint_parse_failures": 0' in ledger
+    ledger = (wd / SHARD.format(system="rag", protocol="interactive", step=1)).joinpath(
+        "dialogues.ledger.json"
+    )
+    assert '"checkpoint_parse_failures": 0' in ledger.read_text()
+
+    summary = pd.read_parquet(wd / "results/summary.parquet")
+    runs = summary[(summary["metric"] == "accuracy") & (summary["aggregate"] == "micro")]
+    assert set(zip(runs.system, runs.protocol, runs.step, strict=True)) == {
+        (s, p, k)
+        for s in ("native", "rag")
+        for p in ("interactive", "interactive_replay")
+        for k in (0, 1, 2)
+    }
+    text = (wd / "results/summary.md").read_text()
+    assert "## amemgym_tiny: overall accuracy per period" in text
+    assert "## amemgym_tiny: memory score per period" in text
+    assert "| rag | interactive_replay |" in text
+    assert "On- vs off-policy ranking" in (wd / "results/report.html").read_text()
