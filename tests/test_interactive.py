@@ -396,3 +396,13 @@ def test_offline_user_follow_up_names_a_schema_type_and_no_value():
     assert "dietary style" in reply and "keto" not in reply
     again = HANDLERS["amemgym_user_followup"]({**fields, "schema_types": ["dietary_style"]})
     assert again == reply
+
+
+def test_offline_assistant_brings_up_what_its_memory_holds():
+    _load_handlers()
+    message = "[Current Time: 2024-02-26 19:30:00]\nMy diet is keto now. What should I cook?"
+    stale = ["USER INPUT: [Current Time: 2024-01-26 19:30:00]\nMy diet is vegan now. Ideas?"]
+    with_memory = HANDLERS["interactive_act"]({"message": message, "memories": stale})
+    without = HANDLERS["interactive_act"]({"message": message, "memories": []})
+    assert without == "Thanks for sharing. Here are some suggestions about diet, keto, cook."
+    assert with_memory == without + " From what I remember, your diet is vegan now."

@@ -5,7 +5,8 @@ Honest heuristics that read only the request's structured fields:
 
 - the user continues with a templated follow-up about one of the schema's *type names* (which the
   reference shows it; never a value, and nothing repeated from the first query);
-- the assistant acknowledges the message and names its main topic words (it gives no state);
+- the assistant acknowledges the message's topic words and brings up the remembered user
+  statement that best matches it (so what it says depends on its memory, as a real assistant's);
 - a multiple-choice pick is the option whose words the context covers best (ties: the first);
 - a recall picks, per info type, the choice mentioned latest in the context, and leaves out a type
   the context never mentions (a missing type is a wrong recall, not a guess).
@@ -15,10 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
-from mnemoflow.lexical import content_words, stems
+from mnemoflow.lexical import content_words, sentences, stems
 from mnemoflow.llm.offline import handles
+from mnemoflow.llm.offline.reader import pick, rank_sentences
 
 FOLLOWUPS = (
     "That's helpful! Could you also tell me what else I should consider about my {topic}?",
@@ -42,15 +45,52 @@ def user_followup(fields: dict[str, Any]) -> str:
     return FOLLOWUPS[_pick(key, len(FOLLOWUPS))].format(topic=topic)
 
 
+#: Share of the message's idf mass a remembered sentence must cover to be brought up.
+RECALL_COVERAGE = 0.15
+_SPEAKER = re.compile(r"^(?:USER INPUT|ASSISTANT RESPONSE|user|assistant)\s*:\s*", re.IGNORECASE)
+_SECOND_PERSON = (
+    (re.compile(r"\bI'm\b|\bI am\b", re.IGNORECASE), "you're"),
+    (re.compile(r"\bI'd\b", re.IGNORECASE), "you'd"),
+    (re.compile(r"\bmy\b", re.IGNORECASE), "your"),
+    (re.compile(r"\bme\b", re.IGNORECASE), "you"),
+    (re.compile(r"\bI\b"), "you"),
+)
+
+
+def _without_time(text: str) -> str:
+    """A message without the session's "[Current Time: ...]" line (it is no topic)."""
+    text = _SPEAKER.sub("", text.strip())
+    return text.partition("\n")[2] if text.startswith("[Current Time:") else text
+
+
+def _to_second_person(sentence: str) -> str:
+    for pattern, replacement in _SECOND_PERSON:
+        sentence = pattern.sub(replacement, sentence)
+    return sentence
+
+
 @handles("interactive_act")
 def act(fields: dict[str, Any]) -> str:
-    """Fields: message (the user's last message). Acknowledge and name its topic words."""
-    message = fields["message"]
-    if message.startswith("[Current Time:"):  # the session's time prefix is no topic
-        message = message.partition("\n")[2]
+    """Fields: message, memories (texts shown). Acknowledge the message's topic and bring up the
+    remembered user statement that best matches it (in the second person), as an assistant with
+    a memory would; nothing when no memory matches well enough."""
+    message = _without_time(fields["message"])
     topic = list(dict.fromkeys(content_words(message)))[:4]
     about = ", ".join(topic) if topic else "your question"
-    return f"Thanks for sharing. Here are some suggestions about {about}, based on what you said."
+    reply = f"Thanks for sharing. Here are some suggestions about {about}."
+    said = set(sentences(message))
+    candidates = [
+        sentence
+        for text in fields.get("memories") or []
+        if not _SPEAKER.match(text)
+        or not text.lower().startswith(("assistant", "assistant response"))
+        for sentence in sentences(_without_time(text))
+        if sentence not in said and not sentence.endswith("?")
+    ]
+    best = pick(rank_sentences(message, candidates))
+    if best is not None and best[0] >= RECALL_COVERAGE:
+        reply += f" From what I remember, {_to_second_person(candidates[best[1]])}"
+    return reply
 
 
 def _texts(context: list[Any]) -> list[str]:
