@@ -10,6 +10,7 @@ configfile: "config.yaml"
 
 include: "rules/common.smk"
 include: "rules/data.smk"
+include: "rules/dialogues.smk"
 include: "rules/memory.smk"
 include: "rules/answer.smk"
 include: "rules/judge.smk"

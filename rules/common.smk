@@ -9,6 +9,7 @@ from mnemoflow.llm.types import ROLES
 from mnemoflow.memory.base import check_systems
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
+from mnemoflow.jobs_interactive import replay_source, schedule_of
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -23,6 +24,11 @@ for _name in config["run"]["systems"]:
 check_systems(config["systems"])  # each system's parameters against its params_schema
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, config["benchmarks"][_name])  # known protocols only
+    for _system in config["benchmarks"][_name].get("systems", []):
+        if _system not in config["systems"]:
+            raise ValueError(
+                f"config benchmarks.{_name}.systems: {_system!r} is not defined under systems"
+            )
 
 PREPARED = "results/{benchmark}/prepared"
 # Every protocol writes scores.parquet and diagnosis.parquet per step under RUN_STEP; the static
@@ -96,6 +102,11 @@ def protocols_for(benchmark):
     return protocols_of(benchmark, config["benchmarks"][benchmark])
 
 
+def systems_for(benchmark):
+    """The systems run on ``benchmark``: its own ``systems:`` list, else run.systems."""
+    return config["benchmarks"][benchmark].get("systems", config["run"]["systems"])
+
+
 def steps_of(benchmark, protocol="qa"):
     return range(protocol_steps(protocol, config["benchmarks"][benchmark]))
 
@@ -138,7 +149,7 @@ def all_step_files(name):
     return [
         f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
         for b in config["run"]["benchmarks"]
-        for s in config["run"]["systems"]
+        for s in systems_for(b)
         for p in protocols_for(b)
         for k in steps_of(b, p)
     ]
@@ -150,7 +161,7 @@ def all_runs():
         dict(benchmark=b, system=s, step=k, shard=h)
         for b in config["run"]["benchmarks"]
         if "qa" in protocols_for(b)
-        for s in config["run"]["systems"]
+        for s in systems_for(b)
         for k in steps_of(b)
         for h in shards_of(b)
     ]
@@ -165,8 +176,94 @@ def all_ledgers():
         f"{SHARD.format(**run)}/{name}.ledger.json"
         for run in all_runs()
         for name in ("ingest", "answers", "judgements")
-    ]
+    ] + all_interactive_ledgers()
 
 
 def get_final_output():
     return ["results/summary.parquet", "results/summary.md", "results/report.html"]
+
+
+# --- interactive protocols (AMemGym): `protocols: [interactive, interactive_replay]` ----------
+
+ENVIRONMENT = "results/{benchmark}/environment/data.json"
+ISHARD = "results/{benchmark}/{system}/{protocol}/step{step}/shard{shard}"
+UPPER_BOUND = "results/{benchmark}/upper_bound"
+
+
+def interactive_spec(wildcards):
+    return benchmark_spec(wildcards).get("interactive", {})
+
+
+def reference_upper_bound(wildcards):
+    """Score the upper bound with the reference's state-tuple lookup (docs/interactive.md)."""
+    return bool(interactive_spec(wildcards).get("reference_upper_bound", False))
+
+
+def environment_file(wildcards):
+    """The benchmark's data.json: the generate_amemgym rule's output, or source.path."""
+    spec = benchmark_spec(wildcards)
+    if spec.get("generate"):
+        return ENVIRONMENT.format(benchmark=wildcards.benchmark)
+    return spec["source"]["path"]
+
+
+def generate_spec(wildcards):
+    return benchmark_spec(wildcards)["generate"]
+
+
+def schedule(wildcards):
+    return schedule_of(benchmark_spec(wildcards))
+
+
+def previous_interactive_snapshot(wildcards):
+    """Period k starts from the same run's snapshot after period k-1; period 0 from nothing."""
+    step = int(wildcards.step)
+    if step == 0:
+        return []
+    previous = ISHARD.format(**{**dict(wildcards), "step": step - 1})
+    return f"{previous}/memory"
+
+
+def replay_dialogues(wildcards):
+    """The source system's on-policy transcripts of this period and shard, to memorize."""
+    source = replay_source(benchmark_spec(wildcards))
+    keys = {**dict(wildcards), "system": source, "protocol": "interactive"}
+    shard = ISHARD.format(**keys)
+    return f"{shard}/dialogues.parquet"
+
+
+def interactive_files_upto(name):
+    """Input function: ``name`` of every shard of steps 0..k of the job's run."""
+
+    def files(wildcards):
+        return expand(
+            f"{ISHARD}/{name}",
+            benchmark=wildcards.benchmark,
+            system=wildcards.system,
+            protocol=wildcards.protocol,
+            step=range(int(wildcards.step) + 1),
+            shard=shards_of(wildcards.benchmark),
+        )
+
+    return files
+
+
+def all_interactive_ledgers():
+    """Ledgers of the interactive runs (dialogues per shard, the upper bound per benchmark)."""
+    runs = [
+        (b, s, p)
+        for b in config["run"]["benchmarks"]
+        for p in protocols_for(b)
+        if p in ("interactive", "interactive_replay")
+        for s in systems_for(b)
+    ]
+    ledgers = [
+        f"{ISHARD.format(benchmark=b, system=s, protocol=p, step=k, shard=h)}/dialogues.ledger.json"
+        for b, s, p in runs
+        for k in steps_of(b, p)
+        for h in shards_of(b)
+    ]
+    benchmarks = sorted({b for b, _, _ in runs})
+    return ledgers + [
+        f"{UPPER_BOUND.format(benchmark=b)}.ledger.json" for b in benchmarks
+    ]

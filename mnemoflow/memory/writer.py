@@ -207,6 +207,59 @@ def parse_kv(
     return out, [k.strip() for k in deletes]
 
 
+# --- memory_organize (agentic_incontext with prompt: organizer; AMemGym AWI) -----------------
+
+ORGANIZE = "memory_organize"
+
+ORGANIZE_SYSTEM = """You are a Personal Information Organizer: you keep a user's memories as a
+mapping from information types to what is known about them, so that a later conversation can be
+personalized. Remember personal preferences, important personal details, plans and intentions,
+activity and service preferences, health and wellness details, professional details, and other
+details the user shares.
+
+You get the current memories (information type -> information) and a conversation. Return only the
+types to add or update: your reply is merged into the memories with a dict union
+(`memories |= reply`), so an updated type must keep its key and its value must summarize the
+complete updated information (the old value is overwritten). Use only what the user and the
+assistant said. Return {} when nothing is worth remembering.
+
+Reply with a JSON object only: {"<information type>": "<information>", ...}"""
+
+
+def organize_request(memory: list[dict[str, str]], messages: list[Message]) -> ChatRequest:
+    """AWI's update call: current memories as a dict and the batch as a JSON conversation."""
+    records = message_fields(messages)
+    current = {m["key"]: m["value"] for m in memory}
+    conversation = [{"role": r["role"], "content": r["content"]} for r in records]
+    return ChatRequest(
+        role=ROLE,
+        task=ORGANIZE,
+        messages=[
+            {"role": "system", "content": ORGANIZE_SYSTEM},
+            {
+                "role": "user",
+                "content": "Current memories:\n"
+                + json.dumps(current, ensure_ascii=False, indent=2)
+                + "\n\nConversation:\n"
+                + json.dumps(conversation, ensure_ascii=False, indent=2),
+            },
+        ],
+        fields={"memory": memory, "messages": records},
+    )
+
+
+def parse_organized(data: Any) -> tuple[list[tuple[str, str, list[int]]], list[str]] | None:
+    """A flat {type: information} reply as (sets, no deletes): a dict union never deletes."""
+    if not isinstance(data, dict):
+        return None
+    sets = []
+    for key, value in data.items():
+        if not isinstance(value, str) or not str(key).strip():
+            return None
+        sets.append((str(key).strip(), value.strip(), []))
+    return sets, []
+
+
 # --- memory_note (notes_linked) ---------------------------------------------------------------
 
 NOTE_SYSTEM = """You turn one conversation message into a memory note for later retrieval.

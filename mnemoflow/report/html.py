@@ -17,7 +17,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import pandas as pd
 import yaml
 
 from mnemoflow.data.tables import read_table, write_atomic_text
+from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
 from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
@@ -79,6 +80,8 @@ class ReportData:
     versions: dict[str, str]
     figures: list[ReportFigure]
     sources: dict[str, list[str]]
+    #: Interactive (AMemGym) tables: name -> frame (empty when no interactive run).
+    interactive: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -201,6 +204,18 @@ def collect(
         figure = plots.diagnosis_bars(overall)
         figures.append(ReportFigure("diagnosis", "diagnosis", caption, plots.to_svg(figure)))
 
+    tables = interactive_tables(summary)
+    if not tables["failures"].empty:
+        caption = (
+            "Interactive runs: per period, the wrongly answered questions by where memory failed "
+            "(AMemGym's recall probes), as shares of all the period's questions; the bars add up "
+            "to 1 - accuracy."
+        )
+        figure = interactive_report.failure_bars_per_period(tables["failures"])
+        figures.append(
+            ReportFigure("interactive-failures", "interactive", caption, plots.to_svg(figure))
+        )
+
     config_prices = (config.get("report") or {}).get("prices") if isinstance(config, dict) else None
     ledger_files, ledger_tasks = ledger_tables(list(ledgers), config_prices)
     return ReportData(
@@ -215,7 +230,17 @@ def collect(
         versions=versions(),
         figures=figures,
         sources=sources or {},
+        interactive=tables,
     )
+
+
+def interactive_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {
+        "accuracy": interactive_report.period_table(summary, "accuracy"),
+        "memory_score": interactive_report.period_table(summary, "memory_score"),
+        "failures": interactive_report.failure_table(summary),
+        "ranks": interactive_report.rank_table(summary),
+    }
 
 
 # --- rendering -------------------------------------------------------------------------------
@@ -395,6 +420,22 @@ def render_html(
         body = figures("steps")
     sections.append(("steps", "Score against step", body))
 
+    if any(not frame.empty for frame in data.interactive.values()):
+        body = ""
+        for name, heading in (("accuracy", "Overall accuracy"), ("memory_score", "Memory score")):
+            if not data.interactive[name].empty:
+                body += f"<h3>{heading} per period</h3>" + table_html(data.interactive[name])
+        body += figures("interactive")
+        if not data.interactive["ranks"].empty:
+            body += (
+                "<h3>On- vs off-policy ranking</h3><p>Memory score (mean over periods) when each "
+                "system conversed itself (on-policy) and when it memorized another system's "
+                "transcripts (off-policy replay); rank 1 is best. A rank change means reusing "
+                "transcripts would have ranked the systems differently.</p>"
+                + table_html(data.interactive["ranks"])
+            )
+        sections.append(("interactive", "Interactive memory (per period)", body))
+
     if data.diagnosis is None:
         body = _note("No diagnosis table was given (write / read / utilization failures).")
     else:
@@ -500,6 +541,9 @@ def _write_derived(data: ReportData, folder: Path) -> list[str]:
         tables["types.tsv"] = data.types.reset_index()
     if data.diagnosis is not None:
         tables["diagnosis.tsv"] = data.diagnosis
+    for name, frame in data.interactive.items():
+        if not frame.empty:
+            tables[f"interactive_{name}.tsv"] = frame
     names = []
     for name, frame in tables.items():
         frame.to_csv(folder / name, sep="\t", index=False, float_format="%.6g")

@@ -57,6 +57,39 @@ MAIN_METRICS = ("accuracy", "j", "f1")
 PER_TYPE_ALSO = ("f1",)
 
 
+#: Protocols whose steps are AMemGym periods (mnemoflow/protocols/interactive.py).
+INTERACTIVE_PROTOCOLS = ("interactive", "interactive_replay")
+#: Metrics shown per period for them: overall accuracy and AMemGym's memory score.
+PERIOD_METRICS = (("accuracy", "overall accuracy"), ("memory_score", "memory score"))
+
+
+def interactive_markdown(benchmark: str, bench: pd.DataFrame) -> list[str]:
+    """Per metric, one row per (system, protocol): each period's value, then the mean over
+    periods (AMemGym's reported number; the memory score is averaged per (user, period) first)."""
+    parts: list[str] = []
+    for metric, label in PERIOD_METRICS:
+        rows = bench[bench["metric"] == metric]
+        per_period = rows[rows["aggregate"] == "micro"]
+        if per_period.empty:
+            continue
+        table = per_period.pivot_table(
+            index=["system", "protocol"], columns="step", values="value", aggfunc="first"
+        )
+        table.columns = [f"period {c}" for c in table.columns]
+        means = rows[rows["aggregate"] == "mean_over_periods"]
+        final = means.groupby(["system", "protocol"])["step"].transform("max")
+        last = means[means["step"] == final]
+        table["mean"] = last.set_index(["system", "protocol"])["value"]
+        parts += [f"## {benchmark}: {label} per period", "", _markdown(table.reset_index()), ""]
+    if parts:
+        parts += [
+            "Memory score = (overall - random) / (upper bound - random) per (user, period), "
+            "then averaged (AMemGym's order).",
+            "",
+        ]
+    return parts
+
+
 def summary_markdown(summary: pd.DataFrame) -> str:
     """Per benchmark: headline metrics at the last step, per-type scores, and scores per step.
 
@@ -69,6 +102,9 @@ def summary_markdown(summary: pd.DataFrame) -> str:
         return "# mnemoflow summary\n\nNo scores.\n"
     parts = ["# mnemoflow summary", ""]
     for benchmark, bench in summary.groupby("benchmark", sort=True):
+        if bench["protocol"].isin(INTERACTIVE_PROTOCOLS).any():
+            parts += interactive_markdown(str(benchmark), bench)
+            continue
         last = bench[bench["step"] == bench.groupby("system")["step"].transform("max")]
         value = {
             (r["system"], r["metric"], r["aggregate"]): r["value"] for r in last.to_dict("records")

@@ -89,6 +89,7 @@ def _load_handlers() -> None:
     global _loaded
     if not _loaded:
         from mnemoflow.llm.offline import (  # noqa: F401
+            interactive,
             judge,
             memorybench,
             memorybench_judges,

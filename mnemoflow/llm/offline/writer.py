@@ -205,6 +205,13 @@ def kv_update(fields: dict[str, Any]) -> str:
     return json.dumps({"set": list(sets.values()), "delete": deletes}, ensure_ascii=False)
 
 
+@handles("memory_organize")
+def organize(fields: dict[str, Any]) -> str:
+    """Fields as memory_kv_update; reply the flat {key: value} dict of the sets (no deletes)."""
+    changes = json.loads(kv_update(fields))
+    return json.dumps({s["key"]: s["value"] for s in changes["set"]}, ensure_ascii=False)
+
+
 @handles("memory_note")
 def note(fields: dict[str, Any]) -> str:
     """Fields: content, speaker, time. Keywords: longest distinct content words, in text order."""

@@ -2,10 +2,12 @@
 
 The ``memory_writer`` maintains a bounded key -> value memory that is placed in the prompt whole.
 Messages reach the writer through the (update_batch, local_window) buffer; each batch's reply sets
-keys (merging into existing ones: the newer value wins) and deletes keys. Every entry carries the
-conversation's own timestamp of the message that set it (never the wall clock) and the turn ids it
-came from. When the memory holds more than ``max_entries`` keys, the least recently updated are
-evicted, which is what bounds the prompt.
+keys (merging into existing ones: the newer value wins) and deletes keys. With ``prompt: organizer``
+the writer gets AMemGym AWI's mem0-style organizer prompt and replies with a flat
+``{type: information}`` dict merged by union, so nothing is ever deleted (as in the reference).
+Every entry carries the conversation's own timestamp of the message that set it (never the wall
+clock) and the turn ids it came from. When the memory holds more than ``max_entries`` keys, the
+least recently updated are evicted, which is what bounds the prompt.
 
 ``retrieve`` returns the whole memory (oldest update first) followed by the local window: an
 in-context memory has no retrieval step, so ``k`` does not cut it.
@@ -28,10 +30,18 @@ class AgenticInContext(MemorySystem):
     """A writer-maintained key -> value memory shown whole in the prompt."""
 
     name: ClassVar[str] = "agentic_incontext"
-    defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "max_entries": 64}
+    defaults: ClassVar[dict[str, Any]] = {
+        "update_batch": 2,
+        "local_window": 4,
+        "max_entries": 64,
+        "prompt": "kv",
+    }
     params_schema: ClassVar[dict[str, Any]] = {
         **BUFFER_SCHEMA,
         "max_entries": {"type": "integer", "minimum": 1},
+        #: kv: set / delete changes; organizer: AMemGym AWI's mem0-style "Personal Information
+        #: Organizer" whose flat reply is merged with a dict union (never deletes).
+        "prompt": {"enum": ["kv", "organizer"]},
     }
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
@@ -50,9 +60,14 @@ class AgenticInContext(MemorySystem):
 
     async def _write(self, batch: list[Message]) -> None:
         shown = [{"key": k, "value": e["value"], "time": e["time"]} for k, e in self.memory.items()]
-        reply = await self.writer.ask(
-            writer.kv_update_request(shown, batch), lambda d: writer.parse_kv(d, len(batch))
-        )
+        if self.params["prompt"] == "organizer":
+            reply = await self.writer.ask(
+                writer.organize_request(shown, batch), writer.parse_organized
+            )
+        else:
+            reply = await self.writer.ask(
+                writer.kv_update_request(shown, batch), lambda d: writer.parse_kv(d, len(batch))
+            )
         if reply is None:
             return
         sets, deletes = reply

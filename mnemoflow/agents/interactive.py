@@ -1,0 +1,170 @@
+"""An interactive assistant: a model that acts in live sessions with a memory system (AMemGym).
+
+Every memory system can be the memory of an interactive assistant; the prompt shape follows the
+reference agent the system stands for (AMemGym ``assistants/*``, see docs/interactive.md):
+
+- ``full_context`` is *native*: the whole history (what ``retrieve`` returns; configure no
+  truncation with a large ``max_tokens``) as chat turns, then the new message.
+- systems with the AMemGym write buffer (``rag``, ``agentic_external``, ``agentic_incontext``) are
+  RAG / AWE / AWI: a system prompt with the memories (``agentic_incontext``: all of them; the
+  others: ``top_k`` retrieved for the query), ordered by time, then the buffered messages (the
+  local window) as chat turns, then the new message.
+- any other system (generic path): the retrieved items in the system prompt, the current
+  session's earlier turns as chat turns (the system has no local window of its own), then the new
+  message.
+
+After each act the (user, assistant) pair is added to memory; buffer systems write it as their
+buffer rule says, the others store it directly. ``rag`` stores the reference's
+"USER INPUT: " / "ASSISTANT RESPONSE: " prefixes (as the speaker, which its rendering puts first).
+Questions at a checkpoint (``ask``) read memory but never write it; their search query is the
+whole prompt, as in the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mnemoflow.llm.types import ChatRequest, Reply
+from mnemoflow.memory.base import MemoryItem, MemorySystem, Message
+from mnemoflow.memory.buffer import MessageBuffer
+
+ACT_TASK = "interactive_act"
+
+SYSTEM_IN_CONTEXT = (
+    "You are a helpful AI. Respond according to memories of the user.\n"
+    "User memories ordered by time (earliest to latest):\n{memories}"
+)
+SYSTEM_RETRIEVED = (
+    "You are a helpful AI. Respond according to retrieved memories.\n"
+    "Relevant user memories ordered by time (earliest to latest):\n{memories}"
+)
+SYSTEM_NATIVE = "You are a helpful AI."
+
+#: Speakers under which ``rag`` stores messages: its rendering "speaker: content" then reads as
+#: the reference's prefixed memory text.
+RAW_SPEAKERS = {"user": "USER INPUT", "assistant": "ASSISTANT RESPONSE"}
+
+
+def policy_of(memory: MemorySystem) -> str:
+    """native | in_context | retrieved | generic: which reference agent the system stands for."""
+    if memory.name == "full_context":
+        return "native"
+    if isinstance(getattr(memory, "buffer", None), MessageBuffer):
+        return "in_context" if memory.name == "agentic_incontext" else "retrieved"
+    return "generic"
+
+
+@dataclass
+class Session:
+    """Where the assistant is: the ids and conversation time its messages are stored under."""
+
+    session_id: str
+    time: str
+    turns: int = 0  # messages of this session so far (turn ids count on from here)
+
+
+@dataclass
+class InteractiveAgent:
+    """One user's assistant: ``act`` answers a session's last user turn and writes memory."""
+
+    memory: MemorySystem
+    gateway: Any
+    session: Session | None = None
+    writes: int = 0  # (user, assistant) pairs handed to memory
+    policy: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.policy = policy_of(self.memory)
+
+    def begin_session(self, session_id: str, time: str) -> None:
+        self.session = Session(session_id, time)
+
+    def _message(self, role: str, content: str) -> Message:
+        assert self.session is not None, "begin_session first"
+        self.session.turns += 1
+        speaker = RAW_SPEAKERS[role] if self.memory.name == "rag" else role
+        return Message(
+            turn_id=f"{self.session.session_id}_{self.session.turns}",
+            session_id=self.session.session_id,
+            role=role,
+            content=content,
+            speaker=speaker,
+            time=self.session.time,
+        )
+
+    async def memorize(self, user_text: str, assistant_text: str) -> None:
+        """The write path shared by acting and off-policy replay: add one round's pair."""
+        pair = [self._message("user", user_text), self._message("assistant", assistant_text)]
+        await self.memory.add(pair, {"session_id": pair[0].session_id})
+        self.writes += 1
+
+    async def _context(
+        self, query: str, session_turns: list[dict[str, str]]
+    ) -> tuple[str, list[dict[str, str]], list[MemoryItem]]:
+        """(system prompt, chat turns before the new message, memory items shown)."""
+        items = await self.memory.retrieve(query)
+        if self.policy == "native":
+            shown = {item.id for item in items}
+            history = [m for m in self.memory.messages if m.turn_id in shown]
+            turns = [{"role": m.role, "content": m.content} for m in history]
+            return SYSTEM_NATIVE, turns, items
+        if self.policy in ("in_context", "retrieved"):
+            stored = [item for item in items if not item.id.startswith("window:")]
+            window = self.memory.buffer.messages
+            turns = [{"role": m.role, "content": m.content} for m in window]
+            template = SYSTEM_IN_CONTEXT if self.policy == "in_context" else SYSTEM_RETRIEVED
+        else:
+            stored, turns = items, list(session_turns)
+            template = SYSTEM_RETRIEVED
+        ordered = sorted(stored, key=lambda item: item.time or "")
+        memories = "\n".join(f"- {item.text}" for item in ordered)
+        return template.format(memories=memories), turns, ordered
+
+    async def act(self, history: list[Any]) -> str:
+        """Answer the last user turn of the session ``history``, then memorize the round."""
+        message = history[-1].content
+        earlier = [{"role": t.role, "content": t.content} for t in history[:-1]]
+        system, turns, items = await self._context(message, earlier)
+        request = ChatRequest(
+            role="agent",
+            task=ACT_TASK,
+            messages=[
+                {"role": "system", "content": system},
+                *turns,
+                {"role": "user", "content": message},
+            ],
+            fields={
+                "message": message,
+                "memories": [item.text for item in items],
+                "local": turns,
+            },
+        )
+        reply = await self.gateway.chat(request)
+        await self.memorize(message, reply.text)
+        return reply.text
+
+    async def ask(
+        self,
+        prompt: str,
+        task: str,
+        fields: dict[str, Any],
+        parse: Callable[[str], Any],
+    ) -> Reply:
+        """A checkpoint question or recall probe: memory is read (query = the whole prompt),
+        never written. ``fields`` get ``context``: the texts the model is shown, oldest first."""
+        system, turns, items = await self._context(prompt, [])
+        context = [item.text for item in items] if self.policy != "native" else []
+        context += [t["content"] for t in turns]
+        request = ChatRequest(
+            role="agent",
+            task=task,
+            messages=[
+                {"role": "system", "content": system},
+                *turns,
+                {"role": "user", "content": prompt},
+            ],
+            fields={**fields, "context": context},
+        )
+        return await self.gateway.chat(request, parse=parse)

@@ -1,0 +1,493 @@
+"""Interactive on-policy memory (AMemGym): one step of the step chain is one period of every user.
+
+Per user (an episode; users run concurrently, bounded, each one sequential) and per session of
+period k: the first user message is ``[Current Time: {session_time}]\\n`` + the session's query;
+the assistant acts with its memory (loaded from step k-1's snapshot) and the state-revealing user
+continues for the period's number of rounds (``num_rounds_init`` in period 0, ``num_rounds_update``
+after), through the one live loop of :mod:`mnemoflow.protocols.conversation`. The assistant
+writes memory as it talks (:mod:`mnemoflow.agents.interactive`); the memory after the period is
+step k's snapshot. Then, from that snapshot, every checkpoint question is asked with the
+reference's prompt (options in the seeded order of :func:`option_order`) and every question's
+required info types are probed with the reference's recall prompt. Neither changes memory.
+
+Off-policy replay feeds another run's transcripts through the same write path
+(:meth:`InteractiveAgent.memorize`) without acting; questions and probes are the same.
+
+Replies are stored raw with their parse status (the gateway re-asks an unparseable reply; one
+that still fails is a parse failure the scorer counts wrong, never a random option). Scoring is
+``mnemoflow.eval.amemgym_score.score_replies``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from mnemoflow.agents.interactive import InteractiveAgent
+from mnemoflow.data.amemgym import AmemQuestion, AmemUser, option_order
+from mnemoflow.data.registry import n_steps
+from mnemoflow.data.tables import DIALOGUES
+from mnemoflow.data.validate import DataError
+from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
+from mnemoflow.llm.types import ChatRequest
+from mnemoflow.memory.base import build
+from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows, turns_of
+from mnemoflow.protocols.registry import register_protocol
+from mnemoflow.protocols.static_qa import (
+    EPISODE_CONCURRENCY,
+    MANIFEST,
+    STORED_IDS,
+    _bounded,
+    episode_dirname,
+)
+from mnemoflow.simulators.state_user import StateRevealingUser
+
+PROTOCOL = "interactive"  # on-policy: the assistant's own sessions
+REPLAY = "interactive_replay"  # off-policy: another run's sessions, memorized without acting
+PROTOCOLS = (PROTOCOL, REPLAY)
+
+
+def interactive_steps(spec: dict[str, Any]) -> int:
+    """Periods of the environment (steps): ``generate.periods`` update periods after the initial
+    one (the reference's ``num_periods`` convention), else counted in ``source.path``."""
+    generate = spec.get("generate")
+    if generate:
+        return int(generate["periods"]) + 1
+    return n_steps(spec)
+
+
+for _name in PROTOCOLS:
+    register_protocol(_name, interactive_steps)
+
+CHOICE_TASK = "amemgym_choice"
+RECALL_TASK = "amemgym_recall"
+
+#: AMemGym's checkpoint prompt (eval/overall.py OVERALL_PROMPT).
+CHECKPOINT_PROMPT = """\
+{query}
+
+Please select the most suitable answer for my current situation from the following options:
+(considering my current relevant preferences and state information)
+
+{choices}
+
+Express your choice with a number and output in the following JSON format:
+```json
+{{
+    "answer": int
+}}
+```
+Only keep the JSON format output, do not include any other content.
+"""
+
+#: AMemGym's recall probe (eval/diagnosis.py DIAG_PROMPT).
+RECALL_PROMPT = """\
+{state_schema}
+
+Based on our previous conversation, select the most appropriate option for each state type \
+listed above. The selected option should be as close as possible to my current situation.
+Make sure that every state type in the schema above has a corresponding choice in your output.
+
+Please respond strictly in the following JSON format:
+```json
+{{
+    "info_type1": "choice",
+    "info_type2": "choice",
+    ...
+}}
+```
+Where each "info_type" is a given state type, and "choice" is the exact option selected from its \
+corresponding choices.
+
+Only keep the JSON format output, do not include any other content.
+"""
+
+#: AMemGym's upper-bound prompt (eval/upperbound.py UTILIZATION_PROMPT): the state is given.
+UPPER_BOUND_PROMPT = """\
+{query}
+
+Given that my current relevant preferences and state information are as follows:
+{state}
+
+Please select the most suitable answer for my current situation from the following options:
+
+{choices}
+
+Express your choice with a number and output in the following JSON format:
+```json
+{{
+    "answer": int
+}}
+```
+Only keep the JSON format output, do not include any other content.
+"""
+
+_REPLY_COLUMNS = [
+    ("reply", pa.string()),  # the last raw reply (the scorer parses it again)
+    ("parse_ok", pa.bool_()),
+    ("attempts", pa.int64()),
+    ("raw_replies", pa.list_(pa.string())),
+    ("model", pa.string()),
+    ("cache_hit", pa.bool_()),
+    ("tokens_in", pa.int64()),
+    ("tokens_out", pa.int64()),
+]
+#: Checkpoint replies: ``option_order`` lists data.json choice indices in the order shown.
+CHECKPOINT_REPLIES = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("period", pa.int64()),
+        ("question_index", pa.int64()),
+        ("option_order", pa.list_(pa.int64())),
+        *_REPLY_COLUMNS,
+    ]
+)
+RECALL_REPLIES = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("period", pa.int64()),
+        ("question_index", pa.int64()),
+        *_REPLY_COLUMNS,
+    ]
+)
+#: One row per (user, question, option): the option's state given, no memory.
+UPPER_BOUND_REPLIES = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("question_index", pa.int64()),
+        ("option_index", pa.int64()),
+        ("option_order", pa.list_(pa.int64())),
+        *_REPLY_COLUMNS,
+    ]
+)
+#: The columns ``score_replies`` reads from each table.
+SCORER_COLUMNS = {
+    "replies": ["user_id", "period", "question_index", "reply", "option_order", "parse_ok"],
+    "upper": ["user_id", "question_index", "option_index", "reply", "option_order"],
+    "recall": ["user_id", "period", "question_index", "reply"],
+}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Rounds per session (AMemGym v1.base: 1 in period 0, 2 after) and the option shuffle."""
+
+    num_rounds_init: int = 1
+    num_rounds_update: int = 2
+    option_seed: Any = 0
+    shuffle_options: bool = True
+
+    def rounds(self, period: int) -> int:
+        return self.num_rounds_init if period == 0 else self.num_rounds_update
+
+    def order(self, user: AmemUser, question: AmemQuestion) -> list[int]:
+        n = len(question.choices)
+        return option_order(self.option_seed, user.id, question.index, n, self.shuffle_options)
+
+
+def session_id(user_id: str, period: int, index: int) -> str:
+    """The loader's session id, so dialogues and prepared sessions name sessions alike."""
+    return f"{user_id}_p{period}_s{index}"
+
+
+def first_message(session_time: str, query: str) -> str:
+    return f"[Current Time: {session_time}]\n{query}"
+
+
+def numbered(options: list[str]) -> str:
+    return "\n".join(f"{n}: {text}" for n, text in enumerate(options, start=1))
+
+
+def checkpoint_prompt(question: AmemQuestion, order: list[int]) -> tuple[str, list[str]]:
+    """The reference's checkpoint prompt with the options in ``order``; (prompt, shown options)."""
+    options = [question.choices[i].answer for i in order]
+    return CHECKPOINT_PROMPT.format(query=question.query, choices=numbered(options)), options
+
+
+def recall_schema(user: AmemUser, question: AmemQuestion) -> dict[str, list[str]]:
+    """{info type: choices} of a question's required info (each type once, in order)."""
+    return {t: user.schema.get(t, []) for t in dict.fromkeys(question.required_info)}
+
+
+def recall_prompt(user: AmemUser, question: AmemQuestion) -> str:
+    schema = json.dumps(recall_schema(user, question), indent=2, ensure_ascii=False)
+    return RECALL_PROMPT.format(state_schema=schema)
+
+
+def upper_bound_prompt(
+    question: AmemQuestion, option_index: int, order: list[int]
+) -> tuple[str, list[str], str]:
+    """(prompt, shown options, state JSON) for the option whose state is given."""
+    state = dict(zip(question.required_info, question.choices[option_index].state, strict=True))
+    state_text = json.dumps(state, indent=2, ensure_ascii=False)
+    options = [question.choices[i].answer for i in order]
+    prompt = UPPER_BOUND_PROMPT.format(
+        query=question.query, state=state_text, choices=numbered(options)
+    )
+    return prompt, options, state_text
+
+
+def _reply_fields(reply) -> dict[str, Any]:
+    return {
+        "reply": reply.text,
+        "parse_ok": bool(reply.parse_ok),
+        "attempts": int(reply.attempts),
+        "raw_replies": list(reply.raw_replies or [reply.text]),
+        "model": reply.model,
+        "cache_hit": bool(reply.cache_hit),
+        "tokens_in": int(reply.tokens_in),
+        "tokens_out": int(reply.tokens_out),
+    }
+
+
+class _SimulatedUser:
+    """The state-revealing user as a :class:`~mnemoflow.protocols.conversation.Simulator`."""
+
+    def __init__(self, user: StateRevealingUser):
+        self.user = user
+
+    async def reply(self, history: list[Turn]) -> Turn:
+        return Turn("user", await self.user.next_message(history))
+
+
+async def converse_period(
+    user: AmemUser, period: int, agent: InteractiveAgent, gateway: Any, schedule: Schedule
+) -> list[tuple[str, list[Turn]]]:
+    """Every session of the user's period, conversed live; (session id, turns) in order."""
+    this = user.periods[period]
+    simulator = _SimulatedUser(StateRevealingUser(user, str(this.period_end or ""), gateway))
+    out = []
+    for index, session in enumerate(this.sessions):
+        sid = session_id(user.id, period, index)
+        agent.begin_session(sid, session.session_time)
+        message = first_message(session.session_time, session.query)
+        turns = await converse(agent, simulator, message, schedule.rounds(period))
+        out.append((sid, turns))
+    return out
+
+
+async def replay_period(
+    user: AmemUser, period: int, agent: InteractiveAgent, rows: pd.DataFrame, where: str
+) -> list[tuple[str, list[Turn]]]:
+    """Memorize another run's sessions of this period without acting (same write path)."""
+    this = user.periods[period]
+    out = []
+    for index, session in enumerate(this.sessions):
+        sid = session_id(user.id, period, index)
+        mine = rows[rows.dialogue_id == sid].sort_values("_order", kind="stable")
+        turns = turns_of(mine.to_dict("records"))
+        expected = first_message(session.session_time, session.query)
+        if not turns or turns[0].content != expected:
+            raise DataError(
+                f"{where}: user {user.id} period {period} session {index}: the replayed "
+                "dialogue does not start with this session's time-prefixed query"
+            )
+        agent.begin_session(sid, session.session_time)
+        for user_turn, answer in zip(turns[0::2], turns[1::2], strict=False):
+            if user_turn.role != "user" or answer.role != "assistant":
+                raise DataError(
+                    f"{where}: user {user.id} period {period} session {index} round "
+                    f"{user_turn.round}: expected a user turn then an assistant turn"
+                )
+            await agent.memorize(user_turn.content, answer.content)
+        out.append((sid, turns))
+    return out
+
+
+async def checkpoint(
+    user: AmemUser, period: int, agent: InteractiveAgent, schedule: Schedule
+) -> list[dict[str, Any]]:
+    """Every question of the user at this period's checkpoint (memory is only read)."""
+    rows = []
+    for question in user.questions:
+        order = schedule.order(user, question)
+        prompt, options = checkpoint_prompt(question, order)
+        n = len(options)
+        reply = await agent.ask(
+            prompt,
+            CHOICE_TASK,
+            {"question": question.query, "options": options},
+            lambda text, n=n: parse_answer(text, n),
+        )
+        rows.append(
+            {
+                "user_id": user.id,
+                "period": period,
+                "question_index": question.index,
+                "option_order": order,
+                **_reply_fields(reply),
+            }
+        )
+    return rows
+
+
+async def recall(user: AmemUser, period: int, agent: InteractiveAgent) -> list[dict[str, Any]]:
+    """The recall probe of every question's required info types (the diagnosis' input)."""
+    rows = []
+    for question in user.questions:
+        reply = await agent.ask(
+            recall_prompt(user, question),
+            RECALL_TASK,
+            {"schema": recall_schema(user, question)},
+            parse_recall,
+        )
+        rows.append(
+            {
+                "user_id": user.id,
+                "period": period,
+                "question_index": question.index,
+                **_reply_fields(reply),
+            }
+        )
+    return rows
+
+
+@dataclass
+class StepResult:
+    dialogues: pd.DataFrame
+    replies: pd.DataFrame
+    recall: pd.DataFrame
+    manifest: dict[str, Any]
+
+
+async def run_step(
+    users: list[AmemUser],
+    step: int,
+    system_spec: dict[str, Any],
+    keys: dict[str, Any],
+    previous: Path | None,
+    snapshot: Path,
+    gateway: Any,
+    schedule: Schedule,
+    seed: int = 0,
+    source: pd.DataFrame | None = None,
+    source_name: str = "source dialogues",
+    progress: Callable[[bool | None], None] | None = None,
+) -> StepResult:
+    """Period ``step`` of every user: converse (or replay ``source``), snapshot, then ask.
+
+    ``snapshot`` is written atomically (a staging folder renamed at the end). A user without a
+    period ``step`` keeps its memory unchanged and is asked nothing.
+    """
+    snapshot = Path(snapshot)
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{snapshot.name}.", dir=snapshot.parent))
+    dialogue: list[dict[str, Any]] = []
+    replies: list[dict[str, Any]] = []
+    recalls: list[dict[str, Any]] = []
+    stored: dict[str, list[str]] = {}
+    stats: dict[str, dict[str, Any]] = {}
+    if source is not None:
+        source = source.assign(_order=range(len(source)))
+
+    async def one(user: AmemUser) -> None:
+        memory = build(system_spec, llm=gateway, seed=seed)
+        name = episode_dirname(user.id)
+        if previous is not None:
+            memory.load(Path(previous) / name)
+        agent = InteractiveAgent(memory, gateway)
+        has_period = step < len(user.periods)
+        if has_period and source is None:
+            sessions = await converse_period(user, step, agent, gateway, schedule)
+            origin = "generated"
+        elif has_period:
+            mine = source[source.episode_id == user.id]
+            sessions = await replay_period(user, step, agent, mine, source_name)
+            origin = "replayed"
+        else:
+            sessions, origin = [], "generated"
+        for sid, turns in sessions:
+            dialogue.extend(
+                dialogue_rows(turns, **keys, episode_id=user.id, dialogue_id=sid, source=origin)
+            )
+        target = staging / name
+        target.mkdir()
+        memory.save(target)
+        ids = memory.stored_ids()
+        if ids is not None:
+            stored[user.id] = sorted(ids)
+        stats[user.id] = {**memory.stats(), "pairs_written": agent.writes}
+        if has_period:
+            replies.extend(await checkpoint(user, step, agent, schedule))
+            recalls.extend(await recall(user, step, agent))
+        if progress:
+            progress(None)
+
+    try:
+        await _bounded(users, one, EPISODE_CONCURRENCY)
+        manifest = {
+            "system": system_spec,
+            "step": step,
+            "protocol": keys.get("protocol", PROTOCOL),
+            "episodes": {u.id: episode_dirname(u.id) for u in users},
+            "stats": stats,
+        }
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        (staging / STORED_IDS).write_text(json.dumps(stored, sort_keys=True) + "\n")
+        if snapshot.exists():
+            shutil.rmtree(snapshot)
+        staging.rename(snapshot)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return StepResult(
+        _frame(dialogue, DIALOGUES, ["episode_id", "dialogue_id"]),
+        _frame(replies, CHECKPOINT_REPLIES, ["user_id", "question_index"]),
+        _frame(recalls, RECALL_REPLIES, ["user_id", "question_index"]),
+        manifest,
+    )
+
+
+def _frame(rows: list[dict[str, Any]], schema: pa.Schema, order: list[str]) -> pd.DataFrame:
+    """Rows in a stable order (users finish in any order; turns keep theirs)."""
+    frame = pd.DataFrame(rows, columns=schema.names)
+    return frame.sort_values(order, kind="stable").reset_index(drop=True)
+
+
+async def upper_bound(
+    users: list[AmemUser],
+    gateway: Any,
+    schedule: Schedule,
+    progress: Callable[[bool | None], None] | None = None,
+) -> pd.DataFrame:
+    """One reply per (user, question, option) with that option's state given and no memory.
+
+    It depends on the agent's model only, not on the memory system: computed once per benchmark.
+    """
+    rows: list[dict[str, Any]] = []
+
+    async def one(user: AmemUser) -> None:
+        for question in user.questions:
+            order = schedule.order(user, question)
+            for option_index in range(len(question.choices)):
+                prompt, options, state = upper_bound_prompt(question, option_index, order)
+                n = len(options)
+                request = ChatRequest(
+                    role="agent",
+                    task=CHOICE_TASK,
+                    messages=[{"role": "user", "content": prompt}],
+                    fields={"question": question.query, "options": options, "context": [state]},
+                )
+                reply = await gateway.chat(request, parse=lambda t, n=n: parse_answer(t, n))
+                rows.append(
+                    {
+                        "user_id": user.id,
+                        "question_index": question.index,
+                        "option_index": option_index,
+                        "option_order": order,
+                        **_reply_fields(reply),
+                    }
+                )
+                if progress:
+                    progress(reply.cache_hit)
+
+    await _bounded(users, one, EPISODE_CONCURRENCY)
+    return _frame(rows, UPPER_BOUND_REPLIES, ["user_id", "question_index", "option_index"])

@@ -1,0 +1,125 @@
+# Interactive protocols (AMemGym; `protocols: [interactive, interactive_replay]`): the live
+# dialogues rule converses period k from step k-1's memory; replay_dialogues memorizes another
+# system's transcripts instead. score_interactive writes each step's scores and diagnosis.
+# Logic: mnemoflow/jobs_interactive.py and mnemoflow/protocols/interactive.py.
+
+
+rule generate_amemgym:
+    output:
+        environment=ENVIRONMENT,
+    log:
+        "results/logs/{benchmark}/generate_amemgym.log",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        spec=generate_spec,
+    script:
+        "../scripts/generate_amemgym.py"
+
+
+rule dialogues:
+    input:
+        environment=environment_file,
+        previous=previous_interactive_snapshot,
+    output:
+        dialogues=f"{ISHARD}/dialogues.parquet",
+        snapshot=directory(f"{ISHARD}/memory"),
+        replies=f"{ISHARD}/checkpoint_replies.parquet",
+        recall=f"{ISHARD}/recall_replies.parquet",
+        ledger=f"{ISHARD}/dialogues.ledger.json",
+    log:
+        "results/logs/{benchmark}/{system}/{protocol}/step{step}/shard{shard}/dialogues.log",
+    wildcard_constraints:
+        protocol="interactive",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        system=system_spec,
+        n_shards=n_shards,
+        schedule=schedule,
+        models=models("agent", "user", "memory_writer", "embedder"),
+        seed=config.get("seed", 0),
+    script:
+        "../scripts/dialogues.py"
+
+
+rule replay_dialogues:
+    input:
+        environment=environment_file,
+        previous=previous_interactive_snapshot,
+        source=replay_dialogues,
+    output:
+        dialogues=f"{ISHARD}/dialogues.parquet",
+        snapshot=directory(f"{ISHARD}/memory"),
+        replies=f"{ISHARD}/checkpoint_replies.parquet",
+        recall=f"{ISHARD}/recall_replies.parquet",
+        ledger=f"{ISHARD}/dialogues.ledger.json",
+    log:
+        "results/logs/{benchmark}/{system}/{protocol}/step{step}/shard{shard}/dialogues.log",
+    wildcard_constraints:
+        protocol="interactive_replay",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        system=system_spec,
+        n_shards=n_shards,
+        schedule=schedule,
+        models=models("agent", "memory_writer", "embedder"),
+        seed=config.get("seed", 0),
+    script:
+        "../scripts/dialogues.py"
+
+
+rule upper_bound:
+    input:
+        environment=environment_file,
+    output:
+        replies=f"{UPPER_BOUND}.parquet",
+        ledger=f"{UPPER_BOUND}.ledger.json",
+    log:
+        "results/logs/{benchmark}/upper_bound.log",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        schedule=schedule,
+        models=models("agent"),
+    script:
+        "../scripts/upper_bound.py"
+
+
+rule score_interactive:
+    input:
+        environment=environment_file,
+        replies=interactive_files_upto("checkpoint_replies.parquet"),
+        recall=interactive_files_upto("recall_replies.parquet"),
+        upper=f"{UPPER_BOUND}.parquet",
+    output:
+        scores=f"{RUN_STEP}/scores.parquet",
+        question_scores=f"{RUN_STEP}/question_scores.parquet",
+        diagnosis=f"{RUN_STEP}/diagnosis.parquet",
+        period_scores=f"{RUN_STEP}/period_scores.parquet",
+    log:
+        "results/logs/{benchmark}/{system}/{protocol}/step{step}/score.log",
+    wildcard_constraints:
+        protocol="interactive|interactive_replay",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        reference_upper_bound=reference_upper_bound,
+    script:
+        "../scripts/score_interactive.py"
