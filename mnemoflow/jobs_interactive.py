@@ -110,6 +110,7 @@ def dialogues(
     schedule: dict[str, Any],
     models: dict[str, Any],
     seed: int,
+    limits: dict[str, Any] | None = None,
 ) -> None:
     """Converse (or replay) period ``step`` of this shard's users from snapshot ``step-1``."""
     users = read_environment(environment)
@@ -119,7 +120,7 @@ def dialogues(
     if source:
         source_rows = read_table(source, "dialogues")
         source_rows = source_rows[source_rows.step == step].reset_index(drop=True)
-    gateway = _gateway(models, cache)
+    gateway = _gateway(models, cache, limits)
     keys = {"benchmark": benchmark, "system": system_name, "protocol": protocol, "step": step}
 
     async def run() -> interactive.StepResult:
@@ -166,10 +167,11 @@ def upper_bound(
     cache: str | None,
     schedule: dict[str, Any],
     models: dict[str, Any],
+    limits: dict[str, Any] | None = None,
 ) -> None:
     """The agent's model given each option's state, no memory: once per benchmark."""
     users = read_environment(environment)
-    gateway = _gateway(models, cache)
+    gateway = _gateway(models, cache, limits)
     total = sum(len(q.choices) for u in users for q in u.questions)
 
     async def run() -> pd.DataFrame:

@@ -39,11 +39,13 @@ rule dialogues:
     resources:
         mem_mb=4000,
         runtime=120,
+        **endpoint_limits("agent", "user", "memory_writer", "embedder").resources,
     params:
         system=system_spec,
         n_shards=n_shards,
         schedule=schedule,
         models=models("agent", "user", "memory_writer", "embedder"),
+        limits=endpoint_limits("agent", "user", "memory_writer", "embedder").params,
         seed=config.get("seed", 0),
     script:
         "../scripts/dialogues.py"
@@ -69,11 +71,13 @@ rule replay_dialogues:
     resources:
         mem_mb=4000,
         runtime=120,
+        **endpoint_limits("agent", "memory_writer", "embedder").resources,
     params:
         system=system_spec,
         n_shards=n_shards,
         schedule=schedule,
         models=models("agent", "memory_writer", "embedder"),
+        limits=endpoint_limits("agent", "memory_writer", "embedder").params,
         seed=config.get("seed", 0),
     script:
         "../scripts/dialogues.py"
@@ -92,9 +96,11 @@ rule upper_bound:
     resources:
         mem_mb=2000,
         runtime=60,
+        **endpoint_limits("agent").resources,
     params:
         schedule=schedule,
         models=models("agent"),
+        limits=endpoint_limits("agent").params,
     script:
         "../scripts/upper_bound.py"
 
