@@ -123,7 +123,8 @@ def option_parser(options: list[str]):
             return text
         named = {key for key in keys if key and f" {key} " in said}
         # "black cat" also contains the option "cat": the longer option is the one named
-        named = {key for key in named if not any(key != o and f" {key} " in f" {o} " for o in named)}
+        inner = {k for k in named for o in named if k != o and f" {k} " in f" {o} "}
+        named -= inner
         if len(named) != 1:
             raise UnparseableReply(f"names {len(named)} of {len(options)} options")
         return text
