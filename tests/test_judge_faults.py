@@ -1,4 +1,4 @@
-"""Issue 14.1: with malformed (unparseable but HTTP 200) judge replies, judgements equal a clean run's.
+"""With malformed (unparseable but HTTP 200) judge replies, judgements equal a clean run's.
 
 The judge is an OpenAI-compatible test server that grades like a strict judge (yes when the
 response contains the reference). One run is clean; the others garble a share of the replies.
