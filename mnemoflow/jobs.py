@@ -75,11 +75,14 @@ def _write_ledger(gateway: Gateway, path: str | Path, **extra: Any) -> None:
     )
 
 
-def prepare(spec: dict[str, Any], sessions: str, questions: str, episode_sessions: str) -> None:
+def prepare(
+    spec: dict[str, Any], sessions: str, questions: str, episode_sessions: str, dialogues: str
+) -> None:
     prepared = load_benchmark(spec)
     write_table(prepared.sessions, sessions, "sessions")
     write_table(prepared.questions, questions, "questions")
     write_table(prepared.episode_sessions, episode_sessions, "episode_sessions")
+    write_table(prepared.dialogues, dialogues, "dialogues")
     for note in prepared.notes:
         log.warning("%s", note)
     log.info(

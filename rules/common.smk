@@ -6,6 +6,7 @@ from mnemoflow.data.sources import local_source_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.types import ROLES
 from mnemoflow.memory.base import check_systems
+from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -19,8 +20,13 @@ for _name in config["run"]["systems"]:
     if _name not in config["systems"]:
         raise ValueError(f"config run.systems: {_name!r} is not defined under systems")
 check_systems(config["systems"])  # each system's parameters against its params_schema
+for _name in config["run"]["benchmarks"]:
+    protocols_of(_name, config["benchmarks"][_name])  # known protocols only
 
 PREPARED = "results/{benchmark}/prepared"
+# Every protocol writes scores.parquet and diagnosis.parquet per step under RUN_STEP; the static
+# QA chain (rules answer / judge / score) lives under STEP and SHARD, its protocol being "qa".
+RUN_STEP = "results/{benchmark}/{system}/{protocol}/step{step}"
 STEP = "results/{benchmark}/{system}/qa/step{step}"
 SHARD = "results/{benchmark}/{system}/qa/step{step}/shard{shard}"
 
@@ -28,6 +34,7 @@ SHARD = "results/{benchmark}/{system}/qa/step{step}/shard{shard}"
 wildcard_constraints:
     benchmark=r"[A-Za-z0-9_.-]+",
     system=r"[A-Za-z0-9_.-]+",
+    protocol=r"[A-Za-z0-9_]+",
     step=r"\d+",
     shard=r"\d+",
 
@@ -72,8 +79,12 @@ def cache_path():
     return config.get("cache", "results/cache/llm.sqlite")
 
 
-def steps_of(benchmark):
-    return range(n_steps(config["benchmarks"][benchmark]))
+def protocols_for(benchmark):
+    return protocols_of(benchmark, config["benchmarks"][benchmark])
+
+
+def steps_of(benchmark, protocol="qa"):
+    return range(protocol_steps(protocol, config["benchmarks"][benchmark]))
 
 
 def shards_of(benchmark):
@@ -110,19 +121,22 @@ def shard_files(name):
 
 
 def all_step_files(name):
+    """``name`` in every (benchmark, system, protocol, step) folder of the run."""
     return [
-        f"{STEP.format(benchmark=b, system=s, step=k)}/{name}"
+        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
         for b in config["run"]["benchmarks"]
         for s in config["run"]["systems"]
-        for k in steps_of(b)
+        for p in protocols_for(b)
+        for k in steps_of(b, p)
     ]
 
 
 def all_runs():
-    """(benchmark, system, step, shard) of every job chain of the run."""
+    """(benchmark, system, step, shard) of every static QA job chain of the run."""
     return [
         dict(benchmark=b, system=s, step=k, shard=h)
         for b in config["run"]["benchmarks"]
+        if "qa" in protocols_for(b)
         for s in config["run"]["systems"]
         for k in steps_of(b)
         for h in shards_of(b)

@@ -5,6 +5,7 @@ rule prepare:
         sessions=f"{PREPARED}/sessions.parquet",
         questions=f"{PREPARED}/questions.parquet",
         episode_sessions=f"{PREPARED}/episode_sessions.parquet",
+        dialogues=f"{PREPARED}/dialogues.parquet",
     log:
         "results/logs/{benchmark}/prepare.log",
     conda:

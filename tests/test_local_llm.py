@@ -119,14 +119,21 @@ def _run_jobs(tmp_path: Path, models: dict, cache: Path) -> dict[str, str]:
     """prepare -> ingest -> answer -> judge of one bm25_message shard, as the workflow runs them."""
     paths = {
         name: str(tmp_path / f"{name}.parquet")
-        for name in ("sessions", "questions", "episode_sessions", "answers", "judgements")
+        for name in (
+            "sessions",
+            "questions",
+            "episode_sessions",
+            "dialogues",
+            "answers",
+            "judgements",
+        )
     }
     paths |= {f"{stage}_ledger": str(tmp_path / f"{stage}.ledger.json") for stage in STAGES}
     paths["judge_settings"] = str(tmp_path / "judge.json")
     snapshot = str(tmp_path / "memory")
     system = {"type": "bm25_message", "top_k": 5}
     common = dict(step=0, shard=0, n_shards=1, cache=str(cache), seed=0)
-    tables = {k: paths[k] for k in ("sessions", "questions", "episode_sessions")}
+    tables = {k: paths[k] for k in ("sessions", "questions", "episode_sessions", "dialogues")}
     jobs.prepare(SYNTHETIC, **tables)
     jobs.ingest(
         sessions=paths["sessions"],

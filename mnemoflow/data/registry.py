@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from mnemoflow.data.tables import EPISODE_SESSIONS
+from mnemoflow.data.tables import DIALOGUES, EPISODE_SESSIONS
 from mnemoflow.errors import ConfigError
 
 
@@ -25,12 +25,16 @@ class Prepared:
     sessions: pd.DataFrame
     questions: pd.DataFrame
     episode_sessions: pd.DataFrame | None = None
+    #: Conversations the data itself provides (MemoryBench's pre-generated training dialogues).
+    dialogues: pd.DataFrame | None = None
     #: One line per data problem the loader repaired or skipped (e.g. malformed evidence ids).
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.episode_sessions is None:
             self.episode_sessions = derive_episode_sessions(self.sessions)
+        if self.dialogues is None:
+            self.dialogues = pd.DataFrame(columns=DIALOGUES.names)
 
 
 def derive_episode_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
