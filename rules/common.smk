@@ -4,7 +4,7 @@ from snakemake.utils import validate
 from mnemoflow.data.registry import n_steps
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
-from mnemoflow.llm.types import ROLES
+from mnemoflow.llm.types import ROLES, check_bindings
 from mnemoflow.memory.base import check_systems
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
@@ -20,6 +20,7 @@ for _name in config["run"]["systems"]:
     if _name not in config["systems"]:
         raise ValueError(f"config run.systems: {_name!r} is not defined under systems")
 check_systems(config["systems"])  # each system's parameters against its params_schema
+check_bindings(config["models"])  # every role's endpoint, and its key variable is set
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, config["benchmarks"][_name])  # known protocols only
 
