@@ -244,8 +244,9 @@ def test_the_companions_are_valid_and_the_exit_code_is_the_process_s(tmp_path):
 def test_workflow_config(tmp_path, name):
     """A real (not dry) run: the config fails at startup, before any job writes anything."""
     shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory",
-               str(tmp_path), "--cores", "1", "--configfile", str(TINY), str(CORPUS / name)]  # fmt: skip
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+               "--directory", str(tmp_path), "--cores", "1",
+               "--configfile", str(TINY), str(CORPUS / name)]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "MNEMOFLOW_MALFORMED_NO_SUCH_KEY"}
     env["PYTHONPATH"] = str(REPO)
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
