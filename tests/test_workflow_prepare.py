@@ -11,7 +11,7 @@ import os
 import pandas as pd
 import pytest
 
-from tests.memory_support import SHARED_DATA
+from tests.shared_data import shared_file
 from tests.test_data_amemgym import user
 from tests.test_data_longmemeval import official_records
 from tests.workflow import planned_outputs, snakemake, workdir
@@ -33,10 +33,8 @@ def _questions(wd, name):
 
 def test_prepare_lexeval_qa_from_the_memorybench_raw_file(tmp_path):
     """config.yaml's lexeval_qa entry, with the shared data's absolute paths."""
-    root = SHARED_DATA / "memorybench"
+    root = shared_file("memorybench")  # absent folder: skip; absent file: fail
     source = root / "raw" / "LexEval-QA_5_4.jsonl"
-    if not source.is_file():
-        pytest.skip(f"MemoryBench raw file not found at {source}")
     spec = {
         "loader": "memorybench",
         "source": {"path": str(source)},
