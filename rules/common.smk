@@ -1,6 +1,7 @@
 # Config validation and every input / params helper of the workflow (rules stay declarative).
 from snakemake.utils import validate
 
+from mnemoflow.config_schema import check_config
 from mnemoflow.data.registry import n_steps
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
@@ -9,6 +10,8 @@ from mnemoflow.memory.base import check_systems
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
 
+# one-line errors naming the key first; snakemake's validate then fills in the defaults
+check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml")
 
 for _name in config["run"]["benchmarks"]:

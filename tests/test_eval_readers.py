@@ -173,7 +173,7 @@ def test_separate_notes_then_answer_offline(tmp_path):
     assert notes[0] == "empty" and notes[2] == "I moved to Lisbon for my new job."
     assert '{"session_summary": "empty"}' in request.messages[0]["content"]
     assert [c["text"] for c in request.fields["context"]] == notes
-    assert answer  # the offline reader answered from the notes (its heuristics are tested there)
+    assert answer == "I moved to Lisbon for my new job."  # the note that answers the question
 
 
 def test_bad_reader_options_name_the_key():

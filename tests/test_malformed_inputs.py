@@ -157,6 +157,8 @@ CONFIG_CASES = {
     "config_bad_parameter_type.yaml": (
         "systems.bm25_message.top_k: 'five' is not of type 'integer'"
     ),
+    "config_bad_temperature_type.yaml": "config models.agent.temperature: 'hot' is not of type "
+    "'number'",
     "config_role_without_model.yaml": (
         "config models.judge.model: required for the openai backend"
     ),

@@ -44,7 +44,9 @@ def test_prepare_lexeval_qa_from_the_memorybench_raw_file(tmp_path):
     wd = workdir(tmp_path)
     _prepare(wd, "lexeval_qa", spec)
     questions = _questions(wd, "lexeval_qa")
-    assert len(questions) > 0 and set(questions["benchmark"]) == {"memorybench"}
+    # the official split of LexEval-QA's 500 sampled items: 400 train, 100 test
+    assert questions["split"].value_counts().to_dict() == {"train": 400, "test": 100}
+    assert set(questions["benchmark"]) == {"memorybench"}
     assert set(questions["dataset"]) == {"LexEval-QA"}
     assert questions["question"].str.len().gt(0).all()
 
@@ -81,4 +83,5 @@ def test_prepare_amemgym_from_a_local_data_json(tmp_path):
     assert questions.groupby("episode_id").size().to_dict() == {"u-1": 5, "u-2": 5}
     assert sorted(questions["checkpoint"].unique()) == [0, 1, 2]
     sessions = pd.read_parquet(wd / "results/amemgym/prepared/sessions.parquet")
-    assert len(sessions) > 0
+    # 2 users x 12 turns each (the fixture's released messages)
+    assert sessions.groupby("episode_id").size().to_dict() == {"u-1": 12, "u-2": 12}
