@@ -278,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
                 "answers": len(clean["answers"]),
                 "judgements": len(clean["judgements"]),
                 "summary_rows": len(clean["summary"]),
+                # the verdicts vary, so an unchanged table is evidence, not a constant
+                "judged_correct": int(clean["judgements"]["value"].sum()),
                 "requests": stats.total,
                 "parse_failures": ledger_totals(workdir).get("parse_failures", 0),
                 "files_with_key": leaked(workdir),
