@@ -1,16 +1,19 @@
 # Config validation and every input / params helper of the workflow (rules stay declarative).
 from snakemake.utils import validate
 
+from mnemoflow.config_schema import check_config
 from mnemoflow.data.registry import n_steps
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
-from mnemoflow.llm.types import ROLES
+from mnemoflow.llm.types import ROLES, check_bindings
 from mnemoflow.memory.base import check_systems
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
 from mnemoflow.jobs_interactive import replay_source, schedule_of
 
+# one-line errors naming the key first; snakemake's validate then fills in the defaults
+check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml")
 
 for _name in config["run"]["benchmarks"]:
@@ -22,6 +25,7 @@ for _name in config["run"]["systems"]:
     if _name not in config["systems"]:
         raise ValueError(f"config run.systems: {_name!r} is not defined under systems")
 check_systems(config["systems"])  # each system's parameters against its params_schema
+check_bindings(config["models"])  # every role's endpoint, and its key variable is set
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, config["benchmarks"][_name])  # known protocols only
     for _system in config["benchmarks"][_name].get("systems", []):

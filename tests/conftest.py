@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+from tests.shared_data import REPO, shared_file
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +16,5 @@ def repo() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not SHARED_DATA.exists():
-        pytest.skip(f"real benchmark data not found at {SHARED_DATA}")
-    return SHARED_DATA
+    """``../shared/data`` (tests/shared_data.py); skips only when the folder is absent."""
+    return shared_file()

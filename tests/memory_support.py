@@ -12,14 +12,7 @@ from mnemoflow.data.registry import load_benchmark
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory.base import MemorySystem, Message, build
 from mnemoflow.protocols.static_qa import to_messages
-
-REPO = Path(__file__).resolve().parents[1]
-#: The repository's sibling folder shared/data (a worktree under wt/ looks one level further up).
-SHARED_DATA = next(
-    (p / "shared" / "data" for p in (REPO.parent, REPO.parent.parent) if (p / "shared").is_dir()),
-    REPO.parent / "shared" / "data",
-)
-LOCOMO = SHARED_DATA / "locomo" / "locomo10.json"
+from tests.shared_data import REPO  # noqa: F401  (importers take REPO from here)
 
 
 def gateway(cache: Path | None = None, embedder: dict[str, Any] | None = None) -> Gateway:

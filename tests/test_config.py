@@ -30,7 +30,8 @@ def test_undefined_system_in_run_list(tmp_path):
 def test_schema_violation_names_the_key(tmp_path):
     result = _dry_run(tmp_path, {"models": {"agent": {"temperature": "hot"}}})
     assert result.returncode != 0
-    assert "temperature" in result.stdout + result.stderr
+    lines = (result.stdout + result.stderr).splitlines()
+    assert "config models.agent.temperature: 'hot' is not of type 'number'" in lines
 
 
 @pytest.mark.parametrize(

@@ -12,19 +12,10 @@ from mnemoflow.data.locomo import normalize_evidence, parse
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import QUESTIONS, SESSIONS, to_arrow
 from mnemoflow.data.validate import DataError
+from tests.shared_data import SHARED_DATA, needs_shared_data
 
-SHARED = next(
-    (
-        p / "shared" / "data"
-        for p in Path(__file__).resolve().parents
-        if (p / "shared/data").is_dir()
-    ),
-    None,
-)
-LOCOMO = SHARED / "locomo" / "locomo10.json" if SHARED else None
-needs_locomo = pytest.mark.skipif(
-    LOCOMO is None or not LOCOMO.exists(), reason="../shared/data/locomo/locomo10.json is absent"
-)
+LOCOMO = SHARED_DATA / "locomo" / "locomo10.json" if SHARED_DATA else None
+needs_locomo = needs_shared_data
 
 
 @pytest.fixture(scope="module")

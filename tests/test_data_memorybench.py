@@ -20,20 +20,11 @@ from mnemoflow.data.memorybench import (
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import DIALOGUES, QUESTIONS, SESSIONS, to_arrow
 from mnemoflow.data.validate import DataError
+from tests.shared_data import SHARED_DATA, needs_shared_data
 
-SHARED = next(
-    (
-        p / "shared" / "data"
-        for p in Path(__file__).resolve().parents
-        if (p / "shared/data").is_dir()
-    ),
-    None,
-)
-MB = SHARED / "memorybench" if SHARED else None
+MB = SHARED_DATA / "memorybench" if SHARED_DATA else None
 CONFIGS = MB / "configs" / "datasets" if MB else None
-needs_shared = pytest.mark.skipif(
-    MB is None or not MB.exists(), reason="../shared/data/memorybench is absent"
-)
+needs_shared = needs_shared_data
 
 
 @needs_shared

@@ -171,13 +171,21 @@ def test_locomo_judgements_store_f1_beside_j_and_skip_j_for_category_5(tmp_path)
 
 
 class ScriptedBackend:
-    """Replies by seed: lets a test see parse failures and disagreeing repeats."""
+    """Replies by the judged response or else by seed, one per attempt (the last one repeats).
+
+    Lets a test see re-asks, parse failures and disagreeing repeats.
+    """
 
     def __init__(self, replies):
-        self.replies = replies
+        self.replies = {seed: [r] if isinstance(r, str) else list(r) for seed, r in replies.items()}
+        self.calls = 0
 
     async def complete(self, request, spec):
-        return Completion(text=self.replies[request.seed], model="scripted")
+        self.calls += 1
+        response = request.fields.get("response")
+        script = self.replies[response if response in self.replies else request.seed]
+        text = script.pop(0) if len(script) > 1 else script[0]
+        return Completion(text=text, model="scripted")
 
     async def embed(self, texts, spec):
         raise NotImplementedError
@@ -186,17 +194,42 @@ class ScriptedBackend:
         return None
 
 
-def test_parse_failures_are_counted_and_never_guessed(tmp_path):
+def test_an_unparseable_verdict_is_re_asked_and_every_reply_is_stored(tmp_path):
     _, _, questions = longmemeval_tables()
     answers = _answers("longmemeval", questions, {"q_move": "Lisbon"})
     gateway = Gateway({}, cache_path=tmp_path / "cache.sqlite")
-    gateway._backends["judge"] = ScriptedBackend({None: "Maybe, hard to say."})
+    backend = ScriptedBackend({None: ["Maybe, hard to say.", "", "Yes."]})
+    gateway._backends["judge"] = backend
     out = asyncio.run(judge_answers(gateway, "longmemeval", questions, answers))
     row = out.iloc[0]
-    assert not row["parse_ok"]
-    assert math.isnan(row["value"])
-    assert row["raw_reply"] == "Maybe, hard to say."
+    assert row["parse_ok"] and row["value"] == 1.0
+    assert json.loads(row["raw_reply"]) == ["Maybe, hard to say.", "", "Yes."]
+    assert backend.calls == 3
+    totals = gateway.ledger.totals()
+    assert (totals.reasks, totals.parse_failures) == (2, 0)
+
+
+def test_parse_failures_are_counted_after_the_last_attempt_and_never_guessed(tmp_path):
+    _, _, questions = longmemeval_tables()
+    answers = _answers("longmemeval", questions, {"q_move": "Lisbon", "q_cat": "Tom"})
+    gateway = Gateway({}, cache_path=tmp_path / "cache.sqlite")
+    backend = ScriptedBackend({"Lisbon": ["Maybe.", "Hard to say.", "Unclear."], "Tom": "no"})
+    gateway._backends["judge"] = backend
+    out = asyncio.run(judge_answers(gateway, "longmemeval", questions, answers))
+    failed = out[~out["parse_ok"]]
+    assert len(failed) == 1 and math.isnan(failed["value"].iloc[0])
+    assert json.loads(failed["raw_reply"].iloc[0]) == ["Maybe.", "Hard to say.", "Unclear."]
+    judged = out[out["parse_ok"]]
+    assert judged["value"].tolist() == [0.0] and judged["raw_reply"].tolist() == ["no"]
     assert gateway.ledger.totals().parse_failures == 1
+    # the score counts the failure from the stored judgements, not from the ledger
+    from mnemoflow.eval.scoring import aggregate, question_scores
+
+    scores = aggregate(question_scores(out), "longmemeval")
+    count = scores[scores["metric"] == "judge_parse_failures"]
+    assert count[["value", "n"]].values.tolist() == [[1.0, 2]]
+    accuracy = scores[(scores["metric"] == "accuracy") & (scores["aggregate"] == "micro")]
+    assert accuracy[["value", "n"]].values.tolist() == [[0.0, 1]]
 
 
 def test_repeats_use_distinct_seeds_and_report_agreement(tmp_path):

@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from mnemoflow.eval.locomo_f1 import locomo_f1, normalize, token_f1, tokens
+from tests.shared_data import SHARED_DATA, needs_shared_data
 
-
-def _shared_data() -> Path:
-    """The repository's sibling ``shared/data`` (a worktree sits one folder deeper)."""
-    for parent in Path(__file__).resolve().parents[1:4]:
-        if (parent / "shared" / "data").is_dir():
-            return parent / "shared" / "data"
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-LOCOMO = _shared_data() / "locomo" / "locomo10.json"
+LOCOMO = SHARED_DATA / "locomo" / "locomo10.json" if SHARED_DATA else None
 
 
 def test_normalize_drops_commas_punctuation_and_the_four_words():
@@ -88,7 +79,7 @@ def _self_scores(qa_items):
     return out
 
 
-@pytest.mark.skipif(not LOCOMO.exists(), reason=f"real LoCoMo file not found at {LOCOMO}")
+@needs_shared_data
 def test_gold_answers_score_one_against_themselves_on_the_real_file():
     """Every gold answer scores 1.0 against itself, except category-3 golds with a ";".
 
@@ -108,12 +99,10 @@ def test_gold_answers_score_one_against_themselves_on_the_real_file():
     assert all(category == 3 and ";" in gold for _, _, category, gold in below)
 
 
-@pytest.mark.skipif(not LOCOMO.exists(), reason=f"real LoCoMo file not found at {LOCOMO}")
+@needs_shared_data
 def test_gold_answers_through_the_loader():
-    from mnemoflow.data.registry import load_benchmark, loaders
+    from mnemoflow.data.registry import load_benchmark
 
-    if "locomo" not in loaders():
-        pytest.skip("the LoCoMo loader is not in this checkout (mnemoflow.data locomo loader)")
     questions = load_benchmark({"loader": "locomo", "source": {"path": str(LOCOMO)}}).questions
     below = 0
     for question in questions.to_dict("records"):

@@ -173,7 +173,7 @@ def test_separate_notes_then_answer_offline(tmp_path):
     assert notes[0] == "empty" and notes[2] == "I moved to Lisbon for my new job."
     assert '{"session_summary": "empty"}' in request.messages[0]["content"]
     assert [c["text"] for c in request.fields["context"]] == notes
-    assert answer  # the offline reader answered from the notes (its heuristics are tested there)
+    assert answer == "I moved to Lisbon for my new job."  # the note that answers the question
 
 
 def test_bad_reader_options_name_the_key():
@@ -259,3 +259,55 @@ def test_locomo_reader_options_from_config():
         lr.LocomoReadingOptions.from_config({"top_k": 5})
     with pytest.raises(ConfigError, match="reader.mode"):
         lr.LocomoReadingOptions(mode="no_history")
+
+
+def test_option_parser_accepts_one_named_option_or_a_decline():
+    from mnemoflow.agents.readers import option_parser
+    from mnemoflow.llm.types import UnparseableReply
+
+    parse = option_parser(["cat", "black cat", "dog"])
+    assert parse("The black cat.") == "The black cat."  # the longer option wins over "cat"
+    assert parse("Dog") == "Dog"
+    assert parse("I don't know.") == "I don't know."
+    for text in ("", "  ", "a cat or a dog", "a parrot"):
+        with pytest.raises(UnparseableReply):
+            parse(text)
+
+
+def test_locomo_choice_parser_re_asks_only_empty_replies():
+    from mnemoflow.llm.types import UnparseableReply
+
+    parse = lr.choice_parser(["a sunrise", "Not mentioned in the conversation"])
+    assert parse("(b)") == "Not mentioned in the conversation"
+    assert parse("She painted a lake.") == "She painted a lake."  # free text is an answer
+    with pytest.raises(UnparseableReply):
+        parse(" ")
+
+
+class _Scripted:
+    """An agent backend whose replies come from a list, one per call."""
+
+    def __init__(self, texts):
+        self.texts = list(texts)
+        self.calls = 0
+
+    async def complete(self, request, spec):
+        from mnemoflow.llm.types import Completion
+
+        self.calls += 1
+        return Completion(text=self.texts.pop(0), model="scripted")
+
+    async def aclose(self):
+        return None
+
+
+def test_generic_reader_with_options_re_asks_a_reply_naming_no_option(tmp_path):
+    from mnemoflow.agents.readers import read
+
+    gateway = Gateway({}, cache_path=tmp_path / "cache.sqlite")
+    backend = _Scripted(["Something else entirely.", "Lisbon"])
+    gateway._backends["agent"] = backend
+    question = {"question": "Where?", "question_time": "", "options": ["Lisbon", "Porto"]}
+    answer = asyncio.run(read("generic", {}, question, [], None, gateway, use_options=True))
+    assert (answer.response, answer.reply.attempts, backend.calls) == ("Lisbon", 2, 2)
+    assert gateway.ledger.totals().reasks == 1

@@ -85,8 +85,10 @@ def test_bm25_index_backends_score_the_textbook_example(backend):
 
 
 def test_bm25s_runs_on_its_numba_backend():
-    """numba is pinned, so the fast path must not fall back to bm25s' default numpy backend."""
-    pytest.importorskip("numba")
+    """numba is pinned, so the fast path must not fall back to bm25s' default numpy backend.
+
+    No import-skip: a missing pinned package is a broken environment, and this test must say so.
+    """
     index = BM25Index([["apple", "pie"], ["banana"], ["cherry"]], backend="bm25s")
     assert index._index.backend == "numba"
     assert index.search(["apple"], 2)[0].tolist() == [0]

@@ -13,7 +13,8 @@ import pytest
 from mnemoflow.data.registry import Prepared, load_benchmark
 from mnemoflow.llm.offline import HANDLERS, _load_handlers
 from mnemoflow.memory.base import build
-from tests.memory_support import LOCOMO, gateway, messages, recall_by_step, run, synthetic
+from tests.memory_support import gateway, messages, recall_by_step, run, synthetic
+from tests.shared_data import shared_file
 
 MINILM = {"backend": "sentence_transformers"}
 
@@ -48,9 +49,8 @@ def test_recall_on_synthetic_beats_random(spec, unit, k, haystack):
 
 def locomo(limit: int | None = None) -> SimpleNamespace:
     """The real LoCoMo file through the project's loader (the first ``limit`` conversations)."""
-    if not LOCOMO.exists():
-        pytest.skip(f"real LoCoMo data not found at {LOCOMO}")
-    prepared = load_benchmark({"loader": "locomo", "source": {"path": str(LOCOMO)}})
+    path = shared_file("locomo", "locomo10.json")  # absent folder: skip; absent file: fail
+    prepared = load_benchmark({"loader": "locomo", "source": {"path": str(path)}})
     if limit:
         keep = sorted(prepared.sessions.episode_id.unique())[:limit]
         prepared = SimpleNamespace(

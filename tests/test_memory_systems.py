@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from mnemoflow.errors import ConfigError
-from mnemoflow.llm.types import Reply
+from mnemoflow.llm.types import Completion
 from mnemoflow.memory.base import Message, available, build, check_systems, resolve
 from tests.memory_support import REPO, gateway, messages, run, synthetic
 from tests.workflow import workdir
@@ -186,46 +186,55 @@ def test_tiered_promotes_hot_segments_to_the_profile():
     assert items[-1].id == "short:t4" and items[-1].source_ids == ["t4", "t5"]
 
 
-class _BrokenWriter:
-    """A gateway whose writer replies are not JSON: every call must be counted and skipped."""
+class _GarbageBackend:
+    """A memory_writer endpoint whose every reply is prose, never the JSON a writer asks for."""
 
-    def __init__(self):
-        self.inner = gateway()
-        self.failures: list[tuple[str, str]] = []
+    def __init__(self, text: str = "Sure! Here are the facts: teal"):
+        self.text = text
+        self.calls = 0
 
-    async def chat(self, request):
-        return Reply("Sure! Here are the facts: teal", "broken", 0, 0, 0.0, False)
+    async def complete(self, request, spec):
+        self.calls += 1
+        return Completion(text=self.text, model="broken")
 
-    async def embed(self, texts):
-        return await self.inner.embed(texts)
+    async def aclose(self):
+        return None
 
-    def record_parse_failure(self, role, task):
-        self.failures.append((role, task))
+
+def _broken_writer_gateway(text: str = "Sure! Here are the facts: teal"):
+    llm = gateway()
+    llm._backends["memory_writer"] = _GarbageBackend(text)
+    return llm
 
 
 @pytest.mark.parametrize(
     "name", ["agentic_external", "agentic_incontext", "notes_linked", "tiered"]
 )
-def test_malformed_writer_replies_are_counted_and_skipped(name: str, episode: list[Message]):
-    llm = _BrokenWriter()
+def test_malformed_writer_replies_are_re_asked_counted_and_skipped(
+    name: str, episode: list[Message]
+):
+    llm = _broken_writer_gateway()
     system = build(_spec(name), llm=llm)
     run(system.add(episode))
     stats = system.stats()
-    assert stats["parse_failures"] == stats["writer_calls"] == len(llm.failures) > 0
-    assert {role for role, _ in llm.failures} == {"memory_writer"}
-    run(system.retrieve("What is my favorite color?"))
+    entries = [e for k, e in llm.ledger.entries.items() if k.startswith("memory_writer/")]
+    calls, hits = sum(e.calls for e in entries), sum(e.cache_hits for e in entries)
+    failures, reasks = sum(e.parse_failures for e in entries), sum(e.reasks for e in entries)
+    asked = stats["writer_calls"]
+    assert asked >= 1 and stats["parse_failures"] == asked  # every ask failed and was skipped
+    # the gateway counted each failure once, after 1 + max_parse_retries (2) attempts
+    assert (failures, reasks) == (asked, 2 * asked)
+    assert calls == 3 * asked  # identical asks are served from the cache
+    assert llm.backend("memory_writer").calls == calls - hits
+    run(system.retrieve("What is my favorite color?"))  # a skipped update leaves a usable memory
 
 
 def test_parse_failures_reach_the_ledger(episode: list[Message]):
-    llm = gateway()
+    llm = _broken_writer_gateway("{not json")
     system = build({"type": "notes_linked"}, llm=llm)
-
-    async def garbage(request):
-        return Reply("{not json", "m", 0, 0, 0.0, False)
-
-    llm.chat = garbage
     run(system.add(episode[:3]))
-    assert llm.ledger.entries["memory_writer/memory_note"].parse_failures == 3
+    entry = llm.ledger.entries["memory_writer/memory_note"]
+    assert (entry.calls, entry.reasks, entry.parse_failures) == (9, 6, 3)
 
 
 def test_unknown_or_bad_parameters_are_config_errors():
@@ -319,7 +328,9 @@ def test_snapshot_is_plain_files(episode: list[Message], tmp_path: Path):
         "items.npy",
         "state.json",
     ]
-    assert json.loads((tmp_path / "state.json").read_text())["writer_calls"] > 0
+    # 36 messages, 4 kept in the local window: 16 batches of 2 written, one extract call each,
+    # and one update call for each of the 13 batches that extracted a fact
+    assert json.loads((tmp_path / "state.json").read_text())["writer_calls"] == 16 + 13
 
 
 @pytest.mark.parametrize("name", sorted(SYSTEMS))

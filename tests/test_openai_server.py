@@ -268,3 +268,14 @@ def test_fixed_port():
         port = probe.getsockname()[1]
     with OpenAITestServer(port=port) as server:
         assert server.base_url == f"http://127.0.0.1:{port}/v1"
+
+
+def test_fault_rates_are_checked_and_seeded_by_request():
+    with pytest.raises(ValueError, match="sum to <= 1"):
+        OpenAITestServer(fault_rates={"500": 0.7, "429": 0.4})
+    with pytest.raises(ValueError, match="unknown fault kinds"):
+        OpenAITestServer(fault_rates={"teapot": 0.1})
+    server = OpenAITestServer(fault_rates={"500": 0.5, "garbled": 0.5})
+    draws = [server._fault("body-1", attempt) for attempt in range(40)]
+    assert set(draws) == {"500", "garbled"}  # rates summing to 1 leave no clean attempt
+    assert draws == [server._fault("body-1", attempt) for attempt in range(40)]  # seeded

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.cli import main as cli
-from tests.memory_support import SHARED_DATA
+from tests.shared_data import shared_file
 from tests.workflow import ledgers, snakemake, workdir
 
 pytestmark = pytest.mark.slow
@@ -16,9 +16,7 @@ CATEGORIES = {"multi-hop", "temporal", "open-domain", "single-hop", "adversarial
 
 @pytest.fixture(scope="module")
 def locomo_run(tmp_path_factory):
-    source = SHARED_DATA / "locomo" / "locomo10.json"  # beside the checkout or its worktree
-    if not source.is_file():
-        pytest.skip(f"LoCoMo not found at {source}")
+    source = shared_file("locomo", "locomo10.json")  # absent folder: skip; absent file: fail
     wd = workdir(tmp_path_factory.mktemp("locomo"))
     override = wd / "locomo.yaml"
     override.write_text(

@@ -11,7 +11,7 @@ import os
 import pandas as pd
 import pytest
 
-from tests.memory_support import SHARED_DATA
+from tests.shared_data import shared_file
 from tests.test_data_amemgym import user
 from tests.test_data_longmemeval import official_records
 from tests.workflow import planned_outputs, snakemake, workdir
@@ -33,10 +33,8 @@ def _questions(wd, name):
 
 def test_prepare_lexeval_qa_from_the_memorybench_raw_file(tmp_path):
     """config.yaml's lexeval_qa entry, with the shared data's absolute paths."""
-    root = SHARED_DATA / "memorybench"
+    root = shared_file("memorybench")  # absent folder: skip; absent file: fail
     source = root / "raw" / "LexEval-QA_5_4.jsonl"
-    if not source.is_file():
-        pytest.skip(f"MemoryBench raw file not found at {source}")
     spec = {
         "loader": "memorybench",
         "source": {"path": str(source)},
@@ -46,7 +44,9 @@ def test_prepare_lexeval_qa_from_the_memorybench_raw_file(tmp_path):
     wd = workdir(tmp_path)
     _prepare(wd, "lexeval_qa", spec)
     questions = _questions(wd, "lexeval_qa")
-    assert len(questions) > 0 and set(questions["benchmark"]) == {"memorybench"}
+    # the official split of LexEval-QA's 500 sampled items: 400 train, 100 test
+    assert questions["split"].value_counts().to_dict() == {"train": 400, "test": 100}
+    assert set(questions["benchmark"]) == {"memorybench"}
     assert set(questions["dataset"]) == {"LexEval-QA"}
     assert questions["question"].str.len().gt(0).all()
 
@@ -83,4 +83,5 @@ def test_prepare_amemgym_from_a_local_data_json(tmp_path):
     assert questions.groupby("episode_id").size().to_dict() == {"u-1": 5, "u-2": 5}
     assert sorted(questions["checkpoint"].unique()) == [0, 1, 2]
     sessions = pd.read_parquet(wd / "results/amemgym/prepared/sessions.parquet")
-    assert len(sessions) > 0
+    # 2 users x 12 turns each (the fixture's released messages)
+    assert sessions.groupby("episode_id").size().to_dict() == {"u-1": 12, "u-2": 12}

@@ -31,7 +31,7 @@ import pandas as pd
 from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import as_list
 from mnemoflow.errors import ConfigError
-from mnemoflow.llm.types import ChatRequest
+from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.tokens import count_tokens
 
 PROMPT_VERSION = "locomo-reader-v1"
@@ -117,6 +117,20 @@ def resolve_choice(reply: str, options: list[str]) -> str:
     if len(text) == 3:
         return options[0] if "(a)" in text else options[1]
     return reply
+
+
+def choice_parser(options: list[str]):
+    """The gateway parser of a LoCoMo answer: any non-empty reply, letters resolved officially.
+
+    The official rule accepts free text as an answer, so only an empty reply is re-asked.
+    """
+
+    def parse(text: str) -> str:
+        if not text or not text.strip():
+            raise UnparseableReply("empty reply")
+        return resolve_choice(text, options)
+
+    return parse
 
 
 def _line(record: dict[str, Any]) -> str:

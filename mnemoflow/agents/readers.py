@@ -15,7 +15,9 @@ import pandas as pd
 
 from mnemoflow.agents import locomo_reader, longmemeval_reader
 from mnemoflow.errors import ConfigError
-from mnemoflow.llm.types import ChatRequest, Reply
+from mnemoflow.lexical import words
+from mnemoflow.llm.gateway import require_text
+from mnemoflow.llm.types import ChatRequest, Reply, UnparseableReply
 from mnemoflow.memory.base import MemoryItem
 from mnemoflow.memory.tokens import count_tokens
 
@@ -101,6 +103,35 @@ def generic_request(
     )
 
 
+#: Replies that decline to answer; with options shown they are an answer, not a format error.
+DECLINING = ("don't know", "do not know", "not mentioned", "cannot answer", "no information")
+
+
+def option_parser(options: list[str]):
+    """Parser for a reply to "Answer with one option": it must name exactly one option, or decline.
+
+    A reply naming none or several options is unparseable, so the gateway re-asks; after the last
+    attempt the raw reply is stored as the response (the judge grades it) and the ledger counts the
+    failure. The parsed value is the reply text itself: the stored response is what the model said.
+    """
+    keys = [" ".join(words(option)) for option in options]
+
+    def parse(text: str) -> str:
+        require_text(text)
+        said = f" {' '.join(words(text))} "
+        if any(phrase in text.lower().replace("\u2019", "'") for phrase in DECLINING):
+            return text
+        named = {key for key in keys if key and f" {key} " in said}
+        # "black cat" also contains the option "cat": the longer option is the one named
+        inner = {k for k in named for o in named if k != o and f" {k} " in f" {o} "}
+        named -= inner
+        if len(named) != 1:
+            raise UnparseableReply(f"names {len(named)} of {len(options)} options")
+        return text
+
+    return parse
+
+
 def _tokens(request: ChatRequest) -> int:
     """The prompt's size in o200k tokens, the unit of the readers' budgets."""
     return sum(count_tokens(m["content"]) for m in request.messages)
@@ -125,8 +156,9 @@ async def read(
     if name == "locomo":
         opts = locomo_reader.LocomoReadingOptions.from_config(options)
         request = locomo_reader.build_request(question, items, opts, turns)
-        reply = await gateway.chat(request)
-        response = locomo_reader.resolve_choice(reply.text, request.fields.get("options", []))
+        choices = request.fields.get("options", [])
+        reply = await gateway.chat(request, parse=locomo_reader.choice_parser(choices))
+        response = reply.parsed if reply.parse_ok else reply.text
         if opts.mode == "long_context" and turns is not None:
             shown = locomo_reader.conversation_context(turns, opts.budget_tokens)[1]
         elif opts.mode == "oracle":
@@ -151,5 +183,6 @@ async def read(
         shown = longmemeval_reader.context_ids(chunks)
         return Answer(reply.text, shown, reply, _tokens(request), ranked)
     request = generic_request(question, items, use_options)
-    reply = await gateway.chat(request)
+    options = request.fields["options"]
+    reply = await gateway.chat(request, parse=option_parser(options) if options else None)
     return Answer(reply.text, ranked, reply, _tokens(request), ranked)

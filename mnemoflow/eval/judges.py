@@ -10,10 +10,13 @@ Prompts are written for this project with the intent of the official ones:
   the official F1 (``mnemoflow.eval.locomo_f1``) as its own metric, never mixed into it.
 
 Every request carries a task tag and structured fields so the offline backend can answer it
-(handlers in ``mnemoflow/llm/offline/judge.py``). Replies are parsed strictly: a reply that is
-neither a clear yes/no (CORRECT/WRONG) is a parse failure, counted in the ledger and stored with
-``parse_ok = False`` and no value; it is never guessed. (Documented difference: the official
-LongMemEval script counts any reply containing the substring "yes" as yes.)
+(handlers in ``mnemoflow/llm/offline/judge.py``). Replies are parsed strictly, through the
+gateway (``parse=``): a reply that is neither a clear yes/no (CORRECT/WRONG) is re-asked up to the
+judge's ``max_parse_retries``; only what still does not parse after the last attempt is a parse
+failure, stored with ``parse_ok = False`` and no value (never guessed) and counted in the ledger
+by the gateway. ``raw_reply`` keeps every raw reply, re-asks included (:func:`stored_replies`).
+(Documented difference: the official LongMemEval script counts any reply containing the substring
+"yes" as yes.)
 
 ``repeats: N`` asks the judge N times with distinct seeds; the stored value is the mean of the
 parsed verdicts, and a ``judge_agreement`` row per question says whether all parsed verdicts agree.
@@ -43,7 +46,7 @@ from mnemoflow.eval.locomo_f1 import locomo_f1
 from mnemoflow.eval.qa_judge import PROMPT_VERSION as QA_VERSION
 from mnemoflow.eval.qa_judge import judge_request as qa_judge_request
 from mnemoflow.eval.retrieval import is_abstention
-from mnemoflow.llm.types import ChatRequest
+from mnemoflow.llm.types import ChatRequest, Reply, UnparseableReply
 
 log = logging.getLogger("mnemoflow")
 
@@ -243,25 +246,50 @@ def repeat_seeds(repeats: int, seed: int) -> list[int | None]:
     return [None] if repeats == 1 else [seed + r for r in range(repeats)]
 
 
+def verdict_parser(parse: Callable[[str], float | None]) -> Callable[[str], float]:
+    """A gateway parser from a verdict reader: no verdict raises, so the gateway re-asks."""
+
+    def parser(text: str) -> float:
+        verdict = parse(text)
+        if verdict is None:
+            raise UnparseableReply(f"no verdict in {text[:60]!r}")
+        return verdict
+
+    return parser
+
+
+def stored_replies(replies: list[Reply]) -> str:
+    """``raw_reply`` of a judgement: every raw reply the judge gave, re-asks included.
+
+    One ask answered at the first attempt stores the text itself. Otherwise a JSON list with one
+    entry per ask (seed): the text when it parsed at once, else the list of its attempts in order
+    (e.g. ``["<garbled>", "yes"]`` for a single ask re-asked once).
+    """
+    entries: list[Any] = [
+        reply.raw_replies[0] if len(reply.raw_replies) == 1 else reply.raw_replies
+        for reply in replies
+    ]
+    if len(entries) == 1:
+        return entries[0] if isinstance(entries[0], str) else json.dumps(entries[0])
+    return json.dumps(entries)
+
+
 async def _ask(
     gateway,
     kind: JudgeKind,
     request: ChatRequest,
     seeds: list[int | None],
     progress: Any = None,
-):
+) -> list[Reply]:
+    """One reply per seed, each parsed (and re-asked) by the gateway with the kind's parser."""
     replies = []
+    parser = verdict_parser(kind.parse)
     for seed in seeds:
         request.seed = seed
-        replies.append(await gateway.chat(request))
+        replies.append(await gateway.chat(request, parse=parser))
         if progress is not None:
             progress.update(1, cache_hit=replies[-1].cache_hit)
-    texts = [reply.text for reply in replies]
-    verdicts = [kind.parse(text) for text in texts]
-    for verdict in verdicts:
-        if verdict is None:
-            gateway.record_parse_failure("judge", kind.task)
-    return texts, verdicts
+    return replies
 
 
 def _meta(raw: Any) -> dict[str, Any]:
@@ -329,16 +357,16 @@ async def judge_answers(
     calls = len(jobs) * len(seeds)
     with progress(calls) if progress is not None else contextlib.nullcontext() as bar:
         results = await asyncio.gather(*(_ask(gateway, kind, req, seeds, bar) for _, req in jobs))
-    for (base, _), (texts, verdicts) in zip(jobs, results, strict=True):
-        parsed = [v for v in verdicts if v is not None]
+    for (base, _), replies in zip(jobs, results, strict=True):
+        parsed = [reply.parsed for reply in replies if reply.parse_ok]
         rows.append(
             {
                 **base,
                 "judge": judge_name,
                 "metric": kind.metric,
                 "value": sum(parsed) / len(parsed) if parsed else float("nan"),
-                "raw_reply": texts[0] if len(texts) == 1 else json.dumps(texts),
-                "parse_ok": len(parsed) == len(verdicts),
+                "raw_reply": stored_replies(replies),
+                "parse_ok": len(parsed) == len(replies),
             }
         )
         if len(seeds) > 1:

@@ -1,8 +1,8 @@
 """The generic QA judge: does the response give the reference answer (or rightly abstain)?
 
 Used for the synthetic benchmark and any benchmark without an official judge prompt. Replies are
-parsed by :func:`mnemoflow.eval.judges.parse_yes_no`; anything else is a parse failure, recorded as
-such and never guessed.
+parsed by :func:`mnemoflow.eval.judges.parse_yes_no`, passed to the gateway as the parser: anything
+else is re-asked, and what still does not parse is a parse failure, stored as such, never guessed.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ config edit, with the same code path, cache and ledger.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +121,27 @@ class EndpointSpec:
             "base_url": self.base_url,
             **self.sampling(),
         }
+
+
+def check_bindings(
+    models: Mapping[str, Any] | None, environ: Mapping[str, str] = os.environ
+) -> None:
+    """Check every role binding before any job runs: the spec, and that its key variable is set.
+
+    The workflow calls this at startup, so a run with a wrong binding or a missing key fails in
+    one line before it writes anything, not hours later in the first job that calls the model.
+    """
+    models = dict(models or {})
+    unknown = sorted(set(models) - set(ROLES))
+    if unknown:
+        raise ConfigError(f"config models: unknown roles {unknown}; roles are {list(ROLES)}")
+    for role in ROLES:
+        spec = EndpointSpec.from_config(role, models.get(role))
+        if spec.api_key_env and not environ.get(spec.api_key_env):
+            raise ConfigError(
+                f"config models.{role}.api_key_env: environment variable {spec.api_key_env} "
+                "is not set"
+            )
 
 
 @dataclass

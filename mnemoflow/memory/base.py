@@ -207,7 +207,11 @@ def check_systems(systems: dict[str, dict[str, Any]]) -> None:
     for name, spec in systems.items():
         where = f"systems.{name}"
         type_name, params = _split_spec(spec, where)
-        resolve(type_name).check_params(params, where)
+        try:
+            system = resolve(type_name)
+        except ConfigError as exc:
+            raise ConfigError(f"config {where}.type: {exc}") from None
+        system.check_params(params, where)
 
 
 def save_messages(path: Path, messages: list[Message]) -> None:

@@ -11,9 +11,11 @@ Which system uses which task:
 - ``agentic_incontext`` and ``tiered`` (long-term profile): ``memory_kv_update``.
 - ``notes_linked`` (A-Mem-style): ``memory_note``.
 
-A reply that is not valid JSON of the expected shape is counted with
-``llm.record_parse_failure("memory_writer", task)`` and skipped: the memory keeps its previous
-state and the job goes on. The count is part of the ledger, so a report shows how often it happened.
+Each request passes its contract to the gateway as the parser (:func:`contract_parser`): a reply
+that is not valid JSON of the expected shape is re-asked up to the role's ``max_parse_retries``.
+One still unparseable after the last attempt is counted (by the gateway in the ledger's
+``parse_failures``, and in the system's own ``parse_failures`` stat) and skipped: the memory keeps
+its previous state and the job goes on, so a report shows how often it happened.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mnemoflow.llm.types import ChatRequest
+from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.base import Message
 
 ROLE = "memory_writer"
@@ -318,6 +320,21 @@ def loads_json(text: str) -> Any:
             return None
 
 
+def contract_parser(contract: Callable[[Any], Any]) -> Callable[[str], Any]:
+    """The gateway parser of a writer task: JSON in the reply, then the task's contract.
+
+    Either step failing raises ``UnparseableReply``, so the gateway re-asks.
+    """
+
+    def parse(text: str) -> Any:
+        value = contract(loads_json(text))
+        if value is None:
+            raise UnparseableReply("reply is not JSON of the expected shape")
+        return value
+
+    return parse
+
+
 class WriterClient:
     """Sends writer requests for one memory system and counts calls and parse failures."""
 
@@ -329,11 +346,10 @@ class WriterClient:
         self.parse_failures = 0
 
     async def ask(self, request: ChatRequest, parse: Callable[[Any], Any]) -> Any:
-        """The parsed reply, or None (counted, skipped) when it does not match the contract."""
+        """The parsed reply, or None (counted, skipped) when no attempt matches the contract."""
         self.calls += 1
-        reply = await self.llm.chat(request)
-        parsed = parse(loads_json(reply.text))
-        if parsed is None:
+        reply = await self.llm.chat(request, parse=contract_parser(parse))
+        if not reply.parse_ok:
             self.parse_failures += 1
-            self.llm.record_parse_failure(request.role, request.task)
-        return parsed
+            return None
+        return reply.parsed

@@ -5,7 +5,10 @@ answers deterministically (a fixed text, a function of the request, or by defaul
 last user message) with realistic ``usage``, and injects faults from a *plan*: the n-th attempt of
 each distinct request body gets ``faults[n]`` (``"500"``, ``"429"``, ``"timeout"``, ``"malformed"``,
 ...) and later attempts succeed. Because faults are keyed by the request body, a client that
-retries correctly sees every request answered exactly once, and the counters prove it.
+retries correctly sees every request answered exactly once, and the counters prove it. Attempts
+past the plan may also draw a fault at random from ``fault_rates`` (e.g. ``{"500": 0.2}``); the
+draw is seeded by the body and attempt number, so two runs with the same requests see the same
+faults.
 
 Use it in-process (``with OpenAITestServer(latency=0.05) as server: server.base_url``; it runs
 its own event loop in a background thread so it never shares the client's loop) or as a separate
@@ -51,11 +54,18 @@ FAULT_KINDS = {
     "html": "HTTP 200 with a non-JSON text/html body",
     "nochoices": "HTTP 200 with valid JSON that lacks `choices`",
     "null_content": "HTTP 200, a well-formed completion whose message content is null",
+    "garbled": "HTTP 200, a well-formed completion whose text no caller's parser accepts",
     "400": "HTTP 400 bad request (not retryable)",
     "disconnect": "close the connection without answering (a crashed or restarted server)",
 }
 
 DEFAULT_MODEL = "mnemoflow-test"
+
+#: The text of a ``garbled`` reply: no verdict word, no JSON, no option, not empty.
+GARBLED_TEXT = "<|garbled|> ... ###"
+
+#: Fault kinds whose response is still a well-formed completion (counted as answered).
+_ANSWERING_FAULTS = ("", "timeout", "null_content", "garbled")
 
 Reply = str | Callable[[dict[str, Any]], str] | None
 
@@ -148,6 +158,7 @@ class OpenAITestServer:
         latency: float = 0.0,
         jitter: float = 0.0,
         faults: Sequence[str] = (),
+        fault_rates: dict[str, float] | None = None,
         retry_after: float | None = 1.0,
         retry_after_date: bool = False,
         hang: float = 30.0,
@@ -158,10 +169,15 @@ class OpenAITestServer:
     ):
         if not _is_loopback(host):
             raise ValueError(f"openai test server: host must be a loopback address, got {host!r}")
-        unknown = [kind for kind in faults if kind not in FAULT_KINDS]
+        fault_rates = dict(fault_rates or {})
+        unknown = [kind for kind in [*faults, *fault_rates] if kind not in FAULT_KINDS]
         if unknown:
             raise ValueError(
                 f"openai test server: unknown fault kinds {unknown}; known: {sorted(FAULT_KINDS)}"
+            )
+        if any(r < 0 for r in fault_rates.values()) or sum(fault_rates.values()) > 1:
+            raise ValueError(
+                f"openai test server: fault rates must be >= 0 and sum to <= 1, got {fault_rates}"
             )
         if latency < 0 or hang < 0:
             raise ValueError("openai test server: latency and hang must be >= 0")
@@ -172,6 +188,7 @@ class OpenAITestServer:
         self.latency = latency
         self.jitter = jitter
         self.faults = list(faults)
+        self.fault_rates = fault_rates
         self.retry_after = retry_after
         self.retry_after_date = retry_after_date
         self.hang = hang
@@ -314,7 +331,7 @@ class OpenAITestServer:
             request,
             "chat",
             _check_chat,
-            lambda body, fault: self._completion(body, null_content=fault == "null_content"),
+            lambda body, fault: self._completion(body, fault),
         )
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
@@ -342,16 +359,29 @@ class OpenAITestServer:
             invalid = check(body)
             if invalid is not None:
                 return _error(400, "invalid_request_error", invalid)
-            fault = self.faults[attempt] if attempt < len(self.faults) else ""
+            fault = self._fault(rid, attempt)
             # A "timeout" fault sleeps past the client's timeout; the client hangs up and the
             # handler is cancelled here. A client patient enough to wait gets a normal answer.
             await asyncio.sleep(self.hang if fault == "timeout" else self._latency(rid, attempt))
-            if fault not in ("", "timeout", "null_content"):
+            if fault not in _ANSWERING_FAULTS:
                 return self._fault_response(fault, request)
             answered = True
             return reply(body, fault)
         finally:
             self._leave(rid, answered=answered, fault=fault)
+
+    def _fault(self, rid: str | None, attempt: int) -> str:
+        """The fault of this attempt: the plan's, else a seeded draw from ``fault_rates``."""
+        if attempt < len(self.faults):
+            return self.faults[attempt]
+        if not self.fault_rates:
+            return ""
+        u = random.Random(f"fault:{rid}:{attempt}").random()
+        for kind, rate in self.fault_rates.items():
+            if u < rate:
+                return kind
+            u -= rate
+        return ""
 
     def _latency(self, rid: str | None, attempt: int) -> float:
         """``latency``, or with ``jitter`` j a value uniform in latency * [1 - j, 1 + j] (same
@@ -406,8 +436,10 @@ class OpenAITestServer:
             return email.utils.formatdate(math.ceil(time.time() + self.retry_after), usegmt=True)
         return f"{self.retry_after:g}"
 
-    def _completion(self, body: dict[str, Any], null_content: bool) -> web.Response:
-        if callable(self.reply):
+    def _completion(self, body: dict[str, Any], fault: str = "") -> web.Response:
+        if fault == "garbled":
+            text = GARBLED_TEXT
+        elif callable(self.reply):
             text = self.reply(body)
         elif self.reply is not None:
             text = self.reply
@@ -432,7 +464,10 @@ class OpenAITestServer:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": None if null_content else text},
+                        "message": {
+                            "role": "assistant",
+                            "content": None if fault == "null_content" else text,
+                        },
                         "finish_reason": finish,
                         "logprobs": None,
                     }
@@ -551,6 +586,11 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated plan applied to each distinct request, e.g. 500,429,timeout; "
         f"kinds: {','.join(FAULT_KINDS)}",
     )
+    parser.add_argument(
+        "--fault-rates",
+        default="",
+        help="random faults after the plan, seeded per request, e.g. 500=0.2,429=0.1,garbled=0.05",
+    )
     parser.add_argument("--retry-after", type=float, default=1.0, help="seconds, for 429/503")
     parser.add_argument("--retry-after-date", action="store_true", help="send it as an HTTP date")
     parser.add_argument("--hang", type=float, default=30.0, help="seconds a timeout fault sleeps")
@@ -567,12 +607,21 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--api-key-env: environment variable {args.api_key_env} is not set")
     faults = [kind.strip() for kind in args.faults.split(",") if kind.strip()]
     try:
+        rates = {
+            kind.strip(): float(rate)
+            for kind, _, rate in (part.partition("=") for part in args.fault_rates.split(","))
+            if kind.strip()
+        }
+    except ValueError:
+        parser.error(f"--fault-rates: KIND=RATE,..., got {args.fault_rates!r}")
+    try:
         server = OpenAITestServer(
             host=args.host,
             port=args.port,
             latency=args.latency,
             jitter=args.jitter,
             faults=faults,
+            fault_rates=rates,
             retry_after=args.retry_after,
             retry_after_date=args.retry_after_date,
             hang=args.hang,

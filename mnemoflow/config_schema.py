@@ -1,0 +1,28 @@
+"""The workflow config against its JSON schema, with one line per error for people.
+
+Snakemake's own ``validate`` prints the failed schema fragment and the instance over several
+lines; this check runs first and names the key path instead, e.g.
+``config models.agent.temperature: 'hot' is not of type 'number'``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from mnemoflow.errors import ConfigError
+
+
+def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
+    """Raise :class:`ConfigError` naming the key path of the most relevant schema violation."""
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is None:
+        return
+    key = ".".join(str(part) for part in error.absolute_path)
+    message = " ".join(error.message.split())  # one line, whatever the value printed
+    raise ConfigError(f"config {key}: {message}" if key else f"config: {message}")
