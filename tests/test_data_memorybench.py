@@ -164,12 +164,11 @@ def test_nfcats_raw_csv():
 
 
 @needs_shared
-@pytest.mark.skipif(not (SHARED / "locomo/locomo10.json").exists(), reason="no locomo10.json")
 def test_locomo_corpus_dataset_from_locomo10():
     p = load_benchmark(
         {
             "loader": "memorybench",
-            "source": {"path": str(SHARED / "locomo/locomo10.json")},
+            "source": {"path": str(SHARED_DATA / "locomo/locomo10.json")},
             "set": "dataset:Locomo-0",
             "configs": str(CONFIGS),
         }
