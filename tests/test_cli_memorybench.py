@@ -9,11 +9,8 @@ import pandas as pd
 import pytest
 
 from mnemoflow.cli import main
+from tests.shared_data import SHARED_DATA as SHARED  # noqa: E402
 
-SHARED = next(
-    (p / "shared/data" for p in Path(__file__).resolve().parents if (p / "shared/data").is_dir()),
-    None,
-)
 MB = SHARED / "memorybench" if SHARED else None
 pytestmark = pytest.mark.skipif(MB is None or not MB.exists(), reason="no ../shared data")
 CONFIGS = MB / "configs" / "datasets" if MB else None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pytest
 
@@ -183,10 +182,8 @@ def test_nfcats_judge_failure_scores_the_bottom_of_the_scale_and_is_counted(tmp_
     assert score.raw_reply == "It is good.\n---\nIt is good.\n---\nIt is good."
 
 
-SHARED = next(
-    (p / "shared/data" for p in Path(__file__).resolve().parents if (p / "shared/data").is_dir()),
-    None,
-)
+from tests.shared_data import SHARED_DATA as SHARED  # noqa: E402
+
 MB = SHARED / "memorybench" if SHARED else None
 needs_shared = pytest.mark.skipif(MB is None or not MB.exists(), reason="no ../shared data")
 

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
 from mnemoflow.data.validate import DataError
 from mnemoflow.eval.normalize import group_stats, normalize_set
+from tests.shared_data import SHARED_DATA as SHARED  # noqa: E402
 
-SHARED = next(
-    (p / "shared/data" for p in Path(__file__).resolve().parents if (p / "shared/data").is_dir()),
-    None,
-)
 MB = SHARED / "memorybench" if SHARED else None
 pytestmark = pytest.mark.skipif(MB is None or not MB.exists(), reason="no ../shared data")
 CONFIGS = MB / "configs" / "datasets" if MB else None
