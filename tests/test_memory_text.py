@@ -32,6 +32,8 @@ def test_truncate_newest_keeps_the_newest_texts_that_fit():
     assert truncate_newest(texts, 12) == 1
     assert truncate_newest(texts, 10) == 2
     assert truncate_newest(texts, 0) == 3
+    assert truncate_newest(texts, 57) == 0  # 57 bytes in all: fits without tokenizing
+    assert truncate_newest(["é" * 30], 30) == 0  # 60 bytes, but 30 o200k tokens or fewer
 
 
 # --- jieba for Chinese ------------------------------------------------------------------------

@@ -42,8 +42,12 @@ def truncate_newest(texts: list[str], budget: int, name: str = DEFAULT_ENCODING)
     """Index of the first text kept when keeping the newest texts whose tokens fit ``budget``.
 
     ``texts`` are in chronological order; the result ``i`` means ``texts[i:]`` fit (``len(texts)``
-    when not even the newest fits).
+    when not even the newest fits). A BPE token is at least one UTF-8 byte, so texts whose bytes
+    fit the budget fit without being tokenized (AMemGym's native agent, budget unbounded, would
+    otherwise re-tokenize its whole history at every turn).
     """
+    if sum(len(text.encode("utf-8")) for text in texts) <= budget:
+        return 0
     used = 0
     for index in range(len(texts) - 1, -1, -1):
         used += count_tokens(texts[index], name)

@@ -20,6 +20,7 @@ that still fails is a parse failure the scorer counts wrong, never a random opti
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import tempfile
@@ -305,9 +306,10 @@ async def replay_period(
 async def checkpoint(
     user: AmemUser, period: int, agent: InteractiveAgent, schedule: Schedule
 ) -> list[dict[str, Any]]:
-    """Every question of the user at this period's checkpoint (memory is only read)."""
-    rows = []
-    for question in user.questions:
+    """Every question of the user at this period's checkpoint. Memory is only read, so the
+    questions are asked concurrently (the gateway bounds what reaches the endpoint)."""
+
+    async def one(question: AmemQuestion) -> dict[str, Any]:
         order = schedule.order(user, question)
         prompt, options = checkpoint_prompt(question, order)
         n = len(options)
@@ -315,39 +317,38 @@ async def checkpoint(
             prompt,
             CHOICE_TASK,
             {"question": question.query, "options": options},
-            lambda text, n=n: parse_answer(text, n),
+            lambda text: parse_answer(text, n),
         )
-        rows.append(
-            {
-                "user_id": user.id,
-                "period": period,
-                "question_index": question.index,
-                "option_order": order,
-                **_reply_fields(reply),
-            }
-        )
-    return rows
+        return {
+            "user_id": user.id,
+            "period": period,
+            "question_index": question.index,
+            "option_order": order,
+            **_reply_fields(reply),
+        }
+
+    return list(await asyncio.gather(*(one(q) for q in user.questions)))
 
 
 async def recall(user: AmemUser, period: int, agent: InteractiveAgent) -> list[dict[str, Any]]:
-    """The recall probe of every question's required info types (the diagnosis' input)."""
-    rows = []
-    for question in user.questions:
+    """The recall probe of every question's required info types (the diagnosis' input);
+    read-only like the checkpoint, so asked concurrently."""
+
+    async def one(question: AmemQuestion) -> dict[str, Any]:
         reply = await agent.ask(
             recall_prompt(user, question),
             RECALL_TASK,
             {"schema": recall_schema(user, question)},
             parse_recall,
         )
-        rows.append(
-            {
-                "user_id": user.id,
-                "period": period,
-                "question_index": question.index,
-                **_reply_fields(reply),
-            }
-        )
-    return rows
+        return {
+            "user_id": user.id,
+            "period": period,
+            "question_index": question.index,
+            **_reply_fields(reply),
+        }
+
+    return list(await asyncio.gather(*(one(q) for q in user.questions)))
 
 
 @dataclass
@@ -356,6 +357,17 @@ class StepResult:
     replies: pd.DataFrame
     recall: pd.DataFrame
     manifest: dict[str, Any]
+
+
+def users_in_flight(gateway: Any) -> int:
+    """Users conversing at once: twice the agent endpoint's concurrency (at least the default).
+
+    A user's turns are sequential, so while one waits for its simulated user or sits between
+    periods another must have a request ready; with only as many users as slots the endpoint
+    idles at every turn boundary. A test double of the gateway without specs gets the default.
+    """
+    spec = getattr(gateway, "specs", {}).get("agent")
+    return max(EPISODE_CONCURRENCY, 2 * spec.concurrency if spec is not None else 0)
 
 
 async def run_step(
@@ -422,7 +434,9 @@ async def run_step(
             progress(None)
 
     try:
-        await _bounded(users, one, EPISODE_CONCURRENCY)
+        # Users are sequential inside, independent of each other: keep as many in flight as the
+        # agent's endpoint takes requests, so a real endpoint's concurrency is used.
+        await _bounded(users, one, users_in_flight(gateway))
         manifest = {
             "system": system_spec,
             "step": step,

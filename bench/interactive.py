@@ -1,0 +1,128 @@
+"""Throughput of AMemGym's on-policy loop against the test server: ``python -m bench.interactive``.
+
+Method (recorded in docs/performance.md): a procedural environment of ``--users`` users is
+generated offline; the test server runs in a separate process and answers every chat completion
+after a fixed latency (50 ms). Every role (agent, simulated user) is bound to it with
+``concurrency: --concurrency``. One step of the interactive protocol (period 0, then period 1
+from period 0's snapshot) runs for the ``full_context`` assistant (AMemGym's native agent: no
+memory-writer or embedding calls, so every call is a chat completion the server counts).
+
+Within a user the loop is sequential (each answer depends on the previous turn), users are
+independent, so the ideal rate is min(users in flight, concurrency) / latency. The measured rate is
+the server's answered requests / wall-clock seconds of the step; each cell is the median of
+``--runs`` runs, every run on a fresh cache (all calls reach the server). The gateway's own rate at
+the same concurrency (bench.gateway's method: independent requests) is measured in the same run
+as the ceiling any protocol can reach here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.gateway import ServerProcess, _gateway_run
+from mnemoflow.data.amemgym import read_environment
+from mnemoflow.data.amemgym_procedural import generate, write_data
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.protocols.interactive import Schedule, run_step, users_in_flight
+
+
+async def _loop_run(base_url: str, users, concurrency: int, work: Path) -> tuple[int, float]:
+    """Periods 0 and 1 of every user; returns (chat calls made, seconds)."""
+    binding = {"base_url": base_url, "model": "bench", "concurrency": concurrency}
+    models = {"agent": binding, "user": binding}
+    gateway = Gateway.from_config(models, work / "cache")
+    system = {"type": "full_context", "max_tokens": 10**9}
+    keys = {"benchmark": "bench", "system": "native", "protocol": "interactive"}
+    started = time.perf_counter()
+    try:
+        previous = None
+        for step in (0, 1):
+            snapshot = work / f"step{step}"
+            await run_step(
+                users, step, system, {**keys, "step": step}, previous, snapshot, gateway, Schedule()
+            )
+            previous = snapshot
+        seconds = time.perf_counter() - started
+        calls = gateway.ledger.totals().calls
+    finally:
+        await gateway.aclose()
+        gateway.close()
+    return calls, seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--users", type=int, default=40)
+    parser.add_argument("--questions", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = generate({"users": args.users, "periods": 1, "seed": 0, "questions": args.questions})
+        write_data(data, Path(tmp))
+        users = read_environment(Path(tmp) / "data.json")
+        server = ServerProcess(args.latency)
+        loop_rates, gateway_rates, calls = [], [], 0
+        try:
+            for run in range(args.runs):
+                work = Path(tmp) / f"run{run}"
+                work.mkdir()
+                server.reset()
+                calls, seconds = asyncio.run(
+                    _loop_run(server.base_url, users, args.concurrency, work)
+                )
+                answered = sum(server.stats()["answered"].values())
+                if answered != calls:
+                    raise RuntimeError(f"bench: {calls} calls made, server answered {answered}")
+                loop_rates.append(calls / seconds)
+                server.reset()
+                timing = asyncio.run(
+                    _gateway_run(
+                        server.base_url, args.concurrency, calls, f"g{run}", work / "gcache"
+                    )
+                )
+                gateway_rates.append(timing.requests / timing.seconds)
+        finally:
+            server.close()
+
+    class _Spec:  # the loop's own rule for users in flight, at this concurrency
+        specs = {"agent": type("A", (), {"concurrency": args.concurrency})()}
+
+    in_flight = min(args.users, users_in_flight(_Spec()))
+    ideal = min(in_flight, args.concurrency) / args.latency
+    loop, ceiling = statistics.median(loop_rates), statistics.median(gateway_rates)
+    figures = {
+        "users": args.users,
+        "questions": args.questions,
+        "concurrency": args.concurrency,
+        "latency_s": args.latency,
+        "calls_per_run": calls,
+        "ideal_calls_per_s": ideal,
+        "loop_calls_per_s": loop,
+        "loop_share_of_ideal": loop / ideal,
+        "gateway_calls_per_s": ceiling,
+        "loop_ratio_to_gateway": loop / ceiling,
+        "runs": {"loop": loop_rates, "gateway": gateway_rates},
+    }
+    print(
+        f"interactive loop: {loop:.0f} calls/s = {loop / ideal:.1%} of ideal {ideal:.0f} "
+        f"(min(users in flight {in_flight}, concurrency {args.concurrency}) / "
+        f"{args.latency * 1000:.0f} ms); gateway alone {ceiling:.0f} calls/s; "
+        f"loop / gateway {loop / ceiling:.1%}; {calls} calls per run, median of {args.runs}"
+    )
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
