@@ -57,8 +57,10 @@ def _tick(bar: Progress):
     return lambda cache_hit: bar.update(1, cache_hit=cache_hit)
 
 
-def _gateway(models: dict[str, Any], cache: str | None) -> Gateway:
-    return Gateway.from_config(models, cache)
+def _gateway(models: dict[str, Any], cache: str | None, only_given: bool = False) -> Gateway:
+    """``only_given``: a role the job's params do not bind fails when used (ingest and answer get
+    only the roles their memory system declares, so an undeclared use must not go unnoticed)."""
+    return Gateway.from_config(models, cache, only_given=only_given)
 
 
 def _write_ledger(gateway: Gateway, path: str | Path, **extra: Any) -> None:
@@ -111,7 +113,7 @@ def ingest(
     turns = read_table(sessions, "sessions")
     episode_map = read_table(episode_sessions, "episode_sessions")
     episodes = static_qa.shard_episodes(episode_map.episode_id, shard, n_shards)
-    gateway = _gateway(models, cache)
+    gateway = _gateway(models, cache, only_given=True)
 
     async def run() -> dict[str, Any]:
         with progress(len(episodes), f"ingest step {step}", unit="episode") as bar:
@@ -165,7 +167,7 @@ def answer(
     todo = _step_questions(questions, step, shard, n_shards)
     turns = read_table(sessions, "sessions")
     episode_map = read_table(episode_sessions, "episode_sessions")
-    gateway = _gateway(models, cache)
+    gateway = _gateway(models, cache, only_given=True)
     keys = static_qa.run_keys(benchmark, system_name, step)
 
     async def run() -> pd.DataFrame:
@@ -277,8 +279,14 @@ def summarize_runs(
 
 
 def snakemake_params(params: Any) -> dict[str, Any]:
-    """Snakemake's Params object as a plain dict (JSON round trip drops Snakemake's wrappers)."""
-    return json.loads(json.dumps(dict(params.items())))
+    """Snakemake's Params object as a plain dict (JSON round trip drops Snakemake's wrappers).
+
+    ``code`` (every rule's fingerprint of the package code it runs, see ``mnemoflow.codeversion``)
+    is there only so that Snakemake re-runs the job when that code changes; no job reads it.
+    """
+    plain = json.loads(json.dumps(dict(params.items())))
+    plain.pop("code", None)
+    return plain
 
 
 def report(

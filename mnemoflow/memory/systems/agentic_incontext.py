@@ -28,6 +28,11 @@ class AgenticInContext(MemorySystem):
     """A writer-maintained key -> value memory shown whole in the prompt."""
 
     name: ClassVar[str] = "agentic_incontext"
+    ingest_params: ClassVar[frozenset[str]] = frozenset(
+        {"update_batch", "local_window", "max_entries"}
+    )
+    ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer",)
+    query_roles: ClassVar[tuple[str, ...]] = ()  # the whole memory is the context
     defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "max_entries": 64}
     params_schema: ClassVar[dict[str, Any]] = {
         **BUFFER_SCHEMA,
