@@ -194,48 +194,54 @@ def _references(module: str, node: ast.AST) -> list[Item]:
     return found
 
 
+@cache
+def _node(item: Item) -> tuple[str | None, str, tuple[Item, ...]]:
+    """(key, hash of its syntax tree, what it depends on) of one item; key ``None``: nothing
+    of its own (a re-export, which only points on)."""
+    module, name = item
+    parent = module.rpartition(".")[0]
+    package = ((parent, "<package>"),) if parent and is_module(parent) else ()
+    if name is None:  # a whole module; importing it runs its package first
+        tree = _tree(module)
+        return module, _digest([tree]), tuple(_references(module, tree)) + package
+    if name == "<package>":  # a package imported on the way: only what runs on import
+        statements = _side_effects(module)
+        package = ()
+    else:
+        statements = _definitions(module, name)
+        if not statements:  # a name bound by an import (a re-export)
+            binding = _bindings(module).get(name)
+            if binding is None:
+                raise ValueError(f"{module} defines no {name!r}")
+            target = _target(binding[1], binding[2])
+            return None, "", (target,) if target else ()
+        statements = statements + _side_effects(module)
+    refs = [ref for stmt in statements for ref in _references(module, stmt)]
+    return f"{module}:{name}", _digest(statements), tuple(refs) + package
+
+
+def _digest(nodes: list[ast.AST]) -> str:
+    return hashlib.sha256("\n".join(ast.dump(n) for n in nodes).encode()).hexdigest()
+
+
 def dependencies(*entries: str) -> dict[str, str]:
-    """``{"module" or "module:name": normalized source}`` of everything the entries depend on.
+    """``{"module" or "module:name": hash of its syntax tree}`` of everything the entries reach.
 
     An entry is a stage (a function of ``mnemoflow.jobs``), ``module:name`` or a module name.
     """
     todo: list[Item] = [_entry(entry) for entry in entries]
     seen: set[Item] = set()
-    sources: dict[str, str] = {}
+    found: dict[str, str] = {}
     while todo:
         item = todo.pop()
         if item in seen:
             continue
         seen.add(item)
-        module, name = item
-        if name is None:
-            tree = _tree(module)
-            sources[module] = ast.unparse(tree)
-            todo.extend(_references(module, tree))
-            parent = module.rpartition(".")[0]
-            if parent and is_module(parent):  # importing a module runs its package first
-                todo.append((parent, "<package>"))
-            continue
-        if name == "<package>":  # a package imported on the way: only what runs on import
-            statements = _side_effects(module)
-        else:
-            statements = _definitions(module, name)
-            if not statements:  # a name defined by an import (a re-export)
-                binding = _bindings(module).get(name)
-                if binding is None:
-                    raise ValueError(f"{module} defines no {name!r}")
-                target = _target(binding[1], binding[2])
-                if target:
-                    todo.append(target)
-                continue
-            statements = statements + _side_effects(module)
-        sources[f"{module}:{name}"] = "\n".join(ast.unparse(s) for s in statements)
-        for stmt in statements:
-            todo.extend(_references(module, stmt))
-        parent = module.rpartition(".")[0]
-        if parent and is_module(parent) and name != "<package>":
-            todo.append((parent, "<package>"))
-    return dict(sorted(sources.items()))
+        key, digest, refs = _node(item)
+        if key is not None:
+            found[key] = digest
+        todo.extend(refs)
+    return dict(sorted(found.items()))
 
 
 def _entry(entry: str) -> Item:
