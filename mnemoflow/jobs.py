@@ -58,10 +58,15 @@ def _tick(bar: Progress):
 
 
 def _gateway(
-    models: dict[str, Any], cache: str | None, limits: dict[str, Any] | None = None
+    models: dict[str, Any],
+    cache: str | None,
+    limits: dict[str, Any] | None = None,
+    only_given: bool = False,
 ) -> Gateway:
-    """``limits``: the job's share of each endpoint it calls (mnemoflow.llm.limits)."""
-    return Gateway.from_config(models, cache, limits)
+    """``limits``: the job's share of each endpoint it calls (mnemoflow.llm.limits).
+    ``only_given``: a role the job's params do not bind fails when used (ingest and answer get
+    only the roles their memory system declares, so an undeclared use must not go unnoticed)."""
+    return Gateway.from_config(models, cache, limits, only_given=only_given)
 
 
 def _write_ledger(gateway: Gateway, path: str | Path, **extra: Any) -> None:
@@ -115,7 +120,7 @@ def ingest(
     turns = read_table(sessions, "sessions")
     episode_map = read_table(episode_sessions, "episode_sessions")
     episodes = static_qa.shard_episodes(episode_map.episode_id, shard, n_shards)
-    gateway = _gateway(models, cache, limits)
+    gateway = _gateway(models, cache, limits, only_given=True)
 
     async def run() -> dict[str, Any]:
         with progress(len(episodes), f"ingest step {step}", unit="episode") as bar:
@@ -170,7 +175,7 @@ def answer(
     todo = _step_questions(questions, step, shard, n_shards)
     turns = read_table(sessions, "sessions")
     episode_map = read_table(episode_sessions, "episode_sessions")
-    gateway = _gateway(models, cache, limits)
+    gateway = _gateway(models, cache, limits, only_given=True)
     keys = static_qa.run_keys(benchmark, system_name, step)
 
     async def run() -> pd.DataFrame:
@@ -283,8 +288,14 @@ def summarize_runs(
 
 
 def snakemake_params(params: Any) -> dict[str, Any]:
-    """Snakemake's Params object as a plain dict (JSON round trip drops Snakemake's wrappers)."""
-    return json.loads(json.dumps(dict(params.items())))
+    """Snakemake's Params object as a plain dict (JSON round trip drops Snakemake's wrappers).
+
+    ``code`` (every rule's fingerprint of the package code it runs, see ``mnemoflow.codeversion``)
+    is there only so that Snakemake re-runs the job when that code changes; no job reads it.
+    """
+    plain = json.loads(json.dumps(dict(params.items())))
+    plain.pop("code", None)
+    return plain
 
 
 def report(

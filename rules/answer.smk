@@ -17,11 +17,12 @@ rule answer:
         mem_mb=4000,
         runtime=120,
     params:
-        system=system_spec,
+        code=code_version("answer"),
+        system=query_system,
         n_shards=n_shards,
         reader=reader_of,
         use_options=use_options_of,
-        models=models("agent", "memory_writer", "embedder"),
+        models=answer_models,
         limits=endpoint_limits("agent", "memory_writer", "embedder").params,
         seed=config.get("seed", 0),
     script:

@@ -1,13 +1,14 @@
 # Config validation and every input / params helper of the workflow (rules stay declarative).
 from snakemake.utils import validate
 
+from mnemoflow.codeversion import code_version
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.registry import n_steps
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import ROLES, check_bindings
-from mnemoflow.memory.base import check_systems
+from mnemoflow.memory.base import check_systems, stage_roles, stage_spec
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
 from mnemoflow.jobs_interactive import replay_source, schedule_of
@@ -61,6 +62,26 @@ def benchmark_source(wildcards):
 
 def system_spec(wildcards):
     return config["systems"][wildcards.system]
+
+
+def ingest_system(wildcards):
+    """The system's type and ingest-time parameters (a query-time change re-runs no ingest)."""
+    return stage_spec(system_spec(wildcards), "ingest")
+
+
+def query_system(wildcards):
+    """The system's type and query-time parameters; the rest comes from the snapshot."""
+    return stage_spec(system_spec(wildcards), "query")
+
+
+def ingest_models(wildcards):
+    """The bindings of the roles the system writes or embeds with while ingesting."""
+    return models(*stage_roles(system_spec(wildcards), "ingest"))
+
+
+def answer_models(wildcards):
+    """The agent's binding and those of the roles the system calls while retrieving."""
+    return models("agent", *stage_roles(system_spec(wildcards), "query"))
 
 
 def n_shards(wildcards):

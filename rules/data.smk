@@ -14,6 +14,7 @@ rule prepare:
         mem_mb=4000,
         runtime=30,
     params:
+        code=code_version("prepare"),
         spec=benchmark_spec,
     script:
         "../scripts/prepare.py"

@@ -16,6 +16,7 @@ rule generate_amemgym:
         runtime=10,
     params:
         spec=generate_spec,
+        code=code_version("mnemoflow.jobs_interactive:generate_environment"),
     script:
         "../scripts/generate_amemgym.py"
 
@@ -37,15 +38,16 @@ rule dialogues:
     conda:
         "../envs/mnemoflow.yaml"
     resources:
+        **endpoint_limits("agent", "user", "memory_writer", "embedder").resources,
         mem_mb=4000,
         runtime=120,
-        **endpoint_limits("agent", "user", "memory_writer", "embedder").resources,
     params:
         system=system_spec,
         n_shards=n_shards,
         schedule=schedule,
         models=models("agent", "user", "memory_writer", "embedder"),
         limits=endpoint_limits("agent", "user", "memory_writer", "embedder").params,
+        code=code_version("mnemoflow.jobs_interactive:dialogues"),
         seed=config.get("seed", 0),
     script:
         "../scripts/dialogues.py"
@@ -69,15 +71,16 @@ rule replay_dialogues:
     conda:
         "../envs/mnemoflow.yaml"
     resources:
+        **endpoint_limits("agent", "memory_writer", "embedder").resources,
         mem_mb=4000,
         runtime=120,
-        **endpoint_limits("agent", "memory_writer", "embedder").resources,
     params:
         system=system_spec,
         n_shards=n_shards,
         schedule=schedule,
         models=models("agent", "memory_writer", "embedder"),
         limits=endpoint_limits("agent", "memory_writer", "embedder").params,
+        code=code_version("mnemoflow.jobs_interactive:dialogues"),
         seed=config.get("seed", 0),
     script:
         "../scripts/dialogues.py"
@@ -94,13 +97,14 @@ rule upper_bound:
     conda:
         "../envs/mnemoflow.yaml"
     resources:
+        **endpoint_limits("agent").resources,
         mem_mb=2000,
         runtime=60,
-        **endpoint_limits("agent").resources,
     params:
         schedule=schedule,
         models=models("agent"),
         limits=endpoint_limits("agent").params,
+        code=code_version("mnemoflow.jobs_interactive:upper_bound"),
     script:
         "../scripts/upper_bound.py"
 
@@ -127,5 +131,6 @@ rule score_interactive:
         runtime=10,
     params:
         reference_upper_bound=reference_upper_bound,
+        code=code_version("mnemoflow.jobs_interactive:score"),
     script:
         "../scripts/score_interactive.py"

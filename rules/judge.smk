@@ -15,6 +15,7 @@ rule judge:
         mem_mb=2000,
         runtime=60,
     params:
+        code=code_version("judge"),
         kind=judge_kind,
         repeats=config.get("judge", {}).get("repeats", 1),
         seed=config.get("judge", {}).get("seed", 0),
@@ -43,6 +44,7 @@ rule score:
         mem_mb=1000,
         runtime=10,
     params:
+        code=code_version("score"),
         kind=judge_kind,
     script:
         "../scripts/score.py"

@@ -15,9 +15,10 @@ rule ingest:
         mem_mb=4000,
         runtime=60,
     params:
-        system=system_spec,
+        code=code_version("ingest"),
+        system=ingest_system,
         n_shards=n_shards,
-        models=models("memory_writer", "embedder"),
+        models=ingest_models,
         limits=endpoint_limits("memory_writer", "embedder").params,
         seed=config.get("seed", 0),
     script:

@@ -15,6 +15,7 @@ rule report:
         mem_mb=2000,
         runtime=10,
     params:
+        code=code_version("report"),
         config=config,
     script:
         "../scripts/report.py"

@@ -13,5 +13,7 @@ rule summarize:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        code=code_version("summarize_runs"),
     script:
         "../scripts/summarize.py"

@@ -15,8 +15,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
 
 #: Sub-package -> the mnemoflow sub-packages and modules it may import (itself always allowed).
-#: ``errors``, ``lexical`` (text normalization, token counts) and ``intervals`` serve every layer.
-SHARED = {"errors", "lexical", "intervals"}
+#: ``errors``, ``lexical`` (text normalization, token counts), ``intervals`` and ``codeversion``
+#: (source fingerprints) serve every layer.
+SHARED = {"errors", "lexical", "intervals", "codeversion"}
 ALLOWED = {
     "llm": SHARED,
     "data": SHARED,

@@ -68,6 +68,20 @@ def test_changing_one_system_parameter_replans_only_that_system(finished, tmp_pa
     assert outputs, "the changed system is re-planned"
     assert all("/bm25_message/" in o for o in outputs), outputs
     assert not any("/none/" in o for o in outputs)
+    # top_k is a query-time parameter: answering re-runs, ingestion does not.
+    assert sum(o.endswith("answers.parquet") for o in outputs) == 4
+    assert not any(o.endswith("/memory") for o in outputs), outputs
+
+
+def test_a_writer_binding_change_re_runs_nothing_when_no_system_writes_with_it(finished, tmp_path):
+    override = yaml.safe_load(TINY.read_text())
+    override["models"]["memory_writer"] = {"backend": "offline", "temperature": 0.7}
+    path = tmp_path / "override.yaml"
+    path.write_text(yaml.safe_dump(override))
+    log = snakemake(finished, "--dry-run", configfiles=(TINY, path))
+    # Only the report, which prints the whole config; no ingest, answer, judge or score job.
+    planned = {o for o in planned_outputs(log) if o.startswith("results/")}
+    assert planned == {"results/report.html", "results/report"}, planned
 
 
 def test_forced_rerun_of_answer_and_judge_makes_no_new_model_calls(finished):

@@ -139,6 +139,15 @@ def _line(record: dict[str, Any]) -> str:
 
 def conversation_context(turns: pd.DataFrame, budget_tokens: int) -> tuple[str, list[str]]:
     """The long-context conversation, newest turns first into the budget; (text, turn ids kept)."""
+    text, kept = _budgeted_conversation(turns, budget_tokens)
+    return text, [r["turn_id"] for r in kept]
+
+
+def _budgeted_conversation(
+    turns: pd.DataFrame, budget_tokens: int
+) -> tuple[str, list[dict[str, Any]]]:
+    """(prompt text, the turn records it holds): one cut serves the prompt, the offline reader's
+    fields and the diagnosis, so none of them sees a turn the others do not."""
     records = turns.sort_values(["session_index", "turn_index"]).to_dict("records")
     speakers = list(dict.fromkeys(r["speaker"] for r in records))
     start = _START.format(
@@ -159,7 +168,7 @@ def conversation_context(turns: pd.DataFrame, budget_tokens: int) -> tuple[str, 
             current = record["session_id"]
             parts.append(f"\nDATE: {record['session_time']}\nCONVERSATION:\n")
         parts.append(_line(record) + "\n")
-    return start + "".join(parts), [r["turn_id"] for r in kept]
+    return start + "".join(parts), kept
 
 
 def build_request(
@@ -179,9 +188,8 @@ def build_request(
     if options.mode == "long_context":
         if turns is None:
             raise ValueError("locomo reader: long_context needs the conversation's turns")
-        context, _ = conversation_context(turns, options.budget_tokens)
-        records = turns.sort_values(["session_index", "turn_index"]).to_dict("records")
-        passages = [{"text": _line(r), "time": str(r["session_time"])} for r in records]
+        context, kept = _budgeted_conversation(turns, options.budget_tokens)
+        passages = [{"text": _line(r), "time": str(r["session_time"])} for r in kept]
     else:
         if options.mode == "oracle":
             if turns is None:

@@ -41,8 +41,12 @@ def require_text(text: str) -> str:
     return text
 
 
-#: Bump when the offline heuristics change, so cached offline replies are not reused.
-OFFLINE_VERSION = "offline-heuristic@1"
+def offline_version(task: str | None) -> str:
+    """The offline model's identity in the cache key: derived from the source of the code that
+    answers ``task`` (``None``: embeddings), so a changed heuristic is a cache miss."""
+    from mnemoflow.llm.offline import identity
+
+    return identity(task)
 
 
 class Backend(Protocol):
@@ -88,6 +92,7 @@ class Gateway:
         specs: dict[str, EndpointSpec],
         cache_path: str | Path | None = None,
         limits: dict[str, dict[str, Any]] | None = None,
+        unbound: tuple[str, ...] = (),
     ):
         for role, fallback in ROLE_DEFAULTS.items():
             if specs.get(role) is None and specs.get(fallback) is not None:
@@ -95,6 +100,9 @@ class Gateway:
         self.specs = {role: specs.get(role) or EndpointSpec(role=role) for role in ROLES}
         # base_url -> this job's share of that endpoint (from the workflow; None: per-role limits)
         self.limits = {url: dict(limit) for url, limit in (limits or {}).items()}
+        #: Roles this job was not given (its params do not carry their binding): using one is an
+        #: error, never a silent fall-back to the default binding.
+        self.unbound = frozenset(unbound)
         self.cache = ResponseCache(cache_path)
         self.ledger = Ledger()
         self._backends: dict[str, Backend] = {}
@@ -106,7 +114,9 @@ class Gateway:
         models: dict[str, Any] | None,
         cache_path: str | Path | None = None,
         limits: dict[str, dict[str, Any]] | None = None,
+        only_given: bool = False,
     ) -> Gateway:
+        """``only_given``: the roles absent from ``models`` are unbound (see ``unbound``)."""
         models = dict(models or {})
         unknown = sorted(set(models) - set(ROLES))
         if unknown:
@@ -117,7 +127,15 @@ class Gateway:
             )
             for role in ROLES
         }
-        return cls(specs, cache_path, limits)
+        unbound = tuple(r for r in ROLES if r not in models) if only_given else ()
+        return cls(specs, cache_path, limits, unbound=unbound)
+
+    def _check_bound(self, role: str) -> None:
+        if role in self.unbound:
+            raise ConfigError(
+                f"role {role!r} is not bound in this job: its memory system does not declare it "
+                "(ingest_roles / query_roles of the MemorySystem class)"
+            )
 
     def backend(self, role: str) -> Backend:
         if role not in self._backends:
@@ -147,7 +165,7 @@ class Gateway:
         }
         if spec.backend == "offline":
             # The offline model reads the structured fields, so they determine its reply.
-            payload["model"] = OFFLINE_VERSION
+            payload["model"] = offline_version(request.task)
             payload["task"] = request.task
             payload["fields"] = request.fields
         if attempt:
@@ -166,6 +184,7 @@ class Gateway:
         """
         if request.role not in self.specs:
             raise ConfigError(f"unknown role {request.role!r}; roles are {list(ROLES)}")
+        self._check_bound(request.role)
         parse = parse or require_text
         retries = self.specs[request.role].max_parse_retries
         raw: list[str] = []
@@ -253,8 +272,9 @@ class Gateway:
 
     async def embed(self, texts: list[str], role: str = "embedder") -> np.ndarray:
         """Embed texts, computing each distinct text once across calls, jobs and reruns."""
+        self._check_bound(role)
         spec = self.specs[role]
-        model = OFFLINE_VERSION if spec.backend == "offline" else spec.model
+        model = offline_version(None) if spec.backend == "offline" else spec.model
         keys = [cache_key({"embed": model, "backend": spec.backend, "text": t}) for t in texts]
         started = time.perf_counter()
         found = self.cache.get_vectors(sorted(set(keys)))

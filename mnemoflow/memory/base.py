@@ -69,6 +69,13 @@ class MemorySystem(ABC):
     defaults: ClassVar[dict[str, Any]] = {}
     #: JSON Schema of each parameter, keyed like ``defaults`` (a parameter without one: unchecked).
     params_schema: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: Parameters that shape what ``add`` stores; the others only shape ``retrieve``, so changing
+    #: them re-runs answering but not ingestion. ``None`` (the safe default): every parameter.
+    ingest_params: ClassVar[frozenset[str] | None] = None
+    #: Model roles ``add`` and ``retrieve`` call through ``self.llm``: a change to another role's
+    #: binding re-runs neither stage. Default: the writer and the embedder, at both stages.
+    ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
+    query_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         params = dict(params or {})
@@ -200,6 +207,39 @@ def build(
     cls = resolve(type_name)
     cls.check_params(params, where)
     return cls(params, llm=llm, seed=seed)
+
+
+#: The stages of a memory's life: ``ingest`` builds snapshots (``add``), ``query`` reads them.
+STAGES = ("ingest", "query")
+
+
+def stage_spec(spec: dict[str, Any], stage: str) -> dict[str, Any]:
+    """The part of a ``systems:`` entry that ``stage`` uses: its type and that stage's parameters.
+
+    A job's params carry only this part, so a query-time parameter (``top_k``) does not re-run
+    ingestion. The answer job gets the ingest-time part back from the snapshot it reads
+    (:func:`full_spec`), which a change to it rebuilds.
+    """
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+    kind = "type" if spec.get("type") else "class"
+    type_name, params = _split_spec(spec, "systems")
+    declared = resolve(type_name).ingest_params
+    at_ingest = set(params) if declared is None else set(declared)
+    keep = at_ingest if stage == "ingest" else set(params) - at_ingest
+    return {kind: type_name, **{k: v for k, v in params.items() if k in keep}}
+
+
+def full_spec(ingest_part: dict[str, Any], query_part: dict[str, Any]) -> dict[str, Any]:
+    """A system's whole entry from its two stage parts (the query part wins, it is newer)."""
+    return {**ingest_part, **query_part}
+
+
+def stage_roles(spec: dict[str, Any], stage: str) -> tuple[str, ...]:
+    """The model roles a system calls at ``stage`` (its ``ingest_roles`` or ``query_roles``)."""
+    type_name, _ = _split_spec(spec, "systems")
+    cls = resolve(type_name)
+    return tuple(cls.ingest_roles if stage == "ingest" else cls.query_roles)
 
 
 def check_systems(systems: dict[str, dict[str, Any]]) -> None:

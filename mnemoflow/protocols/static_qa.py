@@ -30,7 +30,7 @@ from mnemoflow.eval.diagnosis import diagnose, diagnosis_rates, diagnosis_scores
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.eval.rescore import InputError, answer_rankings, read_retrievals, score_judged
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.memory.base import MemorySystem, Message, build
+from mnemoflow.memory.base import MemorySystem, Message, build, full_spec
 
 PROTOCOL = "qa"
 MANIFEST = "manifest.json"
@@ -169,6 +169,16 @@ def load_memory(
     return memory
 
 
+def snapshot_system(snapshot: Path, query_spec: dict[str, Any]) -> dict[str, Any]:
+    """The whole spec of the system that answers from ``snapshot``: the ingest-time parameters
+    it was built with (its manifest) and this job's query-time ones (``memory.base.stage_spec``).
+    A snapshot without a manifest (built outside ``ingest``) is answered with ``query_spec``."""
+    manifest = Path(snapshot) / MANIFEST
+    if not manifest.is_file():
+        return query_spec
+    return full_spec(json.loads(manifest.read_text(encoding="utf-8"))["system"], query_spec)
+
+
 def run_keys(benchmark: str, system: str, step: int) -> dict[str, Any]:
     return {"benchmark": benchmark, "system": system, "protocol": PROTOCOL, "step": step}
 
@@ -193,6 +203,7 @@ async def answer(
     reader with ``retrieval_log`` reads each question's ranking from that official log instead
     of asking the memory.
     """
+    system_spec = snapshot_system(snapshot, system_spec)
     reader_name, reader_options = reader_config(reader)
     log_path = retrieval_log_path(reader)
     log = retrieval_log(log_path) if log_path else None

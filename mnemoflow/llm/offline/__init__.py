@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemoflow.codeversion import code_version
 from mnemoflow.lexical import content_words, count_tokens
 from mnemoflow.llm.types import OFFLINE_MODEL, ChatRequest, Completion, EndpointSpec
 
@@ -80,6 +81,17 @@ def hashed_embedding(text: str, dim: int = EMBED_DIM) -> np.ndarray:
         vector[index] += sign
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm else vector
+
+
+def identity(task: str | None) -> str:
+    """``offline-heuristic@<fingerprint>`` of the code that answers ``task`` (``None``: the
+    embeddings), for the response cache key: editing a handler, or anything it calls, makes its
+    cached replies a miss while the other tasks' replies stay valid."""
+    _load_handlers()
+    handler = HANDLERS.get(task) if task is not None else hashed_embedding
+    if handler is None:
+        return OFFLINE_MODEL  # no handler: the request fails in ``complete`` anyway
+    return f"{OFFLINE_MODEL}@{code_version(f'{handler.__module__}:{handler.__name__}')}"
 
 
 _loaded = False

@@ -1,13 +1,26 @@
 """Offline memory writer: sentence-level fact extraction and rule-based memory updates.
 
-An honest heuristic, not a language model. A "fact" is a declarative first-person sentence of a
-message ("my favorite color is teal", "I moved to Lisbon"), rewritten to name the speaker
-("user's favorite color is teal"). Its *subject* is what comes before the copula ("is", "are",
-"has changed to", ...) and its *value* what comes after. Memory decisions compare subjects:
-same subject and same value -> NONE, same subject and a new value -> UPDATE (the newer statement
-wins), a negated statement ("no longer", "not ... anymore") about a subject -> DELETE, anything
-else -> ADD. Hard negatives keep their own subject ("user's sister's favorite color"), so they
-never overwrite the user's own value.
+An honest heuristic, not a language model, and a generic one: it knows what an English
+first-person statement about oneself looks like, not how any benchmark words its facts. A *fact*
+is a declarative sentence whose grammatical subject is the speaker: once an opening phrase is set
+aside, it starts with "I" or "my" ("my favorite color is teal", "I moved to Lisbon"). It is
+rewritten to name the speaker ("user's favorite color is teal"). Not facts: questions, requests
+("Help me ..."), intentions ("I will ...", "I'd like ..."), and sentences about someone else
+("Our neighbour ...").
+
+- Opening phrases without a first-person word, up to a comma, colon or dash ("By the way,",
+  "To be honest -"), a sentence adverb ("Honestly", "Anyway") and a reporting clause ("I think
+  that", "I should mention") are set aside.
+- The *subject* of a fact is what comes before a copula ("is", "are", "has been", "has changed
+  to", ...) and its *value* what follows, without a trailing afterthought (", funny enough",
+  ", I guess") or time adverbial ("these days", "at the moment"). A statement with no copula
+  ("I moved to Lisbon") has no subject: it is added, never used to overwrite another.
+- Possessives keep their owner: "my roommate's job is nurse" has the subject "user's roommate's
+  job", a fact about the roommate that never overwrites the user's own job.
+
+Memory decisions compare subjects: same subject and same value -> NONE, same subject and a new
+value -> UPDATE (the newer statement wins), a negated statement ("no longer", "not ... anymore")
+about a subject -> DELETE, anything else -> ADD.
 
 Replies follow the JSON contracts in ``mnemoflow/memory/writer.py``.
 """
@@ -21,32 +34,59 @@ from typing import Any
 from mnemoflow.lexical import content_words, sentences
 from mnemoflow.llm.offline import handles
 
-FIRST_PERSON = re.compile(
-    r"\b(my|mine|i'm|i am|i've|i have|i had|i was|i live|i work|i moved|i love|i like|i hate|"
-    r"i prefer|i went|i got|i started|i bought|i adopted|i joined|i play|i no longer|i don't)\b",
+#: How a statement about oneself opens: the speaker as subject, or something the speaker has.
+SELF_SUBJECT = re.compile(r"^(?:i|i'm|i've|i was|my|mine)\b", re.IGNORECASE)
+#: First-person words anywhere: an opening phrase holding one is part of the statement.
+FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.IGNORECASE)
+#: Intentions, wishes and offers ("I will", "I'd like", "I can"): not facts about oneself.
+INTENTION = re.compile(
+    r"^i(?:'ll|'d| will| would| can| could| shall| should| might| may| want| wish| hope)\b",
     re.IGNORECASE,
 )
+#: "I think (that)", "I should mention (that)": the statement is the clause that follows.
+REPORTING = re.compile(
+    r"^i\s+(?:(?:really\s+)?(?:think|guess|believe|suppose|feel|mean|reckon|realized|noticed)"
+    r"|(?:should|must|have to|forgot to|want to|wanted to)\s+(?:mention|say|add|admit|tell you)"
+    r")(?:\s+that)?[,:]?\s+",
+    re.IGNORECASE,
+)
+#: An opening phrase set aside before the statement: a few words and a comma, colon or dash.
+OPENING = re.compile(r"^([^,:;\u2014-]{1,40}?)\s*(?:[,:;\u2014]|\s-\s)\s*")
+#: A lone sentence adverb at the start ("Honestly my ...", "Anyway I ...").
+ADVERB = re.compile(r"^(?:\w+ly|anyway|also|so|well|oh|yes|yeah|ok|okay)\s+", re.IGNORECASE)
 COPULA = re.compile(
-    r"\s(?:has changed to|have changed to|changed to|is now|are now|has become|became|is|are|"
-    r"was|were)\s",
+    r"\s(?:has changed to|have changed to|changed to|has become|have become|has been|have been|"
+    r"is now|are now|is still|are still|became|remains|remain|is|are|was|were)\s",
     re.IGNORECASE,
 )
 NEGATION = re.compile(r"\b(no longer|not anymore|anymore|don't have|do not have|stopped)\b", re.I)
-LEADING_THAT = re.compile(r"^(?:i\s+\w+(?:\s+\w+)?\s+that\s+)", re.IGNORECASE)
-TRAILING = re.compile(r"(?:,\s*[^,]*$)|\s+(?:these days|now|nowadays)\s*$", re.IGNORECASE)
+#: A trailing afterthought after a comma, or a time adverbial, is not part of a value.
+TRAILING = re.compile(
+    r"(?:,\s*[^,]*$)|\s+(?:these days|nowadays|now|currently|at the moment|at present|"
+    r"right now|for now|lately|recently|anymore)\s*$",
+    re.IGNORECASE,
+)
 #: Words that only date a statement; dropped from subjects so "is now X" matches "is X".
 TIME_WORDS = frozenset({"now", "currently", "nowadays", "today", "still"})
 
 
-def _strip_lead(sentence: str) -> str:
-    """Drop a lead-in without first person ("By the way, ", "Update: ", "I should say that")."""
-    sentence = sentence.strip()
-    for sep in (":", ","):
-        head, found, tail = sentence.partition(sep)
-        if found and len(head.split()) <= 4 and not FIRST_PERSON.search(head) and tail.strip():
-            if FIRST_PERSON.search(tail):
-                sentence = tail.strip()
-    return LEADING_THAT.sub("", sentence)
+def statement(sentence: str) -> str | None:
+    """The first-person statement in ``sentence`` with its opening set aside, or ``None``."""
+    text = sentence.strip()
+    if not text or text.endswith("?"):
+        return None
+    for _ in range(3):  # "Anyway, honestly, I think that my ..."
+        before = text
+        match = OPENING.match(text)
+        if match and not FIRST_PERSON.search(match.group(1)) and len(match.group(1).split()) <= 5:
+            text = text[match.end() :]
+        text = ADVERB.sub("", text, count=1)
+        text = REPORTING.sub("", text, count=1)
+        if text == before:
+            break
+    if not SELF_SUBJECT.match(text) or INTENTION.match(text):
+        return None
+    return text
 
 
 def _third_person(sentence: str, speaker: str) -> str:
@@ -65,10 +105,8 @@ def extract(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     facts = []
     for record in records:
         for sentence in sentences(record["content"]):
-            if sentence.endswith("?") or not FIRST_PERSON.search(sentence):
-                continue
-            core = _strip_lead(sentence)
-            if len(content_words(core)) < 2:
+            core = statement(sentence)
+            if core is None or len(content_words(core)) < 2:
                 continue
             facts.append({"text": _third_person(core, record["speaker"]), "from": [record["n"]]})
     return facts

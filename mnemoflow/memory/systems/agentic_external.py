@@ -27,6 +27,10 @@ class AgenticExternal(MemorySystem):
     """LLM-curated facts (add / update / delete) in a dense store, plus a local window."""
 
     name: ClassVar[str] = "agentic_external"
+    ingest_params: ClassVar[frozenset[str]] = frozenset(
+        {"update_batch", "local_window", "similar_k"}
+    )
+    query_roles: ClassVar[tuple[str, ...]] = ("embedder",)  # the writer writes only
     #: (update_batch, local_window, top_k) of AMemGym's reference configuration awe-2-4-30.
     defaults: ClassVar[dict[str, Any]] = {
         "update_batch": 2,

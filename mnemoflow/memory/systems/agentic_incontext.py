@@ -30,6 +30,11 @@ class AgenticInContext(MemorySystem):
     """A writer-maintained key -> value memory shown whole in the prompt."""
 
     name: ClassVar[str] = "agentic_incontext"
+    ingest_params: ClassVar[frozenset[str]] = frozenset(
+        {"update_batch", "local_window", "max_entries", "prompt"}
+    )
+    ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer",)
+    query_roles: ClassVar[tuple[str, ...]] = ()  # the whole memory is the context
     defaults: ClassVar[dict[str, Any]] = {
         "update_batch": 2,
         "local_window": 4,

@@ -16,6 +16,10 @@ from mnemoflow.memory.tokenize import tokenize
 
 class _BM25Base(MessageStoreSystem):
     # lang: "auto" segments Chinese text with jieba and uses English words otherwise.
+    # The index is built from the stored messages at retrieval: every parameter is query-time.
+    ingest_params = frozenset()
+    ingest_roles = ()
+    query_roles = ()
     defaults: dict[str, Any] = {
         "top_k": 5,
         "backend": "bm25s",

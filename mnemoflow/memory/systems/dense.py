@@ -41,6 +41,9 @@ class DenseMessage(MemorySystem):
     """Dense retrieval over single messages (one vector per turn)."""
 
     name: ClassVar[str] = "dense_message"
+    ingest_params: ClassVar[frozenset[str]] = frozenset()
+    ingest_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
     defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
     params_schema: ClassVar[dict[str, Any]] = {"top_k": {"type": "integer", "minimum": 1}}
 
@@ -86,6 +89,9 @@ class DenseSession(MemorySystem):
     """Dense retrieval over whole sessions (a session scores as its best message by default)."""
 
     name: ClassVar[str] = "dense_session"
+    ingest_params: ClassVar[frozenset[str]] = frozenset({"pooling"})
+    ingest_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
     defaults: ClassVar[dict[str, Any]] = {"top_k": 5, "pooling": "max"}
     params_schema: ClassVar[dict[str, Any]] = {
         "top_k": {"type": "integer", "minimum": 1},

@@ -20,6 +20,9 @@ class FullContext(MessageStoreSystem):
     """Every message, newest kept when over the token budget (a long-context reader)."""
 
     name = "full_context"
+    ingest_params = frozenset()  # stores every message; max_tokens cuts at retrieval
+    ingest_roles = ()
+    query_roles = ()
     defaults: dict[str, Any] = {"max_tokens": 8000}
     params_schema: dict[str, Any] = {"max_tokens": {"type": "integer", "minimum": 1}}
 

@@ -13,6 +13,9 @@ class NoMemory(MemorySystem):
     """Remembers nothing; the lower bound every memory system is compared with."""
 
     name = "none"
+    ingest_params = frozenset()
+    ingest_roles = ()
+    query_roles = ()
     defaults: dict[str, Any] = {}
     params_schema: dict[str, Any] = {}
 

@@ -44,6 +44,8 @@ class NotesLinked(MemorySystem):
     """One annotated note per message, linked to similar notes; hits bring their neighbours."""
 
     name: ClassVar[str] = "notes_linked"
+    ingest_params: ClassVar[frozenset[str]] = frozenset({"link_k", "link_threshold"})
+    query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
     defaults: ClassVar[dict[str, Any]] = {
         "top_k": 5,
         "link_k": 3,

@@ -24,6 +24,9 @@ class RAG(MemorySystem):
     """Raw messages written in batches to a dense store; recent ones kept in a local window."""
 
     name: ClassVar[str] = "rag"
+    ingest_params: ClassVar[frozenset[str]] = frozenset({"update_batch", "local_window"})
+    ingest_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
     #: AMemGym's reference configuration rag-2-4-30 (configs/agent/rag-2-4-30.json).
     defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "top_k": 30}
     params_schema: ClassVar[dict[str, Any]] = {

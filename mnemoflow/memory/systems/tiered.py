@@ -49,6 +49,12 @@ class Tiered(MemorySystem):
     """Short-term page queue, heat-scored mid-term segments, long-term profile."""
 
     name: ClassVar[str] = "tiered"
+    #: Everything but the retrieval sizes shapes what is stored, promoted or evicted.
+    ingest_params: ClassVar[frozenset[str]] = frozenset(
+        ("short_capacity", "mid_capacity", "heat_threshold")
+        + ("alpha", "beta", "gamma", "recency_tau")
+    )
+    query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
     defaults: ClassVar[dict[str, Any]] = {
         "short_capacity": 10,
         "mid_capacity": 200,
