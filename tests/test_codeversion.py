@@ -173,3 +173,22 @@ def test_offline_identity_is_per_task():
     assert "mnemoflow.llm.offline.writer" not in judge_deps  # a writer change keeps judge hits
     assert identity("memory_extract_facts").startswith("offline-heuristic@")
     assert identity("memory_extract_facts") != identity("judge_qa")
+
+
+def test_an_offline_handler_registered_outside_the_package_is_identified_by_its_source(
+    monkeypatch,
+):
+    from mnemoflow.llm.offline import HANDLERS, _load_handlers, identity
+
+    _load_handlers()
+
+    def first(fields):
+        return "one"
+
+    def second(fields):
+        return "two"
+
+    monkeypatch.setitem(HANDLERS, "plugin_task", first)
+    one = identity("plugin_task")
+    monkeypatch.setitem(HANDLERS, "plugin_task", second)
+    assert one.startswith("offline-heuristic@") and identity("plugin_task") != one

@@ -12,6 +12,7 @@ task name; an unknown task is an error, never a made-up reply.
 from __future__ import annotations
 
 import hashlib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -91,7 +92,15 @@ def identity(task: str | None) -> str:
     handler = HANDLERS.get(task) if task is not None else hashed_embedding
     if handler is None:
         return OFFLINE_MODEL  # no handler: the request fails in ``complete`` anyway
-    return f"{OFFLINE_MODEL}@{code_version(f'{handler.__module__}:{handler.__name__}')}"
+    try:
+        version = code_version(f"{handler.__module__}:{handler.__name__}")
+    except ValueError:  # registered from outside the package (a plugin, a test): its own source
+        try:
+            source = inspect.getsource(handler)
+        except (OSError, TypeError):
+            source = f"{handler.__module__}:{handler.__qualname__}"
+        version = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    return f"{OFFLINE_MODEL}@{version}"
 
 
 _loaded = False
