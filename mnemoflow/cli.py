@@ -16,6 +16,7 @@ COMMANDS = [
     "mnemoflow.commands.report",
     "mnemoflow.commands.data",
     "mnemoflow.commands.score",
+    "mnemoflow.commands.normalize",
     "mnemoflow.commands.cluster",
     "mnemoflow.commands.serve",
 ]

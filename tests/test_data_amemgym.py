@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from mnemoflow.data.amemgym import parse
+from mnemoflow.data.amemgym import gold_choice, parse, read_environment, true_state
 from mnemoflow.data.registry import load_benchmark, n_steps
 from mnemoflow.data.tables import QUESTIONS, SESSIONS, to_arrow
 from mnemoflow.data.validate import DataError
@@ -65,6 +65,7 @@ def user(uid="u-1"):
             "answer_choices": [
                 {"state": ["Lisbon", "vegan"], "answer": "Alfama", "type": "correct"},
                 {"state": ["Osaka", "vegan"], "answer": "Namba", "type": "correct"},
+                {"state": ["Osaka", "keto"], "answer": "Umeda", "type": "correct"},
             ],
         },
     ]
@@ -103,8 +104,8 @@ def test_steps_and_sessions(data_file):
 
 def test_gold_option_per_period(data_file):
     q = parse(data_file, seed=0).questions
-    # 2 users x 2 qas x 3 periods, minus the gym question at period 2 (no choice has keto)
-    assert len(q) == 2 * (3 + 2)
+    # 2 users x 2 qas x 3 periods: every qa at every checkpoint
+    assert len(q) == 2 * 2 * 3
     cook = q[(q["episode_id"] == "u-1") & q["question_id"].str.endswith("_q0")]
     assert cook["checkpoint"].tolist() == [0, 1, 2]
     assert cook["answer"].tolist() == ["Chickpea curry", "Chickpea curry", "Steak with butter"]
@@ -117,17 +118,68 @@ def test_gold_option_per_period(data_file):
     assert [list(o) for o in cook["options"]] == [[texts[i] for i in order]] * 3
     meta = json.loads(cook["meta"].iloc[2])
     assert meta["gold_state"] == ["keto"] and meta["original_index"] == order
+    assert meta["state"] == {"diet": "keto", "city": "Osaka"}
     # evidence: sessions up to the checkpoint that expose the diet
     assert list(cook["evidence_ids"].iloc[1]) == ["u-1_p0_s0", "u-1_p1_s0"]
     assert cook["question_time"].iloc[0] == "2024-01-28T00:00"
 
 
-def test_unmatched_state_is_skipped_and_reported(data_file):
-    p = parse(data_file)
-    assert p.notes == [
-        "data.json: 2 (question, period) pairs have no choice matching the period's state and "
-        "were skipped: u-1 qas[1] period 2; u-2 qas[1] period 2"
-    ]
+def _write(tmp_path, record):
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps([record]))
+    return path
+
+
+def _error(tmp_path, record):
+    with pytest.raises(DataError) as info:
+        read_environment(_write(tmp_path, record))
+    return str(info.value)
+
+
+def test_checkpoint_state_without_a_choice_is_a_one_line_error(tmp_path):
+    record = user()
+    del record["qas"][1]["answer_choices"][2]  # no gym answer for (Osaka, keto) any more
+    assert _error(tmp_path, record) == (
+        "data.json: record 0 (u-1) periods[2] qas[1].answer_choices: no choice has 'state' "
+        "['Osaka', 'keto'] (periods[2].state on required_info ['city', 'diet'])"
+    )
+    with pytest.raises(DataError):  # the unified-table loader reads through read_environment
+        parse(_write(tmp_path, record))
+
+
+def test_required_type_missing_from_the_schema_is_a_one_line_error(tmp_path):
+    record = user()
+    del record["state_schema"]["city"]
+    assert _error(tmp_path, record) == (
+        "data.json: record 0 (u-1) qas[1].required_info[0]: 'city' is not a type of state_schema"
+    )
+
+
+def test_period_without_state_is_a_one_line_error(tmp_path):
+    record = user()
+    del record["periods"][1]["state"]
+    assert _error(tmp_path, record) == "data.json: record 0 (u-1) periods[1]: missing field 'state'"
+    record = user()
+    del record["periods"][2]["state"]["city"]
+    assert _error(tmp_path, record) == (
+        "data.json: record 0 (u-1) periods[2].state: missing 'city', required by qas[1]"
+    )
+
+
+def test_choice_state_length_must_match_required_info(tmp_path):
+    record = user()
+    record["qas"][1]["answer_choices"][0]["state"] = ["Lisbon"]
+    assert _error(tmp_path, record) == (
+        "data.json: record 0 (u-1) qas[1].answer_choices[0]: 'state' has 1 values for "
+        "2 required_info"
+    )
+
+
+def test_gold_choice_and_true_state(data_file):
+    first = read_environment(data_file)[0]
+    gym = first.questions[1]
+    assert true_state(gym, first.periods[2]) == ["Osaka", "keto"]
+    assert [gold_choice(gym, p) for p in first.periods] == [0, 1, 2]
 
 
 def test_order_is_reproducible_and_seeded(data_file):
@@ -162,12 +214,12 @@ def test_sessions_without_released_messages_load_with_no_turns(tmp_path):
     p = parse(path)
     assert p.sessions.empty
     to_arrow(p.sessions, SESSIONS)  # an empty table is still a valid one
-    # every qa at every period's checkpoint, less the one whose state has no choice (period 2)
-    assert len(p.questions) == 3 * 2 - 1
+    # every qa at every period's checkpoint
+    assert len(p.questions) == 3 * 2
 
 
 def test_read_environment_gives_users_periods_sessions_and_questions(data_file):
-    from mnemoflow.data.amemgym import option_order, read_environment
+    from mnemoflow.data.amemgym import option_order
 
     raw = user("u-1")
     first, second = read_environment(data_file)

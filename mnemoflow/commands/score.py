@@ -2,6 +2,12 @@
 
     mnemoflow score --benchmark longmemeval --data PATH --predictions FILE --out DIR
                     [--retrievals FILE] [--config FILE] [--repeats N]
+    mnemoflow score --benchmark amemgym --data data.json --replies FILE --out DIR
+                    [--upper-bound FILE] [--recall FILE] [--reference-upper-bound]
+
+AMemGym needs no judge: raw checkpoint replies (and the upper-bound and recall replies) are
+parsed and scored by :mod:`mnemoflow.eval.amemgym_score`, the same code as the workflow's score
+job; it writes ``question_scores.parquet`` and ``scores.parquet``.
 
 Writes ``judgements.parquet``, ``question_scores.parquet`` (per question, long form),
 ``scores.parquet`` (aggregates), ``judge.json`` (judge model, prompt version, temperature, seeds)
@@ -17,9 +23,11 @@ from pathlib import Path
 
 import yaml
 
+from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.registry import load_benchmark
-from mnemoflow.data.tables import write_atomic_text
+from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval.amemgym_score import read_reply_file, score_replies, score_table
 from mnemoflow.eval.judges import judge_provenance
 from mnemoflow.eval.rescore import (
     BENCHMARKS,
@@ -35,16 +43,37 @@ from mnemoflow.llm.gateway import Gateway
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "score", help="judge and score a predictions file (LongMemEval / LoCoMo)"
+        "score",
+        help="judge and score a predictions file (LongMemEval / LoCoMo / MemoryBench), "
+        "or AMemGym replies",
     )
-    parser.add_argument("--benchmark", required=True, choices=BENCHMARKS)
-    parser.add_argument("--data", required=True, type=Path, help="the benchmark's data file")
     parser.add_argument(
-        "--predictions", required=True, type=Path, help="JSONL question_id+hypothesis"
+        "--benchmark", required=True, choices=(*BENCHMARKS, "memorybench", "amemgym")
+    )
+    parser.add_argument(
+        "--data",
+        required=True,
+        type=Path,
+        help="data file (memorybench: release folder or raw file)",
+    )
+    parser.add_argument(
+        "--predictions",
+        type=Path,
+        help='JSONL question_id+hypothesis; memorybench: {"dataset", "test_idx", "response"} '
+        "(not amemgym)",
+    )
+    parser.add_argument("--configs", type=Path, help="memorybench: the configs/datasets folder")
+    parser.add_argument("--set", help="memorybench: dataset:NAME, domain:NAME or task:NAME")
+    parser.add_argument(
+        "--stats", type=Path, help="memorybench: statistics file (default: beside --configs)"
     )
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--retrievals", type=Path, help="retrieval log (LongMemEval's shape)")
-    parser.add_argument("--config", type=Path, help="YAML with models.judge (default: offline)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="YAML with models.judge (default: the offline heuristic judge, no model)",
+    )
     parser.add_argument("--repeats", type=int, default=None, help="judge repeats (judge.repeats)")
     parser.add_argument("--seed", type=int, default=0, help="first seed of judge repeats")
     parser.add_argument("--system", default="predictions", help="system name in the tables")
@@ -53,7 +82,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="session metrics from turns count only evidence turns (official noans labelling)",
     )
+    amemgym = parser.add_argument_group("amemgym (JSONL; period, question_index 0-based)")
+    amemgym.add_argument("--replies", type=Path, help="user_id, period, question_index, reply")
+    amemgym.add_argument(
+        "--upper-bound", type=Path, help="user_id, question_index, option_index, reply"
+    )
+    amemgym.add_argument("--recall", type=Path, help="user_id, period, question_index, reply")
+    amemgym.add_argument(
+        "--reference-upper-bound",
+        action="store_true",
+        help="the reference's upper-bound lookup by state tuple over all questions of a user",
+    )
     parser.set_defaults(func=run)
+
+
+def run_amemgym(args: argparse.Namespace) -> int:
+    """Score raw AMemGym replies against data.json; no model is called."""
+    if args.replies is None:
+        raise ConfigError("--benchmark amemgym needs --replies")
+    users = read_environment(args.data)
+    upper = read_reply_file(args.upper_bound, "upper") if args.upper_bound else None
+    recall = read_reply_file(args.recall, "recall") if args.recall else None
+    question_scores, scores = score_replies(
+        users,
+        read_reply_file(args.replies, "replies"),
+        upper,
+        recall,
+        reference_upper_bound=args.reference_upper_bound,
+    )
+    write_table(question_scores, args.out / "question_scores.parquet", "amemgym_question_scores")
+    write_table(scores, args.out / "scores.parquet", "amemgym_scores")
+    print(f"amemgym: scored {len(question_scores)} replies of {len(users)} users -> {args.out}")
+    print(score_table(scores))
+    return 0
 
 
 def _config(path: Path | None) -> tuple[dict, dict]:
@@ -74,7 +135,15 @@ def _config(path: Path | None) -> tuple[dict, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.benchmark == "amemgym":
+        return run_amemgym(args)
+    if args.predictions is None:
+        raise ConfigError(f"--benchmark {args.benchmark} needs --predictions")
     models, judge_settings = _config(args.config)
+    if args.benchmark == "memorybench":
+        from mnemoflow.commands.score_memorybench import run as run_memorybench
+
+        return run_memorybench(args, models)
     repeats = args.repeats if args.repeats is not None else int(judge_settings.get("repeats", 1))
     if repeats < 1:
         raise ConfigError(f"judge repeats must be >= 1, got {repeats}")

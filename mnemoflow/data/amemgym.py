@@ -11,13 +11,15 @@ of the question's ``required_info``) under which each answer is the right one.
   off-policy messages; on-policy runs replace them with live simulated-user dialogues.
 - Questions: every qa is asked at every period's checkpoint (as the official evaluation does), so a
   user with 11 periods and 10 qas gives 110 questions, ``question_id`` = ``{user}_p{period}_q{j}``.
-- The gold choice at a period is the one whose ``state`` equals the period's ``state`` on
+- The gold choice at a period is the first one whose ``state`` equals the period's ``state`` on
   ``required_info``. The official script silently falls back to the last choice when none matches;
-  here such a (question, period) pair is skipped and listed in the loader's notes instead.
+  here :func:`read_environment` rejects such a file with a one-line error naming user, period,
+  question and field (as it does a required type missing from the schema or a period without a
+  state), so every consumer (loader, on-policy loop, scorer) sees only checked environments.
 - Options are shuffled once per (user, qa) with ``random.Random(f"{seed}:{user}:{j}")`` (``seed``
   from the spec, default 0; ``shuffle_options: false`` keeps the file order), so the same choice
   text keeps its position across periods and runs. ``meta`` keeps the choices' states in the
-  stored order and each option's original index.
+  stored order, each option's original index and the period's whole true ``state``.
 - ``evidence_ids`` are the sessions up to the checkpoint whose ``exposed_states`` mention one of
   the question's ``required_info``; their user turns are marked ``has_evidence`` (the release marks
   exposure per session, not per turn).
@@ -29,6 +31,7 @@ import functools
 import json
 import random
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +74,9 @@ class AmemSession:
     session_time: str  # "YYYY-MM-DD HH:MM:SS" as in data.json
     exposed_states: dict[str, str]
     event: str | None
+    #: released turns ``{"role", "content"}`` (the reference's generator writes none: the
+    #: dialogues are made on-policy)
+    messages: list[dict[str, str]] = dataclass_field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -125,76 +131,140 @@ def option_order(seed: Any, user_id: str, question_index: int, n: int, shuffle: 
     return order
 
 
+def true_state(question: AmemQuestion, period: AmemPeriod) -> list[str]:
+    """The values of the question's ``required_info`` at the period's checkpoint."""
+    return [period.state[name] for name in question.required_info]
+
+
+def gold_choice(question: AmemQuestion, period: AmemPeriod) -> int:
+    """Index (data.json order) of the first choice whose state is the period's true state.
+
+    :func:`read_environment` has checked that there is one; the reference falls back to the last
+    choice silently when there is none.
+    """
+    state = true_state(question, period)
+    return next(i for i, choice in enumerate(question.choices) if choice.state == state)
+
+
 def read_environment(path: str | Path) -> list[AmemUser]:
-    """Every user of an AMemGym ``data.json``, with the structure checked field by field."""
+    """Every user of an AMemGym ``data.json``, checked so that every consumer can rely on it.
+
+    Beyond the field types: every ``required_info`` type is in ``state_schema``, every period has
+    a ``state`` holding every required type, and at every period each question has a choice
+    whose ``state`` is the period's true state (so a gold answer exists at every checkpoint).
+    """
     path = Path(path)
     name = path.name
-    users = []
-    for index, user in iter_array(path):
-        user_id = field(user, "id", str, where(name, index))
-        loc = where(name, index, user_id)
-        profile = field(user, "user_profile", dict, loc)
-        schema = field(user, "state_schema", dict, loc)
-        periods = []
-        for p, period in enumerate(field(user, "periods", list, loc)):
-            ploc = f"{loc} periods[{p}]"
-            sessions = []
-            for k, session in enumerate(field(period, "sessions", list, ploc)):
-                sloc = f"{ploc}.sessions[{k}]"
-                exposed = session.get("exposed_states") or {}
-                sessions.append(
-                    AmemSession(
-                        query=field(session, "query", str, sloc),
-                        session_time=field(session, "session_time", str, sloc),
-                        exposed_states={str(a): as_text(b) for a, b in dict(exposed).items()},
-                        event=session.get("event"),
-                    )
+    return [_read_user(name, index, user) for index, user in iter_array(path)]
+
+
+def _read_user(name: str, index: int, user: Any) -> AmemUser:
+    user_id = field(user, "id", str, where(name, index))
+    loc = where(name, index, user_id)
+    profile = field(user, "user_profile", dict, loc)
+    schema = {}
+    for key, values in field(user, "state_schema", dict, loc).items():
+        choices = field({key: values}, key, list, f"{loc} state_schema")
+        schema[str(key)] = [as_text(v) for v in choices]
+    raw_periods = field(user, "periods", list, loc)
+    if not raw_periods:
+        raise DataError(f"{loc}: 'periods' is empty")
+    periods = [
+        _read_period(f"{loc} periods[{p}]", p, period) for p, period in enumerate(raw_periods)
+    ]
+    questions = [
+        _read_question(f"{loc} qas[{j}]", j, qa, schema)
+        for j, qa in enumerate(field(user, "qas", list, loc))
+    ]
+    for period in periods:
+        ploc = f"{loc} periods[{period.index}]"
+        for question in questions:
+            missing = [t for t in question.required_info if t not in period.state]
+            if missing:
+                raise DataError(
+                    f"{ploc}.state: missing {missing[0]!r}, required by qas[{question.index}]"
                 )
-            periods.append(
-                AmemPeriod(
-                    index=p,
-                    period_start=period.get("period_start"),
-                    period_end=period.get("period_end"),
-                    state={
-                        str(a): as_text(b) for a, b in field(period, "state", dict, ploc).items()
-                    },
-                    updates=dict(period.get("updates") or {}),
-                    sessions=sessions,
+            state = true_state(question, period)
+            if not any(choice.state == state for choice in question.choices):
+                raise DataError(
+                    f"{ploc} qas[{question.index}].answer_choices: no choice has 'state' {state} "
+                    f"(periods[{period.index}].state on required_info {question.required_info})"
                 )
+    return AmemUser(
+        id=user_id,
+        start_time=str(user.get("start_time") or ""),
+        profile=profile,
+        profile_text=str(profile.get("formatted_str") or ""),
+        schema=schema,
+        periods=periods,
+        questions=questions,
+    )
+
+
+def _read_period(ploc: str, p: int, period: Any) -> AmemPeriod:
+    state = field(period, "state", dict, ploc)
+    sessions = [
+        _read_session(f"{ploc}.sessions[{k}]", session)
+        for k, session in enumerate(field(period, "sessions", list, ploc))
+    ]
+    return AmemPeriod(
+        index=p,
+        period_start=field(period, "period_start", str, ploc, optional=True),
+        period_end=field(period, "period_end", str, ploc, optional=True),
+        state={str(a): as_text(b) for a, b in state.items()},
+        updates=dict(field(period, "updates", dict, ploc, optional=True, default={})),
+        sessions=sessions,
+    )
+
+
+def _read_session(sloc: str, session: Any) -> AmemSession:
+    exposed = field(session, "exposed_states", dict, sloc, optional=True, default={})
+    messages = []
+    for k, message in enumerate(field(session, "messages", list, sloc, optional=True, default=[])):
+        mloc = f"{sloc}.messages[{k}]"
+        role = field(message, "role", str, mloc)
+        if role not in ("user", "assistant"):
+            raise DataError(f"{mloc}: 'role' must be user or assistant, got {role!r}")
+        messages.append({"role": role, "content": field(message, "content", str, mloc)})
+    return AmemSession(
+        query=field(session, "query", str, sloc),
+        session_time=field(session, "session_time", str, sloc),
+        exposed_states={str(a): as_text(b) for a, b in exposed.items()},
+        event=field(session, "event", str, sloc, optional=True),
+        messages=messages,
+    )
+
+
+def _read_question(qloc: str, j: int, qa: Any, schema: dict[str, list[str]]) -> AmemQuestion:
+    required = field(qa, "required_info", list, qloc)
+    if not required:
+        raise DataError(f"{qloc}: 'required_info' is empty")
+    for i, info in enumerate(required):
+        if not isinstance(info, str):
+            raise DataError(f"{qloc}.required_info[{i}]: must be a string, got {info!r:.60}")
+        if info not in schema:
+            raise DataError(f"{qloc}.required_info[{i}]: {info!r} is not a type of state_schema")
+    raw_choices = field(qa, "answer_choices", list, qloc)
+    if not raw_choices:
+        raise DataError(f"{qloc}: 'answer_choices' is empty")
+    choices = []
+    for c, choice in enumerate(raw_choices):
+        cloc = f"{qloc}.answer_choices[{c}]"
+        state = [as_text(v) for v in field(choice, "state", list, cloc)]
+        if len(state) != len(required):
+            raise DataError(
+                f"{cloc}: 'state' has {len(state)} values for {len(required)} required_info"
             )
-        questions = []
-        for j, qa in enumerate(field(user, "qas", list, loc)):
-            qloc = f"{loc} qas[{j}]"
-            choices = []
-            for c, choice in enumerate(field(qa, "answer_choices", list, qloc)):
-                cloc = f"{qloc}.answer_choices[{c}]"
-                choices.append(
-                    AmemChoice(
-                        state=[as_text(v) for v in field(choice, "state", list, cloc)],
-                        answer=as_text(field(choice, "answer", (str, int, float), cloc)),
-                        type=str(choice.get("type") or ""),
-                    )
-                )
-            questions.append(
-                AmemQuestion(
-                    index=j,
-                    query=field(qa, "query", str, qloc),
-                    required_info=[str(t) for t in field(qa, "required_info", list, qloc)],
-                    choices=choices,
-                )
-            )
-        users.append(
-            AmemUser(
-                id=user_id,
-                start_time=str(user.get("start_time") or ""),
-                profile=profile,
-                profile_text=str(profile.get("formatted_str") or ""),
-                schema={str(t): [as_text(v) for v in vs] for t, vs in schema.items()},
-                periods=periods,
-                questions=questions,
+        choices.append(
+            AmemChoice(
+                state=state,
+                answer=as_text(field(choice, "answer", (str, int, float), cloc)),
+                type=str(field(choice, "type", str, cloc, optional=True, default="")),
             )
         )
-    return users
+    return AmemQuestion(
+        index=j, query=field(qa, "query", str, qloc), required_info=list(required), choices=choices
+    )
 
 
 def _source(spec: dict[str, Any]) -> dict[str, Any]:
@@ -228,114 +298,73 @@ def load(spec: dict[str, Any]) -> Prepared:
     return parse(resolve_file(_source(spec), BENCHMARK), seed=seed, shuffle=shuffle)
 
 
-def _exposed(value: Any) -> set[str]:
-    """Names of the state variables a session exposes (a mapping or a list in the release)."""
-    if isinstance(value, dict):
-        return set(map(str, value))
-    if isinstance(value, list):
-        return {str(v) if not isinstance(v, dict | list) else json.dumps(v) for v in value}
-    return set()
-
-
 def parse(path: Path, seed: Any = 0, shuffle: bool = True) -> Prepared:
-    name = path.name
+    """Unified tables of a data.json, built on :func:`read_environment` and :func:`option_order`."""
     sessions: list[dict[str, Any]] = []
     questions: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    for index, user in iter_array(path):
-        user_id = field(user, "id", str, where(name, index))
-        loc = where(name, index, user_id)
-        profile = field(user, "user_profile", dict, loc)
-        user_name = profile.get("name") if isinstance(profile.get("name"), str) else "user"
-        field(user, "state_schema", dict, loc)
-        periods = field(user, "periods", list, loc)
-        qas = field(user, "qas", list, loc)
+    for user in read_environment(path):
+        user_name = user.profile.get("name")
+        user_name = user_name if isinstance(user_name, str) else "user"
         exposures: list[tuple[int, str, set[str]]] = []  # (period, session id, exposed names)
         session_index = 0
-        for p, period in enumerate(periods):
-            ploc = f"{loc} periods[{p}]"
-            field(period, "state", dict, ploc)
-            for s, session in enumerate(field(period, "sessions", list, ploc)):
-                sloc = f"{ploc}.sessions[{s}]"
-                session_id = f"{user_id}_p{p}_s{s}"
-                raw_time = field(session, "session_time", str, sloc, optional=True, default="")
-                exposed = _exposed(session.get("exposed_states"))
-                exposures.append((p, session_id, exposed))
-                messages = field(session, "messages", list, sloc, optional=True, default=[])
-                for k, message in enumerate(messages):
-                    mloc = f"{sloc}.messages[{k}]"
-                    role = field(message, "role", str, mloc)
-                    if role not in ("user", "assistant"):
-                        raise DataError(f"{mloc}: 'role' must be user or assistant, got {role!r}")
+        for period in user.periods:
+            for s, session in enumerate(period.sessions):
+                session_id = f"{user.id}_p{period.index}_s{s}"
+                exposed = set(session.exposed_states)
+                exposures.append((period.index, session_id, exposed))
+                for k, message in enumerate(session.messages):
+                    role = message["role"]
                     sessions.append(
                         {
                             "benchmark": BENCHMARK,
-                            "episode_id": user_id,
+                            "episode_id": user.id,
                             "session_id": session_id,
                             "session_index": session_index,
-                            "session_time": parse_time(raw_time, TIME_FORMATS),
-                            "step": p,
+                            "session_time": parse_time(session.session_time, TIME_FORMATS),
+                            "step": period.index,
                             "turn_id": f"{session_id}_{k + 1}",
                             "turn_index": k,
                             "role": role,
                             "speaker": user_name if role == "user" else "assistant",
-                            "content": field(message, "content", str, mloc),
+                            "content": message["content"],
                             "has_evidence": role == "user" and bool(exposed),
                         }
                     )
                 session_index += 1
-        for j, qa in enumerate(qas):
-            qloc = f"{loc} qas[{j}]"
-            query = field(qa, "query", str, qloc)
-            required = field(qa, "required_info", list, qloc)
-            choices = field(qa, "answer_choices", list, qloc)
-            if not choices:
-                raise DataError(f"{qloc}: 'answer_choices' is empty")
-            for c, choice in enumerate(choices):
-                field(choice, "state", list, f"{qloc}.answer_choices[{c}]")
-                field(choice, "answer", (str, int, float), f"{qloc}.answer_choices[{c}]")
-            order = list(range(len(choices)))
-            if shuffle:
-                random.Random(f"{seed}:{user_id}:{j}").shuffle(order)
-            options = [as_text(choices[i]["answer"]) for i in order]
-            for p, period in enumerate(periods):
-                state = period["state"]
-                missing = [key for key in required if key not in state]
-                if missing:
-                    raise DataError(f"{loc} periods[{p}].state: missing {missing[0]!r} (qas[{j}])")
-                gold_state = [state[key] for key in required]
-                matches = [i for i in order if choices[i]["state"] == gold_state]
-                if not matches:
-                    skipped.append(f"{user_id} qas[{j}] period {p}")
-                    continue
-                gold = order.index(matches[0])
+        for question in user.questions:
+            j = question.index
+            order = option_order(seed, user.id, j, len(question.choices), shuffle)
+            options = [question.choices[i].answer for i in order]
+            for period in user.periods:
+                p = period.index
+                gold = order.index(gold_choice(question, period))
                 evidence = [
                     sid
                     for ep, sid, names in exposures
-                    if ep <= p and names & set(map(str, required))
+                    if ep <= p and names & set(question.required_info)
                 ]
                 meta = {
                     "period": p,
                     "qa_index": j,
-                    "required_info": required,
-                    "gold_state": gold_state,
-                    "option_states": [choices[i]["state"] for i in order],
-                    "option_types": [choices[i].get("type") for i in order],
+                    "required_info": question.required_info,
+                    "gold_state": true_state(question, period),
+                    "state": period.state,
+                    "option_states": [question.choices[i].state for i in order],
+                    "option_types": [question.choices[i].type for i in order],
                     "original_index": order,
                 }
-                period_end = period.get("period_end")
                 questions.append(
                     {
                         "benchmark": BENCHMARK,
                         "dataset": BENCHMARK,
-                        "episode_id": user_id,
-                        "question_id": f"{user_id}_p{p}_q{j}",
+                        "episode_id": user.id,
+                        "question_id": question_id(user.id, p, j),
                         "split": "test",
-                        "question": query,
+                        "question": question.query,
                         "answer": options[gold],
                         "question_type": "multiple-choice",
-                        "question_time": parse_time(period_end, TIME_FORMATS)
-                        if isinstance(period_end, str)
+                        "question_time": parse_time(period.period_end, TIME_FORMATS)
+                        if period.period_end
                         else "",
                         "options": options,
                         "gold_option": gold,
@@ -345,14 +374,12 @@ def parse(path: Path, seed: Any = 0, shuffle: bool = True) -> Prepared:
                         "meta": json.dumps(meta, ensure_ascii=False, sort_keys=True),
                     }
                 )
-    notes = []
-    if skipped:
-        notes.append(
-            f"{name}: {len(skipped)} (question, period) pairs have no choice matching the "
-            "period's state and were skipped: " + "; ".join(skipped[:20])
-        )
     return Prepared(
         pd.DataFrame(sessions, columns=SESSIONS.names),
         pd.DataFrame(questions, columns=QUESTIONS.names),
-        notes=notes,
     )
+
+
+def question_id(user_id: str, period: int, question_index: int) -> str:
+    """``{user}_p{period}_q{j}``: one question asked at one period's checkpoint."""
+    return f"{user_id}_p{period}_q{question_index}"

@@ -4,40 +4,39 @@ The Hub release stores each dataset as ``dataset/<name>/{train,test}`` in the ``
 on-disk format, with columns ``test_idx``, ``input_prompt`` (or ``input_chat_messages``),
 ``dataset_name``, ``lang``, ``info`` (a Python-literal or JSON string: golden answer, checklist,
 criteria ...), ``dialog`` and ``implicit_feedback`` (the simulated user's dialogue and implicit
-feedback). Corpus datasets (Locomo-k, DialSim-*) instead carry ``dialog_<system>`` /
-``implicit_feedback_<system>`` per baseline memory system, and ``corpus/<name>.jsonl`` holds the
+feedback). Corpus datasets (Locomo-k, DialSim-*) instead carry ``dialog_<key>`` /
+``implicit_feedback_<key>`` per baseline memory system, and ``corpus/<name>.jsonl`` holds the
 conversation every item of the dataset is asked about. The registry (``configs/datasets``:
-``each.json``, ``domain.json``, ``task.json``) tags every dataset with its task (Long-Short,
-Long-Long, Short-Long, Short-Short) and domain (Open-Domain, Academic&Knowledge, Legal) and
-groups datasets; :func:`load` selects a dataset, a domain or a task exactly as those files define.
+``each.json``, ``domain.json``, ``task.json``) tags every dataset with its task and domain and
+groups datasets; a set is ``dataset:NAME``, ``domain:NAME`` or ``task:NAME`` exactly as those
+files define it (docs/memorybench.md).
 
-Conventions (docs/data.md):
+Conventions (docs/memorybench.md, docs/tables.md):
 
-- ``dataset`` = the dataset name; ``question_id`` = ``{dataset}_{test_idx}``; ``split`` as released.
+- keys are ``(dataset, test_idx)``: ``question_id`` = ``{dataset}:{test_idx}`` (test_idx repeats
+  across datasets and across Locomo-0..9); ``split`` as released (or as the official rule draws it
+  for raw files).
 - ``episode_id``: corpus datasets share one memory per dataset (``episode_id`` = the dataset
-  name, sessions from the corpus); every other item is its own episode ``{dataset}_{test_idx}``
-  with no sessions: what the memory learns from is the item's ``dialog`` and
-  ``implicit_feedback``, kept in ``meta`` (for corpus datasets, per system in ``meta.dialogs`` and
-  ``meta.implicit_feedbacks``).
+  name, sessions from the corpus); every other item is its own episode ``{dataset}:{test_idx}``.
 - ``question`` = ``input_prompt``, or the last user message of ``input_chat_messages`` (the full
-  list stays in ``meta``); ``answer`` = ``info.golden_answer`` as text ("" when the dataset is
-  judged by checklist or criteria); ``meta.info`` keeps the parsed ``info``;
-  ``question_type`` = the dataset's task tag; ``meta`` adds domain tag, test metrics and maximum
-  output length from the registry. Locomo-k evidence turns become ``evidence_ids`` (dia ids).
+  list stays in ``meta``); ``answer`` = ``info.golden_answer`` as text (a Locomo category-5 gold is
+  its two-option object as JSON, as the release stores it); ``meta.info`` keeps the parsed
+  ``info``; ``question_type`` = the dataset's task tag; ``meta`` adds test_idx, domain tag, test
+  metrics, maximum output length and sample count from the registry.
+- the training split's dialogues and implicit feedback form the ``dialogues`` table
+  (:func:`dialogue_rows`), one variant per MemoryBench memory system for corpus datasets.
 - String columns are parsed as the official loader does: Python literal first, then JSON, else
   kept as text.
-- ``sample_count`` of the domain / task registry is recorded in ``meta`` but not applied: the
-  released code does not define how it subsamples.
 
-A raw LexEval-QA JSONL file (``{instruction, input, answer}`` rows) loads as the dataset
-"LexEval-QA" with the official split rule: item ids in file order, at most 500 of them drawn with
-``random.Random(42).sample`` when there are more, and ``ceil(20 %)`` of them drawn, again with
-``random.Random(42).sample``, as the test split.
+Raw files (MemoryBench-code's ``raw/``) load with the official split (:func:`official_split`):
+a LexEval JSONL file (``{instruction, input, answer}``), the NFCats CSV (``question`` column) and
+LoCoMo's ``locomo10.json`` (Locomo-k = its k-th conversation, prompts as the reference builds them).
 """
 
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import math
 import random
@@ -47,16 +46,33 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.jsonstream import iter_array
 from mnemoflow.data.locomo import conversation_rows
 from mnemoflow.data.registry import Prepared, register_loader
 from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, resolve_folder, source_of
-from mnemoflow.data.tables import QUESTIONS, SESSIONS
+from mnemoflow.data.tables import DIALOGUES, QUESTIONS, SESSIONS
 from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
 BENCHMARK = "memorybench"
 REPO = "THUIR/MemoryBench"
 SELECTORS = ("dataset", "domain", "task")
 _PARSED = ("info", "input_chat_messages")
+#: Roles a released dialogue may hold (``system`` comes from ``input_chat_messages``).
+DIALOG_ROLES = ("user", "assistant", "system")
+#: MemoryBench's memory systems whose own dialogues the corpus datasets carry (``dialog_<key>``).
+DIALOG_KEYS = ("bm25", "embedder", "bm25_dialog", "embedder_dialog", "a_mem", "mem0", "memoryos")
+#: mnemoflow memory system type -> the MemoryBench system whose dialogues it replays.
+_DIALOG_KEY_OF = {
+    "bm25_message": "bm25",
+    "dense_message": "embedder",
+    "bm25_session": "bm25_dialog",
+    "dense_session": "embedder_dialog",
+    "agentic_external": "mem0",
+    "notes_linked": "a_mem",
+    "tiered": "memoryos",
+}
+#: Systems MemoryBench has no counterpart of replay the dialogues of its simplest retriever.
+DEFAULT_DIALOG_KEY = "bm25"
 
 INFO = describe(
     BenchmarkInfo(
@@ -66,11 +82,28 @@ INFO = describe(
         homepage="https://github.com/THUIR/MemoryBench",
         sources={"default": {"repo": REPO, "revision": None}},
         counts="28 datasets in 3 domains and 4 task groups (configs/datasets/each.json); "
-        "LexEval-QA raw: 500 items -> 400 train / 100 test",
+        "LexEval-QA raw: 500 items -> 250 sampled -> 200 train / 50 test",
         notes="pin source.revision to a commit of THUIR/MemoryBench before downloading; "
         "the registry configs live in the GitHub repository (configs/datasets)",
     )
 )
+
+
+def dialog_key(system_type: str) -> str:
+    """The ``dialog_<key>`` variant a memory system of ``system_type`` replays (corpus datasets).
+
+    MemoryBench generated a corpus dataset's training dialogues once per memory system (round 0
+    answered with that system's retrieval); a system replays the ones of its counterpart. Systems
+    without one (none, full_context, rag, agentic_incontext, ...) get :data:`DEFAULT_DIALOG_KEY`.
+    """
+    return _DIALOG_KEY_OF.get(system_type, DEFAULT_DIALOG_KEY)
+
+
+def dialogues_for(dialogues: pd.DataFrame, system_type: str) -> pd.DataFrame:
+    """The released dialogues a system of ``system_type`` memorizes: the plain ``dialog`` of every
+    dataset (``system`` "") plus its own variant of the corpus datasets' ``dialog_<key>``."""
+    keep = dialogues["system"].isin(["", dialog_key(system_type)])
+    return dialogues[keep].reset_index(drop=True)
 
 
 def parse_value(value: Any) -> Any:
@@ -87,15 +120,19 @@ def parse_value(value: Any) -> Any:
 
 
 def official_split(
-    ids: list[int], truncate_size: int = 500, test_ratio: float = 0.2, seed: int = 42
+    ids: list[int], sample_count: int | None = None, test_ratio: float = 0.2, seed: int = 42
 ) -> dict[str, list[int]]:
-    """MemoryBench's train/test rule (``BaseDataset.get_test_ids`` in the reference code).
+    """MemoryBench's train/test rule (``BaseDataset.get_test_ids`` with the registry's
+    ``sample_count``): when there are more ids than ``sample_count``, keep
+    ``random.Random(seed).sample(ids, sample_count)``; the test split is a fresh
+    ``random.Random(seed).sample(kept, ceil(test_ratio * len(kept)))``; train is the rest of the
+    kept ids in kept order.
 
-    Worked example: 500 LexEval-QA items -> test = ``random.Random(42).sample(ids, 100)``, train =
-    the other 400 in file order.
+    Worked example: LexEval-QA (500 items, sample_count 250) -> 200 train / 50 test, the test
+    split starting 128, 332, 114.
     """
-    if truncate_size is not None and len(ids) > truncate_size:
-        ids = random.Random(seed).sample(ids, truncate_size)
+    if sample_count is not None and len(ids) > sample_count:
+        ids = random.Random(seed).sample(ids, sample_count)
     test = random.Random(seed).sample(ids, math.ceil(test_ratio * len(ids)))
     chosen = set(test)
     return {"train": [i for i in ids if i not in chosen], "test": test}
@@ -122,8 +159,36 @@ def registry(configs: str | Path) -> dict[str, Any]:
     return out
 
 
+def parse_set(text: str) -> dict[str, str]:
+    """``"domain:Legal"`` -> ``{"domain": "Legal"}`` (the CLI's and the config's set syntax)."""
+    kind, sep, name = str(text).partition(":")
+    if not sep or kind not in SELECTORS or not name:
+        raise DataError(f"set {text!r}: expected KIND:NAME with KIND one of {list(SELECTORS)}")
+    return {kind: name}
+
+
+def sample_count(dataset: str, reg: dict[str, Any] | None) -> int | None:
+    """The registry's ``sample_count`` of ``dataset`` (domain.json, else task.json); None when the
+    registry has none (then every item is kept, as the reference does)."""
+    if reg is None:
+        return None
+    for kind in ("domain", "task"):
+        for entries in reg[kind].values():
+            for entry in entries:
+                if isinstance(entry, dict) and entry.get("dataset_name") == dataset:
+                    if entry.get("sample_count") is not None:
+                        return int(entry["sample_count"])
+    return None
+
+
 def select(spec_select: Any, reg: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
-    """``[(dataset, registry entry)]`` for ``{"dataset"|"domain"|"task": NAME}``."""
+    """``[(dataset, registry entry)]`` for ``{"dataset"|"domain"|"task": NAME}`` (or "KIND:NAME").
+
+    An entry is the dataset's ``each.json`` entry updated with its group entry; a dataset selected
+    alone gets its ``sample_count`` from the groups, so its split is the one the release ships.
+    """
+    if isinstance(spec_select, str):
+        spec_select = parse_set(spec_select)
     if not isinstance(spec_select, dict) or len(spec_select) != 1:
         raise DataError(f"{BENCHMARK}: 'select' must be one of {{dataset|domain|task: NAME}}")
     ((kind, name),) = spec_select.items()
@@ -136,7 +201,11 @@ def select(spec_select: Any, reg: dict[str, Any] | None) -> list[tuple[str, dict
             raise DataError(
                 f"each.json: dataset {name!r} is not registered; see {sorted(reg['each'])}"
             )
-        return [(name, reg["each"][name])]
+        entry = dict(reg["each"][name])
+        count = sample_count(name, reg)
+        if count is not None:
+            entry.setdefault("sample_count", count)
+        return [(name, entry)]
     if reg is None:
         raise DataError(f"{BENCHMARK}: select.{kind} needs 'configs' (the configs/datasets folder)")
     groups = reg[kind]
@@ -144,8 +213,11 @@ def select(spec_select: Any, reg: dict[str, Any] | None) -> list[tuple[str, dict
         raise DataError(f"{kind}.json: no {kind} {name!r}; known: {sorted(groups)}")
     out = []
     for i, entry in enumerate(groups[name]):
-        dataset = field(entry, "dataset_name", str, f"{kind}.json: {name}[{i}]")
-        out.append((dataset, {**reg["each"].get(dataset, {}), **entry}))
+        loc = f"{kind}.json: {name}[{i}]"
+        dataset = field(entry, "dataset_name", str, loc)
+        if dataset not in reg["each"]:
+            raise DataError(f"{loc} 'dataset_name': {dataset!r} is not a dataset of each.json")
+        out.append((dataset, {**reg["each"][dataset], **entry}))
     return out
 
 
@@ -154,31 +226,44 @@ def has_corpus(dataset: str) -> bool:
     return "Locomo" in dataset or "DialSim" in dataset
 
 
+def question_id(dataset: str, test_idx: int) -> str:
+    """The unique id of an item: test_idx alone repeats across datasets."""
+    return f"{dataset}:{test_idx}"
+
+
 @register_loader(BENCHMARK)
 def load(spec: dict[str, Any]) -> Prepared:
-    """Load the selected MemoryBench datasets from a local folder, the cache, or the Hub."""
+    """Load the selected MemoryBench datasets from a local folder or raw file, the cache, or the
+    Hub. ``spec``: ``source``, ``select`` (or ``set: KIND:NAME``), ``configs``."""
     reg = registry(spec["configs"]) if spec.get("configs") else None
-    chosen = select(spec.get("select", {}), reg)
+    chosen = select(spec.get("set") or spec.get("select", {}), reg)
     source = source_of(spec, INFO.sources["default"])
     if not isinstance(source, dict):
         raise DataError(f"{BENCHMARK}: 'source' must be a mapping (path, or repo/revision)")
     path = Path(str(source["path"])).expanduser() if source.get("path") else None
     if path is not None and path.is_file():
-        if len(chosen) != 1:
-            raise DataError(f"{path.name}: a raw file holds one dataset; select.dataset it")
-        dataset, entry = chosen[0]
-        return parse_lexeval_raw(resolve_file(source, BENCHMARK), dataset, entry)
+        if reg is None:
+            raise DataError(
+                f"{path.name}: a raw file needs 'configs' (the registry's sample_count decides "
+                "its split)"
+            )
+        return parse_raw(resolve_file(source, BENCHMARK), chosen)
     names = [name for name, _ in chosen]
     required = [f"dataset/{n}/dataset_dict.json" for n in names]
     required += [f"corpus/{n}.jsonl" for n in names if has_corpus(n)]
     patterns = [f"dataset/{n}/*" for n in names] + [f"dataset/{n}/*/*" for n in names]
     patterns += [f"corpus/{n}.jsonl" for n in names if has_corpus(n)]
     root = resolve_folder(source, BENCHMARK, required, patterns)
-    prepared = [parse_dataset(root, name, entry) for name, entry in chosen]
+    return combine([parse_dataset(root, name, entry) for name, entry in chosen])
+
+
+def combine(parts: list[Prepared]) -> Prepared:
+    """One Prepared of several datasets' (keys stay unique: they carry the dataset name)."""
     return Prepared(
-        pd.concat([p.sessions for p in prepared], ignore_index=True),
-        pd.concat([p.questions for p in prepared], ignore_index=True),
-        notes=[n for p in prepared for n in p.notes],
+        pd.concat([p.sessions for p in parts], ignore_index=True),
+        pd.concat([p.questions for p in parts], ignore_index=True),
+        dialogues=pd.concat([p.dialogues for p in parts], ignore_index=True),
+        notes=[n for p in parts for n in p.notes],
     )
 
 
@@ -192,6 +277,8 @@ def _question_row(
 ) -> dict[str, Any]:
     test_idx = field(row, "test_idx", int, loc)
     info = parse_value(field(row, "info", (str, dict), loc))
+    if not isinstance(info, dict):
+        raise DataError(f"{loc}: 'info' must be an object (or its Python/JSON text)")
     messages = parse_value(row.get("input_chat_messages"))
     prompt = row.get("input_prompt")
     meta: dict[str, Any] = {"test_idx": test_idx, "info": info, **_registry_meta(entry)}
@@ -206,33 +293,27 @@ def _question_row(
     else:
         raise DataError(f"{loc}: missing field 'input_prompt' (or 'input_chat_messages')")
     lang = field(row, "lang", str, loc)
-    dialogs, feedbacks = {}, {}
     for column, value in row.items():
-        if column.startswith("dialog"):
-            dialogs[column.removeprefix("dialog").lstrip("_") or ""] = parse_value(value)
-        elif column.startswith("implicit_feedback"):
-            system = column.removeprefix("implicit_feedback").lstrip("_") or ""
-            feedbacks[system] = parse_value(value)
-        elif column not in ("test_idx", "input_prompt", "dataset_name", "lang", *_PARSED):
+        if column.startswith(("dialog", "implicit_feedback")):
+            continue  # -> the dialogues table
+        if column not in ("test_idx", "input_prompt", "dataset_name", "lang", *_PARSED):
             meta.setdefault("extra", {})[column] = value
-    if set(dialogs) <= {""} and set(feedbacks) <= {""}:
-        meta["dialog"] = dialogs.get("")
-        meta["implicit_feedback"] = feedbacks.get("")
+    golden = info.get("golden_answer")
+    if "Locomo" in dataset and isinstance(golden, dict):
+        answer = json.dumps(golden, ensure_ascii=False)  # category 5, as the release stores it
     else:
-        meta["dialogs"] = dialogs
-        meta["implicit_feedbacks"] = feedbacks
-    golden = info.get("golden_answer") if isinstance(info, dict) else None
+        answer = "" if golden is None else as_text(golden)
     evidence = []
-    if isinstance(info, dict) and isinstance(info.get("evidence"), list):
+    if isinstance(info.get("evidence"), list):
         evidence = [e["dia_id"] for e in info["evidence"] if isinstance(e, dict) and "dia_id" in e]
     return {
         "benchmark": BENCHMARK,
         "dataset": dataset,
-        "episode_id": dataset if has_corpus(dataset) else f"{dataset}_{test_idx}",
-        "question_id": f"{dataset}_{test_idx}",
+        "episode_id": dataset if has_corpus(dataset) else question_id(dataset, test_idx),
+        "question_id": question_id(dataset, test_idx),
         "split": split,
         "question": question,
-        "answer": "" if golden is None else as_text(golden),
+        "answer": answer,
         "question_type": str(entry.get("task_tag", "")),
         "question_time": "",
         "options": [],
@@ -244,6 +325,96 @@ def _question_row(
     }
 
 
+def _dialog_variants(row: dict[str, Any]) -> dict[str, tuple[Any, Any, str, str]]:
+    """key -> (dialog, implicit_feedback, dialog column, feedback column); key "" = ``dialog``."""
+    out = {}
+    for column in row:
+        if not column.startswith("dialog"):
+            continue
+        key = column.removeprefix("dialog").lstrip("_")
+        feedback_column = f"implicit_feedback_{key}" if key else "implicit_feedback"
+        out[key] = (row[column], row.get(feedback_column), column, feedback_column)
+    return out
+
+
+def dialogue_rows(
+    dataset: str, row: dict[str, Any], loc: str, episode_id: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The ``dialogues`` rows of one released training item, and notes on feedback it skipped.
+
+    The item's input (its prompt, or every message of ``input_chat_messages``, which may hold
+    earlier turns) and the first answer are round 0; after it, round r is user message r and the
+    answer to it; user message r (r >= 1) carries the implicit feedback record of round r. A
+    record that ended the dialogue has no user message in the release (the reference drops the
+    text), so it becomes a user turn with empty content and ``terminated`` true.
+
+    Corpus datasets: the plain ``dialog`` (if any) is unused by the reference and skipped; every
+    ``dialog_<key>`` becomes a variant with ``system`` = key. A first user turn's
+    ``origin_content`` (the question before retrieval was pasted in) is used as its content: the
+    reference memorizes the retrieval-augmented prompt (a bug, docs/memorybench.md).
+    """
+    test_idx = int(row["test_idx"])
+    messages = parse_value(row.get("input_chat_messages"))
+    # the input (one prompt, or a chat that may hold earlier turns) is round 0
+    n_input = len(messages) if isinstance(messages, list) and messages else 1
+    variants = _dialog_variants(row)
+    if has_corpus(dataset):
+        variants = {k: v for k, v in variants.items() if k}
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for key, (raw_dialog, raw_feedback, column, feedback_column) in sorted(variants.items()):
+        dialog = parse_value(raw_dialog)
+        if dialog is None or dialog == "":
+            continue
+        if not isinstance(dialog, list):
+            raise DataError(f"{loc} '{column}': expected a list of messages")
+        feedback = parse_value(raw_feedback) if raw_feedback not in (None, "") else []
+        if not isinstance(feedback, list):
+            raise DataError(f"{loc} '{feedback_column}': expected a list of feedback records")
+        records: dict[int, dict[str, Any]] = {}
+        for j, record in enumerate(feedback):
+            rloc = f"{loc} '{feedback_column}'[{j}]"
+            number = field(record, "round", int, rloc)
+            action = field(record, "implicit_action", str, rloc)
+            terminated = field(record, "terminated", bool, rloc)
+            records[number] = {"implicit_action": action, "terminated": terminated}
+        keys = {
+            "benchmark": BENCHMARK,
+            "system": key,
+            "protocol": "",
+            "step": 0,
+            "episode_id": episode_id,
+            "dialogue_id": question_id(dataset, test_idx),
+            "source": "data",
+        }
+        round_, used = 0, set()
+        for j, message in enumerate(dialog):
+            mloc = f"{loc} '{column}'[{j}]"
+            role = field(message, "role", str, mloc)
+            if role not in DIALOG_ROLES:
+                raise DataError(f"{mloc} 'role': {role!r} is not one of {list(DIALOG_ROLES)}")
+            content = message.get("origin_content", message.get("content"))
+            if not isinstance(content, str):
+                raise DataError(f"{mloc}: missing field 'content'")
+            reaction = {"implicit_action": "", "terminated": False}
+            if role == "user" and j >= n_input:  # a follow-up after the input's answer
+                round_ += 1
+                if round_ in records:
+                    reaction = records[round_]
+                    used.add(round_)
+            rows.append({**keys, "round": round_, "role": role, "content": content, **reaction})
+        last = round_ + 1
+        if last in records and records[last]["terminated"]:
+            rows.append({**keys, "round": last, "role": "user", "content": "", **records[last]})
+            used.add(last)
+        skipped = sorted(set(records) - used)
+        if skipped:
+            notes.append(
+                f"{loc} '{feedback_column}': feedback of rounds {skipped} matches no user turn"
+            )
+    return rows, notes
+
+
 def parse_dataset(root: Path, dataset: str, entry: dict[str, Any]) -> Prepared:
     """One dataset of the on-disk release: ``root/dataset/<name>``, ``root/corpus/<name>.jsonl``."""
     import datasets  # slow to import; only needed here
@@ -253,7 +424,7 @@ def parse_dataset(root: Path, dataset: str, entry: dict[str, Any]) -> Prepared:
         splits = datasets.load_from_disk(str(folder))
     except (FileNotFoundError, ValueError, OSError) as exc:
         raise DataError(f"{folder}: not a datasets on-disk dataset ({exc})") from exc
-    questions = []
+    questions, dialogues, notes = [], [], []
     seen: set[int] = set()
     for split in ("train", "test"):
         if split not in splits:
@@ -266,12 +437,21 @@ def parse_dataset(root: Path, dataset: str, entry: dict[str, Any]) -> Prepared:
                 raise DataError(f"{loc}: duplicate test_idx {test_idx}")
             seen.add(test_idx)
             questions.append(q)
+            if split == "train":
+                rows, skipped = dialogue_rows(dataset, row, loc, q["episode_id"])
+                dialogues.extend(rows)
+                notes.extend(skipped)
     sessions: list[dict[str, Any]] = []
     if has_corpus(dataset):
         sessions = corpus_rows(root / "corpus" / f"{dataset}.jsonl", dataset)
+        evidence = {turn for q in questions for turn in q["evidence_ids"]}
+        for turn in sessions:
+            turn["has_evidence"] = turn["turn_id"] in evidence
     return Prepared(
         pd.DataFrame(sessions, columns=SESSIONS.names),
         pd.DataFrame(questions, columns=QUESTIONS.names),
+        dialogues=pd.DataFrame(dialogues, columns=DIALOGUES.names),
+        notes=notes,
     )
 
 
@@ -283,9 +463,7 @@ def corpus_rows(path: Path, dataset: str) -> list[dict[str, Any]]:
     """The sessions of a corpus dataset: the first JSONL row's ``text``.
 
     Locomo-k: the text is a LoCoMo record (JSON) and is converted like ``locomo10.json``.
-    DialSim-*: the text is a TV-show script in "[Date: D, Session #N]" blocks of "Speaker: line"
-    lines; every speaker is stored with role "user" (there is no assistant in a script), and
-    ``turn_id`` is ``D<N>:<line number>`` as the reference code numbers them.
+    DialSim-*: the text is a TV-show script (:func:`dialsim_rows`).
     """
     try:
         with path.open(encoding="utf-8") as handle:
@@ -309,6 +487,21 @@ def corpus_rows(path: Path, dataset: str) -> list[dict[str, Any]]:
             session_prefix=dataset,
             loc=where(path.name, 0),
         )
+    rows = dialsim_rows(text, dataset)
+    if not rows:
+        raise DataError(f"{path.name}: record 0 'text': no '[Date: ..., Session #N]' sessions")
+    return rows
+
+
+def dialsim_rows(text: str, dataset: str) -> list[dict[str, Any]]:
+    """A DialSim script as sessions, as ``change_dialsim_conversation_to_locomo_form`` reads it.
+
+    Blocks "[Date: D, Session #N]\\n\\n" followed by "Speaker: text" lines; session k (1-based
+    order of the blocks) holds the lines that match ``^(.*?):\\s*(.*)$``, stripped; ``turn_id`` is
+    ``D<N>:<line>`` with the line counted over every line of the block (a line without a colon is
+    skipped but still counted), as the reference numbers dia ids. Every speaker has role "user"
+    (a script has no assistant); ``session_time`` is the date in ISO form.
+    """
     rows = []
     for index, (date, number, body) in enumerate(_DIALSIM_SESSION.findall(text)):
         turn_index = 0
@@ -334,13 +527,32 @@ def corpus_rows(path: Path, dataset: str) -> list[dict[str, Any]]:
                 }
             )
             turn_index += 1
-    if not rows:
-        raise DataError(f"{path.name}: record 0 'text': no '[Date: ..., Session #N]' sessions")
     return rows
 
 
-def parse_lexeval_raw(path: Path, dataset: str, entry: dict[str, Any]) -> Prepared:
-    """A raw LexEval JSONL file (``{instruction, input, answer}``) as a MemoryBench dataset."""
+# ----------------------------------------------------------------------------- raw files
+
+
+def parse_raw(path: Path, chosen: list[tuple[str, dict[str, Any]]]) -> Prepared:
+    """A raw MemoryBench-code file: LexEval JSONL, NFCats CSV, or LoCoMo's locomo10.json."""
+    names = [name for name, _ in chosen]
+    if path.suffix == ".csv":
+        if names != ["NFCats"]:
+            raise DataError(f"{path.name}: an NFCats CSV holds the dataset NFCats, not {names}")
+        return _with_split(path, "NFCats", chosen[0][1], nfcats_items(path))
+    if path.suffix == ".json" and all(n.startswith("Locomo-") for n in names):
+        return locomo_raw(path, chosen)
+    if len(chosen) != 1 or not names[0].startswith("LexEval"):
+        raise DataError(
+            f"{path.name}: a raw file holds one LexEval dataset (JSONL), NFCats (CSV) or "
+            f"Locomo-k (locomo10.json); the set selects {names}"
+        )
+    dataset, entry = chosen[0]
+    return _with_split(path, dataset, entry, lexeval_items(path, dataset))
+
+
+def lexeval_items(path: Path, dataset: str) -> list[dict[str, Any]]:
+    """LexEval JSONL rows as records: input = instruction + input, info.golden_answer = answer."""
     items = []
     with path.open(encoding="utf-8") as handle:
         for i, line in enumerate(handle):
@@ -349,28 +561,170 @@ def parse_lexeval_raw(path: Path, dataset: str, entry: dict[str, Any]) -> Prepar
             try:
                 item = json.loads(line)
             except ValueError as exc:
-                raise DataError(f"{where(path.name, i)}: invalid JSON: {exc.msg}") from exc
+                raise DataError(f"{where(path.name, i)}: invalid JSON: {exc}") from exc
             loc = where(path.name, i)
             prompt = field(item, "instruction", str, loc) + field(item, "input", str, loc)
             answer = field(item, "answer", (str, int, float), loc)
-            items.append({"test_idx": len(items), "input_prompt": prompt, "golden": answer})
-    split_of = {}
-    for split, ids in official_split([it["test_idx"] for it in items]).items():
-        split_of.update(dict.fromkeys(ids, split))
-    questions = []
-    for item in items:
-        if item["test_idx"] not in split_of:
-            continue  # beyond the 500 sampled items
-        row = {
-            "test_idx": item["test_idx"],
-            "input_prompt": item["input_prompt"],
-            "dataset_name": dataset,
-            "lang": "zh",
-            "info": {"golden_answer": item["golden"]},
-        }
-        loc = where(path.name, item["test_idx"])
-        q = _question_row(dataset, split_of[item["test_idx"]], row, entry, loc)
-        questions.append(q)
+            items.append(
+                {
+                    "test_idx": len(items),
+                    "input_prompt": prompt,
+                    "dataset_name": dataset,
+                    "lang": "zh",
+                    "info": {"golden_answer": answer},
+                }
+            )
+    return items
+
+
+NFCATS_PROMPT = (
+    "Please answer the following non-factoid question in English. \n"
+    "Keep your answer concise and informative, and do not exceed 200 words.\n\n"
+    "Question: {question}"
+)
+
+
+def nfcats_items(path: Path) -> list[dict[str, Any]]:
+    """NFCats CSV rows (``question`` column) as records with the reference's answer prompt."""
+    items = []
+    with path.open(encoding="utf-8", newline="") as handle:
+        for i, row in enumerate(csv.DictReader(handle)):
+            question = row.get("question")
+            if not isinstance(question, str) or not question.strip():
+                raise DataError(f"{where(path.name, i)}: missing field 'question'")
+            items.append(
+                {
+                    "test_idx": len(items),
+                    "input_prompt": NFCATS_PROMPT.format(question=question),
+                    "dataset_name": "NFCats",
+                    "lang": "en",
+                    "info": {"category": row.get("category", "")},
+                }
+            )
+    return items
+
+
+def _with_split(
+    path: Path,
+    dataset: str,
+    entry: dict[str, Any],
+    items: list[dict[str, Any]],
+    sessions: list[dict[str, Any]] | None = None,
+) -> Prepared:
+    """Questions of raw records, train (in sampled order) then test, by :func:`official_split`."""
+    by_idx = {item["test_idx"]: item for item in items}
+    split = official_split(list(by_idx), entry.get("sample_count"))
+    questions = [
+        _question_row(dataset, name, by_idx[i], entry, where(path.name, i))
+        for name in ("train", "test")
+        for i in split[name]
+    ]
     return Prepared(
-        pd.DataFrame([], columns=SESSIONS.names), pd.DataFrame(questions, columns=QUESTIONS.names)
+        pd.DataFrame(sessions or [], columns=SESSIONS.names),
+        pd.DataFrame(questions, columns=QUESTIONS.names),
+        dialogues=pd.DataFrame([], columns=DIALOGUES.names),
     )
+
+
+CONV_START_PROMPT = (
+    "Above is a conversation between two people: {} and {}. The conversation takes place over "
+    "multiple days and the date of each conversation is wriiten at the beginning of the "
+    "conversation.\n\n"
+)
+QA_PROMPT = (
+    "\nBased on the above context, write an answer in the form of a short phrase for the "
+    "following question. Answer with exact words from the context whenever possible.\n\n"
+    "Question: {} Short answer:\n"
+)
+QA_PROMPT_CAT_5 = (
+    "\nBased on the above context, answer the following question.\n\nQuestion: {} Short answer:\n"
+)
+NOT_MENTIONED = "Not mentioned in the conversation"
+
+
+def locomo_items(record: dict[str, Any], dataset: str, loc: str) -> list[dict[str, Any]]:
+    """One locomo10.json conversation as MemoryBench Locomo-k records (``Locomo._load_data``).
+
+    Category 2 questions ask for an approximate date; category 5 ones become a two-option
+    question whose options alternate order (first: (a) not mentioned), the gold being the
+    ``{"a": ..., "b": ...}`` object. The speakers are named speaker_a then speaker_b: the
+    reference takes them from a Python ``set`` (hash-seed dependent order).
+    """
+    conversation = field(record, "conversation", dict, loc)
+    speaker_a = field(conversation, "speaker_a", str, f"{loc} conversation")
+    speaker_b = field(conversation, "speaker_b", str, f"{loc} conversation")
+    start = CONV_START_PROMPT.format(speaker_a, speaker_b)
+    turns = {
+        turn.get("dia_id"): turn
+        for key, value in conversation.items()
+        if key.startswith("session_") and isinstance(value, list)
+        for turn in value
+        if isinstance(turn, dict)
+    }
+    items, not_mentioned_first = [], True
+    for q, qa in enumerate(field(record, "qa", list, loc)):
+        qloc = f"{loc} qa[{q}]"
+        category = field(qa, "category", int, qloc)
+        question = field(qa, "question", str, qloc)
+        if category == 5:
+            other = field(qa, "adversarial_answer", str, qloc)
+            if not_mentioned_first:
+                gold = {"a": NOT_MENTIONED, "b": other}
+            else:
+                gold = {"a": other, "b": NOT_MENTIONED}
+            not_mentioned_first = not not_mentioned_first
+            text = f"{question} Select the correct answer: (a) {gold['a']} (b) {gold['b']}. "
+            prompt = QA_PROMPT_CAT_5.format(text)
+        else:
+            gold = field(qa, "answer", (str, int, float), qloc)
+            if category == 2:
+                question += " Use DATE of CONVERSATION to answer with an approximate date."
+            prompt = QA_PROMPT.format(question)
+        evidence = [
+            turns[e]
+            for e in field(qa, "evidence", list, qloc, optional=True, default=[])
+            if e in turns
+        ]
+        items.append(
+            {
+                "test_idx": len(items),
+                "input_prompt": start + prompt,
+                "dataset_name": dataset,
+                "lang": "en",
+                "origin_question": qa["question"],
+                "info": {"golden_answer": gold, "category": category, "evidence": evidence},
+            }
+        )
+    return items
+
+
+def locomo_raw(path: Path, chosen: list[tuple[str, dict[str, Any]]]) -> Prepared:
+    """Locomo-k datasets from ``locomo10.json``: conversation k is the corpus, its QA the items."""
+    wanted = {}
+    for name, entry in chosen:
+        suffix = name.removeprefix("Locomo-")
+        if not suffix.isdigit():
+            raise DataError(f"{path.name}: {name!r} is not a Locomo-k dataset")
+        wanted[int(suffix)] = (name, entry)
+    parts = {}
+    for index, record in iter_array(path):
+        if index not in wanted:
+            continue
+        name, entry = wanted[index]
+        loc = where(path.name, index, record.get("sample_id") if isinstance(record, dict) else None)
+        items = locomo_items(record, name, loc)
+        sessions = conversation_rows(
+            record["conversation"],
+            benchmark=BENCHMARK,
+            episode_id=name,
+            session_prefix=name,
+            loc=loc,
+        )
+        evidence = {turn["dia_id"] for item in items for turn in item["info"]["evidence"]}
+        for row in sessions:
+            row["has_evidence"] = row["turn_id"] in evidence
+        parts[index] = _with_split(path, name, entry, items, sessions)
+    missing = sorted(set(wanted) - set(parts))
+    if missing:
+        raise DataError(f"{path.name}: no conversation {missing[0]} for {wanted[missing[0]][0]}")
+    return combine([parts[i] for i in sorted(parts)])

@@ -176,6 +176,34 @@ DIAGNOSIS = pa.schema(
     ]
 )
 
+#: AMemGym checkpoint answers scored (mnemoflow.eval.amemgym_score): one row per (user, period,
+#: question); option indices in data.json order; recall / upper-bound columns null when not given.
+AMEMGYM_QUESTION_SCORES = pa.schema(
+    [
+        ("user_id", _str),
+        ("period", _int),
+        ("question_index", _int),
+        ("question_id", _str),
+        ("n_options", _int),
+        ("chosen_option", _int),  # null: the reply did not parse (scored wrong)
+        ("gold_option", _int),
+        ("correct", _float),
+        ("parse_ok", _bool),
+        ("random", _float),
+        ("upper_bound", _float),
+        ("upper_parse_ok", _bool),
+        ("recall_correct", _float),
+        ("recall_parse_ok", _bool),
+        ("write_failure", _float),
+        ("read_failure", _float),
+        ("utilization_failure", _float),
+        ("failure", _str),  # none | write | read | write+read | utilization
+    ]
+)
+
+#: AMemGym scores per period; ``period`` null = the mean row over all periods.
+AMEMGYM_SCORES = pa.schema([("period", _int), ("metric", _str), ("value", _float), ("n", _int)])
+
 SCHEMAS: dict[str, pa.Schema] = {
     "sessions": SESSIONS,
     "episode_sessions": EPISODE_SESSIONS,
@@ -186,6 +214,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "scores": SCORES,
     "summary": SUMMARY,
     "question_scores": QUESTION_SCORES,
+    "amemgym_question_scores": AMEMGYM_QUESTION_SCORES,
+    "amemgym_scores": AMEMGYM_SCORES,
     "diagnosis": DIAGNOSIS,
 }
 

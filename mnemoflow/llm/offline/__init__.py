@@ -88,6 +88,7 @@ _loaded = False
 def _load_handlers() -> None:
     global _loaded
     if not _loaded:
+        import mnemoflow.llm.offline.memorybench  # noqa: F401
         from mnemoflow.llm.offline import judge, notes, reader, user, writer  # noqa: F401
 
         _loaded = True

@@ -1,0 +1,141 @@
+"""Re-scoring stored MemoryBench predictions: the official predicts format -> item scores.
+
+Predictions are JSONL (or one JSON list, as the reference's ``predict.json``) of
+``{"dataset", "test_idx", "response"}``; ``dataset`` may be left out for a ``dataset:NAME`` set.
+Every line must name an item of the loaded data, once. Scores are computed with
+:func:`mnemoflow.eval.memorybench_metrics.evaluate_item`, concurrently through the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from mnemoflow.data.validate import DataError
+from mnemoflow.eval.memorybench_metrics import check_supported, evaluate_item, item_value
+
+#: Per-item scores of ``mnemoflow score --benchmark memorybench`` (question_scores.parquet).
+ITEM_SCORES = pa.schema(
+    [
+        ("dataset", pa.string()),
+        ("test_idx", pa.int64()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("question_id", pa.string()),
+        ("parse_ok", pa.bool_()),
+        ("raw_reply", pa.string()),
+    ]
+)
+
+
+def read_records(path: str | Path) -> list[tuple[str, Any]]:
+    """(location, parsed record) of a JSONL file, or of a file holding one JSON list."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise DataError(f"{path}: file does not exist") from exc
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise DataError(f"{path}: not valid JSON: {exc}") from exc
+        return [(f"{path}: record {i}", item) for i, item in enumerate(items)]
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((f"{path}: line {number}", json.loads(line)))
+        except ValueError as exc:
+            raise DataError(f"{path}: line {number}: not valid JSON: {exc}") from exc
+    return out
+
+
+def keyed_records(
+    path: str | Path, value_field: str, datasets: list[str], single: str | None = None
+) -> pd.DataFrame:
+    """dataset, test_idx, <value_field>, where: every record checked, keys unique.
+
+    ``single``: the dataset of a ``dataset:NAME`` set, used where a record names none.
+    """
+    rows, seen = [], {}
+    for loc, record in read_records(path):
+        if not isinstance(record, dict):
+            raise DataError(f"{loc}: expected an object with dataset, test_idx, {value_field}")
+        dataset = record.get("dataset") or single
+        if dataset is None:
+            raise DataError(f"{loc}: missing field 'dataset'")
+        if dataset not in datasets:
+            raise DataError(f"{loc}: field 'dataset': {dataset!r} is not in the set")
+        test_idx = record.get("test_idx")
+        if test_idx is None:
+            raise DataError(f"{loc} ({dataset}): missing field 'test_idx'")
+        if isinstance(test_idx, bool) or not isinstance(test_idx, int):
+            raise DataError(f"{loc} ({dataset}): field 'test_idx' must be an integer")
+        if value_field not in record:
+            raise DataError(f"{loc} ({dataset}:{test_idx}): missing field '{value_field}'")
+        key = (dataset, test_idx)
+        if key in seen:
+            raise DataError(f"{loc}: ({dataset}, {test_idx}) repeats {seen[key]}")
+        seen[key] = loc
+        rows.append({"dataset": dataset, "test_idx": test_idx, value_field: record[value_field]})
+    if not rows:
+        raise DataError(f"{path}: no records")
+    return pd.DataFrame(rows)
+
+
+def read_predictions(
+    path: str | Path, questions: pd.DataFrame, datasets: list[str], single: str | None
+) -> pd.DataFrame:
+    """The predictions joined to their questions (every one must be an item of the data)."""
+    predictions = keyed_records(path, "response", datasets, single)
+    bad = predictions[~predictions["response"].map(lambda r: isinstance(r, str))]
+    if not bad.empty:
+        first = bad.iloc[0]
+        raise DataError(f"{path}: ({first['dataset']}, {first['test_idx']}): 'response' not text")
+    keys = questions.assign(test_idx=questions["question_id"].str.rsplit(":", n=1).str[1])
+    keys["test_idx"] = keys["test_idx"].astype(int)
+    joined = predictions.merge(keys, on=["dataset", "test_idx"], how="left", indicator=True)
+    unknown = joined[joined["_merge"] == "left_only"]
+    if not unknown.empty:
+        first = unknown.iloc[0]
+        raise DataError(
+            f"{path}: ({first['dataset']}, {first['test_idx']}) is not an item of the data"
+        )
+    return joined.drop(columns="_merge")
+
+
+async def score_predictions(joined: pd.DataFrame, gateway) -> pd.DataFrame:
+    """question_scores rows (ITEM_SCORES) for predictions joined to their questions."""
+    check_supported(sorted(set(joined["dataset"])))
+    records = joined.to_dict("records")
+    scores = await asyncio.gather(*(evaluate_item(r, r["response"], gateway) for r in records))
+    rows = [
+        {
+            "dataset": r["dataset"],
+            "test_idx": int(r["test_idx"]),
+            "metric": s.metric,
+            "value": item_value(r["dataset"], s),
+            "question_id": r["question_id"],
+            "parse_ok": s.parse_ok,
+            "raw_reply": s.raw_reply,
+        }
+        for r, s in zip(records, scores, strict=True)
+    ]
+    return pd.DataFrame(rows, columns=ITEM_SCORES.names)
+
+
+def dataset_means(scores: pd.DataFrame, set_name: str) -> pd.DataFrame:
+    """Per-dataset mean of the item values (NORMALIZED rows: set, dataset, metric, value, n)."""
+    grouped = scores.groupby(["dataset", "metric"], sort=False)["value"].agg(["mean", "size"])
+    rows = [
+        {"set": set_name, "dataset": d, "metric": m, "value": float(mean), "n": int(size)}
+        for (d, m), mean, size in zip(grouped.index, grouped["mean"], grouped["size"], strict=True)
+    ]
+    return pd.DataFrame(rows, columns=["set", "dataset", "metric", "value", "n"])

@@ -1,0 +1,217 @@
+"""``mnemoflow score --benchmark memorybench`` and ``mnemoflow normalize``, end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mnemoflow.cli import main
+
+SHARED = next(
+    (p / "shared/data" for p in Path(__file__).resolve().parents if (p / "shared/data").is_dir()),
+    None,
+)
+MB = SHARED / "memorybench" if SHARED else None
+pytestmark = pytest.mark.skipif(MB is None or not MB.exists(), reason="no ../shared data")
+CONFIGS = MB / "configs" / "datasets" if MB else None
+STATS = MB / "configs" / "final_evaluate_summary_wo_details.json" if MB else None
+LEXEVAL = MB / "raw" / "LexEval-QA_5_4.jsonl" if MB else None
+
+
+def jsonl(path: Path, records) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return path
+
+
+def lexeval_answer(test_idx: int) -> str:
+    with LEXEVAL.open(encoding="utf-8") as handle:
+        return json.loads(handle.readlines()[test_idx])["answer"]
+
+
+def score(*args: str | Path) -> int:
+    return main(["score", "--benchmark", "memorybench", *map(str, args)])
+
+
+def test_score_a_raw_dataset(tmp_path, capsys):
+    # test items 128 and 56 of LexEval-QA (see test_data_memorybench): the gold itself, and ""
+    predictions = jsonl(
+        tmp_path / "predict.jsonl",
+        [
+            {"dataset": "LexEval-QA", "test_idx": 128, "response": lexeval_answer(128)},
+            {"test_idx": 56, "response": ""},  # dataset may be left out for a dataset: set
+        ],
+    )
+    out = tmp_path / "out"
+    code = score(
+        "--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA",
+        "--predictions", predictions, "--out", out,
+    )  # fmt: skip
+    assert code == 0
+    items = pd.read_parquet(out / "question_scores.parquet")
+    assert list(items.columns[:5]) == ["dataset", "test_idx", "metric", "value", "question_id"]
+    assert items[["question_id", "metric", "parse_ok"]].values.tolist() == [
+        ["LexEval-QA:128", "rougel", True],
+        ["LexEval-QA:56", "rougel", True],
+    ]
+    assert items["value"].tolist() == pytest.approx([0.999999995, 0.0])
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert scores[["dataset", "metric", "n"]].values.tolist() == [["LexEval-QA", "rougel", 2]]
+    assert scores["value"].item() == pytest.approx(0.4999999975)
+    judge = json.loads((out / "judge.json").read_text())
+    assert (judge["judge"]["backend"], judge["judge"]["model"]) == ("offline", "offline-heuristic")
+    printed = capsys.readouterr().out
+    assert "LexEval-QA                   rougel    0.5000  (n=2)" in printed
+
+
+def write_short_short_release(root: Path) -> None:
+    """The three datasets of task Short-Short in the Hub layout, two items each."""
+    from datasets import Dataset, DatasetDict
+
+    for name, lang, info in (
+        ("LexEval-QA", "zh", {"golden_answer": "合同无效"}),
+        ("NFCats", "en", {}),
+        ("JRE-L", "en", {"pr-title": "t"}),
+    ):
+        rows = [
+            {
+                "test_idx": i,
+                "input_prompt": "Please answer ...\n\nQuestion: why is the sky blue"
+                if name == "NFCats"
+                else f"{name} item {i}",
+                "dataset_name": name,
+                "lang": lang,
+                "info": str(info),
+            }
+            for i in range(2)
+        ]
+        DatasetDict(
+            {"train": Dataset.from_list(rows[:1]), "test": Dataset.from_list(rows[1:])}
+        ).save_to_disk(str(root / "dataset" / name))
+
+
+def test_score_a_task_set_prints_the_normalized_summary(tmp_path, capsys):
+    release = tmp_path / "release"
+    write_short_short_release(release)
+    predictions = jsonl(
+        tmp_path / "predict.jsonl",
+        [
+            {"dataset": "LexEval-QA", "test_idx": 1, "response": ""},  # rougel 0
+            {"dataset": "NFCats", "test_idx": 1, "response": ""},  # offline judge: 1
+        ],
+    )
+    out = tmp_path / "out"
+    code = score(
+        "--data", release, "--configs", CONFIGS, "--set", "task:Short-Short",
+        "--predictions", predictions, "--out", out,
+    )  # fmt: skip
+    assert code == 0
+    items = pd.read_parquet(out / "question_scores.parquet")
+    assert items[["question_id", "metric", "value", "raw_reply"]].values.tolist() == [
+        ["LexEval-QA:1", "rougel", 0.0, ""],
+        ["NFCats:1", "score", 1.0, "1"],
+    ]
+    scores = pd.read_parquet(out / "scores.parquet")
+    summary = scores[scores["dataset"] == "all"].set_index("metric")["value"].to_dict()
+    # both values are their dataset's minimum (min-max 0); z with task Short-Short statistics
+    z = (0.0 - 0.12312124506737952) / 0.0673206327681146 + (1 - 4.4325) / 0.9749070468511344
+    assert summary == pytest.approx({"average": 0.0, "weighted_average": 0.0, "z_score": z / 2})
+    printed = capsys.readouterr().out
+    assert f"task:Short-Short  z_score           {z / 2:.4f}  (n=2)" in printed
+    assert "missing: JRE-L" in printed
+
+
+def test_normalize_command(tmp_path, capsys):
+    values = jsonl(
+        tmp_path / "values.jsonl",
+        [
+            {"dataset": "LexEval-QA", "test_idx": 1, "value": 0.3616236123342547},
+            {"dataset": "NFCats", "test_idx": 1, "value": 3},
+            {"dataset": "JRE-L", "test_idx": 4, "value": 5},
+        ],
+    )
+    out = tmp_path / "out"
+    code = main(
+        ["normalize", "--set", "task:Short-Short", "--configs", str(CONFIGS), "--stats",
+         str(STATS), "--scores", str(values), "--out", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    scores = pd.read_parquet(out / "scores.parquet")
+    summary = scores[scores["dataset"] == "all"].set_index("metric")["value"].to_dict()
+    # min-max: 1, (3 - 1) / 4 = 0.5, (5 - 2) / 6 = 0.5
+    assert summary["average"] == pytest.approx(2 / 3)
+    assert summary["weighted_average"] == pytest.approx(2 / 3)
+    assert list(scores["metric"][:3]) == ["average", "weighted_average", "z_score"]
+    assert "task:Short-Short  average           0.6667  (n=3)" in capsys.readouterr().out
+
+
+def test_a_predictions_line_without_test_idx(tmp_path, capsys):
+    predictions = jsonl(
+        tmp_path / "predict.jsonl",
+        [{"dataset": "LexEval-QA", "test_idx": 128, "response": "x"},
+         {"dataset": "LexEval-QA", "response": "y"}],
+    )  # fmt: skip
+    out = tmp_path / "out"
+    code = score(
+        "--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA",
+        "--predictions", predictions, "--out", out,
+    )  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"mnemoflow score: error: {predictions}: line 2 (LexEval-QA): missing field 'test_idx'"
+    )
+    assert not (out / "question_scores.parquet").exists() and not (out / "scores.parquet").exists()
+
+
+def test_a_prediction_outside_the_set_or_the_data(tmp_path, capsys):
+    base = ["--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA"]
+    other = jsonl(tmp_path / "a.jsonl", [{"dataset": "NFCats", "test_idx": 1, "response": "x"}])
+    assert score(*base, "--predictions", other, "--out", tmp_path / "o") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"mnemoflow score: error: {other}: line 1: field 'dataset': 'NFCats' is not in the set"
+    )
+    # item 2 of the file is not among the 250 sampled items (0, 1, 3, 5, 9 are)
+    unsampled = jsonl(tmp_path / "b.jsonl", [{"test_idx": 2, "response": "x"}])
+    assert score(*base, "--predictions", unsampled, "--out", tmp_path / "o") == 2
+    assert capsys.readouterr().err.strip().endswith("(LexEval-QA, 2) is not an item of the data")
+
+
+def test_normalize_rejects_a_dataset_outside_the_set(tmp_path, capsys):
+    values = jsonl(tmp_path / "v.jsonl", [{"dataset": "Locomo-0", "test_idx": 1, "value": 1}])
+    code = main(
+        ["normalize", "--set", "task:Short-Short", "--configs", str(CONFIGS), "--stats",
+         str(STATS), "--scores", str(values), "--out", str(tmp_path / "o")]
+    )  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"mnemoflow normalize: error: {values}: line 1: field 'dataset': 'Locomo-0' is not "
+        "in the set"
+    )
+
+
+def test_a_dataset_whose_metric_is_not_built_fails_with_one_line(tmp_path, capsys):
+    release = tmp_path / "release"
+    write_short_short_release(release)
+    capsys.readouterr()  # the datasets library's progress bars
+    predictions = jsonl(
+        tmp_path / "predict.jsonl",
+        [
+            {"dataset": "NFCats", "test_idx": 1, "response": "blue light scatters"},
+            {"dataset": "JRE-L", "test_idx": 1, "response": "A title"},
+        ],
+    )
+    out = tmp_path / "out"
+    code = score(
+        "--data", release, "--configs", CONFIGS, "--set", "task:Short-Short",
+        "--predictions", predictions, "--out", out,
+    )  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        "mnemoflow score: error: memorybench: dataset 'JRE-L' needs metric 'fused score (JRE-L)', "
+        "which mnemoflow does not compute yet; choose a set of Locomo-k, DialSim-*, LexEval-* "
+        "and NFCats"
+    )
+    assert not (out / "question_scores.parquet").exists()
