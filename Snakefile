@@ -13,6 +13,7 @@ include: "rules/data.smk"
 include: "rules/memory.smk"
 include: "rules/answer.smk"
 include: "rules/judge.smk"
+include: "rules/feedback.smk"
 include: "rules/summarize.smk"
 include: "rules/report.smk"
 

@@ -246,7 +246,7 @@ def user_prompt(dataset: str, history: list[Any], context: str, lang: str) -> st
     )
 
 
-# ---- strict parsing ------------------------------------------------------------------------------
+# ---- strict parsing -----------------------------------------------------------------------------
 
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*?)\n?```$", re.DOTALL)
 
@@ -281,7 +281,8 @@ def parse_feedback(text: str) -> dict[str, Any]:
     }
 
 
-# ---- the simulators -------------------------------------------------------------------------------
+# ---- the simulators -----------------------------------------------------------------------------
+
 
 @dataclass
 class UserTurn:

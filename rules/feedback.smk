@@ -1,0 +1,228 @@
+# Learning from user feedback (MemoryBench's protocols, mnemoflow/protocols/feedback.py):
+# training dialogues -> one job per step (dialogues, ingest, answer, score) -> normalize.
+FB_STEP = "results/{benchmark}/{system}/{protocol}/step{step}"
+FB_TRAIN = "results/{benchmark}/{system}/feedback"
+FB_LOGS = "results/logs/{benchmark}/{system}/{protocol}/step{step}"
+FB_ALL = "off_policy|stepwise_off_policy|on_policy|train_performance"
+FB_BUILT = "off_policy|stepwise_off_policy|on_policy"
+
+
+def fb_settings(wildcards):
+    return benchmark_spec(wildcards).get("feedback", {}) or {}
+
+
+def fb_loader(wildcards):
+    return benchmark_spec(wildcards)["loader"]
+
+
+def fb_live(wildcards):
+    """On-policy steps after 0 converse live; everything else replays recorded dialogues."""
+    return wildcards.protocol == "on_policy" and int(wildcards.step) > 0
+
+
+def fb_built(wildcards):
+    """train_performance asks the training split of the off-policy memory: it builds none."""
+    return (
+        "off_policy"
+        if wildcards.protocol == "train_performance"
+        else wildcards.protocol
+    )
+
+
+def fb_step_path(name):
+    def path(wildcards):
+        return (
+            FB_STEP.format(**{**dict(wildcards), "protocol": fb_built(wildcards)})
+            + name
+        )
+
+    return path
+
+
+def fb_train_input(wildcards):
+    if wildcards.protocol == "on_policy":
+        return []
+    return FB_TRAIN.format(**dict(wildcards)) + "/train_dialogues.parquet"
+
+
+def fb_previous(wildcards):
+    step = int(wildcards.step)
+    if step == 0:
+        return []
+    return FB_STEP.format(**{**dict(wildcards), "step": step - 1}) + "/memory"
+
+
+def fb_step_settings(wildcards):
+    """Only the settings a step depends on (a batch_size edit re-plans steps >= 1 only)."""
+    given = fb_settings(wildcards)
+    step, protocol = int(wildcards.step), wildcards.protocol
+    keys = ["seed", "retrieve_k"]
+    if step > 0 and protocol in ("stepwise_off_policy", "on_policy"):
+        keys.append("batch_size")
+    if fb_live(wildcards):
+        keys += ["max_rounds", "structured_output"]
+    return {key: given[key] for key in keys if key in given}
+
+
+def fb_step_models(wildcards):
+    if fb_live(wildcards):
+        return models("agent", "user", "judge", "memory_writer", "embedder")
+    return models("agent", "judge", "memory_writer", "embedder")
+
+
+def fb_generation(wildcards):
+    given = fb_settings(wildcards)
+    keys = ["max_rounds", "retrieve_k", "structured_output"]
+    return {key: given[key] for key in keys if key in given}
+
+
+def fb_source(wildcards):
+    return fb_settings(wildcards).get("dialogues", "generated")
+
+
+def fb_generation_models(wildcards):
+    if fb_source(wildcards) == "data":
+        return {}
+    return models("agent", "user", "judge", "memory_writer", "embedder")
+
+
+def fb_answer_settings(wildcards):
+    given = fb_settings(wildcards)
+    return {"retrieve_k": given["retrieve_k"]} if "retrieve_k" in given else {}
+
+
+def fb_set_name(wildcards):
+    select = benchmark_spec(wildcards).get("select", {})
+    kind = next(k for k in ("domain", "task") if k in select)
+    return f"{kind}:{select[kind]}"
+
+
+def all_normalized():
+    """normalized.parquet of every step of a MemoryBench domain / task set with a stats file."""
+    return [
+        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/normalized.parquet"
+        for b in config["run"]["benchmarks"]
+        if config["benchmarks"][b].get("normalize")
+        and {"domain", "task"} & set(config["benchmarks"][b].get("select", {}))
+        for s in config["run"]["systems"]
+        for p in protocols_for(b)
+        if p != "qa"
+        for k in steps_of(b, p)
+    ]
+
+
+rule feedback_train_dialogues:
+    input:
+        questions=f"{PREPARED}/questions.parquet",
+        sessions=f"{PREPARED}/sessions.parquet",
+        dialogues=f"{PREPARED}/dialogues.parquet",
+    output:
+        dialogues=f"{FB_TRAIN}/train_dialogues.parquet",
+        ledger=f"{FB_TRAIN}/train_dialogues.ledger.json",
+    log:
+        "results/logs/{benchmark}/{system}/feedback/train_dialogues.log",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        system=system_spec,
+        source=fb_source,
+        loader=fb_loader,
+        settings=fb_generation,
+        models=fb_generation_models,
+        seed=config.get("seed", 0),
+    script:
+        "../scripts/feedback_train_dialogues.py"
+
+
+# One job per step (dialogues -> ingest -> answer -> score): a job costs seconds of start-up,
+# a step of the offline default well under one.
+rule feedback_step:
+    input:
+        questions=f"{PREPARED}/questions.parquet",
+        sessions=f"{PREPARED}/sessions.parquet",
+        train=fb_train_input,
+        previous=fb_previous,
+    output:
+        dialogues=f"{FB_STEP}/dialogues.parquet",
+        snapshot=directory(f"{FB_STEP}/memory"),
+        answers=f"{FB_STEP}/answers.parquet",
+        scores=f"{FB_STEP}/scores.parquet",
+        question_scores=f"{FB_STEP}/question_scores.parquet",
+        judgements=f"{FB_STEP}/judgements.parquet",
+        diagnosis=f"{FB_STEP}/diagnosis.parquet",
+        ledger=f"{FB_STEP}/step.ledger.json",
+    log:
+        f"{FB_LOGS}/step.log",
+    wildcard_constraints:
+        protocol=FB_BUILT,
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    params:
+        system=system_spec,
+        loader=fb_loader,
+        settings=fb_step_settings,
+        models=fb_step_models,
+        seed=config.get("seed", 0),
+    script:
+        "../scripts/feedback_step.py"
+
+
+rule feedback_train_performance:
+    input:
+        questions=f"{PREPARED}/questions.parquet",
+        sessions=f"{PREPARED}/sessions.parquet",
+        snapshot=fb_step_path("/memory"),
+        dialogues=fb_step_path("/dialogues.parquet"),
+    output:
+        answers=f"{FB_STEP}/answers.parquet",
+        scores=f"{FB_STEP}/scores.parquet",
+        question_scores=f"{FB_STEP}/question_scores.parquet",
+        judgements=f"{FB_STEP}/judgements.parquet",
+        diagnosis=f"{FB_STEP}/diagnosis.parquet",
+        ledger=f"{FB_STEP}/step.ledger.json",
+    log:
+        f"{FB_LOGS}/step.log",
+    wildcard_constraints:
+        protocol="train_performance",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        system=system_spec,
+        loader=fb_loader,
+        settings=fb_answer_settings,
+        models=models("agent", "judge", "memory_writer", "embedder"),
+        seed=config.get("seed", 0),
+    script:
+        "../scripts/feedback_train_performance.py"
+
+
+rule normalize:
+    input:
+        question_scores=f"{FB_STEP}/question_scores.parquet",
+        questions=f"{PREPARED}/questions.parquet",
+    output:
+        normalized=f"{FB_STEP}/normalized.parquet",
+    log:
+        f"{FB_LOGS}/normalize.log",
+    wildcard_constraints:
+        protocol=FB_ALL,
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        set_name=fb_set_name,
+        configs=lambda wildcards: benchmark_spec(wildcards)["configs"],
+        stats=lambda wildcards: benchmark_spec(wildcards)["normalize"]["stats"],
+    script:
+        "../scripts/feedback_normalize.py"
