@@ -1,5 +1,7 @@
 # Learning from user feedback (MemoryBench's protocols, mnemoflow/protocols/feedback.py):
 # training dialogues -> one job per step (dialogues, ingest, answer, score) -> normalize.
+from mnemoflow.protocols.feedback import set_name as feedback_set_name
+
 FB_STEP = "results/{benchmark}/{system}/{protocol}/step{step}"
 FB_TRAIN = "results/{benchmark}/{system}/feedback"
 FB_LOGS = "results/logs/{benchmark}/{system}/{protocol}/step{step}"
@@ -92,9 +94,14 @@ def fb_answer_settings(wildcards):
 
 
 def fb_set_name(wildcards):
-    select = benchmark_spec(wildcards).get("select", {})
-    kind = next(k for k in ("domain", "task") if k in select)
-    return f"{kind}:{select[kind]}"
+    return feedback_set_name(benchmark_spec(wildcards).get("select", {}))
+
+
+def fb_normalizes(spec):
+    """A domain / task set with an official statistics file (``normalize: {stats: FILE}``)."""
+    if not spec.get("normalize") or not spec.get("select"):
+        return False
+    return not feedback_set_name(spec["select"]).startswith("dataset:")
 
 
 def all_normalized():
@@ -102,8 +109,7 @@ def all_normalized():
     return [
         f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/normalized.parquet"
         for b in config["run"]["benchmarks"]
-        if config["benchmarks"][b].get("normalize")
-        and {"domain", "task"} & set(config["benchmarks"][b].get("select", {}))
+        if fb_normalizes(config["benchmarks"][b])
         for s in config["run"]["systems"]
         for p in protocols_for(b)
         if p != "qa"

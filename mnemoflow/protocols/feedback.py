@@ -24,7 +24,6 @@ and ``retrieve_k`` (5) items are shown. A memory system that returns nothing get
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import math
 import random
@@ -37,8 +36,11 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from mnemoflow.data.memorybench import dialogues_for, parse_set
 from mnemoflow.data.tables import ANSWERS, DIALOGUES, JUDGEMENTS, QUESTION_SCORES, SCORES
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval import memorybench_metrics, synthetic_feedback
+from mnemoflow.eval.normalize import normalize_set
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemorySystem, Message, build
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows
@@ -119,9 +121,7 @@ register_protocol(
 
 def metrics_module(loader: str) -> Any:
     """The metric module of a benchmark: ``evaluate_item``, ``item_value``, ``check_supported``."""
-    if loader == "synthetic_feedback":
-        return importlib.import_module("mnemoflow.eval.synthetic_feedback")
-    return importlib.import_module("mnemoflow.eval.memorybench_metrics")
+    return synthetic_feedback if loader == "synthetic_feedback" else memorybench_metrics
 
 
 def item_value(metrics: Any, dataset: str, scores: list[Any]) -> float:
@@ -134,7 +134,8 @@ def evaluator(metrics: Any, gateway: Any) -> Callable[[dict[str, Any], str], Awa
     """The rule-based simulator's scorer: the dataset's own metric value of a reply."""
 
     async def evaluate(question: dict[str, Any], response: str) -> float:
-        return float((await metrics.evaluate_item(question, response, gateway)).value)
+        value = (await metrics.evaluate_item(question, response, gateway)).value
+        return float(value) if value is not None else 0.0
 
     return evaluate
 
@@ -312,14 +313,10 @@ def data_dialogues(
 ) -> pd.DataFrame:
     """The release's pre-generated dialogues of the training items (source "data"); a corpus
     dataset's are the ones generated for the memory system's MemoryBench counterpart
-    (``data.memorybench.dialog_key``), stored with that key in the ``system`` column."""
-    from mnemoflow.data.memorybench import dialog_key  # the data side of issue 10
-
-    key = dialog_key(system_type)
+    (``data.memorybench.dialogues_for``)."""
     train_ids = set(questions.loc[questions["split"] == "train", "question_id"])
-    mine = dialogues[
-        dialogues["dialogue_id"].isin(train_ids) & dialogues["system"].isin(["", key])
-    ].copy()
+    mine = dialogues_for(dialogues, system_type)
+    mine = mine[mine["dialogue_id"].isin(train_ids)].copy()
     for name, value in keys.items():
         mine[name] = value
     mine["source"] = "data"
@@ -604,6 +601,7 @@ async def score_step(
     results = await bounded(answers.to_dict("records"), one, ITEM_CONCURRENCY)
     judged, per_q, values = [], [], []
     for question, item, value in results:
+        raw = float(item.value) if item.value is not None else float("nan")
         base = {**keys, "question_id": question["question_id"]}
         base["question_type"] = question["question_type"]
         judged.append(
@@ -611,14 +609,14 @@ async def score_step(
                 **base,
                 "judge": judge_name,
                 "metric": item.metric,
-                "value": float(item.value),
+                "value": raw,
                 "raw_reply": item.raw_reply or "",
                 "parse_ok": bool(item.parse_ok),
             }
         )
-        per_q.append({**base, "metric": item.metric, "value": float(item.value), "level": "answer"})
+        per_q.append({**base, "metric": item.metric, "value": raw, "level": "answer"})
         per_q.append({**base, "metric": "score", "value": value, "level": "answer"})
-        values.append((question["dataset"], item.metric, float(item.value), value))
+        values.append((question["dataset"], item.metric, raw, value))
     rows = []
     frame = pd.DataFrame(values, columns=["dataset", "metric", "value", "score"])
     for metric, group in frame.groupby("metric", sort=True):
@@ -642,6 +640,12 @@ async def score_step(
     )
 
 
+def set_name(select: Any) -> str:
+    """A benchmark's ``select`` ({domain: X} or "domain:X") as "KIND:NAME"."""
+    ((kind, name),) = (parse_set(select) if isinstance(select, str) else dict(select)).items()
+    return f"{kind}:{name}"
+
+
 def normalized_rows(
     question_scores: pd.DataFrame,
     questions: pd.DataFrame,
@@ -651,9 +655,8 @@ def normalized_rows(
     keys: dict[str, Any],
 ) -> pd.DataFrame:
     """The official normalized summary of a domain / task set (``eval.normalize.normalize_set``)
-    as SCORES rows (aggregate "normalized")."""
-    from mnemoflow.eval.normalize import normalize_set  # the data side of issue 10
-
+    as SCORES rows: aggregate "normalized" for the set's average / weighted_average / z_score,
+    "normalized:{dataset}" for each dataset's mean / minmax / z."""
     values = question_scores[question_scores["metric"] == "score"].merge(
         questions[["question_id", "dataset", "meta"]], on="question_id"
     )
@@ -661,15 +664,14 @@ def normalized_rows(
     table = normalize_set(
         values[["dataset", "test_idx", "value"]], set_name, configs_dir, stats_file
     )
-    n = len(values)
     rows = [
         {
             **keys,
             "metric": r["metric"],
-            "aggregate": "normalized",
+            "aggregate": "normalized" if r["dataset"] == "all" else f"normalized:{r['dataset']}",
             "value": float(r["value"]),
-            "n": n,
-        }  # fmt: skip
+            "n": int(r["n"]),
+        }
         for r in table.to_dict("records")
     ]
     return pd.DataFrame(rows, columns=SCORES.names)
