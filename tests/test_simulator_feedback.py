@@ -186,8 +186,8 @@ def test_the_simulator_sees_the_gold_and_the_agent_never_does():
     config = fb.FeedbackConfig(max_rounds=3)
     asyncio.run(
         fb.live_dialogues(
-            train, lambda item: None, gateway, keys, config, fb.metrics_module("synthetic_feedback"),
-            every_round=True,
+            train, lambda item: None, gateway, keys, config,
+            fb.metrics_module("synthetic_feedback"), every_round=True,
         )
     )  # fmt: skip
     agent = [r for r in gateway.requests if r.role == "agent"]
