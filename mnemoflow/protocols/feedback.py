@@ -52,6 +52,8 @@ PROTOCOLS = ("off_policy", "stepwise_off_policy", "on_policy", "train_performanc
 #: The memory every protocol builds for the whole set (corpus datasets add their own in off-policy).
 SET_EPISODE = "set"
 MANIFEST = "manifest.json"
+#: The mean per-item value (``item_value`` of the metric module): a run's headline number.
+MAIN_METRIC = "item_value"
 #: Items conversed / questions answered at once; the gateway limits model concurrency per role.
 ITEM_CONCURRENCY = 64
 
@@ -588,7 +590,7 @@ async def score_step(
     judge_name: str,
 ) -> StepScores:
     """Each answer scored with its dataset's metric; per-dataset and overall means; the step's
-    feedback rates. ``score`` is the mean per-item value (MemoryBench's summary value)."""
+    feedback rates. ``item_value`` is the mean per-item value (MemoryBench's summary value)."""
     by_id = {q["question_id"]: q for q in questions.to_dict("records")}
     if hasattr(metrics, "check_supported"):
         metrics.check_supported(sorted({by_id[q]["dataset"] for q in answers["question_id"]}))
@@ -615,7 +617,7 @@ async def score_step(
             }
         )
         per_q.append({**base, "metric": item.metric, "value": raw, "level": "answer"})
-        per_q.append({**base, "metric": "score", "value": value, "level": "answer"})
+        per_q.append({**base, "metric": MAIN_METRIC, "value": value, "level": "answer"})
         values.append((question["dataset"], item.metric, raw, value))
     rows = []
     frame = pd.DataFrame(values, columns=["dataset", "metric", "value", "score"])
@@ -623,10 +625,10 @@ async def score_step(
         rows.append({**keys, "metric": metric, "aggregate": "micro", "value": group.value.mean(),
                      "n": len(group)})  # fmt: skip
     if not frame.empty:
-        rows.append({**keys, "metric": "score", "aggregate": "micro",
+        rows.append({**keys, "metric": MAIN_METRIC, "aggregate": "micro",
                      "value": frame.score.mean(), "n": len(frame)})  # fmt: skip
         for dataset, group in frame.groupby("dataset", sort=True):
-            rows.append({**keys, "metric": "score", "aggregate": f"dataset:{dataset}",
+            rows.append({**keys, "metric": MAIN_METRIC, "aggregate": f"dataset:{dataset}",
                          "value": group.score.mean(), "n": len(group)})  # fmt: skip
     failures = sum(not j["parse_ok"] for j in judged)
     rows.append({**keys, "metric": "judge_parse_failures", "aggregate": "micro",
@@ -657,7 +659,7 @@ def normalized_rows(
     """The official normalized summary of a domain / task set (``eval.normalize.normalize_set``)
     as SCORES rows: aggregate "normalized" for the set's average / weighted_average / z_score,
     "normalized:{dataset}" for each dataset's mean / minmax / z."""
-    values = question_scores[question_scores["metric"] == "score"].merge(
+    values = question_scores[question_scores["metric"] == MAIN_METRIC].merge(
         questions[["question_id", "dataset", "meta"]], on="question_id"
     )
     values["test_idx"] = [int(_meta({"meta": m})["test_idx"]) for m in values["meta"]]

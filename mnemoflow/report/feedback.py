@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 #: The main value of a feedback run: the mean per-item score (MemoryBench's summary value).
-MAIN = "score"
+MAIN = "item_value"
 RATES = (("like_rate", "like"), ("dislike_rate", "dislike"), ("end_rate", "ended"))
 ORDER = ("off_policy", "stepwise_off_policy", "on_policy", "train_performance")
 
