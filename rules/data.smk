@@ -14,6 +14,6 @@ rule prepare:
         mem_mb=4000,
         runtime=30,
     params:
-        spec=benchmark_spec,
+        spec=data_spec,
     script:
         "../scripts/prepare.py"

@@ -93,15 +93,20 @@ def fb_answer_settings(wildcards):
     return {"retrieve_k": given["retrieve_k"]} if "retrieve_k" in given else {}
 
 
+def fb_selected(spec):
+    """The set a MemoryBench benchmark names (``set: KIND:NAME`` or ``select: {KIND: NAME}``)."""
+    return spec.get("set") or spec.get("select")
+
+
 def fb_set_name(wildcards):
-    return feedback_set_name(benchmark_spec(wildcards).get("select", {}))
+    return feedback_set_name(fb_selected(benchmark_spec(wildcards)))
 
 
 def fb_normalizes(spec):
     """A domain / task set with an official statistics file (``normalize: {stats: FILE}``)."""
-    if not spec.get("normalize") or not spec.get("select"):
+    if not spec.get("normalize") or not fb_selected(spec):
         return False
-    return not feedback_set_name(spec["select"]).startswith("dataset:")
+    return not feedback_set_name(fb_selected(spec)).startswith("dataset:")
 
 
 def all_normalized():
