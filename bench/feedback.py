@@ -1,4 +1,4 @@
-"""Feedback-family throughput against the local OpenAI-compatible server: ``python -m bench.feedback``.
+"""Feedback-family throughput against the local test server: ``python -m bench.feedback``.
 
 Method (recorded in docs/performance.md): the test server runs in a separate process, answers every
 chat completion after a fixed latency (50 ms) with one fixed JSON text that the simulated user
@@ -51,7 +51,9 @@ class Server:
     def __init__(self, latency: float):
         command = [sys.executable, "-m", "mnemoflow.testing.openai_server"]
         self.proc = subprocess.Popen(
-            [*command, "--latency", str(latency), "--reply", REPLY], stdout=subprocess.PIPE, text=True
+            [*command, "--latency", str(latency), "--reply", REPLY],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
         if not line.startswith("serving "):
