@@ -6,7 +6,9 @@ parses as "dislike, continue" (so every dialogue runs its full ``max_rounds``: 3
 feedback turns = 5 calls). A MemoryBench-shaped set (datasets of 200 train / 50 test items, the
 LexEval / NFCats / JRE-L families, en and zh) goes through the protocol code the workflow runs:
 ``generate_train_dialogues`` (agent and user roles, live conversation loop), then the dialogues are
-memorized (bm25_message, not timed: no model calls) and ``answer_step`` answers the test split.
+memorized (bm25_message, not timed: no model calls) and ``answer_step`` answers the test split,
+once with bm25_message retrieval and once with ``none`` (no retrieval: the protocol and gateway
+alone; BM25 retrieval is CPU work on the event loop and bounds the first).
 Agent and user are bound to the server with concurrency 32 each and the protocol keeps at most 32
 items in flight, so at most 32 calls are in flight in total: the ideal is 32 / latency. In the same
 run, ``bench.gateway``'s own figure (the bare Gateway at concurrency 32 on the same server) is
@@ -123,13 +125,23 @@ async def feedback_run(
             "off_policy", questions, sessions, out, system, keys, gateway, config
         )
         answering = time.perf_counter() - started
+        # the same answering without retrieval: what the protocol and gateway cost alone
+        none, bare = {"type": "none"}, out.with_name("none")
+        await fb.ingest_step("off_policy", 0, dialogues, questions, sessions, none, None, bare,
+                             gateway)  # fmt: skip
+        started = time.perf_counter()
+        plain = await fb.answer_step(
+            "off_policy", questions, sessions, bare, none, keys, gateway, config
+        )
+        plain_seconds = time.perf_counter() - started
     finally:
         await gateway.aclose()
         gateway.close()
     calls = gateway.ledger.totals().calls
     return {
-        "generation": (calls - len(answers), generation),
+        "generation": (calls - len(answers) - len(plain), generation),
         "answering": (len(answers), answering),
+        "answering (none)": (len(plain), plain_seconds),
     }
 
 
@@ -145,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     fb.ITEM_CONCURRENCY = args.concurrency  # at most `concurrency` calls in flight in total
     ideal = args.concurrency / args.latency
     server = Server(args.latency)
-    rates: dict[str, list[float]] = {"gateway": [], "generation": [], "answering": []}
+    rates: dict[str, list[float]] = {
+        "gateway": [], "generation": [], "answering": [], "answering (none)": []
+    }  # fmt: skip
     inflight = 0
     try:
         for run in range(args.runs):
@@ -174,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "| phase | calls/s | share of ideal | ratio to gateway |",
         "|---|---|---|---|",
     ]
-    for phase in ("gateway", "generation", "answering"):
+    for phase in rates:
         rate = statistics.median(rates[phase])
         lines.append(f"| {phase} | {rate:.0f} | {rate / ideal:.0%} | {rate / gateway:.0%} |")
     print("\n".join(lines))
