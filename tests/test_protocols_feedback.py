@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
+from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.synthetic_feedback import questions as synthetic_questions
 from mnemoflow.data.tables import DIALOGUES, SESSIONS
 from mnemoflow.errors import ConfigError
@@ -361,3 +363,55 @@ def test_normalized_rows_map_the_official_summary_to_scores(tiny, monkeypatch):
     ]
     assert fb.set_name({"task": "Long-Short"}) == "task:Long-Short"
     assert fb.set_name("domain:Legal") == "domain:Legal"
+
+
+SHARED = next(
+    (p / "shared" / "data" for p in Path(__file__).resolve().parents
+     if (p / "shared/data").is_dir()),
+    None,
+)  # fmt: skip
+LOCOMO = SHARED / "locomo" / "locomo10.json" if SHARED else None
+
+
+@pytest.mark.skipif(LOCOMO is None or not LOCOMO.exists(), reason="no ../shared locomo10.json")
+def test_locomo_0_from_real_data_generates_rule_based_dialogues_over_its_corpus(gateway):
+    prepared = load_benchmark(
+        {
+            "loader": "memorybench",
+            "source": {"path": str(LOCOMO)},
+            "set": "dataset:Locomo-0",
+            "configs": str(SHARED / "memorybench" / "configs" / "datasets"),
+        }
+    )
+    questions, sessions = prepared.questions, prepared.sessions
+    assert fb.corpus_datasets(questions, sessions) == ["Locomo-0"]
+    train = questions[questions.split == "train"]
+    assert len(train) == 20  # sample_count 25 -> 20 / 5
+    dialogues = asyncio.run(
+        fb.generate_train_dialogues(
+            questions, sessions, BM25, keys("train_dialogues", 0), gateway,
+            fb.FeedbackConfig(max_rounds=2), fb.metrics_module("memorybench"),
+        )
+    )  # fmt: skip
+    users = dialogues[dialogues.role == "user"]
+    reactions = users[users["round"] == 1]
+    assert len(reactions) == 20  # one rule-based verdict per training item (max_rounds 2)
+    texts = {
+        "like": "Great! That's correct. Thank you for the accurate answer.",
+        "dislike": "That doesn't seem quite right. Could you please try again and provide a "
+        "more accurate answer?",
+    }
+    for row in reactions.itertuples():
+        assert row.content == texts[row.implicit_action]
+        assert row.terminated == (row.implicit_action == "like")
+    # the verdict is the official F1 > 0.5 of the first answer
+    by_id = {q["question_id"]: q for q in questions.to_dict("records")}
+    answers = dialogues[(dialogues.role == "assistant") & (dialogues["round"] == 0)]
+    for row in answers.itertuples():
+        score = asyncio.run(
+            fb.metrics_module("memorybench").evaluate_item(
+                by_id[row.dialogue_id], row.content, None
+            )
+        )
+        liked = reactions[reactions.dialogue_id == row.dialogue_id].implicit_action.iloc[0]
+        assert (score.value > 0.5) == (liked == "like")
