@@ -14,6 +14,8 @@ include: "rules/dialogues.smk"
 include: "rules/memory.smk"
 include: "rules/answer.smk"
 include: "rules/judge.smk"
+include: "rules/feedback_common.smk"
+include: "rules/feedback.smk"
 include: "rules/summarize.smk"
 include: "rules/report.smk"
 

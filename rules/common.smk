@@ -55,6 +55,16 @@ def benchmark_spec(wildcards):
     return config["benchmarks"][wildcards.benchmark]
 
 
+#: Spec keys that shape the protocols, not the data: editing them must not re-run prepare.
+PROTOCOL_KEYS = ("protocols", "feedback", "normalize")
+
+
+def data_spec(wildcards):
+    """The benchmark's spec as the loader sees it (without the protocol settings)."""
+    spec = benchmark_spec(wildcards)
+    return {k: v for k, v in spec.items() if k not in PROTOCOL_KEYS}
+
+
 def benchmark_source(wildcards):
     """The benchmark's local source file (if it is one), so replacing it re-runs prepare."""
     return local_source_file(benchmark_spec(wildcards))

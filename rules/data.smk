@@ -15,6 +15,6 @@ rule prepare:
         runtime=30,
     params:
         code=code_version("prepare"),
-        spec=benchmark_spec,
+        spec=data_spec,
     script:
         "../scripts/prepare.py"

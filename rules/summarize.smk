@@ -1,6 +1,6 @@
 rule summarize:
     input:
-        scores=all_step_files("scores.parquet"),
+        scores=all_step_files("scores.parquet") + all_normalized(),
         diagnoses=all_step_files("diagnosis.parquet"),
     output:
         summary="results/summary.parquet",

@@ -27,6 +27,16 @@ def test_reader_abstains_without_evidence():
     assert answer({"question": "What is my diet?", "context": []}) == ABSTAIN
 
 
+def test_reader_never_answers_with_a_remembered_copy_of_the_question():
+    context = [
+        "Speaker user says: Pick my report font, please.",
+        "Speaker user says: That is not right. My preferred report font is Garamond.",
+    ]
+    reply = answer({"question": "Pick my report font, please.", "context": context})
+    assert reply == "My preferred report font is Garamond."
+    assert answer({"question": "Pick my report font, please.", "context": context[:1]}) == ABSTAIN
+
+
 def test_reader_chooses_an_option_from_the_evidence():
     fields = {
         "question": "What is my diet?",

@@ -58,6 +58,7 @@ BUILTIN_MODULES = [
     "mnemoflow.data.longmemeval",
     "mnemoflow.data.memorybench",
     "mnemoflow.data.amemgym",
+    "mnemoflow.data.synthetic_feedback",
 ]
 
 

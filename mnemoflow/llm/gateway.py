@@ -168,6 +168,8 @@ class Gateway:
             payload["model"] = offline_version(request.task)
             payload["task"] = request.task
             payload["fields"] = request.fields
+        if request.response_format is not None:
+            payload["response_format"] = request.response_format
         if attempt:
             payload["parse_attempt"] = attempt
         return cache_key(payload)

@@ -188,6 +188,8 @@ class OpenAIBackend:
         seed = request.seed if request.seed is not None else spec.seed
         if seed is not None:
             body["seed"] = seed
+        if request.response_format is not None:
+            body["response_format"] = request.response_format
         (text, model, tokens_in, tokens_out), retries = await self._post(
             "/chat/completions", body, parse_completion
         )

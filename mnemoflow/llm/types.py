@@ -153,6 +153,9 @@ class ChatRequest:
     messages: list[dict[str, str]]
     fields: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None  # per-call seed (e.g. judge repeats); overrides the endpoint's seed
+    #: OpenAI ``response_format`` (e.g. a json_schema) for endpoints with structured output; the
+    #: offline backend ignores it.
+    response_format: dict[str, Any] | None = None
 
 
 @dataclass

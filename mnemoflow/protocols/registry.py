@@ -20,7 +20,7 @@ StepCounter = Callable[[dict[str, Any]], int]
 _STEPS: dict[str, StepCounter] = {"qa": n_steps}
 
 #: Modules that register the built-in protocols when imported.
-BUILTIN_MODULES: list[str] = ["mnemoflow.protocols.interactive"]
+BUILTIN_MODULES: list[str] = ["mnemoflow.protocols.feedback", "mnemoflow.protocols.interactive"]
 
 
 def register_protocol(name: str, steps: StepCounter) -> None:

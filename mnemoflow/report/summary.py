@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mnemoflow.data.tables import SUMMARY
+from mnemoflow.report.feedback import feedback_markdown
 
 
 def summarize(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -101,6 +102,8 @@ def summary_markdown(summary: pd.DataFrame) -> str:
     if summary.empty:
         return "# mnemoflow summary\n\nNo scores.\n"
     parts = ["# mnemoflow summary", ""]
+    feedback = feedback_markdown(summary)  # learning-from-feedback protocols (report/feedback.py)
+    everything, summary = summary, summary[summary["protocol"] == "qa"]
     for benchmark, bench in summary.groupby("benchmark", sort=True):
         if bench["protocol"].isin(INTERACTIVE_PROTOCOLS).any():
             parts += interactive_markdown(str(benchmark), bench)
@@ -137,7 +140,9 @@ def summary_markdown(summary: pd.DataFrame) -> str:
             per_step.columns = [f"step {c}" for c in per_step.columns]
             parts += [f"### {benchmark}: {main} (micro) per step", ""]
             parts += [_markdown(per_step.reset_index()), ""]
-    failures = summary[summary["metric"] == "judge_parse_failures"]
+    if feedback:
+        parts += [feedback]
+    failures = everything[everything["metric"] == "judge_parse_failures"]
     if not failures.empty and failures["value"].sum() > 0:
         count = int(failures["value"].sum())
         parts += [f"Judge replies that could not be parsed: {count}", ""]

@@ -79,10 +79,19 @@ def pick(scored: list[tuple[float, int]]) -> tuple[float, int] | None:
     return max(ties, key=lambda pair: pair[1])
 
 
+def restates(sentence: str, question: str) -> bool:
+    """A sentence that quotes the question (a remembered "Speaker user says: <question>") is an
+    echo, not an answer."""
+    asked = " ".join(words(question))
+    return bool(asked) and asked in " ".join(words(sentence))
+
+
 @handles("answer")
 def answer(fields: dict[str, Any]) -> str:
     """Fields: question, context (list of passages or {text, time}), optional options."""
-    candidates = _context_sentences(fields["context"])
+    candidates = [
+        s for s in _context_sentences(fields["context"]) if not restates(s, fields["question"])
+    ]
     choice = pick(rank_sentences(fields["question"], candidates))
     if choice is None or choice[0] < MIN_COVERAGE:
         return _declining(fields.get("options") or [])

@@ -1,0 +1,217 @@
+"""The MemoryBench feedback simulator: strict parsing, the offline and rule-based users, and that
+the agent never sees what only the simulator may see."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from mnemoflow.data.synthetic_feedback import questions as synthetic_questions
+from mnemoflow.eval import memorybench_metrics
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.types import UnparseableReply
+from mnemoflow.protocols import feedback as fb
+from mnemoflow.protocols.conversation import Turn
+from mnemoflow.simulators.feedback import (
+    CORRECT_TEXT,
+    RESPONSE_FORMAT,
+    UNPARSED,
+    WRONG_TEXT,
+    FeedbackSimulator,
+    evaluation_context,
+    parse_feedback,
+)
+from mnemoflow.testing.openai_server import OpenAITestServer
+
+REPLY = {
+    "reasoning": "The answer misses the date.",
+    "implicit_action": "dislike",
+    "behavior": "continue_conversation",
+    "response": "Which day exactly?",
+}
+
+
+def offline() -> Gateway:
+    return Gateway.from_config({}, None)
+
+
+def test_parse_accepts_bare_and_fenced_json_alike():
+    bare = json.dumps(REPLY)
+    fenced = f"```json\n{bare}\n```"
+    expected = {
+        "reasoning": "The answer misses the date.",
+        "implicit_action": "dislike",
+        "end": False,
+        "response": "Which day exactly?",
+    }
+    assert parse_feedback(bare) == expected
+    assert parse_feedback(fenced) == expected
+    assert parse_feedback(f"  ```\n{bare}```  ") == expected
+
+
+def test_parse_reads_end_with_a_null_response_as_an_empty_text():
+    ended = {**REPLY, "implicit_action": "like", "behavior": "end_conversation", "response": None}
+    assert parse_feedback(json.dumps(ended)) == {
+        "reasoning": "The answer misses the date.",
+        "implicit_action": "like",
+        "end": True,
+        "response": "",
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(REPLY)[:-1],  # truncated
+        "Sure! " + json.dumps(REPLY),  # prose before the object
+        json.dumps({**REPLY, "implicit_action": "love"}),  # not an allowed action
+        json.dumps({**REPLY, "behavior": "stop"}),
+        json.dumps({k: v for k, v in REPLY.items() if k != "behavior"}),
+        json.dumps([REPLY]),
+        json.dumps({**REPLY, "response": 3}),
+        "",
+    ],
+)
+def test_parse_rejects_malformed_replies(text):
+    with pytest.raises(UnparseableReply):
+        parse_feedback(text)
+
+
+def synthetic_item(split: str = "train") -> dict:
+    frame = synthetic_questions({"params": {"items": 3, "seed": 0}})
+    return frame[frame.split == split].iloc[0].to_dict()
+
+
+def test_offline_user_dislikes_a_miss_and_corrects_it_with_the_reference():
+    item = synthetic_item()
+    reference = json.loads(item["meta"])["reference"]
+    simulator = FeedbackSimulator(item, offline())
+    history = [Turn("user", item["question"]), Turn("assistant", "I don't know.")]
+    turn = asyncio.run(simulator.reply(history))
+    assert (turn.implicit_action, turn.terminated) == ("dislike", False)
+    assert turn.content == f"That is not right. {reference}"
+
+
+def test_offline_user_likes_a_match_and_ends():
+    item = synthetic_item()
+    reference = json.loads(item["meta"])["reference"]
+    simulator = FeedbackSimulator(item, offline())
+    history = [Turn("user", item["question"]), Turn("assistant", reference)]
+    turn = asyncio.run(simulator.reply(history))
+    assert (turn.implicit_action, turn.terminated, turn.content) == ("like", True, "")
+
+
+def test_an_unparseable_user_is_re_asked_then_recorded_and_counted_never_a_silent_end():
+    bodies = []
+
+    def reply(body):
+        bodies.append(body)
+        return "I liked it, thanks!"  # prose, not JSON
+
+    item = synthetic_item()
+    with OpenAITestServer(reply=reply) as server:
+        gateway = Gateway.from_config(
+            {"user": {"base_url": server.base_url, "model": "m", "max_parse_retries": 2}}, None
+        )
+        simulator = FeedbackSimulator(item, gateway)
+        history = [Turn("user", item["question"]), Turn("assistant", "Garamond")]
+        turn = asyncio.run(simulator.reply(history))
+        asyncio.run(gateway.aclose())
+    assert (turn.implicit_action, turn.terminated, turn.content) == (UNPARSED, True, "")
+    assert simulator.parse_failures == 1
+    assert len(bodies) == 3  # the first ask and two re-asks
+    assert gateway.ledger.totals().parse_failures == 1
+    assert bodies[0]["response_format"] == RESPONSE_FORMAT
+
+
+def test_structured_output_can_be_switched_off_for_endpoints_without_it():
+    item = synthetic_item()
+    history = [Turn("user", item["question"]), Turn("assistant", "x")]
+    assert (
+        FeedbackSimulator(item, None, structured_output=False).request(history).response_format
+        is None
+    )
+
+
+def locomo_item(gold: str, category: int) -> dict:
+    info = {"golden_answer": gold, "category": category}
+    return {
+        "dataset": "Locomo-0",
+        "question_id": "Locomo-0_3",
+        "question": "When did Caroline go to the support group?",
+        "answer": gold,
+        "lang": "en",
+        "meta": json.dumps({"test_idx": 3, "info": info}),
+    }
+
+
+@pytest.mark.parametrize(
+    ("answer", "action", "text", "end"),
+    [
+        ("7 May 2023", "like", CORRECT_TEXT, True),  # F1 1.0
+        ("May 2023", "like", CORRECT_TEXT, True),  # P 1, R 2/3: F1 0.8 > 0.5
+        ("7 June 2022", "dislike", WRONG_TEXT, False),  # one of three tokens: F1 1/3
+    ],
+)
+def test_rule_based_user_on_a_locomo_item_likes_iff_official_f1_above_half(
+    answer, action, text, end
+):
+    gateway = offline()
+    item = locomo_item("7 May 2023", 2)
+    simulator = FeedbackSimulator(item, gateway, fb.evaluator(memorybench_metrics, gateway))
+    turn = asyncio.run(simulator.reply([Turn("user", item["question"]), Turn("assistant", answer)]))
+    assert (turn.implicit_action, turn.content, turn.terminated) == (action, text, end)
+
+
+class Recording(Gateway):
+    """The offline gateway, keeping every request it was asked."""
+
+    def __init__(self):
+        base = Gateway.from_config({}, None)
+        super().__init__(base.specs)
+        self.requests = []
+
+    async def chat(self, request, parse=None):
+        self.requests.append(request)
+        return await super().chat(request, parse)
+
+
+def test_the_simulator_sees_the_gold_and_the_agent_never_does():
+    frame = synthetic_questions({"params": {"items": 4, "seed": 1}})
+    train = frame[frame.split == "train"].to_dict("records")
+    gateway = Recording()
+    keys = {"benchmark": "b", "system": "none", "protocol": "on_policy", "step": 1}
+    config = fb.FeedbackConfig(max_rounds=3)
+    asyncio.run(
+        fb.live_dialogues(
+            train, lambda item: None, gateway, keys, config,
+            fb.metrics_module("synthetic_feedback"), every_round=True,
+        )
+    )  # fmt: skip
+    agent = [r for r in gateway.requests if r.role == "agent"]
+    user = [r for r in gateway.requests if r.role == "user"]
+    assert len(user) == 8  # per item: round 0 missed (disliked), round 1 corrected (liked)
+    for item in train:
+        reference = json.loads(item["meta"])["reference"]
+        assert any(reference in r.messages[1]["content"] for r in user)
+        first = [r for r in agent if r.messages == [{"role": "user", "content": item["question"]}]]
+        assert len(first) == 1  # round 0 saw the question only
+        assert item["answer"] not in json.dumps(first[0].fields)
+    for request in agent:
+        text = json.dumps([request.messages, request.fields])
+        assert "EVALUATION CONTEXT" not in text and "Reference" not in text
+
+
+def test_each_family_gets_its_own_privileged_context():
+    lexeval = {"dataset": "LexEval-QA", "answer": "Article 5", "meta": "{}"}
+    limitgen = {
+        "dataset": "LimitGen-Syn",
+        "answer": "",
+        "meta": json.dumps({"info": {"ground_truth": "data", "category": "c", "aspect": "a"}}),
+    }
+    assert evaluation_context(lexeval).startswith("Reference Answer: Article 5\n")
+    assert evaluation_context(limitgen) == (
+        "Expected limitation type: data\nTarget category: c\nTarget aspect: a"
+    )
