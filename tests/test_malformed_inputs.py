@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from mnemoflow.cli import main
+from tests.shared_data import shared_file
 from tests.workflow import REPO, TINY
 
 CORPUS = Path(__file__).resolve().parent / "malformed"
@@ -197,8 +198,9 @@ def test_loader_input(tmp_path, capsys, name):
     loader, message = LOADER_CASES[name]
     out = tmp_path / "out"
     args = ["data", "prepare", loader, "--path", str(CORPUS / name), "--out", str(out)]
-    if loader == "memorybench":
-        args += ["--select", "dataset=LexEval-QA"]
+    if loader == "memorybench":  # a raw file's split needs the registry's sample_count
+        configs = shared_file("memorybench", "configs", "datasets")
+        args += ["--select", "dataset=LexEval-QA", "--configs", str(configs)]
     assert main(args) == 2
     _one_error_line(capsys.readouterr().err, f"mnemoflow data: error: {message}")
     assert _parquet(tmp_path) == []

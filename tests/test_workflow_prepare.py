@@ -44,8 +44,9 @@ def test_prepare_lexeval_qa_from_the_memorybench_raw_file(tmp_path):
     wd = workdir(tmp_path)
     _prepare(wd, "lexeval_qa", spec)
     questions = _questions(wd, "lexeval_qa")
-    # the official split of LexEval-QA's 500 sampled items: 400 train, 100 test
-    assert questions["split"].value_counts().to_dict() == {"train": 400, "test": 100}
+    # the official split: Random(42) samples the registry's sample_count (250) of the 500 items,
+    # a fresh Random(42) takes ceil(0.2 * 250) = 50 of those as test; train = the other 200
+    assert questions["split"].value_counts().to_dict() == {"train": 200, "test": 50}
     assert set(questions["benchmark"]) == {"memorybench"}
     assert set(questions["dataset"]) == {"LexEval-QA"}
     assert questions["question"].str.len().gt(0).all()
@@ -79,8 +80,8 @@ def test_prepare_amemgym_from_a_local_data_json(tmp_path):
     _prepare(wd, "amemgym", {"loader": "amemgym", "source": {"path": str(source)}})
     questions = _questions(wd, "amemgym")
     assert set(questions["benchmark"]) == {"amemgym"}
-    # 2 users x (2 questions in periods 0 and 1 + 1 in period 2), the fixture's layout
-    assert questions.groupby("episode_id").size().to_dict() == {"u-1": 5, "u-2": 5}
+    # 2 users x 2 questions x 3 periods (every checkpoint state is among the choices)
+    assert questions.groupby("episode_id").size().to_dict() == {"u-1": 6, "u-2": 6}
     assert sorted(questions["checkpoint"].unique()) == [0, 1, 2]
     sessions = pd.read_parquet(wd / "results/amemgym/prepared/sessions.parquet")
     # 2 users x 12 turns each (the fixture's released messages)
