@@ -8,6 +8,7 @@ normalized with the official statistics file. One set (domain:Legal) is checked 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -192,7 +193,7 @@ def test_a_second_run_reads_the_stored_fusion_and_asks_no_fusion_call(release, t
     (key,) = [k for k in store if k.startswith("JuDGE/1/")]
     store[key]["value"] = 7.0
     (out / "fusion.json").write_text(json.dumps(store))
-    (out / "llm_cache.sqlite").unlink()
+    shutil.rmtree(out / "llm_cache")  # no cached reply either: only the store can answer
     assert score_set(release, "domain:Legal", out) == 0
     ledger = json.loads((out / "ledger.json").read_text())
     assert "judge/judge_doc_fusion" not in ledger["by_role_task"]

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, models: dict) -> int:
         args.predictions, questions, datasets, name if kind == "dataset" else None
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    gateway = Gateway.from_config(models, cache_path=args.out / "llm_cache.sqlite")
+    gateway = Gateway.from_config(models, cache_path=args.out / "llm_cache")
     try:
         fusion = FusionStore(args.out / FUSION_FILE)  # read afresh: this run's stored calls
         scores = asyncio.run(_score(joined, gateway, fusion, bertscore))

@@ -102,11 +102,16 @@ def summary_markdown(summary: pd.DataFrame) -> str:
     if summary.empty:
         return "# mnemoflow summary\n\nNo scores.\n"
     parts = ["# mnemoflow summary", ""]
-    feedback = feedback_markdown(summary)  # learning-from-feedback protocols (report/feedback.py)
-    everything, summary = summary, summary[summary["protocol"] == "qa"]
+    interactive = summary["protocol"].isin(INTERACTIVE_PROTOCOLS)
+    # learning-from-feedback protocols: every protocol but static QA and the interactive ones
+    feedback = feedback_markdown(summary[~interactive])
+    everything = summary
     for benchmark, bench in summary.groupby("benchmark", sort=True):
         if bench["protocol"].isin(INTERACTIVE_PROTOCOLS).any():
             parts += interactive_markdown(str(benchmark), bench)
+            continue
+        bench = bench[bench["protocol"] == "qa"]
+        if bench.empty:
             continue
         last = bench[bench["step"] == bench.groupby("system")["step"].transform("max")]
         value = {
