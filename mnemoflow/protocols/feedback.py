@@ -23,7 +23,6 @@ and ``retrieve_k`` (5) items are shown. A memory system that returns nothing get
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import random
@@ -45,7 +44,7 @@ from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemorySystem, Message, build
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows
 from mnemoflow.protocols.registry import register_protocol
-from mnemoflow.protocols.static_qa import episode_dirname, to_messages
+from mnemoflow.protocols.static_qa import bounded, episode_dirname, to_messages
 from mnemoflow.simulators.feedback import UNPARSED, FeedbackSimulator
 
 PROTOCOLS = ("off_policy", "stepwise_off_policy", "on_policy", "train_performance")
@@ -255,16 +254,6 @@ def on_policy_sample(n_items: int, batch_size: int, step: int, seed: int) -> lis
     for _ in range(step):
         sample = rng.sample(range(n_items), min(batch_size, n_items))
     return sample
-
-
-async def bounded(items: list[T], worker: Callable[[T], Awaitable[Any]], limit: int) -> list[Any]:
-    semaphore = asyncio.Semaphore(limit)
-
-    async def run(item: T) -> Any:
-        async with semaphore:
-            return await worker(item)
-
-    return await asyncio.gather(*(run(item) for item in items))
 
 
 def _meta(question: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from mnemoflow.protocols.static_qa import (
     EPISODE_CONCURRENCY,
     MANIFEST,
     STORED_IDS,
-    _bounded,
+    bounded,
     episode_dirname,
 )
 from mnemoflow.simulators.state_user import StateRevealingUser
@@ -436,7 +436,7 @@ async def run_step(
     try:
         # Users are sequential inside, independent of each other: keep as many in flight as the
         # agent's endpoint takes requests, so a real endpoint's concurrency is used.
-        await _bounded(users, one, users_in_flight(gateway))
+        await bounded(users, one, users_in_flight(gateway))
         manifest = {
             "system": system_spec,
             "step": step,
@@ -503,5 +503,5 @@ async def upper_bound(
                 if progress:
                     progress(reply.cache_hit)
 
-    await _bounded(users, one, EPISODE_CONCURRENCY)
+    await bounded(users, one, EPISODE_CONCURRENCY)
     return _frame(rows, UPPER_BOUND_REPLIES, ["user_id", "question_index", "option_index"])

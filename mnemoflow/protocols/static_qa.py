@@ -57,7 +57,8 @@ def episode_dirname(episode_id: str) -> str:
     return safe
 
 
-async def _bounded(items: list[T], worker: Callable[[T], Awaitable[Any]], limit: int) -> list[Any]:
+async def bounded(items: list[T], worker: Callable[[T], Awaitable[Any]], limit: int) -> list[Any]:
+    """``worker`` over ``items`` with at most ``limit`` running at once; results in item order."""
     semaphore = asyncio.Semaphore(limit)
 
     async def run(item: T) -> Any:
@@ -143,7 +144,7 @@ async def ingest(
             progress(None)
 
     try:
-        await _bounded(episodes, one, EPISODE_CONCURRENCY)
+        await bounded(episodes, one, EPISODE_CONCURRENCY)
         manifest = {
             "system": system_spec,
             "step": step,
@@ -248,7 +249,7 @@ async def answer(
             if progress:
                 progress(result.reply.cache_hit)
 
-    await _bounded(sorted(set(questions["episode_id"])), one, EPISODE_CONCURRENCY)
+    await bounded(sorted(set(questions["episode_id"])), one, EPISODE_CONCURRENCY)
     frame = pd.DataFrame(rows, columns=ANSWERS.names)
     return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
 
