@@ -34,10 +34,8 @@ def fb_built(wildcards):
 
 def fb_step_path(name):
     def path(wildcards):
-        return (
-            FB_STEP.format(**{**dict(wildcards), "protocol": fb_built(wildcards)})
-            + name
-        )
+        step = FB_STEP.format(**{**dict(wildcards), "protocol": fb_built(wildcards)})
+        return f"{step}/{name}"
 
     return path
 

@@ -30,46 +30,100 @@ def _per_step(rows: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
-def feedback_markdown(summary: pd.DataFrame) -> str:
-    """Per benchmark: the main score per step and system for each protocol (``none`` beside the
-    memory systems), like / dislike / end rates per step, normalized scores, and each system's
-    last-step score per protocol side by side."""
-    runs = summary[summary["protocol"] != "qa"]
-    if runs.empty:
-        return ""
-    parts: list[str] = []
+def feedback_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The feedback family's tables, shared by ``summary.md`` and the HTML report: score per step
+    (benchmark, protocol, system, step columns), like / dislike / end rates per on-policy step,
+    normalized scores, and each system's last-step score per protocol side by side."""
+    runs = summary[summary["protocol"].isin(ORDER)]
+    curves, rates, normalized, sides = [], [], [], []
     for benchmark, bench in runs.groupby("benchmark", sort=True):
         protocols = [p for p in ORDER if p in set(bench["protocol"])]
-        parts += [f"## {benchmark}: learning from feedback", ""]
         main = bench[(bench["metric"] == MAIN) & (bench["aggregate"] == "micro")]
         for protocol in protocols:
             rows = main[main["protocol"] == protocol]
-            if rows.empty:
+            if not rows.empty:
+                curves.append(_per_step(rows).assign(benchmark=benchmark, protocol=protocol))
+            if protocol != "on_policy":
                 continue
-            n = int(rows["n"].max())
-            parts += [f"### {benchmark} {protocol}: score per step ({n} questions)", ""]
-            parts += _table(_per_step(rows))
             for metric, label in RATES:
                 rated = bench[(bench["protocol"] == protocol) & (bench["metric"] == metric)]
-                if protocol == "on_policy":
-                    rated = rated[rated["step"] > 0]
-                if rated.empty or protocol != "on_policy":
-                    continue
-                parts += [f"{label} rate of the step's dialogues:", ""]
-                parts += _table(_per_step(rated))
-        normalized = bench[bench["aggregate"] == "normalized"]
-        if not normalized.empty:
-            table = normalized.pivot_table(
+                rated = rated[rated["step"] > 0]
+                if not rated.empty:
+                    table = _per_step(rated).assign(benchmark=benchmark, rate=label)
+                    rates.append(table)
+        scaled = bench[bench["aggregate"] == "normalized"]
+        if not scaled.empty:
+            table = scaled.pivot_table(
                 index=["system", "protocol", "step"], columns="metric", values="value"
             ).reset_index()
-            parts += [f"### {benchmark}: normalized (official statistics)", ""]
-            parts += _table(table)
+            normalized.append(table.assign(benchmark=benchmark))
         if len(protocols) > 1:
             last = main[
                 main["step"] == main.groupby(["system", "protocol"])["step"].transform("max")
             ]
             side = last.pivot_table(index="system", columns="protocol", values="value")
             side = side[[p for p in protocols if p in side.columns]].reset_index()
+            sides.append(side.assign(benchmark=benchmark))
+    return {
+        "curves": _stack(curves, ["benchmark", "protocol"]),
+        "rates": _stack(rates, ["benchmark", "rate"]),
+        "normalized": _stack(normalized, ["benchmark"]),
+        "protocols": _stack(sides, ["benchmark"]),
+    }
+
+
+def _stack(frames: list[pd.DataFrame], first: list[str]) -> pd.DataFrame:
+    """Frames one under the other, the identifying columns first."""
+    if not frames:
+        return pd.DataFrame()
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[first + [c for c in frame.columns if c not in first]]
+
+
+def _part(frame: pd.DataFrame, **where: str) -> pd.DataFrame:
+    """The rows of a stacked table matching ``where``, without the identifying columns."""
+    if frame.empty:
+        return frame
+    mask = pd.Series(True, index=frame.index)
+    for column, value in where.items():
+        mask &= frame[column] == value
+    rows = frame[mask].drop(columns=list(where)).dropna(axis=1, how="all")
+    return rows.reset_index(drop=True)
+
+
+def feedback_markdown(summary: pd.DataFrame) -> str:
+    """Per benchmark: the main score per step and system for each protocol (``none`` beside the
+    memory systems), like / dislike / end rates per step, normalized scores, and each system's
+    last-step score per protocol side by side."""
+    runs = summary[summary["protocol"].isin(ORDER)]
+    if runs.empty:
+        return ""
+    tables = feedback_tables(summary)
+    parts: list[str] = []
+    for benchmark, bench in runs.groupby("benchmark", sort=True):
+        protocols = [p for p in ORDER if p in set(bench["protocol"])]
+        main = bench[(bench["metric"] == MAIN) & (bench["aggregate"] == "micro")]
+        parts += [f"## {benchmark}: learning from feedback", ""]
+        for protocol in protocols:
+            rows = main[main["protocol"] == protocol]
+            if rows.empty:
+                continue
+            n = int(rows["n"].max())
+            parts += [f"### {benchmark} {protocol}: score per step ({n} questions)", ""]
+            parts += _table(_part(tables["curves"], benchmark=benchmark, protocol=protocol))
+            if protocol != "on_policy":
+                continue
+            for _, label in RATES:
+                rated = _part(tables["rates"], benchmark=benchmark, rate=label)
+                if not rated.empty:
+                    parts += [f"{label} rate of the step's dialogues:", ""]
+                    parts += _table(rated)
+        normalized = _part(tables["normalized"], benchmark=benchmark)
+        if not normalized.empty:
+            parts += [f"### {benchmark}: normalized (official statistics)", ""]
+            parts += _table(normalized)
+        side = _part(tables["protocols"], benchmark=benchmark)
+        if not side.empty:
             parts += [f"### {benchmark}: last-step score per protocol", ""]
             parts += _table(side)
         failures = bench[bench["metric"] == "user_parse_failures"]["value"].sum()

@@ -27,6 +27,7 @@ import yaml
 from mnemoflow.data.tables import read_table, write_atomic_text
 from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
+from mnemoflow.report.feedback import feedback_tables
 from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
 from mnemoflow.report.summaries import (
@@ -82,6 +83,8 @@ class ReportData:
     sources: dict[str, list[str]]
     #: Interactive (AMemGym) tables: name -> frame (empty when no interactive run).
     interactive: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: Learning-from-feedback (MemoryBench protocols) tables, see report/feedback.py.
+    feedback: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -231,6 +234,7 @@ def collect(
         figures=figures,
         sources=sources or {},
         interactive=tables,
+        feedback=feedback_tables(summary),
     )
 
 
@@ -436,6 +440,33 @@ def render_html(
             )
         sections.append(("interactive", "Interactive memory (per period)", body))
 
+    if any(not frame.empty for frame in data.feedback.values()):
+        body = ""
+        for name, heading, text in (
+            (
+                "curves",
+                "Score per step",
+                "The mean per-item score (MemoryBench's summary value) "
+                "of the test split at every step; step 0 of stepwise and on-policy runs is before "
+                "any feedback, so a curve that rises is memory of feedback at work.",
+            ),
+            (
+                "rates",
+                "Feedback per on-policy step",
+                "Shares of the step's live dialogues in "
+                "which the simulated user liked, disliked or ended the conversation.",
+            ),
+            (
+                "normalized",
+                "Normalized scores",
+                "Min-max and z scores with the official statistics of the set's domain or task.",
+            ),
+            ("protocols", "On-policy vs off-policy", "Each system's last-step score per protocol."),
+        ):
+            if not data.feedback[name].empty:
+                body += f"<h3>{heading}</h3><p>{text}</p>" + table_html(data.feedback[name])
+        sections.append(("feedback", "Learning from feedback (per step)", body))
+
     if data.diagnosis is None:
         body = _note("No diagnosis table was given (write / read / utilization failures).")
     else:
@@ -544,6 +575,9 @@ def _write_derived(data: ReportData, folder: Path) -> list[str]:
     for name, frame in data.interactive.items():
         if not frame.empty:
             tables[f"interactive_{name}.tsv"] = frame
+    for name, frame in data.feedback.items():
+        if not frame.empty:
+            tables[f"feedback_{name}.tsv"] = frame
     names = []
     for name, frame in tables.items():
         frame.to_csv(folder / name, sep="\t", index=False, float_format="%.6g")
