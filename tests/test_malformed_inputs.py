@@ -59,32 +59,32 @@ LOADER_CASES = {
         "locomo_turn_without_dia_id.json: record 0 (conv-x) conversation.session_1[0]: missing "
         "field 'dia_id'",
     ),
-    "longmemeval_answer_list.json": (
+    "lme_answer_list.json": (
         "longmemeval",
-        "longmemeval_answer_list.json: record 1 (gpt4_59c863d7): 'answer' must be a string or an "
+        "lme_answer_list.json: record 1 (gpt4_59c863d7): 'answer' must be a string or an "
         "integer or a number, got list [2]",
     ),
-    "longmemeval_missing_dates.json": (
+    "lme_missing_dates.json": (
         "longmemeval",
-        "longmemeval_missing_dates.json: record 0 (e47becba): missing field 'haystack_dates'",
+        "lme_missing_dates.json: record 0 (e47becba): missing field 'haystack_dates'",
     ),
-    "longmemeval_role_system.json": (
+    "lme_role_system.json": (
         "longmemeval",
-        "longmemeval_role_system.json: record 0 (e47becba) haystack_sessions[1][0]: 'role' must "
+        "lme_role_system.json: record 0 (e47becba) haystack_sessions[1][0]: 'role' must "
         "be user or assistant, got 'system'",
     ),
-    "longmemeval_has_answer_string.json": (
+    "lme_has_answer_string.json": (
         "longmemeval",
-        "longmemeval_has_answer_string.json: record 0 (e47becba) haystack_sessions[1][0]: "
+        "lme_has_answer_string.json: record 0 (e47becba) haystack_sessions[1][0]: "
         "'has_answer' must be true/false, got string 'yes'",
     ),
-    "longmemeval_truncated.json": (
+    "lme_truncated.json": (
         "longmemeval",
-        "longmemeval_truncated.json: truncated JSON: record 1 is incomplete",
+        "lme_truncated.json: truncated JSON: record 1 is incomplete",
     ),
-    "longmemeval_dates_sessions_mismatch.json": (
+    "lme_dates_sessions_mismatch.json": (
         "longmemeval",
-        "longmemeval_dates_sessions_mismatch.json: record 0 (e47becba): haystack_dates (1), "
+        "lme_dates_sessions_mismatch.json: record 0 (e47becba): haystack_dates (1), "
         "haystack_session_ids (2) and haystack_sessions (2) must have the same length",
     ),
     "memorybench_invalid_json_line.jsonl": (
