@@ -26,6 +26,7 @@ ALLOWED = {
     "agents": SHARED | {"llm", "data", "memory"},
     "simulators": SHARED | {"llm", "data"},
     "report": SHARED | {"data"},
+    "environment": SHARED | {"llm", "data"},
     "protocols": SHARED | {"llm", "data", "memory", "agents", "simulators", "eval"},
 }
 

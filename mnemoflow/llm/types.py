@@ -15,7 +15,18 @@ from typing import Any
 
 from mnemoflow.errors import ConfigError
 
-ROLES = ("agent", "judge", "user", "memory_writer", "embedder", "critic")
+#: ``generator_high`` / ``generator_low``: AMemGym's environment generation, which the reference runs
+#: with one model at two temperatures (1.0 for questions and state updates, 0.2 for the rest).
+ROLES = (
+    "agent",
+    "judge",
+    "user",
+    "memory_writer",
+    "embedder",
+    "critic",
+    "generator_high",
+    "generator_low",
+)
 
 #: A role left unbound takes another role's binding: MemoryBench's WritingBench critic is its own
 #: model in the reference, but a run that binds only ``judge`` should still score WritingBench.

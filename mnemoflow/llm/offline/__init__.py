@@ -110,6 +110,9 @@ def _load_handlers() -> None:
     global _loaded
     if not _loaded:
         from mnemoflow.llm.offline import (  # noqa: F401
+            environment_sessions,
+            environment_state,
+            self_evolution,
             interactive,
             judge,
             memorybench,
