@@ -86,7 +86,7 @@ def basic_profile(persona: dict[str, Any]) -> dict[str, Any]:
 def complementary(persona: dict[str, Any]) -> dict[str, Any]:
     """The texts the name and summary come from (the pool states its name and a short note)."""
     if persona.get("source") == "pool":
-        return {"persona": f"{persona['name']}. {persona['complementary_info']}"}
+        return {"name": persona["name"], "persona": persona["complementary_info"]}
     return {key: persona[key] for key in COMPLEMENTARY_KEYS}
 
 

@@ -20,8 +20,8 @@ from mnemoflow.llm.offline import handles
 TOPICS = Path(__file__).resolve().parents[3] / "data" / "amemgym_topics.yaml"
 #: The offline summary stays well under any word limit a prompt sets.
 SUMMARY_WORDS = 150
-#: Persona texts the basic profile already covers (not summarized again).
-COVERED = ("skills_and_expertise", "hobbies_and_interests")
+#: Persona texts the basic profile or the name already cover (not summarized again).
+COVERED = ("skills_and_expertise", "hobbies_and_interests", "name")
 
 _NAME = re.compile(r"([A-Z][a-z'\u2019-]+(?:\s+[A-Z][a-z'\u2019-]+){1,2})")
 
@@ -54,8 +54,6 @@ def env_profile(fields: dict[str, Any]) -> str:
     words = " ".join(s for s in firsts if s).split()
     limit = min(SUMMARY_WORDS, int(fields["max_words"]) - 1)
     summary = " ".join(words[:limit])
-    if name and summary.startswith(name + "."):  # the pool's "Name. Note": keep the note
-        summary = summary[len(name) + 1 :].strip()
     return json.dumps({"name": name, "profile": summary})
 
 
