@@ -341,14 +341,33 @@ def test_an_answer_not_recognisable_as_its_variant_is_refined_until_it_is():
 
 def test_an_answer_still_wrong_after_max_refinements_fails_the_stage_naming_the_question():
     data = inputs() | {"periods": []}
+    data["schema"] = data["schema"] | {"questions": QUESTIONS[:1]}
     script = answer_script("Just do whatever feels right.", refine_with="Still vague advice.")
     gateway, backend = scripted_gateway(script, ROLES)
     with pytest.raises(StageFailed) as caught:
         run_stage(answers, gateway, data, max_refinements=2)
     assert caught.value.stage == "answers"
-    assert caught.value.reason.startswith("question ")
-    assert "variant 2: read as variant 1" in caught.value.reason
+    assert caught.value.reason.startswith(
+        "question 1 ('How should I plan my week?') variant 2: read as variant 1 {"
+    )
     assert caught.value.reason.endswith("after 2 refinements")
+    assert len([r for r in backend.requests if r.task == "env-answer-refine"]) == 2
+
+
+def test_a_checker_reply_that_is_no_variant_number_fails_the_check_never_guesses():
+    data = inputs() | {"periods": []}
+    data["schema"] = data["schema"] | {"questions": QUESTIONS[:1]}
+
+    def script(request, n):
+        return "The second one." if request.task == "env-answer-check" else offline_reply(request)
+
+    gateway, backend = scripted_gateway(script, ROLES)
+    with pytest.raises(StageFailed) as caught:
+        run_stage(answers, gateway, data, max_refinements=1)
+    assert caught.value.reason.endswith(
+        "the checker's reply was not a variant number after 1 refinements"
+    )
+    assert gateway.ledger.totals().parse_failures >= 2  # each check: asked again, then counted
 
 
 # --- the offline handlers, end to end ------------------------------------------------------------

@@ -107,7 +107,8 @@ def state_updates(fields: dict[str, Any]) -> str:
     n, cap = int(fields["num_changes_per_period"]), int(fields["max_changes_per_state"])
     rng = random.Random(f"env-state-updates:{fields['seed']}:{len(fields['errors'])}")
     changeable = [name for name in sorted(schema) if len(schema[name]) > 1]
-    k = rng.randint(max(1, n - 1), max(1, min(n + 1, len(changeable))))
+    high = min(n + 1, len(changeable))
+    k = rng.randint(min(max(1, n - 1), high), high)
     rng.shuffle(changeable)
     changeable.sort(key=lambda name: (counts.get(name, 0) >= cap, counts.get(name, 0)))
     updated = {
