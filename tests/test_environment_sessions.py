@@ -53,9 +53,13 @@ def inputs() -> dict:
     }
 
 
-def offline_reply(request) -> str:
+def handler(task: str):
     offline._load_handlers()
-    return offline.HANDLERS[request.task](request.fields)
+    return offline.HANDLERS[task]
+
+
+def offline_reply(request) -> str:
+    return handler(request.task)(request.fields)
 
 
 def context(stage: str, gateway: Gateway, **knobs) -> StageContext:
@@ -384,7 +388,7 @@ def test_offline_updates_prefer_less_changed_variables_and_vary_their_count():
             "max_changes_per_state": 3, "period_start": "a", "period_end": "b", "seed": seed,
             "errors": [],
         }  # fmt: skip
-        reply = json.loads(offline.HANDLERS["env-state-updates"](fields))
+        reply = json.loads(handler("env-state-updates")(fields))
         summary, updated = periods.check_updates(reply, schema=SCHEMA, state=INITIAL, n=2)
         sizes.add(len(updated))
         if len(updated) <= 2:  # the two variables under the cap come first
@@ -436,19 +440,19 @@ def test_offline_answer_checker_recovers_the_variant_from_the_fragments():
         "choices": {k: SCHEMA[k] for k in ("fitness_level", "commute_mode")},
         "variants": [["beginner", "walking"], ["beginner", "driving"], ["advanced", "driving"]],
     }
-    written = json.loads(offline.HANDLERS["env-answers"](fields))
+    written = json.loads(handler("env-answers")(fields))
     for number in (1, 2, 3):
         answer = written[f"variant_{number}"]
         assert "beginner" not in answer and "driving" not in answer  # no value named
-        assert offline.HANDLERS["env-answer-check"](fields | {"answer": answer}) == str(number)
+        assert handler("env-answer-check")(fields | {"answer": answer}) == str(number)
     # only the fitness fragment, which variants 1 and 2 share: a tie, read as the first
     half = "Start with simple movements and build the habit before anything else."
-    assert offline.HANDLERS["env-answer-check"](fields | {"answer": half}) == "1"
+    assert handler("env-answer-check")(fields | {"answer": half}) == "1"
 
 
 def test_offline_query_checker_reads_the_values_the_query_says():
     choices = {"commute_mode": SCHEMA["commute_mode"], "coffee_habit": SCHEMA["coffee_habit"]}
-    check = offline.HANDLERS["env-query-check"]
+    check = handler("env-query-check")
     said = "As for my commute mode, it's driving. As for my coffee habit, it's no coffee. Tips?"
     assert json.loads(check({"query": said, "choices": choices})) == {
         "commute_mode": "driving",
