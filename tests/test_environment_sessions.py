@@ -463,3 +463,41 @@ def test_offline_query_checker_reads_the_values_the_query_says():
         "commute_mode": "walking",
         "coffee_habit": "no coffee",
     }
+
+
+def test_answer_options_are_the_checkpoint_tuples_padded_to_the_minimum():
+    """Worked example: question 1 needs (fitness_level, commute_mode). Checkpoints 0..2 hold
+    (intermediate, cycling), (advanced, cycling), (intermediate, cycling): two distinct tuples,
+    padded with two unseen ones to 4. With five checkpoints of five distinct tuples: 5 options,
+    none random."""
+
+    def period(**changes):
+        return {"state": INITIAL | changes, "updates": {}, "events": []}
+
+    gateway = Gateway.from_config({})
+    data = inputs() | {"periods": [period(fitness_level="advanced"), period()]}
+    data["schema"] = data["schema"] | {"questions": QUESTIONS[:1]}
+    (qa,), _ = run_stage(answers, gateway, data)
+    kinds = {tuple(c["state"]): c["type"] for c in qa["answer_choices"]}
+    assert len(qa["answer_choices"]) == 4
+    assert [kinds.get(("intermediate", "cycling")), kinds.get(("advanced", "cycling"))] == [
+        "experience",
+        "experience",
+    ]
+    assert sorted(kinds.values()) == ["experience", "experience", "random", "random"]
+
+    data["periods"] = [
+        period(fitness_level="advanced"),
+        period(fitness_level="advanced", commute_mode="driving"),
+        period(fitness_level="beginner", commute_mode="driving"),
+        period(fitness_level="beginner", commute_mode="walking"),
+    ]
+    (qa,), _ = run_stage(answers, gateway, data)
+    assert sorted(tuple(c["state"]) for c in qa["answer_choices"]) == [
+        ("advanced", "cycling"),
+        ("advanced", "driving"),
+        ("beginner", "driving"),
+        ("beginner", "walking"),
+        ("intermediate", "cycling"),
+    ]
+    assert {c["type"] for c in qa["answer_choices"]} == {"experience"}
