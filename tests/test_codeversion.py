@@ -192,3 +192,18 @@ def test_an_offline_handler_registered_outside_the_package_is_identified_by_its_
     one = identity("plugin_task")
     monkeypatch.setitem(HANDLERS, "plugin_task", second)
     assert one.startswith("offline-heuristic@") and identity("plugin_task") != one
+
+
+def test_an_offline_handlers_data_files_are_part_of_its_identity(monkeypatch, tmp_path):
+    """Editing the templates a handler answers from must miss its cached replies."""
+    from mnemoflow.llm.offline import HANDLERS, READS, _load_handlers, identity
+
+    _load_handlers()
+    templates = tmp_path / "templates.yaml"
+    templates.write_text("choices: [a, b]\n")
+    monkeypatch.setitem(HANDLERS, "plugin_task", lambda fields: "one")
+    monkeypatch.setitem(READS, "plugin_task", (templates,))
+    before = identity("plugin_task")
+    templates.write_text("choices: [a, c]\n")
+    assert identity("plugin_task") != before
+    assert READS["env-questions"] and READS["env-questions"][0].name == "amemgym_topics.yaml"

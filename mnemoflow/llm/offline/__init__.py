@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,16 +25,20 @@ from mnemoflow.llm.types import OFFLINE_MODEL, ChatRequest, Completion, Endpoint
 
 Handler = Callable[[dict[str, Any]], str]
 HANDLERS: dict[str, Handler] = {}
+#: Data files a task's handler answers from (templates): part of its identity, like its code.
+READS: dict[str, tuple[Path, ...]] = {}
 
 EMBED_DIM = 256
 
 
-def handles(*tasks: str) -> Callable[[Handler], Handler]:
-    """Register a function ``fields -> reply text`` for one or more task tags."""
+def handles(*tasks: str, reads: tuple[Path, ...] = ()) -> Callable[[Handler], Handler]:
+    """Register a function ``fields -> reply text`` for one or more task tags; ``reads`` names
+    the data files it answers from, so editing them invalidates its cached replies too."""
 
     def decorator(fn: Handler) -> Handler:
         for task in tasks:
             HANDLERS[task] = fn
+            READS[task] = tuple(reads)
         return fn
 
     return decorator
@@ -100,6 +105,8 @@ def identity(task: str | None) -> str:
         except (OSError, TypeError):
             source = f"{handler.__module__}:{handler.__qualname__}"
         version = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    for path in READS.get(task, ()) if task is not None else ():
+        version += "+" + hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
     return f"{OFFLINE_MODEL}@{version}"
 
 
@@ -112,13 +119,13 @@ def _load_handlers() -> None:
         from mnemoflow.llm.offline import (  # noqa: F401
             environment_sessions,
             environment_state,
-            self_evolution,
             interactive,
             judge,
             memorybench,
             memorybench_judges,
             notes,
             reader,
+            self_evolution,
             user,
             writer,
         )

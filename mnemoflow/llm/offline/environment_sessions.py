@@ -97,7 +97,7 @@ def _groups(rng: random.Random, names: list[str], largest: int) -> list[list[str
     return groups
 
 
-@handles("env-state-updates")
+@handles("env-state-updates", reads=(TOPICS,))
 def state_updates(fields: dict[str, Any]) -> str:
     """n-1..n+1 variables, those changed fewer than ``max_changes_per_state`` times first, each to
     a different legal value."""
@@ -122,7 +122,7 @@ def state_updates(fields: dict[str, Any]) -> str:
     return json.dumps({"period_summary": summary, "updated": updated}, ensure_ascii=False)
 
 
-@handles("env-events")
+@handles("env-events", reads=(TOPICS,))
 def events(fields: dict[str, Any]) -> str:
     """The changed variables in groups of one or two, one event each."""
     updates: dict[str, dict[str, str]] = fields["updates"]
@@ -136,7 +136,7 @@ def events(fields: dict[str, Any]) -> str:
     return json.dumps({"events": out}, ensure_ascii=False)
 
 
-@handles("env-answers")
+@handles("env-answers", reads=(TOPICS,))
 def answers(fields: dict[str, Any]) -> str:
     """One answer per variant, made of the variant's fragments."""
     required, choices = fields["required_info"], fields["choices"]
@@ -149,7 +149,7 @@ def answers(fields: dict[str, Any]) -> str:
     )
 
 
-@handles("env-answer-check")
+@handles("env-answer-check", reads=(TOPICS,))
 def answer_check(fields: dict[str, Any]) -> str:
     """The number of the variant whose fragments the answer contains most of (first on a tie)."""
     required, choices = fields["required_info"], fields["choices"]
@@ -165,14 +165,14 @@ def answer_check(fields: dict[str, Any]) -> str:
     return str(scores.index(max(scores)) + 1)
 
 
-@handles("env-answer-refine")
+@handles("env-answer-refine", reads=(TOPICS,))
 def answer_refine(fields: dict[str, Any]) -> str:
     """The answer rewritten from the target variant's fragments."""
     text = _advice(fields["required_info"], fields["choices"], fields["target"])
     return json.dumps({"answer": text}, ensure_ascii=False)
 
 
-@handles("env-init-queries")
+@handles("env-init-queries", reads=(TOPICS,))
 def init_queries(fields: dict[str, Any]) -> str:
     """Every variable, in groups of one to three, each value said in a sentence."""
     state: dict[str, str] = fields["state"]
@@ -184,7 +184,7 @@ def init_queries(fields: dict[str, Any]) -> str:
     return json.dumps({"queries": out}, ensure_ascii=False)
 
 
-@handles("env-update-queries")
+@handles("env-update-queries", reads=(TOPICS,))
 def update_queries(fields: dict[str, Any]) -> str:
     """One query per event, saying each of its new values."""
     queries = [
@@ -197,7 +197,7 @@ def update_queries(fields: dict[str, Any]) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-@handles("env-query-check")
+@handles("env-query-check", reads=(TOPICS,))
 def query_check(fields: dict[str, Any]) -> str:
     """Each variable's value predicted from the query text: the longest of its choices that occurs
     (in a sentence naming the variable when one does), else its first choice as a default."""
@@ -211,7 +211,7 @@ def query_check(fields: dict[str, Any]) -> str:
     return json.dumps(predicted, ensure_ascii=False)
 
 
-@handles("env-query-refine")
+@handles("env-query-refine", reads=(TOPICS,))
 def query_refine(fields: dict[str, Any]) -> str:
     """The query rewritten to name each intended value next to its variable."""
     exposed: dict[str, str] = fields["exposed_states"]

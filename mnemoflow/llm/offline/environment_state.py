@@ -44,7 +44,7 @@ def _name(texts: list[str]) -> str:
     return ""
 
 
-@handles("env-profile")
+@handles("env-profile", reads=(TOPICS,))
 def env_profile(fields: dict[str, Any]) -> str:
     """Fields: basic, complementary ({field: text}), max_words. The name found in the texts; the
     summary = the first sentence of each text the basic profile does not cover, cut short."""
@@ -61,7 +61,7 @@ def _label(name: str) -> str:
     return name.replace("_", " ")
 
 
-@handles("env-questions")
+@handles("env-questions", reads=(TOPICS,))
 def env_questions(fields: dict[str, Any]) -> str:
     """Fields: user, seed, num_questions, num_states_per_question, num_choices_per_state.
 
@@ -104,7 +104,7 @@ def _normal(name: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_") or name
 
 
-@handles("env-merge-types")
+@handles("env-merge-types", reads=(TOPICS,))
 def env_merge_types(fields: dict[str, Any]) -> str:
     """Fields: types (the original names). Names equal up to case and separators are merged,
     under their normalized spelling; no two different names are taken for the same thing."""
@@ -114,7 +114,7 @@ def env_merge_types(fields: dict[str, Any]) -> str:
     return json.dumps(merged)
 
 
-@handles("env-unify-choices")
+@handles("env-unify-choices", reads=(TOPICS,))
 def env_unify_choices(fields: dict[str, Any]) -> str:
     """Fields: groups ({type: [{question, choices}]}), num_choices_per_state. Each merged type
     keeps the first of its occurrences' choice lists with the right count (its template's)."""
@@ -126,7 +126,7 @@ def env_unify_choices(fields: dict[str, Any]) -> str:
     return json.dumps(unified)
 
 
-@handles("env-initial-state")
+@handles("env-initial-state", reads=(TOPICS,))
 def env_initial_state(fields: dict[str, Any]) -> str:
     """Fields: user, seed, schema. A seeded draw per variable weighted towards the middle of its
     choices (weight n - |2i - (n-1)|: 1, 3, 1 for three choices), as the prompt asks."""
