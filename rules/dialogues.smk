@@ -5,6 +5,10 @@
 
 
 rule generate_amemgym:
+    input:
+        # the generator's templates and persona pool: editing them re-generates
+        topics="data/amemgym_topics.yaml",
+        personas="data/amemgym_personas.jsonl",
     output:
         environment=ENVIRONMENT,
     log:
