@@ -247,7 +247,9 @@ def score(
     _write_any(per_period, period_scores)
     rows = summary_rows(per_period, keys, counts)
     evolved = evolution_rows(_concat(list(evolution), EVOLUTION), keys)
-    write_table(pd.concat([rows, evolved], ignore_index=True) if len(evolved) else rows, scores, SCORES)
+    if len(evolved):
+        rows = pd.concat([rows, evolved], ignore_index=True)
+    write_table(rows, scores, SCORES)
     write_table(diagnosis_rows(per_period, keys, counts), diagnosis, DIAGNOSIS)
     log.info("scored %d checkpoint replies of %s/%s", len(checkpoint), system_name, protocol)
 

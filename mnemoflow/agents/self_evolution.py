@@ -112,7 +112,7 @@ def evolution_request(
 ) -> ChatRequest:
     """The rewrite call; ``fields`` are the feedback's structured parts for the offline model."""
     user = (
-        "Current \"Types of Information to Remember\" section:\n\n"
+        'Current "Types of Information to Remember" section:\n\n'
         f"{memory_types}\n\n"
         f"Feedback from the latest checkpoint ({DESCRIPTIONS[variant]}):\n"
         f"{json.dumps(feedback, indent=2, ensure_ascii=False)}\n\n"
@@ -177,18 +177,13 @@ async def evolve(
         feedback_item(variant, q["question"], q["options"], q["answer"], q["memories"])
         for q in questions
     ]
-    fields = [
-        {
-            "question": q["question"],
-            "memories": q["memories"],
-            **(
-                {"options": list(q["options"]), "chosen": chosen_letter(q["answer"], len(q["options"]))}
-                if variant == "complete"
-                else {}
-            ),
-        }
-        for q in questions
-    ]
+    fields = []
+    for q in questions:
+        field = {"question": q["question"], "memories": q["memories"]}
+        if variant == "complete":
+            field["options"] = list(q["options"])
+            field["chosen"] = chosen_letter(q["answer"], len(q["options"]))
+        fields.append(field)
     reply = await gateway.chat(
         evolution_request(old, variant, feedback, fields), parse=parse_evolution
     )

@@ -215,14 +215,21 @@ ORGANIZE = "memory_organize"
 
 #: The "Types of Information to Remember" AWI starts with (AMemGym's info-type init: seven
 #: categories). Self-evolving AWI rewrites it; it is part of the system's state.
-MEMORY_TYPES = """\
-1. Personal Preferences: likes, dislikes and specific preferences about food, products, activities and entertainment.
-2. Important Personal Details: names, relationships and important dates.
-3. Plans and Intentions: upcoming events, trips, goals and other plans the user shares.
-4. Activity and Service Preferences: preferences for dining, travel, hobbies and other services.
-5. Health and Wellness: dietary restrictions, fitness routines and other wellness details.
-6. Professional Details: job titles, work habits, career goals and other professional information.
-7. Miscellaneous: favourite books, movies, brands and other details the user shares."""
+MEMORY_TYPES = "\n".join(
+    (
+        "1. Personal Preferences: likes, dislikes and specific preferences about food, products, "
+        "activities and entertainment.",
+        "2. Important Personal Details: names, relationships and important dates.",
+        "3. Plans and Intentions: upcoming events, trips, goals and other plans the user shares.",
+        "4. Activity and Service Preferences: preferences for dining, travel, hobbies and other "
+        "services.",
+        "5. Health and Wellness: dietary restrictions, fitness routines and other wellness "
+        "details.",
+        "6. Professional Details: job titles, work habits, career goals and other professional "
+        "information.",
+        "7. Miscellaneous: favourite books, movies, brands and other details the user shares.",
+    )
+)
 
 ORGANIZE_INTRO = """You are a Personal Information Organizer: you keep a user's memories as a
 mapping from information types to what is known about them, so that a later conversation can be

@@ -24,11 +24,11 @@ that still fails is a parse failure the scorer counts wrong, never a random opti
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import shutil
 import tempfile
 from collections.abc import Callable
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
