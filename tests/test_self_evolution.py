@@ -348,18 +348,9 @@ def test_offline_complete_skips_a_question_the_memories_supported():
 
 def test_offline_writer_remembers_a_sentence_naming_a_section_type():
     _load_handlers()
-    fields = {
-        "memory": [],
-        "messages": [
-            {
-                "n": 1,
-                "speaker": "user",
-                "role": "user",
-                "time": "t",
-                "content": "[Current Time: 2024]\nStress-wise, things are up and down. Any tips?",
-            },  # fmt: skip
-        ],
-    }
+    content = "[Current Time: 2024]\nStress-wise, things are up and down. Any tips?"
+    message = {"n": 1, "speaker": "user", "role": "user", "time": "t", "content": content}
+    fields = {"memory": [], "messages": [message]}
     plain = json.loads(HANDLERS[writer.ORGANIZE]({**fields, "memory_types": writer.MEMORY_TYPES}))
     evolved = json.loads(
         HANDLERS[writer.ORGANIZE]({**fields, "memory_types": "1. stress: how stressed."})
