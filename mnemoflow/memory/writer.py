@@ -9,6 +9,8 @@ Which system uses which task:
 
 - ``agentic_external`` (mem0-style): ``memory_extract_facts`` then ``memory_update_facts``.
 - ``agentic_incontext`` and ``tiered`` (long-term profile): ``memory_kv_update``.
+- ``agentic_incontext`` with ``prompt: organizer`` (AMemGym AWI): ``memory_organize``, whose
+  "Types of Information to Remember" section is the system's (evolvable) ``memory_types``.
 - ``notes_linked`` (A-Mem-style): ``memory_note``.
 
 Each request passes its contract to the gateway as the parser (:func:`contract_parser`): a reply
