@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from mnemoflow.agents.self_evolution import EVOLUTION
 from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.tables import DIAGNOSIS, SCORES, read_table, write_table
 from mnemoflow.errors import ConfigError
@@ -111,8 +112,10 @@ def dialogues(
     models: dict[str, Any],
     seed: int,
     limits: dict[str, Any] | None = None,
+    evolution: str | None = None,
 ) -> None:
-    """Converse (or replay) period ``step`` of this shard's users from snapshot ``step-1``."""
+    """Converse (or replay) period ``step`` of this shard's users from snapshot ``step-1``;
+    ``evolution``: the self-evolution records (empty unless the system sets ``evolve``)."""
     users = read_environment(environment)
     mine = set(shard_episodes([u.id for u in users], shard, n_shards))
     users = [u for u in users if u.id in mine]
@@ -147,6 +150,8 @@ def dialogues(
     write_table(result.dialogues, dialogues, "dialogues")
     write_table(result.replies, replies, interactive.CHECKPOINT_REPLIES)
     write_table(result.recall, recall, interactive.RECALL_REPLIES)
+    if evolution:
+        write_table(result.evolution, evolution, EVOLUTION)
     failures = int((~result.replies.parse_ok.astype(bool)).sum())
     _write_ledger(
         gateway,
@@ -155,6 +160,7 @@ def dialogues(
         users=len(users),
         turns=len(result.dialogues),
         checkpoint_parse_failures=failures,
+        evolution_parse_failures=int((~result.evolution.parse_ok.astype(bool)).sum()),
     )
     log.info("%s step %d: %d users, %d turns", protocol, step, len(users), len(result.dialogues))
 
@@ -213,6 +219,7 @@ def score(
     diagnosis: str,
     period_scores: str,
     reference_upper_bound: bool,
+    evolution: list[str] = (),
 ) -> None:
     """Step k's scores from the replies of periods 0..k (``score_replies`` of
     ``mnemoflow.eval.amemgym_score``): period k's values, and the mean over periods 0..k (at the
@@ -238,7 +245,11 @@ def score(
         per_question = per_question[per_question["period"] == step]
     _write_any(per_question.reset_index(drop=True), question_scores)
     _write_any(per_period, period_scores)
-    write_table(summary_rows(per_period, keys, counts), scores, SCORES)
+    rows = summary_rows(per_period, keys, counts)
+    evolved = evolution_rows(_concat(list(evolution), EVOLUTION), keys)
+    if len(evolved):
+        rows = pd.concat([rows, evolved], ignore_index=True)
+    write_table(rows, scores, SCORES)
     write_table(diagnosis_rows(per_period, keys, counts), diagnosis, DIAGNOSIS)
     log.info("scored %d checkpoint replies of %s/%s", len(checkpoint), system_name, protocol)
 
@@ -282,6 +293,31 @@ def summary_rows(
                 "n": int(n),
             }
         )
+    return pd.DataFrame(rows, columns=SCORES.names)
+
+
+def evolution_rows(records: pd.DataFrame, keys: dict[str, Any]) -> pd.DataFrame:
+    """Self-evolution as SCORES rows of step ``keys['step']`` (none when the system does not
+    evolve): ``section_changed``, the share of users whose section the period's evolution
+    changed (``micro``) and over periods 0..step (``mean_over_periods``); ``evolution_unparsed``,
+    the number of rewrites whose reply never parsed (the section was kept), likewise."""
+    if records.empty:
+        return pd.DataFrame(columns=SCORES.names)
+    step = int(keys["step"])
+    upto = records[records["period"] <= step]
+    now = upto[upto["period"] == step]
+    rows = []
+    for metric, column, share in (
+        ("section_changed", "changed", True),
+        ("evolution_unparsed", "parse_ok", False),
+    ):
+        for aggregate, part in ((PER_PERIOD, now), (MEAN_OVER_PERIODS, upto)):
+            if part.empty:
+                continue
+            values = part[column].astype(bool)
+            value = float(values.mean()) if share else float((~values).sum())
+            rows.append({**keys, "metric": metric, "aggregate": aggregate, "value": value,
+                         "n": len(part)})  # fmt: skip
     return pd.DataFrame(rows, columns=SCORES.names)
 
 

@@ -1,6 +1,7 @@
 # Interactive protocols (AMemGym; `protocols: [interactive, interactive_replay]`): the live
 # dialogues rule converses period k from step k-1's memory; replay_dialogues memorizes another
 # system's transcripts instead. score_interactive writes each step's scores and diagnosis.
+# evolution.parquet: self-evolving AWI's section rewrites (empty unless the system sets evolve).
 # Logic: mnemoflow/jobs_interactive.py and mnemoflow/protocols/interactive.py.
 
 
@@ -35,6 +36,7 @@ rule dialogues:
         replies=f"{ISHARD}/checkpoint_replies.parquet",
         recall=f"{ISHARD}/recall_replies.parquet",
         ledger=f"{ISHARD}/dialogues.ledger.json",
+        evolution=f"{ISHARD}/evolution.parquet",
     log:
         "results/logs/{benchmark}/{system}/{protocol}/step{step}/shard{shard}/dialogues.log",
     wildcard_constraints:
@@ -68,6 +70,7 @@ rule replay_dialogues:
         replies=f"{ISHARD}/checkpoint_replies.parquet",
         recall=f"{ISHARD}/recall_replies.parquet",
         ledger=f"{ISHARD}/dialogues.ledger.json",
+        evolution=f"{ISHARD}/evolution.parquet",
     log:
         "results/logs/{benchmark}/{system}/{protocol}/step{step}/shard{shard}/dialogues.log",
     wildcard_constraints:
@@ -119,6 +122,7 @@ rule score_interactive:
         replies=interactive_files_upto("checkpoint_replies.parquet"),
         recall=interactive_files_upto("recall_replies.parquet"),
         upper=f"{UPPER_BOUND}.parquet",
+        evolution=interactive_files_upto("evolution.parquet"),
     output:
         scores=f"{RUN_STEP}/scores.parquet",
         question_scores=f"{RUN_STEP}/question_scores.parquet",

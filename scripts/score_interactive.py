@@ -9,6 +9,7 @@ with jobs.job_log(sm.log[0]):
         replies=list(sm.input.replies),
         recall=list(sm.input.recall),
         upper=sm.input.upper,
+        evolution=list(sm.input.evolution),
         benchmark=sm.wildcards.benchmark,
         system_name=sm.wildcards.system,
         protocol=sm.wildcards.protocol,

@@ -145,6 +145,12 @@ class InteractiveAgent:
         await self.memorize(message, reply.text)
         return reply.text
 
+    async def memories_shown(self, prompt: str) -> str:
+        """The memory lines the system prompt shows for ``prompt`` ("- text" each, oldest
+        first; no local window): what self-evolution feedback reports as the memories."""
+        _, _, items = await self._context(prompt, [])
+        return "\n".join(f"- {item.text}" for item in items)
+
     async def ask(
         self,
         prompt: str,

@@ -9,6 +9,8 @@ Which system uses which task:
 
 - ``agentic_external`` (mem0-style): ``memory_extract_facts`` then ``memory_update_facts``.
 - ``agentic_incontext`` and ``tiered`` (long-term profile): ``memory_kv_update``.
+- ``agentic_incontext`` with ``prompt: organizer`` (AMemGym AWI): ``memory_organize``, whose
+  "Types of Information to Remember" section is the system's (evolvable) ``memory_types``.
 - ``notes_linked`` (A-Mem-style): ``memory_note``.
 
 Each request passes its contract to the gateway as the parser (:func:`contract_parser`): a reply
@@ -213,22 +215,55 @@ def parse_kv(
 
 ORGANIZE = "memory_organize"
 
-ORGANIZE_SYSTEM = """You are a Personal Information Organizer: you keep a user's memories as a
+#: The "Types of Information to Remember" AWI starts with (AMemGym's info-type init: seven
+#: categories). Self-evolving AWI rewrites it; it is part of the system's state.
+MEMORY_TYPES = "\n".join(
+    (
+        "1. Personal Preferences: likes, dislikes and specific preferences about food, products, "
+        "activities and entertainment.",
+        "2. Important Personal Details: names, relationships and important dates.",
+        "3. Plans and Intentions: upcoming events, trips, goals and other plans the user shares.",
+        "4. Activity and Service Preferences: preferences for dining, travel, hobbies and other "
+        "services.",
+        "5. Health and Wellness: dietary restrictions, fitness routines and other wellness "
+        "details.",
+        "6. Professional Details: job titles, work habits, career goals and other professional "
+        "information.",
+        "7. Miscellaneous: favourite books, movies, brands and other details the user shares.",
+    )
+)
+
+ORGANIZE_INTRO = """You are a Personal Information Organizer: you keep a user's memories as a
 mapping from information types to what is known about them, so that a later conversation can be
-personalized. Remember personal preferences, important personal details, plans and intentions,
-activity and service preferences, health and wellness details, professional details, and other
-details the user shares.
+personalized.
+
+Types of Information to Remember:
+
+```
+"""
+
+ORGANIZE_RULES = """
+```
 
 You get the current memories (information type -> information) and a conversation. Return only the
 types to add or update: your reply is merged into the memories with a dict union
 (`memories |= reply`), so an updated type must keep its key and its value must summarize the
-complete updated information (the old value is overwritten). Use only what the user and the
-assistant said. Return {} when nothing is worth remembering.
+complete updated information (the old value is overwritten). You may add new types of
+information. Use only what the user and the assistant said. Return {} when nothing is worth
+remembering.
 
 Reply with a JSON object only: {"<information type>": "<information>", ...}"""
 
 
-def organize_request(memory: list[dict[str, str]], messages: list[Message]) -> ChatRequest:
+def organize_system(memory_types: str = MEMORY_TYPES) -> str:
+    """The organizer's system prompt around a types section. Concatenated, never ``format``ted:
+    an evolved section holding braces ("{current_memories}", "{}") is kept verbatim."""
+    return ORGANIZE_INTRO + memory_types.strip("\n") + ORGANIZE_RULES
+
+
+def organize_request(
+    memory: list[dict[str, str]], messages: list[Message], memory_types: str = MEMORY_TYPES
+) -> ChatRequest:
     """AWI's update call: current memories as a dict and the batch as a JSON conversation."""
     records = message_fields(messages)
     current = {m["key"]: m["value"] for m in memory}
@@ -237,7 +272,7 @@ def organize_request(memory: list[dict[str, str]], messages: list[Message]) -> C
         role=ROLE,
         task=ORGANIZE,
         messages=[
-            {"role": "system", "content": ORGANIZE_SYSTEM},
+            {"role": "system", "content": organize_system(memory_types)},
             {
                 "role": "user",
                 "content": "Current memories:\n"
@@ -246,7 +281,7 @@ def organize_request(memory: list[dict[str, str]], messages: list[Message]) -> C
                 + json.dumps(conversation, ensure_ascii=False, indent=2),
             },
         ],
-        fields={"memory": memory, "messages": records},
+        fields={"memory": memory, "messages": records, "memory_types": memory_types},
     )
 
 

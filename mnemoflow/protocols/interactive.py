@@ -9,6 +9,9 @@ writes memory as it talks (:mod:`mnemoflow.agents.interactive`); the memory afte
 step k's snapshot. Then, from that snapshot, every checkpoint question is asked with the
 reference's prompt (options in the seeded order of :func:`option_order`) and every question's
 required info types are probed with the reference's recall prompt. Neither changes memory.
+A system configured with ``evolve`` (self-evolving AWI, :mod:`mnemoflow.agents.self_evolution`)
+then rewrites its memory-update instructions from the checkpoint's feedback, and the snapshot is
+written again with them, so step k+1 updates memory with what step k evolved.
 
 Off-policy replay feeds another run's transcripts through the same write path
 (:meth:`InteractiveAgent.memorize`) without acting; questions and probes are the same.
@@ -21,6 +24,7 @@ that still fails is a parse failure the scorer counts wrong, never a random opti
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -32,6 +36,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from mnemoflow.agents import self_evolution
 from mnemoflow.agents.interactive import InteractiveAgent
 from mnemoflow.data.amemgym import AmemQuestion, AmemUser, option_order
 from mnemoflow.data.registry import n_steps
@@ -351,12 +356,46 @@ async def recall(user: AmemUser, period: int, agent: InteractiveAgent) -> list[d
     return list(await asyncio.gather(*(one(q) for q in user.questions)))
 
 
+async def evolve_after_checkpoint(
+    user: AmemUser,
+    period: int,
+    agent: InteractiveAgent,
+    gateway: Any,
+    variant: str,
+    replies: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Self-evolution after this period's checkpoint: the feedback per question (the options as
+    shown, the parsed answer, the memory lines shown) and the rewrite; its EVOLUTION row."""
+    questions = {q.index: q for q in user.questions}
+    items = []
+    for row in replies:
+        question = questions[row["question_index"]]
+        prompt, options = checkpoint_prompt(question, list(row["option_order"]))
+        answer = parse_answer(row["reply"], len(options)) if row["parse_ok"] else None
+        memories = await agent.memories_shown(prompt)
+        items.append(
+            {"question": question.query, "options": options, "answer": answer, "memories": memories}
+        )
+    return await self_evolution.evolve(agent.memory, gateway, user.id, period, variant, items)
+
+
+def evolve_variant(system_spec: dict[str, Any], memory: Any) -> str | None:
+    """The system's ``evolve`` variant when it is configured (a system in the self-evolution
+    experiment, ``none`` included); None for every other system."""
+    if "evolve" not in system_spec or not hasattr(memory, "memory_types"):
+        return None
+    return str(memory.params["evolve"])
+
+
 @dataclass
 class StepResult:
     dialogues: pd.DataFrame
     replies: pd.DataFrame
     recall: pd.DataFrame
     manifest: dict[str, Any]
+    evolution: pd.DataFrame = dataclasses.field(
+        default_factory=lambda: self_evolution.EVOLUTION.empty_table().to_pandas()
+    )
 
 
 def users_in_flight(gateway: Any) -> int:
@@ -395,6 +434,7 @@ async def run_step(
     dialogue: list[dict[str, Any]] = []
     replies: list[dict[str, Any]] = []
     recalls: list[dict[str, Any]] = []
+    evolutions: list[dict[str, Any]] = []
     stored: dict[str, list[str]] = {}
     stats: dict[str, dict[str, Any]] = {}
     if source is not None:
@@ -428,8 +468,16 @@ async def run_step(
             stored[user.id] = sorted(ids)
         stats[user.id] = {**memory.stats(), "pairs_written": agent.writes}
         if has_period:
-            replies.extend(await checkpoint(user, step, agent, schedule))
+            answers = await checkpoint(user, step, agent, schedule)
+            replies.extend(answers)
             recalls.extend(await recall(user, step, agent))
+            variant = evolve_variant(system_spec, memory)
+            if variant is not None:
+                evolutions.append(
+                    await evolve_after_checkpoint(user, step, agent, gateway, variant, answers)
+                )
+                memory.save(target)  # the snapshot carries the evolved section
+                stats[user.id] = {**memory.stats(), "pairs_written": agent.writes}
         if progress:
             progress(None)
 
@@ -457,6 +505,7 @@ async def run_step(
         _frame(replies, CHECKPOINT_REPLIES, ["user_id", "question_index"]),
         _frame(recalls, RECALL_REPLIES, ["user_id", "question_index"]),
         manifest,
+        _frame(evolutions, self_evolution.EVOLUTION, ["user_id"]),
     )
 
 

@@ -27,6 +27,7 @@ import yaml
 from mnemoflow.data.tables import read_table, write_atomic_text
 from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
+from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_tables
 from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
@@ -244,6 +245,7 @@ def interactive_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "memory_score": interactive_report.period_table(summary, "memory_score"),
         "failures": interactive_report.failure_table(summary),
         "ranks": interactive_report.rank_table(summary),
+        "evolution": evolution_table(summary),
     }
 
 
@@ -437,6 +439,16 @@ def render_html(
                 "transcripts (off-policy replay); rank 1 is best. A rank change means reusing "
                 "transcripts would have ranked the systems differently.</p>"
                 + table_html(data.interactive["ranks"])
+            )
+        if not data.interactive.get("evolution", pd.DataFrame()).empty:
+            body += (
+                "<h3>Self-evolution (AMemGym Table 3)</h3><p>AWI whose memory-update instructions "
+                "(the types of information to remember) are rewritten after each checkpoint from "
+                "question-only or complete feedback, against no evolution: on-policy accuracy and "
+                "memory score (mean over periods), the periods in which the section changed for "
+                "at least one user, the share of (user, period) rewrites that changed it, and "
+                "rewrites whose reply never parsed (section kept).</p>"
+                + table_html(data.interactive["evolution"])
             )
         sections.append(("interactive", "Interactive memory (per period)", body))
 

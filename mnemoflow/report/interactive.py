@@ -8,6 +8,7 @@ on- vs off-policy ranking, computed from the summary and diagnosis tables only.
 - Reuse bias (the paper's on- vs off-policy question): each system's rank by memory score when it
   conversed itself (``interactive``) and when it memorized another system's transcripts
   (``interactive_replay``), with the rank change.
+- Self-evolution (the paper's Table 3): :mod:`mnemoflow.report.evolution`.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mnemoflow.data.tables import SUMMARY
+from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_markdown
 
 
@@ -86,6 +87,17 @@ def interactive_markdown(benchmark: str, bench: pd.DataFrame) -> list[str]:
         parts += [
             "Memory score = (overall - random) / (upper bound - random) per (user, period), "
             "then averaged (AMemGym's order).",
+            "",
+        ]
+    evolution = evolution_table(bench.assign(benchmark=benchmark))
+    if not evolution.empty:
+        parts += [
+            f"## {benchmark}: self-evolution (AMemGym Table 3)",
+            "",
+            _markdown(evolution.drop(columns=["benchmark"])),
+            "",
+            "On-policy means over periods; periods_evolved: periods in which the types section "
+            "changed for at least one user; unparsed: rewrites whose reply never parsed.",
             "",
         ]
     return parts

@@ -31,7 +31,7 @@ import json
 import re
 from typing import Any
 
-from mnemoflow.lexical import content_words, sentences
+from mnemoflow.lexical import content_words, sentences, stems
 from mnemoflow.llm.offline import handles
 
 #: How a statement about oneself opens: the speaker as subject, or something the speaker has.
@@ -243,11 +243,43 @@ def kv_update(fields: dict[str, Any]) -> str:
     return json.dumps({"set": list(sets.values()), "delete": deletes}, ensure_ascii=False)
 
 
+#: A type of the organizer's section: "3. Plans and Intentions: ..." or "- diet: ...".
+SECTION_TYPE = re.compile(r"^\s*(?:\d+[.)]|[-*])\s*([^:\n]{1,60}):", re.MULTILINE)
+
+
+def section_types(memory_types: str) -> list[tuple[str, frozenset[str]]]:
+    """(name, stems of its content words) of every type the section names."""
+    out = []
+    for match in SECTION_TYPE.finditer(memory_types or ""):
+        name = match.group(1).strip()
+        words = frozenset(stems(name))
+        if name and words:
+            out.append((name, words))
+    return out
+
+
 @handles("memory_organize")
 def organize(fields: dict[str, Any]) -> str:
-    """Fields as memory_kv_update; reply the flat {key: value} dict of the sets (no deletes)."""
+    """Fields as memory_kv_update plus memory_types (the "Types of Information to Remember"
+    section). Reply the flat {key: value} dict of the first-person facts (no deletes), and, for
+    every type the section names, the latest user sentence that mentions all of that type's
+    words, under the type's name: what the section asks to track is remembered even when it is
+    not said as "my X is Y". The seven broad default categories have long names that ordinary
+    sentences do not spell out; a type an evolution added ("stress", "weekends") is matched."""
     changes = json.loads(kv_update(fields))
-    return json.dumps({s["key"]: s["value"] for s in changes["set"]}, ensure_ascii=False)
+    reply = {s["key"]: s["value"] for s in changes["set"]}
+    types = section_types(fields.get("memory_types", ""))
+    for message in fields["messages"]:
+        if message.get("role") != "user":
+            continue
+        for sentence in sentences(message["content"]):
+            if sentence.startswith("[Current Time:") or sentence.rstrip().endswith("?"):
+                continue
+            words = set(stems(sentence))
+            for name, needed in types:
+                if needed <= words:
+                    reply[name] = sentence.strip()
+    return json.dumps(reply, ensure_ascii=False)
 
 
 @handles("memory_note")

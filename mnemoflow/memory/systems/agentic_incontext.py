@@ -11,6 +11,12 @@ least recently updated are evicted, which is what bounds the prompt.
 
 ``retrieve`` returns the whole memory (oldest update first) followed by the local window: an
 in-context memory has no retrieval step, so ``k`` does not cut it.
+
+Self-evolution [AMemGym Table 3]: the organizer prompt's "Types of Information to Remember"
+section (``memory_types``) is part of the state, saved in and loaded from every snapshot, so the
+next step's updates use what the previous step evolved. ``evolve`` (none | question_only |
+complete) says which feedback rewrites it after a checkpoint; the rewrite itself is the agent's
+call (mnemoflow/agents/self_evolution.py), since a memory system knows no protocol.
 """
 
 from __future__ import annotations
@@ -19,10 +25,14 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mnemoflow.errors import ConfigError
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
 from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer
 from mnemoflow.memory.tokens import count_tokens
+
+#: How the types section evolves after a checkpoint (AMemGym's awi-evolve configs).
+EVOLVE_VARIANTS = ("none", "question_only", "complete")
 
 
 @register
@@ -31,7 +41,7 @@ class AgenticInContext(MemorySystem):
 
     name: ClassVar[str] = "agentic_incontext"
     ingest_params: ClassVar[frozenset[str]] = frozenset(
-        {"update_batch", "local_window", "max_entries", "prompt"}
+        {"update_batch", "local_window", "max_entries", "prompt", "evolve"}
     )
     ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer",)
     query_roles: ClassVar[tuple[str, ...]] = ()  # the whole memory is the context
@@ -40,6 +50,7 @@ class AgenticInContext(MemorySystem):
         "local_window": 4,
         "max_entries": 64,
         "prompt": "kv",
+        "evolve": "none",
     }
     params_schema: ClassVar[dict[str, Any]] = {
         **BUFFER_SCHEMA,
@@ -47,7 +58,20 @@ class AgenticInContext(MemorySystem):
         #: kv: set / delete changes; organizer: AMemGym AWI's mem0-style "Personal Information
         #: Organizer" whose flat reply is merged with a dict union (never deletes).
         "prompt": {"enum": ["kv", "organizer"]},
+        #: none: the section never changes; question_only / complete: rewritten after each
+        #: checkpoint from that feedback (AMemGym's awi-evolve variants; needs prompt organizer).
+        "evolve": {"enum": list(EVOLVE_VARIANTS)},
     }
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any], where: str) -> None:
+        super().check_params(params, where)
+        evolve = params.get("evolve", "none")
+        if evolve != "none" and params.get("prompt", cls.defaults["prompt"]) != "organizer":
+            raise ConfigError(
+                f"{where}.evolve: {evolve!r} rewrites the organizer prompt's types section; "
+                "set prompt: organizer"
+            )
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
@@ -58,6 +82,16 @@ class AgenticInContext(MemorySystem):
         self.version = 0
         self.tokens_written = 0
         self.evicted = 0
+        #: the organizer's "Types of Information to Remember" section (evolvable state)
+        self.memory_types = writer.MEMORY_TYPES
+        self.evolutions = 0  # rewrites asked for
+        self.evolution_failures = 0  # rewrites whose reply never parsed (section kept)
+
+    def set_memory_types(self, section: str) -> None:
+        """Adopt an evolved types section for the next memory updates."""
+        if not section.strip():
+            raise ValueError("an evolved types section must not be empty")
+        self.memory_types = section
 
     async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
         for batch in self.buffer.push([m for m in messages if m.content.strip()]):
@@ -67,7 +101,7 @@ class AgenticInContext(MemorySystem):
         shown = [{"key": k, "value": e["value"], "time": e["time"]} for k, e in self.memory.items()]
         if self.params["prompt"] == "organizer":
             reply = await self.writer.ask(
-                writer.organize_request(shown, batch), writer.parse_organized
+                writer.organize_request(shown, batch, self.memory_types), writer.parse_organized
             )
         else:
             reply = await self.writer.ask(
@@ -115,6 +149,9 @@ class AgenticInContext(MemorySystem):
             "evicted": self.evicted,
             "writer_calls": self.writer.calls,
             "parse_failures": self.writer.parse_failures,
+            "memory_types": self.memory_types,
+            "evolutions": self.evolutions,
+            "evolution_failures": self.evolution_failures,
         }
         (directory / "state.json").write_text(json.dumps(state, ensure_ascii=False))
 
@@ -127,6 +164,10 @@ class AgenticInContext(MemorySystem):
         self.evicted = state["evicted"]
         self.writer.calls = state["writer_calls"]
         self.writer.parse_failures = state["parse_failures"]
+        # the reference's load_state forgets the evolved section; here it is state like the rest
+        self.memory_types = state.get("memory_types", writer.MEMORY_TYPES)
+        self.evolutions = state.get("evolutions", 0)
+        self.evolution_failures = state.get("evolution_failures", 0)
 
     def stored_ids(self) -> set[str] | None:
         held = {s for entry in self.memory.values() for s in entry.get("source_ids", [])}
@@ -140,4 +181,6 @@ class AgenticInContext(MemorySystem):
             "writer_calls": self.writer.calls,
             "parse_failures": self.writer.parse_failures,
             "evicted": self.evicted,
+            "evolutions": self.evolutions,
+            "evolution_failures": self.evolution_failures,
         }
