@@ -60,6 +60,8 @@ def fb_step_settings(wildcards):
     keys = ["seed", "retrieve_k"]
     if step > 0 and protocol in ("stepwise_off_policy", "on_policy"):
         keys.append("batch_size")
+    if step > 0 and protocol == "stepwise_off_policy":  # checked: no dialogue left out
+        keys.append("train_items")
     if fb_live(wildcards):
         keys += ["max_rounds", "structured_output"]
     return {key: given[key] for key in keys if key in given}

@@ -80,6 +80,25 @@ def test_shuffle_and_on_policy_samples_follow_the_reference_global_rng():
     assert fb.on_policy_sample(3, 100, 1, 42) == random.Random(42).sample(range(3), 3)
 
 
+def test_stepwise_fails_when_train_items_is_below_the_dialogues_it_would_leave_out():
+    # train_items 3, batch 2: the plan is begin + ceil(3 / 2) = 2 batches = 4 dialogues; the set
+    # has 5, so the 5th would never be memorized: an error, not a silently shorter curve
+    train = pd.DataFrame({"dialogue_id": [f"d{i}" for i in range(5)]})
+    short = fb.FeedbackConfig(batch_size=2, train_items=3)
+    with pytest.raises(ConfigError) as error:
+        fb.step_dialogues("stepwise_off_policy", 1, train, short)
+    assert str(error.value) == (
+        "config benchmarks.<name>.feedback.train_items: 3, but the set has 5 training "
+        "dialogues; stepwise_off_policy would never memorize the last 1"
+    )
+    exact = fb.FeedbackConfig(batch_size=2, train_items=5)  # begin + 3 batches: 2, 2, 1
+    assert [len(fb.step_dialogues("stepwise_off_policy", k, train, exact)) for k in (1, 2, 3)] == [
+        2,
+        2,
+        1,
+    ]
+
+
 def generated(tiny, gateway):
     return asyncio.run(
         fb.generate_train_dialogues(

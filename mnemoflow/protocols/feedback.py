@@ -376,8 +376,23 @@ def step_dialogues(
     if protocol == "stepwise_off_policy":
         if step == 0:
             return []
+        _check_planned(len(order), config)
         return order[(step - 1) * config.batch_size : step * config.batch_size]
     raise ValueError(f"step_dialogues: {protocol} is not an off-policy protocol")
+
+
+def _check_planned(n_dialogues: int, config: FeedbackConfig) -> None:
+    """The stepwise plan (made from ``feedback.train_items`` before the data is read) must reach
+    every training dialogue: a ``train_items`` below the set's would silently drop the last ones."""
+    if config.train_items is None:
+        return
+    covered = math.ceil(config.train_items / config.batch_size) * config.batch_size
+    if covered < n_dialogues:
+        raise ConfigError(
+            f"config benchmarks.<name>.feedback.train_items: {config.train_items}, but the set has "
+            f"{n_dialogues} training dialogues; stepwise_off_policy would never memorize the last "
+            f"{n_dialogues - covered}"
+        )
 
 
 def select_dialogues(dialogues: pd.DataFrame, ids: list[str], keys: dict[str, Any]) -> pd.DataFrame:
