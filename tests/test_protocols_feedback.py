@@ -341,6 +341,35 @@ def test_scores_keep_raw_judge_replies_and_count_parse_failures(tiny, gateway):
     assert table.loc[("item_value", "micro")].value == 2.5
 
 
+def test_a_metric_mean_counts_only_the_items_with_a_value(tiny, gateway):
+    # item 4: avg_score 0.75; item 5: the judge never parsed (value None, item_value 0 = the
+    # bottom of the scale). avg_score's mean is over the 1 item that has one (n 1); item_value's
+    # over both: (0.75 + 0) / 2 = 0.375 (n 2)
+    async def evaluate_item(question, response, gateway):
+        ok = question["question_id"] == "synthetic-feedback_4"
+        return SimpleNamespace(metric="avg_score", value=0.75 if ok else None,
+                               raw_reply="x", parse_ok=ok)  # fmt: skip
+
+    def item_value(dataset, scores):
+        return 0.0 if scores[0].value is None else scores[0].value
+
+    metrics = SimpleNamespace(evaluate_item=evaluate_item, item_value=item_value)
+    answers = pd.DataFrame(
+        {"question_id": [f"synthetic-feedback_{i}" for i in (4, 5)], "response": ["x", "y"]}
+    )
+    empty = pd.DataFrame(columns=DIALOGUES.names)
+    scored = asyncio.run(fb.score_step(answers, tiny, empty, keys("p", 0), gateway, metrics, "j"))
+    table = scored.scores.set_index(["metric", "aggregate"])
+    assert (table.loc[("avg_score", "micro")].value, table.loc[("avg_score", "micro")].n) == (
+        0.75,
+        1,
+    )
+    assert (table.loc[("item_value", "micro")].value, table.loc[("item_value", "micro")].n) == (
+        0.375,
+        2,
+    )
+
+
 def test_data_dialogues_keep_plain_and_the_systems_own_variant_of_training_items(tiny):
     def row(dialogue, system):
         return {"benchmark": "b", "system": system, "protocol": "", "step": 0, "episode_id": "e",

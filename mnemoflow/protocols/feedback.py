@@ -625,9 +625,9 @@ async def score_step(
         values.append((question["dataset"], item.metric, raw, value))
     rows = []
     frame = pd.DataFrame(values, columns=["dataset", "metric", "value", "score"])
-    for metric, group in frame.groupby("metric", sort=True):
+    for metric, group in frame.groupby("metric", sort=True):  # n = items with a value
         rows.append({**keys, "metric": metric, "aggregate": "micro", "value": group.value.mean(),
-                     "n": len(group)})  # fmt: skip
+                     "n": int(group.value.count())})  # fmt: skip
     if not frame.empty:
         rows.append({**keys, "metric": MAIN_METRIC, "aggregate": "micro",
                      "value": frame.score.mean(), "n": len(frame)})  # fmt: skip
