@@ -67,10 +67,19 @@ def fb_step_settings(wildcards):
     return {key: given[key] for key in keys if key in given}
 
 
+def fb_scoring_models(*roles):
+    """A scoring job's bindings: ``roles``, agent, judge, memory_writer, embedder, and the
+    critic (WritingBench) when bound; left out, it takes the judge's."""
+    bound = models(*roles, "agent", "judge", "memory_writer", "embedder")
+    if config["models"].get("critic"):
+        bound["critic"] = config["models"]["critic"]
+    return bound
+
+
 def fb_step_models(wildcards):
     if fb_live(wildcards):
-        return models("agent", "user", "judge", "memory_writer", "embedder")
-    return models("agent", "judge", "memory_writer", "embedder")
+        return fb_scoring_models("user")
+    return fb_scoring_models()
 
 
 def fb_generation(wildcards):
