@@ -239,8 +239,9 @@ def corpus_messages(sessions: pd.DataFrame, dataset: str) -> list[Message]:
 
 
 def shuffled_dialogue_ids(train: pd.DataFrame, seed: int) -> list[str]:
-    """Training dialogue ids in question order, shuffled once with ``seed`` (the reference's
-    ``random.seed(42); random.shuffle``)."""
+    """Training dialogue ids in the table's order (the set's training items in question order:
+    datasets in registry order, rows as released), shuffled once with ``seed`` (the reference's
+    ``random.seed(42); random.shuffle`` of its training list)."""
     ids = list(dict.fromkeys(train["dialogue_id"]))
     random.Random(seed).shuffle(ids)
     return ids
