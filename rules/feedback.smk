@@ -105,7 +105,7 @@ rule feedback_train_performance:
         system=system_spec,
         loader=fb_loader,
         settings=fb_answer_settings,
-        models=models("agent", "judge", "memory_writer", "embedder"),
+        models=fb_scoring_models(),
         limits=endpoint_limits("agent", "judge", "memory_writer", "embedder").params,
         seed=config.get("seed", 0),
         code=code_version("mnemoflow.jobs_feedback:train_performance"),

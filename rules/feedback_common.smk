@@ -60,15 +60,26 @@ def fb_step_settings(wildcards):
     keys = ["seed", "retrieve_k"]
     if step > 0 and protocol in ("stepwise_off_policy", "on_policy"):
         keys.append("batch_size")
+    if step > 0 and protocol == "stepwise_off_policy":  # checked: no dialogue left out
+        keys.append("train_items")
     if fb_live(wildcards):
         keys += ["max_rounds", "structured_output"]
     return {key: given[key] for key in keys if key in given}
 
 
+def fb_scoring_models(*roles):
+    """A scoring job's bindings: ``roles``, agent, judge, memory_writer, embedder, and the
+    critic (WritingBench) when bound; left out, it takes the judge's."""
+    bound = models(*roles, "agent", "judge", "memory_writer", "embedder")
+    if config["models"].get("critic"):
+        bound["critic"] = config["models"]["critic"]
+    return bound
+
+
 def fb_step_models(wildcards):
     if fb_live(wildcards):
-        return models("agent", "user", "judge", "memory_writer", "embedder")
-    return models("agent", "judge", "memory_writer", "embedder")
+        return fb_scoring_models("user")
+    return fb_scoring_models()
 
 
 def fb_generation(wildcards):

@@ -104,6 +104,11 @@ def test_critic_parser_accepts(reply, expected):
         '{"score": "7", "reason": "x"}',
         '{"score": 7, "reason": 3}',
         "Score: 7",
+        # JSON numbers Python reads as inf / nan: int(inf) raised OverflowError (a crash, not
+        # a re-ask)
+        '{"score": 1e999, "reason": "x"}',
+        '{"score": Infinity, "reason": "x"}',
+        '{"score": NaN, "reason": "x"}',
     ],
 )
 def test_critic_parser_rejects(reply):

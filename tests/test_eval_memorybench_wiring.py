@@ -166,3 +166,28 @@ def test_a_limitgen_record_with_an_unknown_error_type():
     item = q("LimitGen-Syn", {"category": "typo", "ground_truth": "x"})
     with pytest.raises(DataError, match="LimitGen-Syn:1: field 'info.category': 'typo' is not"):
         run(_all(item, "x", gateway))
+
+
+@pytest.mark.parametrize(
+    ("info", "message"),
+    [
+        (
+            {"golden_answer": "x", "category": "five"},
+            "questions: record Locomo-0:1: field 'info.category': 'five' is not one of 1-5",
+        ),
+        (
+            {"golden_answer": "x", "category": 7},
+            "questions: record Locomo-0:1: field 'info.category': 7 is not one of 1-5",
+        ),
+        (
+            {"golden_answer": "Not mentioned", "category": 5},
+            "questions: record Locomo-0:1: field 'info.golden_answer': a category-5 gold must be "
+            'the options object {"a": ..., "b": ...} (or its JSON text)',
+        ),
+    ],
+)
+def test_a_locomo_record_with_a_bad_category_or_option_gold_names_record_and_field(info, message):
+    gateway = Gateway.from_config({})
+    with pytest.raises(DataError) as error:
+        run(_all(q("Locomo-0", info), "a", gateway))
+    assert str(error.value) == message

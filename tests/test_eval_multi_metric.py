@@ -173,6 +173,39 @@ def test_jrel_fusion_is_asked_once_and_reused_by_later_summaries(tmp_path):
     assert later.ledger.totals().calls == 0
 
 
+def test_a_stored_fusion_is_asked_again_when_the_judge_or_the_prompt_changed(tmp_path, monkeypatch):
+    """The store keeps a fused score per item AND per setting: a run with another judge binding,
+    or after the prompt was revised, must not read the old judge's number."""
+    import dataclasses
+
+    info = {"pr-abstract": "Researchers found that cats sleep most of the day."}
+    response = "Scientists found that cats sleep a lot."
+    path = tmp_path / "fusion.json"
+    gateway, _ = scripted_gateway(replies("8"))
+    assert run(jrel.jrel_score(gateway, 3, "src", response, info, FusionStore(path))).value == 8.0
+
+    # same binding, same prompt: stored (no call)
+    same, same_backend = scripted_gateway(replies("2"))
+    assert run(jrel.jrel_score(same, 3, "src", response, info, FusionStore(path))).value == 8.0
+    assert same_backend.requests == []
+
+    # another judge model: asked again, 2 replaces 8
+    other, other_backend = scripted_gateway(replies("2"))
+    other.specs["judge"] = dataclasses.replace(other.specs["judge"], model="another-judge")
+    again = run(jrel.jrel_score(other, 3, "src", response, info, FusionStore(path)))
+    assert (again.value, len(other_backend.requests)) == (2.0, 1)
+
+    # a revised prompt (new PROMPT_VERSION) under the first binding: asked again too
+    monkeypatch.setattr(jrel, "PROMPT_VERSION", "jrel-fusion-v2")
+    revised, revised_backend = scripted_gateway(replies("5"))
+    third = run(jrel.jrel_score(revised, 3, "src", response, info, FusionStore(path)))
+    assert (third.value, third.prompt_version, len(revised_backend.requests)) == (
+        5.0,
+        "jrel-fusion-v2",
+        1,
+    )
+
+
 def test_fusion_failure_is_stored_as_a_failure_not_zero():
     gateway, backend = scripted_gateway(replies("I would say 7 or 8"))
     info = {"pr-abstract": "cats sleep"}

@@ -117,3 +117,12 @@ def test_bad_values_fail_with_one_line():
         normalize_set(twice, "task:Short-Short", CONFIGS, STATS, partial=True)
     with pytest.raises(DataError, match="defined for domain and task sets"):
         normalize_set(twice, "dataset:NFCats", CONFIGS, STATS)
+
+
+def test_a_missing_item_value_fails_instead_of_counting_as_zero():
+    # NaN: pandas' sum would skip it in weighted_average / z_score (dividing by all 3 items, so
+    # the item silently counts as min-max 0) while the per-dataset mean would leave it out
+    values = frame([("NFCats", 1, 3), ("NFCats", 2, float("nan")), ("NFCats", 3, 5)])
+    with pytest.raises(DataError) as info:
+        normalize_set(values, "task:Short-Short", CONFIGS, STATS, partial=True)
+    assert str(info.value) == "values: (NFCats, 2) has no value (NaN)"

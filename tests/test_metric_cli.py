@@ -154,3 +154,34 @@ def test_unknown_metric(tmp_path, capsys):
     pairs = write_pairs(tmp_path / "pairs.jsonl", PAIRS)
     assert main(["metric", "bleu", "--pairs", str(pairs)]) == 2
     assert "unknown metric 'bleu'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("metric", "line", "message"),
+    [
+        # an object reference is only a Locomo category-5 gold; meteor crashed with a traceback
+        ("rouge_l", '{"prediction": "a", "reference": {"a": "x"}}', "'reference' must be a string"),
+        (
+            "locomo_f1",
+            '{"prediction": "a", "reference": "b", "category": "five"}',
+            "pairs.jsonl: record 2: 'category' must be an integer",
+        ),
+        (
+            "locomo_f1",
+            '{"prediction": "a", "reference": "b", "category": 9}',
+            "pairs.jsonl: record 2: 'category' must be 1-5, got 9",
+        ),
+        (
+            "locomo_f1",
+            '{"prediction": "a", "reference": "Not mentioned", "category": 5}',
+            "pairs.jsonl: record 2: 'reference' of a category-5 item must be the options object",
+        ),
+    ],
+)
+def test_bad_metric_fields_are_one_line_errors(tmp_path, capsys, metric, line, message):
+    first = {**PAIRS[0], "category": 1}
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps(first) + "\n" + line + "\n")
+    assert main(["metric", metric, "--pairs", str(pairs)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

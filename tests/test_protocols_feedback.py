@@ -80,6 +80,25 @@ def test_shuffle_and_on_policy_samples_follow_the_reference_global_rng():
     assert fb.on_policy_sample(3, 100, 1, 42) == random.Random(42).sample(range(3), 3)
 
 
+def test_stepwise_fails_when_train_items_is_below_the_dialogues_it_would_leave_out():
+    # train_items 3, batch 2: the plan is begin + ceil(3 / 2) = 2 batches = 4 dialogues; the set
+    # has 5, so the 5th would never be memorized: an error, not a silently shorter curve
+    train = pd.DataFrame({"dialogue_id": [f"d{i}" for i in range(5)]})
+    short = fb.FeedbackConfig(batch_size=2, train_items=3)
+    with pytest.raises(ConfigError) as error:
+        fb.step_dialogues("stepwise_off_policy", 1, train, short)
+    assert str(error.value) == (
+        "config benchmarks.<name>.feedback.train_items: 3, but the set has 5 training "
+        "dialogues; stepwise_off_policy would never memorize the last 1"
+    )
+    exact = fb.FeedbackConfig(batch_size=2, train_items=5)  # begin + 3 batches: 2, 2, 1
+    assert [len(fb.step_dialogues("stepwise_off_policy", k, train, exact)) for k in (1, 2, 3)] == [
+        2,
+        2,
+        1,
+    ]
+
+
 def generated(tiny, gateway):
     return asyncio.run(
         fb.generate_train_dialogues(
@@ -320,6 +339,35 @@ def test_scores_keep_raw_judge_replies_and_count_parse_failures(tiny, gateway):
     assert table.loc[("judge_parse_failures", "micro")].value == 1.0
     assert table.loc[("score", "micro")].value == 2.5
     assert table.loc[("item_value", "micro")].value == 2.5
+
+
+def test_a_metric_mean_counts_only_the_items_with_a_value(tiny, gateway):
+    # item 4: avg_score 0.75; item 5: the judge never parsed (value None, item_value 0 = the
+    # bottom of the scale). avg_score's mean is over the 1 item that has one (n 1); item_value's
+    # over both: (0.75 + 0) / 2 = 0.375 (n 2)
+    async def evaluate_item(question, response, gateway):
+        ok = question["question_id"] == "synthetic-feedback_4"
+        return SimpleNamespace(metric="avg_score", value=0.75 if ok else None,
+                               raw_reply="x", parse_ok=ok)  # fmt: skip
+
+    def item_value(dataset, scores):
+        return 0.0 if scores[0].value is None else scores[0].value
+
+    metrics = SimpleNamespace(evaluate_item=evaluate_item, item_value=item_value)
+    answers = pd.DataFrame(
+        {"question_id": [f"synthetic-feedback_{i}" for i in (4, 5)], "response": ["x", "y"]}
+    )
+    empty = pd.DataFrame(columns=DIALOGUES.names)
+    scored = asyncio.run(fb.score_step(answers, tiny, empty, keys("p", 0), gateway, metrics, "j"))
+    table = scored.scores.set_index(["metric", "aggregate"])
+    assert (table.loc[("avg_score", "micro")].value, table.loc[("avg_score", "micro")].n) == (
+        0.75,
+        1,
+    )
+    assert (table.loc[("item_value", "micro")].value, table.loc[("item_value", "micro")].n) == (
+        0.375,
+        2,
+    )
 
 
 def test_data_dialogues_keep_plain_and_the_systems_own_variant_of_training_items(tiny):

@@ -61,3 +61,21 @@ def test_html_report_has_the_feedback_section(tmp_path):
     assert "Learning from feedback (per step)" in page
     assert "Feedback per on-policy step" in page
     assert "On-policy vs off-policy" in page
+
+
+def test_unparsed_user_replies_of_the_training_dialogues_are_counted_once():
+    # bm25's generated training dialogues hold 2 unparsed replies: off_policy step 0 and
+    # train_performance score all of them, stepwise its batches (1 + 1); on-policy step 1 adds 1
+    # of its own. The summary must say 3, not 2 + 1 + 1 + 2 + 1 = 7.
+    rows = [
+        _row("bm25", "off_policy", 0, "item_value", 0.5),
+        _row("bm25", "off_policy", 0, "user_parse_failures", 2.0),
+        _row("bm25", "stepwise_off_policy", 1, "user_parse_failures", 1.0),
+        _row("bm25", "stepwise_off_policy", 2, "user_parse_failures", 1.0),
+        _row("bm25", "train_performance", 0, "user_parse_failures", 2.0),
+        _row("bm25", "on_policy", 1, "item_value", 0.5),
+        _row("bm25", "on_policy", 1, "user_parse_failures", 1.0),
+        _row("none", "off_policy", 0, "user_parse_failures", 0.0),
+    ]
+    text = feedback_markdown(pd.DataFrame(rows))
+    assert "Simulated-user replies that could not be parsed: 3\n" in text

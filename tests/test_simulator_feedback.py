@@ -21,7 +21,9 @@ from mnemoflow.simulators.feedback import (
     WRONG_TEXT,
     FeedbackSimulator,
     evaluation_context,
+    family_of,
     parse_feedback,
+    system_prompt,
 )
 from mnemoflow.testing.openai_server import OpenAITestServer
 
@@ -214,4 +216,34 @@ def test_each_family_gets_its_own_privileged_context():
     assert evaluation_context(lexeval).startswith("Reference Answer: Article 5\n")
     assert evaluation_context(limitgen) == (
         "Expected limitation type: data\nTarget category: c\nTarget aspect: a"
+    )
+
+
+@pytest.mark.parametrize(
+    ("dataset", "family"),
+    [
+        # LexEval-Judge holds "judge" too: the reference tests "lexeval" first (evaluator_factory)
+        ("LexEval-Judge", "lexeval"),
+        ("LexEval-Summarization", "lexeval"),
+        ("JuDGE", "judge"),
+        ("WritingBench-Politics&Law", "writingbench"),
+        ("HelloBench-Academic&Knowledge-Writing", "hellobench"),
+        ("IdeaBench", "ideabench"),
+        ("JRE-L", "jre-l"),
+        ("LimitGen-Syn", "limitgen"),
+        ("WritingPrompts", "writingprompts"),
+        ("NFCats", "nfcats"),
+        ("synthetic_feedback", "synthetic"),
+        ("Unknown", "lexeval"),
+    ],
+)
+def test_family_is_chosen_in_the_reference_order(dataset, family):
+    assert family_of(dataset)[0] == family
+
+
+def test_lexeval_judge_gets_the_reference_answer_not_a_judgment_document():
+    item = {"dataset": "LexEval-Judge", "answer": "判处有期徒刑三年", "meta": "{}"}
+    assert evaluation_context(item).startswith("Reference Answer: 判处有期徒刑三年\n")
+    assert system_prompt("LexEval-Judge").startswith(
+        "You are a knowledgeable user seeking legal information."
     )

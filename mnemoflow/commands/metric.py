@@ -28,7 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def read_pairs(path: Path, extra_fields: tuple[str, ...] = ()) -> list[dict]:
+def read_pairs(
+    path: Path,
+    extra_fields: tuple[str, ...] = (),
+    reference_kinds: tuple[type, ...] = (str, dict, list),
+    check=None,
+) -> list[dict]:
+    """The JSONL pairs, every line checked (``check(record, loc)``: the metric's own fields)."""
     records = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -40,9 +46,11 @@ def read_pairs(path: Path, extra_fields: tuple[str, ...] = ()) -> list[dict]:
             except json.JSONDecodeError as exc:
                 raise DataError(f"{loc}: not JSON ({exc.msg})") from None
             field(record, "prediction", str, loc)
-            field(record, "reference", (str, dict, list), loc)
+            field(record, "reference", reference_kinds, loc)
             for name in extra_fields:
                 field(record, name, (str, int, float, dict, list), loc)
+            if check is not None:
+                check(record, loc)
             records.append(record)
     if not records:
         raise DataError(f"{path.name}: no pairs")
@@ -57,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.name or not args.pairs:
         raise ValueError("give a metric NAME and --pairs FILE (or --list)")
     metric = get_metric(args.name)
-    records = read_pairs(args.pairs, metric.extra_fields)
+    records = read_pairs(args.pairs, metric.extra_fields, metric.reference_kinds, metric.check)
     values = metric.score_all(records)
     for value in values:
         print("null" if value is None else f"{value:.6f}")

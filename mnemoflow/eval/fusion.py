@@ -4,10 +4,12 @@ The reference turns each item's sub-metrics into ONE 1-10 score by a judge call 
 a helpful assistant.", temperature 0, a prompt that lists the input, the output, the gold text
 and every sub-metric and ends "Your response should be only a single integer."), but only inside
 ``summary_results``, and it asks again at every summary, so its numbers drift between summaries
-(memorybench.md 5.5). Here the call is made once per (dataset, test_idx, response) and stored
-with its raw reply in a :class:`FusionStore`; every later summary reads the stored value and makes
-no model call. A reply that is not a single integer 1-10 is re-asked, then stored as a counted
-failure (``value`` None), never as the reference's 0.
+(memorybench.md 5.5). Here the call is made once per (dataset, test_idx, response) and setting
+(prompt version, judge binding, BERTScore model: :func:`fusion_setting`) and stored with its raw
+reply in a :class:`FusionStore`; every later summary under the same setting reads the stored value
+and makes no model call (another judge, or a revised prompt, asks again). A reply that is not a
+single integer 1-10 is re-asked, then stored as a counted failure (``value`` None), never as
+the reference's 0.
 
 Offline, the fusion handler maps the sub-metrics the caller lists in ``fields["unit_scores"]``
 (each already on 0..1) to ``1 + round(9 * mean)``: a transparent stand-in, not a model.
@@ -43,8 +45,19 @@ def item_key(dataset: str, test_idx: Any, response: str) -> str:
     return f"{dataset}/{test_idx}/{digest}"
 
 
+def fusion_setting(gateway, prompt_version: str, bertscore_model: dict[str, Any]) -> dict[str, Any]:
+    """What a fused score depends on besides the item: the prompt version, the judge's binding
+    (model, sampling) and the BERTScore model behind the sub-metrics. A stored score is reused only
+    under the same setting, so a rerun with another judge or after a prompt fix asks again."""
+    describe = getattr(gateway, "describe", None)
+    judge = describe().get("judge") if callable(describe) else None
+    setting = {"prompt_version": prompt_version, "judge": judge, "bertscore_model": bertscore_model}
+    return json.loads(json.dumps(setting, sort_keys=True, default=str))  # as stored in JSON
+
+
 class FusionStore:
-    """Fused scores by item key, persisted as one JSON file (written atomically on each put)."""
+    """Fused scores by item key, persisted as one JSON file (written atomically on each put);
+    each record keeps the :func:`fusion_setting` it was asked under."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else None
@@ -52,12 +65,17 @@ class FusionStore:
         if self.path and self.path.is_file():
             self.records = json.loads(self.path.read_text(encoding="utf-8"))
 
-    def get(self, key: str) -> JudgedScore | None:
+    def get(self, key: str, setting: dict[str, Any] | None = None) -> JudgedScore | None:
+        """The stored score of ``key``; None when there is none, or (``setting`` given) when it
+        was asked under another setting (a stale value is never returned)."""
         record = self.records.get(key)
-        return JudgedScore(**record) if record else None
+        if not record or (setting is not None and record.get("setting") != setting):
+            return None
+        return JudgedScore(**{k: v for k, v in record.items() if k != "setting"})
 
-    def put(self, key: str, score: JudgedScore) -> None:
+    def put(self, key: str, score: JudgedScore, setting: dict[str, Any] | None = None) -> None:
         self.records[key] = {
+            "setting": setting,
             "metric": score.metric,
             "value": score.value,
             "raw_reply": score.raw_reply,
@@ -88,9 +106,11 @@ async def fuse(
     key: str,
     store: FusionStore,
     details: dict[str, Any],
+    setting: dict[str, Any] | None = None,
 ) -> JudgedScore:
-    """The stored fused score for ``key``, or one fusion call whose result is stored."""
-    stored = store.get(key)
+    """The stored fused score for ``key`` (under ``setting``), or one fusion call whose result is
+    stored."""
+    stored = store.get(key, setting)
     if stored is not None:
         return stored
     reply = await gateway.chat(request, parse=parse_fused)
@@ -102,5 +122,5 @@ async def fuse(
         prompt_version=prompt_version,
         details=details,
     )
-    store.put(key, score)
+    store.put(key, score, setting)
     return score

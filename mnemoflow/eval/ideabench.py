@@ -27,7 +27,14 @@ import re
 from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
-from mnemoflow.eval.fusion import FusionStore, fuse, fusion_request, item_key, number
+from mnemoflow.eval.fusion import (
+    FusionStore,
+    fuse,
+    fusion_request,
+    fusion_setting,
+    item_key,
+    number,
+)
 from mnemoflow.eval.judged_score import JudgedScore, load_structure
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 
@@ -233,7 +240,9 @@ async def ideabench_score(
     if "abstract" not in info:
         raise ValueError("IdeaBench item: info has no 'abstract'")
     key = item_key(DATASET, test_idx, response)
-    stored = store.get(key)
+    bert_model = (model or BertScoreModel()).describe()
+    setting = fusion_setting(gateway, PROMPT_VERSION, bert_model)
+    stored = store.get(key, setting)
     if stored is not None:
         return stored
     abstract = str(info["abstract"])
@@ -250,6 +259,6 @@ async def ideabench_score(
         "sub_metrics": metrics,
         "sub_parse_failures": failures,
         "sub_raw_replies": raw,
-        "bertscore_model": (model or BertScoreModel()).describe(),
+        "bertscore_model": bert_model,
     }
-    return await fuse(gateway, request, PROMPT_VERSION, key, store, details)
+    return await fuse(gateway, request, PROMPT_VERSION, key, store, details, setting)

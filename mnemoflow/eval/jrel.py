@@ -18,7 +18,14 @@ import asyncio
 from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore_f1
-from mnemoflow.eval.fusion import FusionStore, fuse, fusion_request, item_key, number
+from mnemoflow.eval.fusion import (
+    FusionStore,
+    fuse,
+    fusion_request,
+    fusion_setting,
+    item_key,
+    number,
+)
 from mnemoflow.eval.judged_score import JudgedScore
 from mnemoflow.eval.readability import readability
 from mnemoflow.eval.rouge_l_en import rouge_l
@@ -99,7 +106,9 @@ async def jrel_score(
     if "pr-abstract" not in info:
         raise ValueError("JRE-L item: info has no 'pr-abstract'")
     key = item_key(DATASET, test_idx, response)
-    stored = store.get(key)
+    bert_model = (model or BertScoreModel()).describe()
+    setting = fusion_setting(gateway, PROMPT_VERSION, bert_model)
+    stored = store.get(key, setting)
     if stored is not None:
         return stored
     reference = str(info["pr-abstract"])
@@ -110,5 +119,5 @@ async def jrel_score(
         fusion_prompt(source, response, reference, metrics),
         {"Rouge-L": metrics["Rouge-L"], "BERTScore-F1": metrics["BERTScore-F1"]},
     )
-    details = {"sub_metrics": metrics, "bertscore_model": (model or BertScoreModel()).describe()}
-    return await fuse(gateway, request, PROMPT_VERSION, key, store, details)
+    details = {"sub_metrics": metrics, "bertscore_model": bert_model}
+    return await fuse(gateway, request, PROMPT_VERSION, key, store, details, setting)

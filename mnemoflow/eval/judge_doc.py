@@ -38,7 +38,13 @@ from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
 from mnemoflow.eval.chinese_numbers import numbers_in
-from mnemoflow.eval.fusion import FusionStore, fuse, fusion_request, item_key
+from mnemoflow.eval.fusion import (
+    FusionStore,
+    fuse,
+    fusion_request,
+    fusion_setting,
+    item_key,
+)
 from mnemoflow.eval.judged_score import JudgedScore
 
 DATASET = "JuDGE"
@@ -368,7 +374,9 @@ async def judge_doc_score(
     if "golden_answer" not in info:
         raise ValueError("JuDGE item: info has no 'golden_answer'")
     key = item_key(DATASET, test_idx, response)
-    stored = store.get(key)
+    bert_model = (model or BertScoreModel()).describe()
+    setting = fusion_setting(gateway, PROMPT_VERSION, bert_model)
+    stored = store.get(key, setting)
     if stored is not None:
         return stored
     gold = str(info["golden_answer"])
@@ -377,5 +385,5 @@ async def judge_doc_score(
     request = fusion_request(
         TASK, fusion_prompt(facts, response, gold, metrics), {n: metrics[n] for n in SHOWN}
     )
-    details = {"sub_metrics": metrics, "bertscore_model": (model or BertScoreModel()).describe()}
-    return await fuse(gateway, request, PROMPT_VERSION, key, store, details)
+    details = {"sub_metrics": metrics, "bertscore_model": bert_model}
+    return await fuse(gateway, request, PROMPT_VERSION, key, store, details, setting)

@@ -36,7 +36,7 @@ from mnemoflow.eval.ideabench import ideabench_score
 from mnemoflow.eval.jrel import jrel_score
 from mnemoflow.eval.judge_doc import judge_doc_score
 from mnemoflow.eval.limitgen import ERROR_TYPES, limitgen_rating
-from mnemoflow.eval.memorybench_locomo_f1 import memorybench_locomo_f1
+from mnemoflow.eval.memorybench_locomo_f1 import memorybench_locomo_f1, options_of
 from mnemoflow.eval.meteor import meteor
 from mnemoflow.eval.nfcats_judge import FAILURE_SCORE, nfcats_score
 from mnemoflow.eval.rouge_l_zh import rouge_l_zh
@@ -171,12 +171,41 @@ def _check_info(family: str, info: dict[str, Any], ident: Any) -> None:
             raise DataError(f"questions: record {ident}: missing field 'info.{name}'")
     if family == "HelloBench" and not (isinstance(info["checklist"], list) and info["checklist"]):
         raise DataError(f"questions: record {ident}: field 'info.checklist': not a non-empty list")
+    if family == "Locomo":
+        _check_locomo(info, ident)
     if family == "LimitGen":
         if info["category"] not in ERROR_TYPES:
             raise DataError(
                 f"questions: record {ident}: field 'info.category': {info['category']!r} is not "
                 f"one of {sorted(ERROR_TYPES)}"
             )
+
+
+def _locomo_category(info: dict[str, Any]) -> int | None:
+    """``info.category`` as an int 1-5 (the release's int, or its digit text), else None."""
+    category = info["category"]
+    if isinstance(category, str) and category.strip().isdigit():
+        category = int(category)
+    if isinstance(category, bool) or not isinstance(category, int) or not 1 <= category <= 5:
+        return None
+    return category
+
+
+def _check_locomo(info: dict[str, Any], ident: Any) -> None:
+    category = _locomo_category(info)
+    if category is None:
+        raise DataError(
+            f"questions: record {ident}: field 'info.category': {info['category']!r} is not one "
+            "of 1-5"
+        )
+    if category == 5:
+        try:
+            options_of(info["golden_answer"])
+        except ValueError:
+            raise DataError(
+                f"questions: record {ident}: field 'info.golden_answer': a category-5 gold must "
+                'be the options object {"a": ..., "b": ...} (or its JSON text)'
+            ) from None
 
 
 #: Stores by file, so every call naming the same file shares one in-memory copy (two copies of
@@ -269,7 +298,8 @@ async def evaluate_item_all(
     _check_info(family, info, ident)
     prompt = str(question.get("question", ""))
     if family == "Locomo":
-        value = memorybench_locomo_f1(response, info["golden_answer"], int(info["category"]))
+        category = _locomo_category(info)
+        value = memorybench_locomo_f1(response, info["golden_answer"], category)
         return [ItemScore(metric, float(value))]
     if family == "LexEval":
         return [ItemScore(metric, rouge_l_zh(response, str(info["golden_answer"])))]

@@ -25,6 +25,10 @@ class DeterministicMetric:
     score_all: Callable[[list[Record]], list[float | None]]
     #: Fields every line needs besides ``prediction`` and ``reference``.
     extra_fields: tuple[str, ...] = ()
+    #: What ``reference`` may be (an object only where the metric reads one).
+    reference_kinds: tuple[type, ...] = (str,)
+    #: ``check(record, loc)``: the metric's own field checks, raising a one-line DataError.
+    check: Callable[[Record, str], None] | None = None
 
 
 def per_pair(fn: Callable[[str, str], float | None]) -> Callable[[list[Record]], list]:
@@ -74,6 +78,23 @@ def _locomo_f1(records: list[Record]) -> list[float | None]:
     ]
 
 
+def _check_locomo(record: Record, loc: str) -> None:
+    from mnemoflow.data.validate import DataError, field
+    from mnemoflow.eval.memorybench_locomo_f1 import options_of
+
+    category = field(record, "category", int, loc)
+    if not 1 <= category <= 5:
+        raise DataError(f"{loc}: 'category' must be 1-5, got {category}")
+    if category == 5:
+        try:
+            options_of(record["reference"])
+        except ValueError:
+            raise DataError(
+                f"{loc}: 'reference' of a category-5 item must be the options object "
+                '{"a": ..., "b": ...} (or its JSON text)'
+            ) from None
+
+
 def _dialsim_exact(records: list[Record]) -> list[float | None]:
     from mnemoflow.eval.dialsim_accuracy import exact_match
 
@@ -106,6 +127,8 @@ DETERMINISTIC_METRICS: dict[str, DeterministicMetric] = {
             "MemoryBench Locomo-k f1 by category (cat 5: option letters -> option text)",
             _locomo_f1,
             extra_fields=("category",),
+            reference_kinds=(str, dict),
+            check=_check_locomo,
         ),
         DeterministicMetric(
             "dialsim_exact",

@@ -115,6 +115,10 @@ def normalize_set(
     if not repeated.empty:
         first = repeated.iloc[0]
         raise DataError(f"values: ({first['dataset']}, {first['test_idx']}) appears twice")
+    blank = values[values["value"].isna()]
+    if not blank.empty:
+        first = blank.iloc[0]
+        raise DataError(f"values: ({first['dataset']}, {first['test_idx']}) has no value (NaN)")
     absent = [d for d in members if d not in set(values["dataset"])]
     if absent and not partial:
         raise DataError(f"values: no value for dataset {absent[0]!r} of {set_name}")

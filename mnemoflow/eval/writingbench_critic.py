@@ -86,10 +86,12 @@ def parse_critic(text: str) -> int:
     if not isinstance(result, dict) or "score" not in result or "reason" not in result:
         raise UnparseableReply("expected an object with 'score' and 'reason'")
     score, reason = result["score"], result["reason"]
-    if isinstance(score, bool) or not isinstance(score, int | float) or score != int(score):
+    if isinstance(score, bool) or not isinstance(score, int | float):
         raise UnparseableReply(f"score {score!r} is not an integer")
-    if not 1 <= score <= 10:
+    if not 1 <= score <= 10:  # first: inf / nan (JSON 1e999, Infinity, NaN) fail here
         raise UnparseableReply(f"score {score} is outside 1-10")
+    if score != int(score):
+        raise UnparseableReply(f"score {score!r} is not an integer")
     if not isinstance(reason, str):
         raise UnparseableReply("reason is not a string")
     return int(score)

@@ -239,8 +239,9 @@ def corpus_messages(sessions: pd.DataFrame, dataset: str) -> list[Message]:
 
 
 def shuffled_dialogue_ids(train: pd.DataFrame, seed: int) -> list[str]:
-    """Training dialogue ids in question order, shuffled once with ``seed`` (the reference's
-    ``random.seed(42); random.shuffle``)."""
+    """Training dialogue ids in the table's order (the set's training items in question order:
+    datasets in registry order, rows as released), shuffled once with ``seed`` (the reference's
+    ``random.seed(42); random.shuffle`` of its training list)."""
     ids = list(dict.fromkeys(train["dialogue_id"]))
     random.Random(seed).shuffle(ids)
     return ids
@@ -376,8 +377,23 @@ def step_dialogues(
     if protocol == "stepwise_off_policy":
         if step == 0:
             return []
+        _check_planned(len(order), config)
         return order[(step - 1) * config.batch_size : step * config.batch_size]
     raise ValueError(f"step_dialogues: {protocol} is not an off-policy protocol")
+
+
+def _check_planned(n_dialogues: int, config: FeedbackConfig) -> None:
+    """The stepwise plan (made from ``feedback.train_items`` before the data is read) must reach
+    every training dialogue: a ``train_items`` below the set's would silently drop the last ones."""
+    if config.train_items is None:
+        return
+    covered = math.ceil(config.train_items / config.batch_size) * config.batch_size
+    if covered < n_dialogues:
+        raise ConfigError(
+            f"config benchmarks.<name>.feedback.train_items: {config.train_items}, but the set has "
+            f"{n_dialogues} training dialogues; stepwise_off_policy would never memorize the last "
+            f"{n_dialogues - covered}"
+        )
 
 
 def select_dialogues(dialogues: pd.DataFrame, ids: list[str], keys: dict[str, Any]) -> pd.DataFrame:
@@ -610,9 +626,9 @@ async def score_step(
         values.append((question["dataset"], item.metric, raw, value))
     rows = []
     frame = pd.DataFrame(values, columns=["dataset", "metric", "value", "score"])
-    for metric, group in frame.groupby("metric", sort=True):
+    for metric, group in frame.groupby("metric", sort=True):  # n = items with a value
         rows.append({**keys, "metric": metric, "aggregate": "micro", "value": group.value.mean(),
-                     "n": len(group)})  # fmt: skip
+                     "n": int(group.value.count())})  # fmt: skip
     if not frame.empty:
         rows.append({**keys, "metric": MAIN_METRIC, "aggregate": "micro",
                      "value": frame.score.mean(), "n": len(frame)})  # fmt: skip

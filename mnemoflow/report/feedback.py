@@ -91,6 +91,19 @@ def _part(frame: pd.DataFrame, **where: str) -> pd.DataFrame:
     return rows.reset_index(drop=True)
 
 
+def user_parse_failures(bench: pd.DataFrame) -> int:
+    """Unparsed simulated-user replies, each counted once: every on-policy step's own dialogues,
+    plus per system its training dialogues once (off_policy step 0, the stepwise batches together
+    and train_performance each report the same training dialogues)."""
+    rows = bench[bench["metric"] == "user_parse_failures"]
+    live = rows[rows["protocol"] == "on_policy"]["value"].sum()
+    per_protocol = (
+        rows[rows["protocol"] != "on_policy"].groupby(["system", "protocol"])["value"].sum()
+    )
+    training = per_protocol.groupby(level="system").max().sum() if len(per_protocol) else 0.0
+    return int(live + training)
+
+
 def feedback_markdown(summary: pd.DataFrame) -> str:
     """Per benchmark: the main score per step and system for each protocol (``none`` beside the
     memory systems), like / dislike / end rates per step, normalized scores, and each system's
@@ -126,7 +139,7 @@ def feedback_markdown(summary: pd.DataFrame) -> str:
         if not side.empty:
             parts += [f"### {benchmark}: last-step score per protocol", ""]
             parts += _table(side)
-        failures = bench[bench["metric"] == "user_parse_failures"]["value"].sum()
+        failures = user_parse_failures(bench)
         if failures:
             parts += [f"Simulated-user replies that could not be parsed: {int(failures)}", ""]
     return "\n".join(parts)

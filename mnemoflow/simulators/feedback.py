@@ -57,13 +57,15 @@ RESPONSE_FORMAT = {
 
 # ---- families: persona and privileged evaluation context ----------------------------------------
 
-#: (name patterns, persona, task description, criteria); first match wins, LexEval is the default.
+#: (name patterns, persona, task description, criteria), tested in the reference's order
+#: (``evaluator_factory._normalize_dataset_name``): first match wins, so LexEval-Judge is LexEval
+#: (not JuDGE); an unknown name falls back to LexEval.
 FAMILIES: list[tuple[tuple[str, ...], str, str, list[str]]] = [
     (
-        ("judge", "judgment"),
-        "You are a Chinese legal professional or law student who asked for a judgment document.",
-        "asking for a criminal judgment document",
-        ["legal accuracy", "completeness of reasoning", "correct statutes and sentence"],
+        ("lexeval", "legal"),
+        "You are a knowledgeable user seeking legal information.",
+        "asking a legal question",
+        ["legal accuracy", "completeness", "clarity"],
     ),
     (
         ("writingbench",),
@@ -78,6 +80,30 @@ FAMILIES: list[tuple[tuple[str, ...], str, str, list[str]]] = [
         ["covers the checklist", "depth", "clarity"],
     ),
     (
+        ("ideabench", "idea"),
+        "You are a biomedical researcher.",
+        "asking for research hypotheses",
+        ["novelty", "feasibility", "closeness to the target paper"],
+    ),
+    (
+        ("jre-l", "jrel", "journalist"),
+        "You are a science journalist or editor.",
+        "asking for a popular-science title and abstract",
+        ["faithful to the paper", "readable by the public", "engaging"],
+    ),
+    (
+        ("limitgen", "limit"),
+        "You are an expert reviewer.",
+        "asking for the limitations of a paper",
+        ["identifies the expected limitation", "specific", "well argued"],
+    ),
+    (
+        ("judge", "judgment"),
+        "You are a Chinese legal professional or law student who asked for a judgment document.",
+        "asking for a criminal judgment document",
+        ["legal accuracy", "completeness of reasoning", "correct statutes and sentence"],
+    ),
+    (
         ("writingprompts",),
         "You are a creative-writing enthusiast.",
         "asking for a story about a prompt",
@@ -90,34 +116,10 @@ FAMILIES: list[tuple[tuple[str, ...], str, str, list[str]]] = [
         ["helpfulness", "correctness", "concision"],
     ),
     (
-        ("jre-l", "jrel", "journalist"),
-        "You are a science journalist or editor.",
-        "asking for a popular-science title and abstract",
-        ["faithful to the paper", "readable by the public", "engaging"],
-    ),
-    (
-        ("ideabench", "idea"),
-        "You are a biomedical researcher.",
-        "asking for research hypotheses",
-        ["novelty", "feasibility", "closeness to the target paper"],
-    ),
-    (
-        ("limitgen", "limit"),
-        "You are an expert reviewer.",
-        "asking for the limitations of a paper",
-        ["identifies the expected limitation", "specific", "well argued"],
-    ),
-    (
         ("synthetic",),
         "You are a user who expects the assistant to remember your preferences and house rules.",
         "asking about your own preferences, house rules and facts",
         ["matches what you told the assistant", "precise"],
-    ),
-    (
-        ("lexeval", "legal"),
-        "You are a knowledgeable user seeking legal information.",
-        "asking a legal question",
-        ["legal accuracy", "completeness", "clarity"],
     ),
 ]
 
@@ -128,7 +130,7 @@ def family_of(dataset: str) -> tuple[str, str, str, list[str]]:
     for patterns, persona, task, criteria in FAMILIES:
         if any(p in name for p in patterns):
             return patterns[0], persona, task, criteria
-    return "lexeval", *FAMILIES[-1][1:]
+    return "lexeval", *FAMILIES[0][1:]
 
 
 def is_rule_based(dataset: str) -> bool:
