@@ -117,6 +117,9 @@ rule normalize:
     input:
         question_scores=f"{FB_STEP}/question_scores.parquet",
         questions=f"{PREPARED}/questions.parquet",
+        # inputs, not params: an edited statistics file or dataset config re-normalizes
+        configs=lambda wildcards: benchmark_spec(wildcards)["configs"],
+        stats=lambda wildcards: benchmark_spec(wildcards)["normalize"]["stats"],
     output:
         normalized=f"{FB_STEP}/normalized.parquet",
     log:
@@ -130,8 +133,6 @@ rule normalize:
         runtime=10,
     params:
         set_name=fb_set_name,
-        configs=lambda wildcards: benchmark_spec(wildcards)["configs"],
-        stats=lambda wildcards: benchmark_spec(wildcards)["normalize"]["stats"],
         code=code_version("mnemoflow.jobs_feedback:normalize"),
     script:
         "../scripts/feedback_normalize.py"

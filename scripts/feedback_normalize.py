@@ -7,6 +7,8 @@ with jobs.job_log(sm.log[0]):
     jobs_feedback.normalize(
         question_scores=sm.input.question_scores,
         questions=sm.input.questions,
+        configs=sm.input.configs,
+        stats=sm.input.stats,
         out=sm.output.normalized,
         benchmark=sm.wildcards.benchmark,
         system_name=sm.wildcards.system,
