@@ -358,3 +358,32 @@ def test_key_never_in_cache_ledger_or_description(tmp_path):
     assert FAKE_KEY not in ledger and KEY_ENV not in ledger
     assert FAKE_KEY not in description and KEY_ENV not in description
     assert FAKE_KEY not in backend_repr and FAKE_KEY not in repr(spec)
+
+
+class EchoingProxy(OpenAITestServer):
+    """A proxy that answers 200 with an HTML page quoting the request's Authorization header
+    (some do, on a misrouted request), the key ``pad`` characters into the body."""
+
+    def __init__(self, pad: int, **kwargs):
+        super().__init__(faults=["html"] * 10, **kwargs)
+        self.pad = pad
+
+    def _fault_response(self, kind, request):
+        from aiohttp import web
+
+        text = "<html>" + "x" * self.pad + f" refused: {request.headers['Authorization']}</html>"
+        return web.Response(status=200, text=text, content_type="text/html")
+
+
+@pytest.mark.parametrize("pad", [10, 45, 2000], ids=["early", "at-the-cut", "deep"])
+def test_a_malformed_reply_quoting_the_key_never_shows_it(pad):
+    """The body of a malformed 200 reaches the error message: the key, or any 8 characters of
+    it, must not (it was once truncated first and not scrubbed at all)."""
+    with EchoingProxy(pad) as server:
+        gateway = make_gateway(server, max_retries=1)
+        with pytest.raises(EndpointError, match="malformed reply") as failure:
+            run(gateway, [ask(1)])
+    message = str(failure.value)
+    assert "\n" not in message and len(message) < 600
+    fragments = {FAKE_KEY[i : i + 8] for i in range(len(FAKE_KEY) - 7)}
+    assert [f for f in fragments if f in message] == []
