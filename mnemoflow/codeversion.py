@@ -13,8 +13,10 @@ package module (``importlib.import_module("mnemoflow.memory.systems")``, ``"modu
 A module imported as a whole, or named in a string, counts in full with all its imports: that is
 how registries (memory systems, loaders, offline handlers) pull in every module they register.
 Statements at a module's top level that are neither definitions nor imports (registrations,
-checks) count as soon as anything of that module does. So a metric module changes ``score``'s
-fingerprint but not ``answer``'s, although ``jobs.py`` and ``protocols/static_qa.py`` hold both.
+checks) count as soon as anything of that module does; a package's ``__init__`` counts, besides
+those, the submodules it imports (they run whenever anything inside the package is imported).
+So a metric module changes ``score``'s fingerprint but not ``answer``'s, although ``jobs.py`` and
+``protocols/static_qa.py`` hold both.
 
 The fingerprint hashes the syntax tree, not the text: comments, docstrings and formatting do not
 re-run anything (``ruff format`` over the package is free), any change to code does. Third-party
@@ -204,18 +206,27 @@ def _node(item: Item) -> tuple[str | None, str, tuple[Item, ...]]:
     if name is None:  # a whole module; importing it runs its package first
         tree = _tree(module)
         return module, _digest([tree]), tuple(_references(module, tree)) + package
-    if name == "<package>":  # a package imported on the way: only what runs on import
+    if name == "<package>":  # a package imported on the way (and its own package before it)
         statements = _side_effects(module)
-        package = ()
-    else:
-        statements = _definitions(module, name)
-        if not statements:  # a name bound by an import (a re-export)
-            binding = _bindings(module).get(name)
-            if binding is None:
-                raise ValueError(f"{module} defines no {name!r}")
-            target = _target(binding[1], binding[2])
-            return None, "", (target,) if target else ()
-        statements = statements + _side_effects(module)
+        # Its own submodules that it imports run too (a registry filled on import); names it
+        # imports from elsewhere are not code this item runs, so they do not count.
+        refs = [
+            ref
+            for stmt in _tree(module).body
+            if isinstance(stmt, ast.Import | ast.ImportFrom)
+            for ref in _references(module, stmt)
+            if ref[1] is None and ref[0].startswith(f"{module}.")
+        ]
+        refs += [ref for stmt in statements for ref in _references(module, stmt)]
+        return f"{module}:{name}", _digest(statements), tuple(refs) + package
+    statements = _definitions(module, name)
+    if not statements:  # a name bound by an import (a re-export)
+        binding = _bindings(module).get(name)
+        if binding is None:
+            raise ValueError(f"{module} defines no {name!r}")
+        target = _target(binding[1], binding[2])
+        return None, "", (target,) if target else ()
+    statements = statements + _side_effects(module)
     refs = [ref for stmt in statements for ref in _references(module, stmt)]
     return f"{module}:{name}", _digest(statements), tuple(refs) + package
 

@@ -134,6 +134,37 @@ def test_a_change_deep_in_a_registered_system_moves_answer(toy):
     assert fresh("answer") != answer
 
 
+def test_a_registry_filled_by_a_package_init_counts_its_members(toy):
+    """``plugins/__init__.py`` imports its submodules to register them; a stage that imports one
+    of them by name runs that ``__init__``, so it looks up every registered member: a change to
+    another member must move its fingerprint (it once counted only the ``__init__``'s
+    non-import statements)."""
+    files = {
+        "plugins/__init__.py": "from mnemoflow.plugins import fast, slow  # registration\n",
+        "plugins/registry.py": "PLUGINS = {}\n",
+        "plugins/fast.py": (
+            "from mnemoflow.plugins.registry import PLUGINS\n\n"
+            "def fast():\n    return 1\n\nPLUGINS['fast'] = fast\n"
+        ),
+        "plugins/slow.py": (
+            "from mnemoflow.plugins.registry import PLUGINS\n\n"
+            "def slow():\n    return 2\n\nPLUGINS['slow'] = slow\n"
+        ),
+        "pick.py": (
+            "from mnemoflow.plugins.registry import PLUGINS\n\n"
+            "def pick(name):\n    return PLUGINS[name]()\n"
+        ),
+    }
+    for name, text in files.items():
+        (toy / name).parent.mkdir(parents=True, exist_ok=True)
+        (toy / name).write_text(text)
+    assert "mnemoflow.plugins.slow" in modules("mnemoflow.pick:pick")
+    before = fresh("mnemoflow.pick:pick")
+    slow = toy / "plugins/slow.py"
+    slow.write_text(slow.read_text().replace("return 2", "return 3"))
+    assert fresh("mnemoflow.pick:pick") != before
+
+
 def test_comments_docstrings_and_layout_change_nothing(toy):
     before = {stage: fresh(stage) for stage in ("answer", "score")}
     qa = toy / "protocols/qa.py"
