@@ -387,3 +387,19 @@ def test_a_malformed_reply_quoting_the_key_never_shows_it(pad):
     assert "\n" not in message and len(message) < 600
     fragments = {FAKE_KEY[i : i + 8] for i in range(len(FAKE_KEY) - 7)}
     assert [f for f in fragments if f in message] == []
+
+
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("max_retries", -1, "a non-negative integer, got -1"),
+        ("max_parse_retries", 1.5, "a non-negative integer, got 1.5"),
+        ("concurrency", 0, "a positive integer, got 0"),
+        ("max_tokens", True, "a positive integer, got True"),
+    ],
+)
+def test_integer_settings_name_the_range_they_accept(key, value, expected):
+    """``max_retries: 0`` is valid, so its error must not ask for a positive integer."""
+    with pytest.raises(ConfigError, match=rf"^config models\.judge\.{key}: {expected}$"):
+        EndpointSpec.from_config("judge", {key: value})
+    assert EndpointSpec.from_config("judge", {"max_retries": 0}).max_retries == 0

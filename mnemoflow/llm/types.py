@@ -104,14 +104,12 @@ class EndpointSpec:
             raw["model"] = OFFLINE_MODEL
         raw["backend"] = backend
         for key in ("concurrency", "max_tokens", "max_retries", "max_parse_retries"):
+            least = 0 if key.endswith("retries") else 1  # no retries is a valid choice
             if key in raw and (
-                not isinstance(raw[key], int)
-                or isinstance(raw[key], bool)
-                or raw[key] < (0 if key.startswith("max_") and key.endswith("retries") else 1)
+                not isinstance(raw[key], int) or isinstance(raw[key], bool) or raw[key] < least
             ):
-                raise ConfigError(
-                    f"config models.{role}.{key}: a positive integer, got {raw[key]!r}"
-                )
+                kind = "a non-negative" if least == 0 else "a positive"
+                raise ConfigError(f"config models.{role}.{key}: {kind} integer, got {raw[key]!r}")
         return cls(role=role, **raw)
 
     def sampling(self) -> dict[str, Any]:
