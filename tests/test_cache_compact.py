@@ -150,3 +150,29 @@ def test_the_command_prints_one_line_and_refuses_in_one_line(tmp_path, capsys):
     # the old config name of the cache resolves to the same directory
     assert main(["cache", "compact", str(tmp_path / "llm.sqlite"), "--min-age", "0"]) == 0
     assert capsys.readouterr().out.startswith("merged 0 shard pairs")
+
+
+def test_a_write_that_fails_once_goes_to_a_new_pair(tmp_path, monkeypatch):
+    """On NFS a pair removed from another node fails with a stale handle (ESTALE) on the next
+    write, before this process sees that it is gone: the entry goes to a new pair, not lost."""
+    import errno
+
+    from mnemoflow.llm import cache as cache_module
+
+    directory = tmp_path / "llm"
+    writer = ResponseCache(directory)
+    writer.put(KEYS[0], Completion("first", "m", 1, 1))
+    real, failures = cache_module._write_all, []
+
+    def stale_once(fd, blob):
+        if not failures:
+            failures.append(fd)
+            raise OSError(errno.ESTALE, "Stale file handle")
+        real(fd, blob)
+
+    monkeypatch.setattr(cache_module, "_write_all", stale_once)
+    writer.put(KEYS[1], Completion("second", "m", 1, 1))
+    writer.close()
+    assert len(failures) == 1
+    assert [_served(directory)[i] for i in (0, 1)] == ["first", "second"]
+    assert len(_shards(directory)) == 4  # the first pair, and the one the retry opened

@@ -346,36 +346,45 @@ class ResponseCache:
         )
 
     def _append(self, kind: int, items: list[tuple[str, bytes]]) -> None:
-        """Append whole records to this process's shard: data first, then its index records."""
+        """Append whole records to this process's shard: data first, then its index records.
+
+        A write that fails closes the shard (its half-written tail stays unindexed) and is tried
+        once more in a new shard: on NFS a pair removed by ``mnemoflow cache compact`` from
+        another node fails with a stale handle before this process sees it is gone.
+        """
         index = self._index[kind]
         with self._lock:
-            writer = self._own_writer()
-            data, entries, size = [], [], writer.size
-            for key, payload in items:
-                raw = _key_bytes(key)
-                if raw in index:
-                    continue  # first record wins, as INSERT OR IGNORE did
-                data.append(
-                    _HEADER.pack(MAGIC, kind, raw, len(payload), _digest(kind, raw, payload))
-                )
-                data.append(payload)
-                body = _INDEX_BODY.pack(kind, raw, size, len(payload))
-                entries.append(
-                    (raw, size, len(payload), body + struct.pack("<I", zlib.crc32(body)))
-                )
-                size += _HEADER.size + len(payload)
-            if not entries:
+            for attempt in (1, 2):
+                writer = self._own_writer()
+                data, entries, size = [], [], writer.size
+                for key, payload in items:
+                    raw = _key_bytes(key)
+                    if raw in index:
+                        continue  # first record wins, as INSERT OR IGNORE did
+                    digest = _digest(kind, raw, payload)
+                    data.append(_HEADER.pack(MAGIC, kind, raw, len(payload), digest))
+                    data.append(payload)
+                    body = _INDEX_BODY.pack(kind, raw, size, len(payload))
+                    entries.append(
+                        (raw, size, len(payload), body + struct.pack("<I", zlib.crc32(body)))
+                    )
+                    size += _HEADER.size + len(payload)
+                if not entries:
+                    return
+                try:
+                    _write_all(writer.data, b"".join(data))
+                    _write_all(writer.index, b"".join(entry[3] for entry in entries))
+                except OSError as exc:
+                    self._close_writer()
+                    if attempt == 2:
+                        raise
+                    log.warning("cache: writing a shard failed (%s); writing to a new one", exc)
+                    continue
+                writer.size = size
+                high = writer.number << (_OFFSET_BITS + _LENGTH_BITS)
+                for raw, offset, length, _ in entries:
+                    index.setdefault(raw, high | (length << _OFFSET_BITS) | offset)
                 return
-            try:
-                _write_all(writer.data, b"".join(data))
-                _write_all(writer.index, b"".join(entry[3] for entry in entries))
-            except OSError:
-                self._close_writer()  # a half-written tail stays unindexed; start a new shard
-                raise
-            writer.size = size
-            high = writer.number << (_OFFSET_BITS + _LENGTH_BITS)
-            for raw, offset, length, _ in entries:
-                index.setdefault(raw, high | (length << _OFFSET_BITS) | offset)
 
     def _own_writer(self) -> _Writer:
         writer = self._writer
