@@ -403,3 +403,26 @@ def test_integer_settings_name_the_range_they_accept(key, value, expected):
     with pytest.raises(ConfigError, match=rf"^config models\.judge\.{key}: {expected}$"):
         EndpointSpec.from_config("judge", {key: value})
     assert EndpointSpec.from_config("judge", {"max_retries": 0}).max_retries == 0
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "https://user:sk-secret@proxy.example/v1",
+        "https://sk-secret@proxy.example/v1",
+        "https://proxy.example/v1?api-key=sk-secret",
+        "https://proxy.example/v1?key=sk-secret&x=1",
+    ],
+)
+def test_a_key_written_into_base_url_is_refused(base_url):
+    """base_url is recorded in every ledger and error message: a key in it would be too."""
+    with pytest.raises(ConfigError) as failure:
+        EndpointSpec.from_config("judge", {"base_url": base_url, "model": "m"})
+    message = str(failure.value)
+    assert message.startswith("config models.judge.base_url: ")
+    assert "api_key_env" in message and "sk-secret" not in message
+
+
+def test_a_plain_base_url_with_a_query_is_accepted():
+    url = "https://proxy.example/v1?api-version=2024-06-01"
+    assert EndpointSpec.from_config("judge", {"base_url": url, "model": "m"}).base_url == url
