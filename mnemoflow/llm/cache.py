@@ -1,8 +1,9 @@
 """Content-addressed response cache that jobs on different cluster nodes can share safely.
 
-The key is a hash of what determines a reply (backend, model, messages, sampling parameters, seed;
-for the offline backend also the structured fields it reads) and never includes the API key or the
-endpoint address, so a cache can be shared and published. Values are chat completions and
+The key is a hash of what determines a reply (backend, model, messages, sampling parameters, seed,
+response format, re-ask number; for the offline backend also the task, the structured fields it
+reads and its code's fingerprint; see ``Gateway.request_key``) and never includes the API key or
+the endpoint address, so a cache can be shared and published. Values are chat completions and
 embedding vectors.
 
 Why not one SQLite file: its WAL mode needs shared memory between the processes that open the

@@ -148,7 +148,8 @@ class Gateway:
         return self.specs[role].model
 
     def request_key(self, request: ChatRequest, attempt: int = 0) -> str:
-        """Cache key: backend, model, messages, sampling parameters, seed; never the API key.
+        """Cache key: backend, model, messages, sampling parameters, seed, response format (the
+        offline model: also its code's fingerprint, the task and the fields); never the API key.
 
         ``attempt`` > 0 is a re-ask after an unparseable reply: a distinct entry, so the first
         reply stays stored and a rerun replays the same sequence of attempts from the cache.
