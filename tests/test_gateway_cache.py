@@ -222,3 +222,41 @@ def test_every_input_that_changes_a_reply_changes_the_key():
         {"agent": {**endpoint, "base_url": "http://10.0.0.2/v1", "api_key_env": "OTHER_KEY"}}
     )
     assert moved.request_key(base) == network.request_key(base)
+
+
+class CountingEmbedder:
+    """Stands in for the local model: a fixed vector per text, and a count of texts embedded."""
+
+    def __init__(self):
+        self.texts = 0
+
+    async def embed(self, texts, spec):
+        self.texts += len(texts)
+        return np.ones((len(texts), 3), dtype=np.float32)
+
+    async def aclose(self):
+        return None
+
+
+def test_a_local_embedders_weights_are_part_of_its_key(tmp_path):
+    """``model`` names a folder; new weights saved into it (a fine-tuned model, a reinstalled
+    package) must not be served the old model's cached vectors."""
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    (folder / "modules.json").write_text("[]")
+    (folder / "model.safetensors").write_bytes(b"weights v1")
+
+    def embedded_texts() -> int:
+        gateway = Gateway.from_config(
+            {"embedder": {"backend": "sentence_transformers", "model": str(folder)}},
+            tmp_path / "cache",
+        )
+        gateway._backends["embedder"] = backend = CountingEmbedder()
+        asyncio.run(gateway.embed(["where is my bicycle", "in the garage"]))
+        gateway.close()
+        return backend.texts
+
+    assert embedded_texts() == 2
+    assert embedded_texts() == 0  # same weights: both vectors cached
+    (folder / "model.safetensors").write_bytes(b"weights v2")
+    assert embedded_texts() == 2
