@@ -94,12 +94,14 @@ def test_compaction_merges_every_pair_into_one_and_serves_the_same_replies(tmp_p
 
 
 def test_a_cache_opened_before_the_compaction_serves_everything_after_it(tmp_path):
-    """Its index points into the removed pairs: a failed read re-reads the shards and finds the
-    merged one, never a miss (which would ask the model again)."""
+    """Its index points into the removed pairs: it reads on from a data file it holds open, and
+    a failed read re-reads the shard list and finds the merged pair, never a miss (which would
+    ask the model again)."""
     directory = tmp_path / "llm"
     _three_writers(directory)
     reader = ResponseCache(directory)
-    compact(directory, min_age=0)
+    assert reader.get(KEYS[0]).text == "a0"  # it holds a's data file open: no writer, no refusal
+    assert compact(directory, min_age=0).merged_shards == 3
     got = {i: (c.text if (c := reader.get(key)) else None) for i, key in enumerate(KEYS[:5])}
     assert got == {0: "a0", 1: "a1", 2: "b2", 3: None, 4: "c4"}
     assert reader.get_vectors([VECTOR])[VECTOR].tolist() == [0.5, 2.0]
@@ -130,7 +132,7 @@ def test_compaction_refuses_while_a_job_may_write(tmp_path):
     # A writer of this host still holds its pair open, however old its last write.
     writer = ResponseCache(directory)
     writer.put(KEYS[6], Completion("open", "m", 1, 1))
-    with pytest.raises(CacheBusy, match="open in a process of this host"):
+    with pytest.raises(CacheBusy, match="open for writing in a process of this host"):
         compact(directory, min_age=0)
     assert len(_shards(directory)) == 8
     writer.close()

@@ -5,9 +5,9 @@ so a run of thousands of jobs leaves thousands of small pairs, and every later j
 index files when it opens the cache. :func:`compact` merges them into one pair. It keeps the
 cache's promise that an entry is served the same reply before and after, and never lost:
 
-- it refuses while any shard may still have a writer: one of this host's processes holds it open
-  (``/proc``), or it changed less than ``min_age`` seconds ago (a job on another node), or an old
-  SQLite cache is being imported. A merged shard only grows if nobody writes its sources;
+- it refuses while any shard may still have a writer: one of this host's processes holds its
+  index open (``/proc``; only writers do), or it changed less than ``min_age`` seconds ago (a job
+  on another node), or an old SQLite cache is being imported;
 - it reads every shard as a reader does (:func:`~mnemoflow.llm.cache.shard_records`: index CRC,
   data digest) in the order a newly opened cache indexes them (sorted names), and keeps the first
   whole record of each key, which is the one such a cache serves. Records that do not read back
@@ -115,22 +115,32 @@ def _open_here(paths: set[str]) -> set[str]:
 
 
 def busy_shards(directory: Path, min_age: float = MIN_AGE_S, now: float | None = None) -> list[str]:
-    """Why the cache may still have a writer, one reason per shard (empty: safe to compact)."""
+    """Why the cache may still have a writer, one reason per file (empty: safe to compact).
+
+    A writer holds its index file open; a reader holds only data files, and reading on from a
+    removed one is safe, so a job that only reads does not hold a compaction up.
+    """
     shards = directory / SHARDS
     now = time.time() if now is None else now
     reasons = []
     for claim in directory.glob(".importing-*"):
-        if now - claim.stat().st_mtime < STALE_CLAIM_S:
+        done = directory / claim.name.replace(".importing-", "imported-", 1)
+        if not done.exists() and now - claim.stat().st_mtime < STALE_CLAIM_S:
             reasons.append(f"{claim.name}: an old cache file is being imported")
-    files = sorted(p for p in shards.iterdir() if p.suffix in (".data", ".index"))
-    held = _open_here({str(p.resolve()) for p in files})
+    files = sorted(
+        p
+        for p in shards.iterdir()
+        if p.suffix in (".data", ".index") and not p.name.startswith(MERGED)
+    )  # a merged pair is written once by a compaction and never appended to
+    indexed = {p.stem for p in files if p.suffix == ".index"}
+    # every index, and the data file of a writer that has not created its index yet
+    watched = [p for p in files if p.suffix == ".index" or p.stem not in indexed]
+    held = _open_here({str(p.resolve()) for p in watched})
     for path in files:
-        if path.name.startswith(MERGED):
-            continue  # written once by a compaction, never appended to
+        age = now - path.stat().st_mtime
         if str(path.resolve()) in held:
-            reasons.append(f"{path.name}: open in a process of this host")
-        elif now - path.stat().st_mtime < min_age:
-            age = now - path.stat().st_mtime
+            reasons.append(f"{path.name}: open for writing in a process of this host")
+        elif age < min_age:
             reasons.append(f"{path.name}: changed {age:.0f} s ago (min age {min_age:g} s)")
     return reasons
 
@@ -150,7 +160,8 @@ def compact(path: str | Path, min_age: float = MIN_AGE_S) -> CompactReport:
             + more
         )
     report = CompactReport()
-    stems = sorted(p.name[: -len(".index")] for p in shards.glob("*.index"))
+    # the order a newly opened cache reads them in (by file name), so the first record is its
+    stems = [name[:-6] for name in sorted(os.listdir(shards)) if name.endswith(".index")]
     _remove_leftovers(shards, set(stems), min_age)
     if len(stems) < 2:
         report.merged = stems[0] if stems else ""
