@@ -130,8 +130,14 @@ class Gateway:
             if specs.get(role) is None and specs.get(fallback) is not None:
                 specs = {**specs, role: dataclasses.replace(specs[fallback], role=role)}
         self.specs = {role: specs.get(role) or EndpointSpec(role=role) for role in ROLES}
-        # base_url -> this job's share of that endpoint (from the workflow; None: per-role limits)
-        self.limits = {url: dict(limit) for url, limit in (limits or {}).items()}
+        # base_url -> this job's share of that endpoint (from the workflow; None: per-role limits).
+        # Addresses that name one resource (one endpoint spelled two ways) share one limit, as
+        # the scheduler counts one share for them.
+        by_resource: dict[str, dict[str, Any]] = {}
+        self.limits = {
+            url: by_resource.setdefault(limit.get("resource", url), dict(limit))
+            for url, limit in (limits or {}).items()
+        }
         #: Roles this job was not given (its params do not carry their binding): using one is an
         #: error, never a silent fall-back to the default binding.
         self.unbound = frozenset(unbound)
