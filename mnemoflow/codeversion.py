@@ -43,7 +43,7 @@ Item = tuple[str, str | None]  # (module, top-level name) or (module, None) for 
 def module_file(name: str) -> Path | None:
     """The source file of a package module (``None`` if ``name`` is not one)."""
     parts = name.split(".")
-    if parts[0] != PACKAGE:
+    if parts[0] != PACKAGE or "" in parts:
         return None
     base = ROOT.joinpath(*parts[1:])
     for path in (base.with_suffix(".py"), base / "__init__.py"):
@@ -156,14 +156,29 @@ def _target(source: str, attr: str | None) -> Item | None:
 
 
 def _string_modules(node: ast.AST) -> list[Item]:
-    """Package modules named in string constants (dynamic imports, ``module:Class`` paths)."""
+    """Package modules named in string constants (dynamic imports, ``module:Class`` paths); a
+    constant ending in a dot (``f"mnemoflow.eval.{name}"``) may name any module of that package,
+    so it names them all."""
     found = []
     for sub in ast.walk(node):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
             name = sub.value.partition(":")[0]
             if name.startswith(f"{PACKAGE}.") and is_module(name):
                 found.append((name, None))
+            elif name.startswith(f"{PACKAGE}.") and name.endswith("."):
+                found.extend((module, None) for module in _package_modules(name[:-1]))
     return found
+
+
+def _package_modules(package: str) -> list[str]:
+    """Every module under a package (none if ``package`` is not one)."""
+    path = module_file(package)
+    if path is None or path.name != "__init__.py":
+        return []
+    return [
+        ".".join((PACKAGE, *file.relative_to(ROOT).with_suffix("").parts)).removesuffix(".__init__")
+        for file in sorted(path.parent.rglob("*.py"))
+    ]
 
 
 def _references(module: str, node: ast.AST) -> list[Item]:

@@ -165,6 +165,32 @@ def test_a_registry_filled_by_a_package_init_counts_its_members(toy):
     assert fresh("mnemoflow.pick:pick") != before
 
 
+def test_a_module_named_by_a_formatted_string_counts_its_whole_package(toy):
+    """``import_module(f"mnemoflow.metrics_pkg.{name}")`` may import any module of the package,
+    so each of them counts (the constant prefix once counted as the package's ``__init__``
+    alone)."""
+    files = {
+        "metrics_pkg/__init__.py": "",
+        "metrics_pkg/f1.py": "def score():\n    return 1\n",
+        "metrics_pkg/bleu.py": "def score():\n    return 2\n",
+        "dispatch.py": (
+            "import importlib\n\n"
+            "def run(name):\n"
+            "    return importlib.import_module(f'mnemoflow.metrics_pkg.{name}').score()\n"
+        ),
+    }
+    for name, text in files.items():
+        (toy / name).parent.mkdir(parents=True, exist_ok=True)
+        (toy / name).write_text(text)
+    assert {"mnemoflow.metrics_pkg.f1", "mnemoflow.metrics_pkg.bleu"} <= modules(
+        "mnemoflow.dispatch:run"
+    )
+    before = fresh("mnemoflow.dispatch:run")
+    bleu = toy / "metrics_pkg/bleu.py"
+    bleu.write_text(bleu.read_text().replace("return 2", "return 3"))
+    assert fresh("mnemoflow.dispatch:run") != before
+
+
 def test_comments_docstrings_and_layout_change_nothing(toy):
     before = {stage: fresh(stage) for stage in ("answer", "score")}
     qa = toy / "protocols/qa.py"
