@@ -191,6 +191,30 @@ def test_a_module_named_by_a_formatted_string_counts_its_whole_package(toy):
     assert fresh("mnemoflow.dispatch:run") != before
 
 
+def test_relative_imports_at_top_level_and_inside_a_function_count(toy):
+    files = {
+        "rel/__init__.py": "",
+        "rel/a.py": (
+            "from .b import helper\n\n"
+            "def f():\n"
+            "    from . import c\n"
+            "    from ..ranking import rank\n"
+            "    return helper() + c.g() + rank()[0]\n"
+        ),
+        "rel/b.py": "def helper():\n    return 1\n",
+        "rel/c.py": "def g():\n    return 2\n",
+    }
+    for name, text in files.items():
+        (toy / name).parent.mkdir(parents=True, exist_ok=True)
+        (toy / name).write_text(text)
+    assert {"mnemoflow.rel.b", "mnemoflow.rel.c", "mnemoflow.ranking"} <= modules(
+        "mnemoflow.rel.a:f"
+    )
+    before = fresh("mnemoflow.rel.a:f")
+    (toy / "rel/c.py").write_text("def g():\n    return 3\n")
+    assert fresh("mnemoflow.rel.a:f") != before
+
+
 def test_comments_docstrings_and_layout_change_nothing(toy):
     before = {stage: fresh(stage) for stage in ("answer", "score")}
     qa = toy / "protocols/qa.py"
