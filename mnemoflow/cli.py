@@ -20,6 +20,7 @@ COMMANDS = [
     "mnemoflow.commands.cluster",
     "mnemoflow.commands.serve",
     "mnemoflow.commands.metric",
+    "mnemoflow.commands.cache",
 ]
 
 

@@ -13,8 +13,10 @@ package module (``importlib.import_module("mnemoflow.memory.systems")``, ``"modu
 A module imported as a whole, or named in a string, counts in full with all its imports: that is
 how registries (memory systems, loaders, offline handlers) pull in every module they register.
 Statements at a module's top level that are neither definitions nor imports (registrations,
-checks) count as soon as anything of that module does. So a metric module changes ``score``'s
-fingerprint but not ``answer``'s, although ``jobs.py`` and ``protocols/static_qa.py`` hold both.
+checks) count as soon as anything of that module does; a package's ``__init__`` counts, besides
+those, the submodules it imports (they run whenever anything inside the package is imported).
+So a metric module changes ``score``'s fingerprint but not ``answer``'s, although ``jobs.py`` and
+``protocols/static_qa.py`` hold both.
 
 The fingerprint hashes the syntax tree, not the text: comments, docstrings and formatting do not
 re-run anything (``ruff format`` over the package is free), any change to code does. Third-party
@@ -41,7 +43,7 @@ Item = tuple[str, str | None]  # (module, top-level name) or (module, None) for 
 def module_file(name: str) -> Path | None:
     """The source file of a package module (``None`` if ``name`` is not one)."""
     parts = name.split(".")
-    if parts[0] != PACKAGE:
+    if parts[0] != PACKAGE or "" in parts:
         return None
     base = ROOT.joinpath(*parts[1:])
     for path in (base.with_suffix(".py"), base / "__init__.py"):
@@ -154,14 +156,29 @@ def _target(source: str, attr: str | None) -> Item | None:
 
 
 def _string_modules(node: ast.AST) -> list[Item]:
-    """Package modules named in string constants (dynamic imports, ``module:Class`` paths)."""
+    """Package modules named in string constants (dynamic imports, ``module:Class`` paths); a
+    constant ending in a dot (``f"mnemoflow.eval.{name}"``) may name any module of that package,
+    so it names them all."""
     found = []
     for sub in ast.walk(node):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
             name = sub.value.partition(":")[0]
             if name.startswith(f"{PACKAGE}.") and is_module(name):
                 found.append((name, None))
+            elif name.startswith(f"{PACKAGE}.") and name.endswith("."):
+                found.extend((module, None) for module in _package_modules(name[:-1]))
     return found
+
+
+def _package_modules(package: str) -> list[str]:
+    """Every module under a package (none if ``package`` is not one)."""
+    path = module_file(package)
+    if path is None or path.name != "__init__.py":
+        return []
+    return [
+        ".".join((PACKAGE, *file.relative_to(ROOT).with_suffix("").parts)).removesuffix(".__init__")
+        for file in sorted(path.parent.rglob("*.py"))
+    ]
 
 
 def _references(module: str, node: ast.AST) -> list[Item]:
@@ -204,18 +221,27 @@ def _node(item: Item) -> tuple[str | None, str, tuple[Item, ...]]:
     if name is None:  # a whole module; importing it runs its package first
         tree = _tree(module)
         return module, _digest([tree]), tuple(_references(module, tree)) + package
-    if name == "<package>":  # a package imported on the way: only what runs on import
+    if name == "<package>":  # a package imported on the way (and its own package before it)
         statements = _side_effects(module)
-        package = ()
-    else:
-        statements = _definitions(module, name)
-        if not statements:  # a name bound by an import (a re-export)
-            binding = _bindings(module).get(name)
-            if binding is None:
-                raise ValueError(f"{module} defines no {name!r}")
-            target = _target(binding[1], binding[2])
-            return None, "", (target,) if target else ()
-        statements = statements + _side_effects(module)
+        # Its own submodules that it imports run too (a registry filled on import); names it
+        # imports from elsewhere are not code this item runs, so they do not count.
+        refs = [
+            ref
+            for stmt in _tree(module).body
+            if isinstance(stmt, ast.Import | ast.ImportFrom)
+            for ref in _references(module, stmt)
+            if ref[1] is None and ref[0].startswith(f"{module}.")
+        ]
+        refs += [ref for stmt in statements for ref in _references(module, stmt)]
+        return f"{module}:{name}", _digest(statements), tuple(refs) + package
+    statements = _definitions(module, name)
+    if not statements:  # a name bound by an import (a re-export)
+        binding = _bindings(module).get(name)
+        if binding is None:
+            raise ValueError(f"{module} defines no {name!r}")
+        target = _target(binding[1], binding[2])
+        return None, "", (target,) if target else ()
+    statements = statements + _side_effects(module)
     refs = [ref for stmt in statements for ref in _references(module, stmt)]
     return f"{module}:{name}", _digest(statements), tuple(refs) + package
 

@@ -134,6 +134,87 @@ def test_a_change_deep_in_a_registered_system_moves_answer(toy):
     assert fresh("answer") != answer
 
 
+def test_a_registry_filled_by_a_package_init_counts_its_members(toy):
+    """``plugins/__init__.py`` imports its submodules to register them; a stage that imports one
+    of them by name runs that ``__init__``, so it looks up every registered member: a change to
+    another member must move its fingerprint (it once counted only the ``__init__``'s
+    non-import statements)."""
+    files = {
+        "plugins/__init__.py": "from mnemoflow.plugins import fast, slow  # registration\n",
+        "plugins/registry.py": "PLUGINS = {}\n",
+        "plugins/fast.py": (
+            "from mnemoflow.plugins.registry import PLUGINS\n\n"
+            "def fast():\n    return 1\n\nPLUGINS['fast'] = fast\n"
+        ),
+        "plugins/slow.py": (
+            "from mnemoflow.plugins.registry import PLUGINS\n\n"
+            "def slow():\n    return 2\n\nPLUGINS['slow'] = slow\n"
+        ),
+        "pick.py": (
+            "from mnemoflow.plugins.registry import PLUGINS\n\n"
+            "def pick(name):\n    return PLUGINS[name]()\n"
+        ),
+    }
+    for name, text in files.items():
+        (toy / name).parent.mkdir(parents=True, exist_ok=True)
+        (toy / name).write_text(text)
+    assert "mnemoflow.plugins.slow" in modules("mnemoflow.pick:pick")
+    before = fresh("mnemoflow.pick:pick")
+    slow = toy / "plugins/slow.py"
+    slow.write_text(slow.read_text().replace("return 2", "return 3"))
+    assert fresh("mnemoflow.pick:pick") != before
+
+
+def test_a_module_named_by_a_formatted_string_counts_its_whole_package(toy):
+    """``import_module(f"mnemoflow.metrics_pkg.{name}")`` may import any module of the package,
+    so each of them counts (the constant prefix once counted as the package's ``__init__``
+    alone)."""
+    files = {
+        "metrics_pkg/__init__.py": "",
+        "metrics_pkg/f1.py": "def score():\n    return 1\n",
+        "metrics_pkg/bleu.py": "def score():\n    return 2\n",
+        "dispatch.py": (
+            "import importlib\n\n"
+            "def run(name):\n"
+            "    return importlib.import_module(f'mnemoflow.metrics_pkg.{name}').score()\n"
+        ),
+    }
+    for name, text in files.items():
+        (toy / name).parent.mkdir(parents=True, exist_ok=True)
+        (toy / name).write_text(text)
+    assert {"mnemoflow.metrics_pkg.f1", "mnemoflow.metrics_pkg.bleu"} <= modules(
+        "mnemoflow.dispatch:run"
+    )
+    before = fresh("mnemoflow.dispatch:run")
+    bleu = toy / "metrics_pkg/bleu.py"
+    bleu.write_text(bleu.read_text().replace("return 2", "return 3"))
+    assert fresh("mnemoflow.dispatch:run") != before
+
+
+def test_relative_imports_at_top_level_and_inside_a_function_count(toy):
+    files = {
+        "rel/__init__.py": "",
+        "rel/a.py": (
+            "from .b import helper\n\n"
+            "def f():\n"
+            "    from . import c\n"
+            "    from ..ranking import rank\n"
+            "    return helper() + c.g() + rank()[0]\n"
+        ),
+        "rel/b.py": "def helper():\n    return 1\n",
+        "rel/c.py": "def g():\n    return 2\n",
+    }
+    for name, text in files.items():
+        (toy / name).parent.mkdir(parents=True, exist_ok=True)
+        (toy / name).write_text(text)
+    assert {"mnemoflow.rel.b", "mnemoflow.rel.c", "mnemoflow.ranking"} <= modules(
+        "mnemoflow.rel.a:f"
+    )
+    before = fresh("mnemoflow.rel.a:f")
+    (toy / "rel/c.py").write_text("def g():\n    return 3\n")
+    assert fresh("mnemoflow.rel.a:f") != before
+
+
 def test_comments_docstrings_and_layout_change_nothing(toy):
     before = {stage: fresh(stage) for stage in ("answer", "score")}
     qa = toy / "protocols/qa.py"

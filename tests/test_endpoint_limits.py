@@ -124,3 +124,28 @@ def test_a_jobs_rate_share_spaces_its_requests():
         elapsed = time.monotonic() - started
     # Starts at 0, 0.4 and 0.8 s: three requests take at least 0.8 s.
     assert elapsed >= 0.8
+
+
+def test_two_spellings_of_one_endpoint_share_one_limit_in_the_job():
+    """``HTTPS://API.example.org/v1`` and ``https://api.example.org/v1`` are one resource, so the
+    scheduler counts one share for both; the job must then hold one limit of that share for
+    both roles, not one each (which would put twice the share in flight)."""
+    models = {
+        "agent": {"base_url": "HTTPS://API.example.org/v1", "model": "a", "concurrency": 8},
+        "judge": {"base_url": REMOTE, "model": "j", "concurrency": 8},
+    }
+    limits = job_limits(models, ["agent", "judge"], endpoint_jobs=4)
+    assert limits.resources == {"endpoint_api_example_org_v1": 2}
+    gateway = Gateway.from_config(models, limits=limits.params)
+    agent, judge = gateway.backend("agent"), gateway.backend("judge")
+    assert agent._shared is judge._shared and agent._shared.concurrency == 2
+
+
+def test_a_role_that_falls_back_to_another_holds_a_share_of_its_endpoint():
+    """An unbound ``critic`` calls the judge's endpoint (types.ROLE_DEFAULTS), so a job that
+    calls the critic must hold a share of it, and run within that share."""
+    models = {"judge": {"base_url": REMOTE, "model": "j", "concurrency": 8}}
+    limits = job_limits(models, ["critic"], endpoint_jobs=4)
+    assert limits.resources == {"endpoint_api_example_org_v1": 2}
+    gateway = Gateway.from_config(models, limits=limits.params)
+    assert gateway.backend("critic")._shared.concurrency == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import multiprocessing
 
@@ -191,3 +192,71 @@ def test_ledger_totals_sum_entries():
     totals = ledger.totals()
     assert (totals.calls, totals.cache_hits, totals.tokens_in, totals.tokens_out) == (3, 1, 12, 3)
     assert (totals.latency_s, totals.errors) == (3, 1)
+
+
+def test_every_input_that_changes_a_reply_changes_the_key():
+    """What the endpoint (or the offline model) reads is in the key; where the key lives is not."""
+    endpoint = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    network = Gateway.from_config({"agent": endpoint})
+    offline = Gateway.from_config({})
+    base = ChatRequest("agent", "answer", QUESTION, fields={"question": "Where?"})
+    schema = {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}}}
+
+    def key(gateway, attempt=0, **change):
+        return gateway.request_key(dataclasses.replace(base, **change), attempt)
+
+    for gateway in (network, offline):
+        changed = [
+            key(gateway, attempt=1),
+            key(gateway, response_format=schema),
+            key(gateway, seed=7),
+            key(gateway, messages=[{"role": "user", "content": "Where is my car?"}]),
+        ]
+        assert len({key(gateway), *changed}) == 5
+    # the offline model reads the task and the fields, not only the rendered messages
+    assert key(offline, task="judge_qa") != key(offline)
+    assert key(offline, fields={"question": "When?"}) != key(offline)
+    # a real model reads the messages only: the same prompt for another task is the same reply
+    assert key(network, task="judge_qa", fields={"question": "When?"}) == key(network)
+    moved = Gateway.from_config(
+        {"agent": {**endpoint, "base_url": "http://10.0.0.2/v1", "api_key_env": "OTHER_KEY"}}
+    )
+    assert moved.request_key(base) == network.request_key(base)
+
+
+class CountingEmbedder:
+    """Stands in for the local model: a fixed vector per text, and a count of texts embedded."""
+
+    def __init__(self):
+        self.texts = 0
+
+    async def embed(self, texts, spec):
+        self.texts += len(texts)
+        return np.ones((len(texts), 3), dtype=np.float32)
+
+    async def aclose(self):
+        return None
+
+
+def test_a_local_embedders_weights_are_part_of_its_key(tmp_path):
+    """``model`` names a folder; new weights saved into it (a fine-tuned model, a reinstalled
+    package) must not be served the old model's cached vectors."""
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    (folder / "modules.json").write_text("[]")
+    (folder / "model.safetensors").write_bytes(b"weights v1")
+
+    def embedded_texts() -> int:
+        gateway = Gateway.from_config(
+            {"embedder": {"backend": "sentence_transformers", "model": str(folder)}},
+            tmp_path / "cache",
+        )
+        gateway._backends["embedder"] = backend = CountingEmbedder()
+        asyncio.run(gateway.embed(["where is my bicycle", "in the garage"]))
+        gateway.close()
+        return backend.texts
+
+    assert embedded_texts() == 2
+    assert embedded_texts() == 0  # same weights: both vectors cached
+    (folder / "model.safetensors").write_bytes(b"weights v2")
+    assert embedded_texts() == 2

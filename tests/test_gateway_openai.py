@@ -358,3 +358,71 @@ def test_key_never_in_cache_ledger_or_description(tmp_path):
     assert FAKE_KEY not in ledger and KEY_ENV not in ledger
     assert FAKE_KEY not in description and KEY_ENV not in description
     assert FAKE_KEY not in backend_repr and FAKE_KEY not in repr(spec)
+
+
+class EchoingProxy(OpenAITestServer):
+    """A proxy that answers 200 with an HTML page quoting the request's Authorization header
+    (some do, on a misrouted request), the key ``pad`` characters into the body."""
+
+    def __init__(self, pad: int, **kwargs):
+        super().__init__(faults=["html"] * 10, **kwargs)
+        self.pad = pad
+
+    def _fault_response(self, kind, request):
+        from aiohttp import web
+
+        text = "<html>" + "x" * self.pad + f" refused: {request.headers['Authorization']}</html>"
+        return web.Response(status=200, text=text, content_type="text/html")
+
+
+@pytest.mark.parametrize("pad", [10, 45, 2000], ids=["early", "at-the-cut", "deep"])
+def test_a_malformed_reply_quoting_the_key_never_shows_it(pad):
+    """The body of a malformed 200 reaches the error message: the key, or any 8 characters of
+    it, must not (it was once truncated first and not scrubbed at all)."""
+    with EchoingProxy(pad) as server:
+        gateway = make_gateway(server, max_retries=1)
+        with pytest.raises(EndpointError, match="malformed reply") as failure:
+            run(gateway, [ask(1)])
+    message = str(failure.value)
+    assert "\n" not in message and len(message) < 600
+    fragments = {FAKE_KEY[i : i + 8] for i in range(len(FAKE_KEY) - 7)}
+    assert [f for f in fragments if f in message] == []
+
+
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("max_retries", -1, "a non-negative integer, got -1"),
+        ("max_parse_retries", 1.5, "a non-negative integer, got 1.5"),
+        ("concurrency", 0, "a positive integer, got 0"),
+        ("max_tokens", True, "a positive integer, got True"),
+    ],
+)
+def test_integer_settings_name_the_range_they_accept(key, value, expected):
+    """``max_retries: 0`` is valid, so its error must not ask for a positive integer."""
+    with pytest.raises(ConfigError, match=rf"^config models\.judge\.{key}: {expected}$"):
+        EndpointSpec.from_config("judge", {key: value})
+    assert EndpointSpec.from_config("judge", {"max_retries": 0}).max_retries == 0
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "https://user:sk-secret@proxy.example/v1",
+        "https://sk-secret@proxy.example/v1",
+        "https://proxy.example/v1?api-key=sk-secret",
+        "https://proxy.example/v1?key=sk-secret&x=1",
+    ],
+)
+def test_a_key_written_into_base_url_is_refused(base_url):
+    """base_url is recorded in every ledger and error message: a key in it would be too."""
+    with pytest.raises(ConfigError) as failure:
+        EndpointSpec.from_config("judge", {"base_url": base_url, "model": "m"})
+    message = str(failure.value)
+    assert message.startswith("config models.judge.base_url: ")
+    assert "api_key_env" in message and "sk-secret" not in message
+
+
+def test_a_plain_base_url_with_a_query_is_accepted():
+    url = "https://proxy.example/v1?api-version=2024-06-01"
+    assert EndpointSpec.from_config("judge", {"base_url": url, "model": "m"}).base_url == url

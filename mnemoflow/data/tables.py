@@ -2,8 +2,8 @@
 
 One module owns every schema so that a loader, a protocol and a report agree on column names and
 types. Every Parquet write goes through :func:`write_table`, which validates the frame against its
-schema and writes atomically (temporary file, then rename), so that a failed job never leaves a
-file that looks finished.
+schema and writes atomically (temporary file, synced to disk, then rename), so that a failed job
+or a crashed machine never leaves a file that looks finished.
 """
 
 from __future__ import annotations
@@ -251,10 +251,18 @@ def _umask() -> int:
 
 
 def _publish(tmp: str, path: Path) -> None:
-    """Give the temporary file normal permissions (mkstemp makes it 0600), then rename it."""
+    """Give the synced temporary file normal permissions (mkstemp makes it 0600), rename it, and
+    sync the directory so the rename survives a crash too. Without the syncs a machine crash can
+    publish the name before the bytes: a finished-looking file that is empty or partly zero."""
     with suppress(OSError):
         os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, path)
+    with suppress(OSError):  # some file systems cannot sync a directory; the rename still holds
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | str) -> Path:
@@ -265,9 +273,11 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema 
     table = to_arrow(frame, schema, where=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     try:
-        pq.write_table(table, tmp)
+        with os.fdopen(fd, "wb") as handle:
+            pq.write_table(table, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
         _publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -300,6 +310,8 @@ def write_atomic_text(path: str | os.PathLike, text: str) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
         _publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,8 +1,9 @@
 """Content-addressed response cache that jobs on different cluster nodes can share safely.
 
-The key is a hash of what determines a reply (backend, model, messages, sampling parameters, seed;
-for the offline backend also the structured fields it reads) and never includes the API key or the
-endpoint address, so a cache can be shared and published. Values are chat completions and
+The key is a hash of what determines a reply (backend, model, messages, sampling parameters, seed,
+response format, re-ask number; for the offline backend also the task, the structured fields it
+reads and its code's fingerprint; see ``Gateway.request_key``) and never includes the API key or
+the endpoint address, so a cache can be shared and published. Values are chat completions and
 embedding vectors.
 
 Why not one SQLite file: its WAL mode needs shared memory between the processes that open the
@@ -40,6 +41,7 @@ import struct
 import threading
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,6 +278,7 @@ class ResponseCache:
             if missing and time.monotonic() - self._last_refresh >= self.refresh_interval:
                 self.refresh()
             found: dict[str, bytes] = {}
+            refreshed = False
             for key, raw in wanted.items():
                 location = index.get(raw)
                 while location is not None:
@@ -283,8 +286,14 @@ class ResponseCache:
                     if payload is not None:
                         found[key] = payload
                         break
-                    # Try another record of the key; with none left, a later put writes one.
+                    # Try another record of the key; with none left, read what the other shards
+                    # gained (``mnemoflow cache compact`` may have moved it to a merged shard),
+                    # once per look-up; still none: a miss, and a later put writes one.
                     spare = self._spare.get((kind, raw))
+                    if not spare and not refreshed:
+                        self.refresh()
+                        refreshed = True
+                        spare = self._spare.get((kind, raw))
                     location = spare.pop(0) if spare else None
                     if location is None:
                         del index[raw]
@@ -338,41 +347,57 @@ class ResponseCache:
         )
 
     def _append(self, kind: int, items: list[tuple[str, bytes]]) -> None:
-        """Append whole records to this process's shard: data first, then its index records."""
+        """Append whole records to this process's shard: data first, then its index records.
+
+        A write that fails closes the shard (its half-written tail stays unindexed) and is tried
+        once more in a new shard: on NFS a pair removed by ``mnemoflow cache compact`` from
+        another node fails with a stale handle before this process sees it is gone.
+        """
         index = self._index[kind]
         with self._lock:
-            writer = self._own_writer()
-            data, entries, size = [], [], writer.size
-            for key, payload in items:
-                raw = _key_bytes(key)
-                if raw in index:
-                    continue  # first record wins, as INSERT OR IGNORE did
-                data.append(
-                    _HEADER.pack(MAGIC, kind, raw, len(payload), _digest(kind, raw, payload))
-                )
-                data.append(payload)
-                body = _INDEX_BODY.pack(kind, raw, size, len(payload))
-                entries.append(
-                    (raw, size, len(payload), body + struct.pack("<I", zlib.crc32(body)))
-                )
-                size += _HEADER.size + len(payload)
-            if not entries:
+            for attempt in (1, 2):
+                writer = self._own_writer()
+                data, entries, size = [], [], writer.size
+                for key, payload in items:
+                    raw = _key_bytes(key)
+                    if raw in index:
+                        continue  # first record wins, as INSERT OR IGNORE did
+                    digest = _digest(kind, raw, payload)
+                    data.append(_HEADER.pack(MAGIC, kind, raw, len(payload), digest))
+                    data.append(payload)
+                    body = _INDEX_BODY.pack(kind, raw, size, len(payload))
+                    entries.append(
+                        (raw, size, len(payload), body + struct.pack("<I", zlib.crc32(body)))
+                    )
+                    size += _HEADER.size + len(payload)
+                if not entries:
+                    return
+                try:
+                    _write_all(writer.data, b"".join(data))
+                    _write_all(writer.index, b"".join(entry[3] for entry in entries))
+                except OSError as exc:
+                    self._close_writer()
+                    if attempt == 2:
+                        raise
+                    log.warning("cache: writing a shard failed (%s); writing to a new one", exc)
+                    continue
+                writer.size = size
+                high = writer.number << (_OFFSET_BITS + _LENGTH_BITS)
+                for raw, offset, length, _ in entries:
+                    index.setdefault(raw, high | (length << _OFFSET_BITS) | offset)
                 return
-            try:
-                _write_all(writer.data, b"".join(data))
-                _write_all(writer.index, b"".join(entry[3] for entry in entries))
-            except OSError:
-                self._close_writer()  # a half-written tail stays unindexed; start a new shard
-                raise
-            writer.size = size
-            high = writer.number << (_OFFSET_BITS + _LENGTH_BITS)
-            for raw, offset, length, _ in entries:
-                index.setdefault(raw, high | (length << _OFFSET_BITS) | offset)
 
     def _own_writer(self) -> _Writer:
         writer = self._writer
-        if writer is not None and writer.pid == os.getpid():
+        if writer is not None and writer.pid == os.getpid() and _still_linked(writer.data):
             return writer
+        if writer is not None and writer.pid == os.getpid():
+            # Removed under us (a compaction that took this writer for finished): what it held
+            # is in the merged shard; appending to the unlinked file would lose every new entry.
+            log.warning(
+                "cache: shard %s was removed; writing to a new one", self._stems[writer.number]
+            )
+            self._close_writer()
         self._writer = None  # a forked child never appends to its parent's shard
         host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())[:40] or "host"
         stem = f"{host}-{os.getpid()}-{secrets.token_hex(4)}"
@@ -444,6 +469,42 @@ class ResponseCache:
         with self._lock:
             self._close_writer()
             self._close_readers()
+
+
+def _still_linked(fd: int) -> bool:
+    """Whether the file open as ``fd`` still has a name (a stale NFS handle counts as gone)."""
+    try:
+        return os.fstat(fd).st_nlink > 0
+    except OSError:
+        return False
+
+
+def shard_records(shards: Path, stem: str) -> Iterator[tuple[int, bytes, bytes]]:
+    """The whole records of one shard pair in index order, as ``(kind, key, payload)``: exactly
+    what a reader could serve from it (an index record that does not check stops the shard, as
+    it stops a reader; a data record that does not check is skipped, as a reader skips it)."""
+    index = (shards / f"{stem}.index").read_bytes()
+    with open(shards / f"{stem}.data", "rb") as data:
+        for position in range(0, len(index) - len(index) % _INDEX.size, _INDEX.size):
+            kind, key, offset, length, crc = _INDEX.unpack_from(index, position)
+            if crc != zlib.crc32(index[position : position + _INDEX_BODY.size]) or kind not in (
+                RESPONSE,
+                VECTOR,
+            ):
+                return
+            data.seek(offset)
+            blob = data.read(_HEADER.size + length)
+            if len(blob) != _HEADER.size + length:
+                continue
+            magic, stored_kind, stored_key, stored_length, digest = _HEADER.unpack_from(blob)
+            payload = blob[_HEADER.size :]
+            if (magic, stored_kind, stored_key, stored_length) == (
+                MAGIC,
+                kind,
+                key,
+                length,
+            ) and digest == _digest(kind, key, payload):
+                yield kind, key, payload
 
 
 def _write_all(fd: int, blob: bytes) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +48,37 @@ def offline_version(task: str | None) -> str:
     from mnemoflow.llm.offline import identity
 
     return identity(task)
+
+
+def embedder_identity(spec: EndpointSpec) -> str:
+    """The embedding model's identity in the cache key. A local model is named by a folder (or
+    the package that bundles one) whose files can change under the same name, so its identity
+    is a digest of the files' contents; a remote model is known only by its name."""
+    if spec.backend == "offline":
+        return offline_version(None)
+    if spec.backend == "sentence_transformers":
+        from mnemoflow.llm.local_embedder import model_folder
+
+        return f"{spec.model}@{_folder_digest(model_folder(spec.model).resolve())}"
+    return spec.model
+
+
+def _folder_digest(folder: Path) -> str:
+    """sha256 of every file's relative path and contents; computed once per process and set
+    of (path, size, mtime), so a job pays for it once (about 0.3 s for all-MiniLM-L6-v2)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if stamp not in _FOLDER_DIGESTS:
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(f"{path.relative_to(folder)}\0".encode())
+            with open(path, "rb") as handle:
+                digest.update(hashlib.file_digest(handle, "sha256").digest())
+        _FOLDER_DIGESTS[stamp] = digest.hexdigest()[:16]
+    return _FOLDER_DIGESTS[stamp]
+
+
+_FOLDER_DIGESTS: dict[tuple, str] = {}
 
 
 class Backend(Protocol):
@@ -98,8 +130,14 @@ class Gateway:
             if specs.get(role) is None and specs.get(fallback) is not None:
                 specs = {**specs, role: dataclasses.replace(specs[fallback], role=role)}
         self.specs = {role: specs.get(role) or EndpointSpec(role=role) for role in ROLES}
-        # base_url -> this job's share of that endpoint (from the workflow; None: per-role limits)
-        self.limits = {url: dict(limit) for url, limit in (limits or {}).items()}
+        # base_url -> this job's share of that endpoint (from the workflow; None: per-role limits).
+        # Addresses that name one resource (one endpoint spelled two ways) share one limit, as
+        # the scheduler counts one share for them.
+        by_resource: dict[str, dict[str, Any]] = {}
+        self.limits = {
+            url: by_resource.setdefault(limit.get("resource", url), dict(limit))
+            for url, limit in (limits or {}).items()
+        }
         #: Roles this job was not given (its params do not carry their binding): using one is an
         #: error, never a silent fall-back to the default binding.
         self.unbound = frozenset(unbound)
@@ -148,7 +186,8 @@ class Gateway:
         return self.specs[role].model
 
     def request_key(self, request: ChatRequest, attempt: int = 0) -> str:
-        """Cache key: backend, model, messages, sampling parameters, seed; never the API key.
+        """Cache key: backend, model, messages, sampling parameters, seed, response format (the
+        offline model: also its code's fingerprint, the task and the fields); never the API key.
 
         ``attempt`` > 0 is a re-ask after an unparseable reply: a distinct entry, so the first
         reply stays stored and a rerun replays the same sequence of attempts from the cache.
@@ -276,7 +315,7 @@ class Gateway:
         """Embed texts, computing each distinct text once across calls, jobs and reruns."""
         self._check_bound(role)
         spec = self.specs[role]
-        model = offline_version(None) if spec.backend == "offline" else spec.model
+        model = embedder_identity(spec)
         keys = [cache_key({"embed": model, "backend": spec.backend, "text": t}) for t in texts]
         started = time.perf_counter()
         found = self.cache.get_vectors(sorted(set(keys)))

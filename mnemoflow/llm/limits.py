@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mnemoflow.llm.types import ROLES, EndpointSpec
+from mnemoflow.llm.types import ROLE_DEFAULTS, ROLES, EndpointSpec
 
 #: Jobs that may call one endpoint at the same time, each with an equal share of its limits.
 DEFAULT_ENDPOINT_JOBS = 4
@@ -36,10 +36,13 @@ def endpoint_resource(base_url: str) -> str:
 
 
 def _endpoints(models: dict[str, Any], roles) -> dict[str, list[EndpointSpec]]:
-    """Network-bound specs of the given roles, grouped by resource name."""
+    """Network-bound specs of the given roles, grouped by resource name; an unbound role takes
+    the binding it falls back to, as the gateway does (``ROLE_DEFAULTS``)."""
+    models = models or {}
     grouped: dict[str, list[EndpointSpec]] = {}
     for role in roles:
-        spec = EndpointSpec.from_config(role, (models or {}).get(role))
+        raw = models.get(role, models.get(ROLE_DEFAULTS.get(role, role)))
+        spec = EndpointSpec.from_config(role, raw)
         if spec.backend == "openai" and spec.base_url:
             grouped.setdefault(endpoint_resource(spec.base_url), []).append(spec)
     return grouped

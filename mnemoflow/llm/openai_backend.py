@@ -54,7 +54,11 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 
 
 class MalformedReply(ValueError):
-    """A 200 response whose body is not a usable completion (truncated JSON, HTML, no choices)."""
+    """A 200 response whose body is not a usable completion (truncated JSON, HTML, no choices).
+
+    The message may quote the body in full: the backend scrubs the key from it before cutting it
+    to length (a body cut first could keep part of a key that a proxy echoed).
+    """
 
 
 class _RateLimiter:
@@ -263,7 +267,7 @@ class OpenAIBackend:
                 except openai.APIConnectionError as exc:
                     reason = f"connection error ({self._scrub(str(exc.__cause__ or exc))})"
                 except MalformedReply as exc:
-                    reason = f"malformed reply ({exc})"
+                    reason = f"malformed reply ({self._scrub(str(exc))})"
             failures += 1
             if failures > spec.max_retries:
                 raise EndpointError(
@@ -308,12 +312,12 @@ def _parse_json(content: bytes) -> dict[str, Any]:
     try:
         data = json.loads(content)
     except (json.JSONDecodeError, UnicodeDecodeError):
-        snippet = " ".join(content[:80].decode("utf-8", "replace").split())
-        raise MalformedReply(f"body is not JSON: {snippet!r}") from None
+        text = content.decode("utf-8", "replace")
+        raise MalformedReply(f"body is not JSON: {text}") from None
     if not isinstance(data, dict):
         raise MalformedReply(f"body is JSON {type(data).__name__}, not an object")
     if "error" in data and "choices" not in data and "data" not in data:
-        raise MalformedReply(f"error body with status 200: {str(data['error'])[:120]}")
+        raise MalformedReply(f"error body with status 200: {data['error']}")
     return data
 
 

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from mnemoflow.errors import ConfigError
 
@@ -100,18 +101,22 @@ class EndpointSpec:
             raise ConfigError(f"config models.{role}.base_url: required for the openai backend")
         if backend == "openai" and not raw.get("model"):
             raise ConfigError(f"config models.{role}.model: required for the openai backend")
+        if isinstance(raw.get("base_url"), str) and _holds_credentials(raw["base_url"]):
+            raise ConfigError(
+                f"config models.{role}.base_url: holds credentials (user info or a key "
+                "parameter), which would be recorded with every result; put the key in an env "
+                "var and name it api_key_env"
+            )
         if backend == "offline":
             raw["model"] = OFFLINE_MODEL
         raw["backend"] = backend
         for key in ("concurrency", "max_tokens", "max_retries", "max_parse_retries"):
+            least = 0 if key.endswith("retries") else 1  # no retries is a valid choice
             if key in raw and (
-                not isinstance(raw[key], int)
-                or isinstance(raw[key], bool)
-                or raw[key] < (0 if key.startswith("max_") and key.endswith("retries") else 1)
+                not isinstance(raw[key], int) or isinstance(raw[key], bool) or raw[key] < least
             ):
-                raise ConfigError(
-                    f"config models.{role}.{key}: a positive integer, got {raw[key]!r}"
-                )
+                kind = "a non-negative" if least == 0 else "a positive"
+                raise ConfigError(f"config models.{role}.{key}: {kind} integer, got {raw[key]!r}")
         return cls(role=role, **raw)
 
     def sampling(self) -> dict[str, Any]:
@@ -132,6 +137,15 @@ class EndpointSpec:
             "base_url": self.base_url,
             **self.sampling(),
         }
+
+
+def _holds_credentials(url: str) -> bool:
+    """Whether a URL carries a secret: ``user:password@`` or a query parameter named like a key."""
+    parts = urlsplit(url.strip())
+    if parts.username or parts.password or "@" in parts.netloc:
+        return True
+    names = [name.lower() for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
+    return any("key" in name or "token" in name or "secret" in name for name in names)
 
 
 def check_bindings(
