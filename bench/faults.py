@@ -41,7 +41,7 @@ import pandas as pd
 import yaml
 
 from mnemoflow.lexical import content_words
-from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer
+from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer, original_body
 
 REPO = Path(__file__).resolve().parents[1]
 KEY_ENV = "MNEMOFLOW_SOAK_KEY"
@@ -60,7 +60,7 @@ _ABSTAINS = re.compile(r"Model response: (.*?)\n\nDoes the model abstain\?", re.
 
 def soak_reply(body: dict[str, Any]) -> str:
     """A strict judge for judge prompts; otherwise a reader answering from the best excerpt."""
-    prompt = body["messages"][-1]["content"]
+    prompt = original_body(body)["messages"][-1]["content"]  # a re-ask: its original prompt
     abstains = _ABSTAINS.search(prompt)
     if abstains is not None:
         return "yes" if "don't know" in abstains.group(1).lower() else "no"

@@ -18,7 +18,7 @@ import pytest
 from mnemoflow.data.tables import ANSWERS
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer
+from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer, original_body
 from tests.eval_fixtures import longmemeval_tables
 
 _GRADED = re.compile(r"Correct Answer: (.*?)\n\nModel Response: (.*?)\n\n", re.DOTALL)
@@ -31,8 +31,9 @@ RESPONSES = {
 
 
 def strict_judge(body: dict) -> str:
-    """Yes when the model response contains the reference answer (case-insensitive)."""
-    prompt = body["messages"][-1]["content"]
+    """Yes when the model response contains the reference answer (case-insensitive); a re-ask
+    is graded on its original prompt, as a deterministic judge would."""
+    prompt = original_body(body)["messages"][-1]["content"]
     match = _GRADED.search(prompt)
     if match is None:  # the abstention prompt has an Explanation, not a Correct Answer
         return "yes" if "know" in prompt.split("Model Response:")[-1] else "no"

@@ -18,7 +18,7 @@ import pytest
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import Message, build
-from mnemoflow.testing.openai_server import OpenAITestServer
+from mnemoflow.testing.openai_server import OpenAITestServer, original_body
 from tests.memory_support import run
 
 #: keyword in a user message -> the (key, value) the scripted model extracts from it
@@ -49,8 +49,10 @@ NUMBERED = re.compile(r"^\[(\d+)\] [^:]*: (.*)$", re.MULTILINE)
 
 
 def scripted_writer(body: dict[str, Any]) -> str:
-    """The model's reply to one writer request: JSON of the task's documented shape."""
-    system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+    """The model's reply to one writer request: JSON of the task's documented shape (a re-ask
+    gets the reply to its original prompt: this writer repeats itself whatever it is told)."""
+    messages = original_body(body)["messages"]
+    system, user = messages[0]["content"], messages[-1]["content"]
     task = TASK_OF_PROMPT[system]
     if BROKEN in user and task != writer.UPDATE_FACTS:
         return '{"facts": [ {"text": "truncated'
@@ -136,7 +138,7 @@ def test_agentic_memory_stores_what_the_endpoint_writer_replies(name):
         answered = sum(server.stats().answered.values())
     stats = memory.stats()
     # every writer call went to the endpoint; the one malformed reply was asked twice more
-    # (max_parse_retries 2: the same request again, and the scripted writer answers it the same)
+    # (max_parse_retries 2: re-asked with a follow-up, which the scripted writer ignores)
     assert stats["writer_calls"] >= 1 and answered == stats["writer_calls"] + 2
     assert [item.text for item in items] == texts
     assert [item.source_ids for item in items] == sources

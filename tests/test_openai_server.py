@@ -19,7 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemoflow.testing.openai_server import OpenAITestServer, fake_embedding, request_id
+from mnemoflow.llm.gateway import reask_messages
+from mnemoflow.testing.openai_server import (
+    GARBLED_TEXT,
+    OpenAITestServer,
+    fake_embedding,
+    original_body,
+    request_id,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -94,6 +101,21 @@ def test_fault_plan_applies_per_distinct_request_and_counts():
     assert stats.answered == {request_id(first): 2}
     assert stats.faults == {"500": 2, "429": 1}
     assert stats.total == 5 and stats.inflight == 0
+
+
+def test_a_gateway_reask_is_the_next_attempt_of_the_body_it_reasks():
+    # ["garbled"]: garble the first reply, answer the re-ask (whose body differs: it carries the
+    # garbled reply and a follow-up); the echo answers the original prompt, not the follow-up.
+    with OpenAITestServer(faults=["garbled"]) as server:
+        url = f"{server.base_url}/chat/completions"
+        first = chat_body("Where is my bike?")
+        reask = {**first, "messages": reask_messages(first["messages"], GARBLED_TEXT, "no verdict")}
+        replies = [json.loads(post(url, body)[2]) for body in (first, reask)]
+        stats = server.stats()
+    texts = [reply["choices"][0]["message"]["content"] for reply in replies]
+    assert texts == [GARBLED_TEXT, "echo: Where is my bike?"]
+    assert original_body(reask) == first and original_body(first) is first
+    assert stats.attempts == {request_id(first): 2} and stats.faults == {"garbled": 1}
 
 
 def test_retry_after_as_http_date():

@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from mnemoflow.testing.openai_server import OpenAITestServer
+from mnemoflow.testing.openai_server import OpenAITestServer, original_body
 from tests.workflow import TINY, ledgers, snakemake, workdir
 
 pytestmark = pytest.mark.slow
@@ -19,7 +19,7 @@ KEY = "sk-mnemoflowtest-0123456789abcdefghij"
 
 def _reply(body):
     """Judge prompts get "yes"; the agent gets an echo of the question's last line."""
-    text = body["messages"][-1]["content"]
+    text = original_body(body)["messages"][-1]["content"]
     if "yes or no" in text:
         return "yes"
     return "Answer: " + text.strip().splitlines()[-1]

@@ -34,6 +34,52 @@ from mnemoflow.llm.types import (
 #: A caller's reply parser: the value it needs from the text, or raise ``UnparseableReply``.
 Parser = Callable[[str], Any]
 
+#: What a re-ask adds after the original messages (with the unparseable reply as an assistant
+#: turn before it): a deterministic endpoint asked the identical messages again would most
+#: likely repeat the identical reply, so the re-ask says what was wrong with it.
+REASK_FOLLOWUP = (
+    "Your reply could not be used: {problem}. Reply again, in exactly the format asked for."
+)
+
+#: The ``problem`` of an empty (or blank, or null) reply; its follow-up carries no assistant turn.
+EMPTY_REPLY_PROBLEM = "it was empty"
+
+_FOLLOWUP_HEAD, _, _FOLLOWUP_TAIL = REASK_FOLLOWUP.partition("{problem}")
+
+
+def reask_messages(
+    messages: list[dict[str, str]], previous: str, problem: str
+) -> list[dict[str, str]]:
+    """The messages of a re-ask: the original ones, the previous (unparseable) reply, and a
+    short follow-up naming the parser's ``problem`` (an empty reply: that it was empty)."""
+    if not previous.strip():
+        return [*messages, _followup(EMPTY_REPLY_PROBLEM)]
+    problem = " ".join(problem.split()).rstrip(".")[:200] or "it is not in the format asked for"
+    return [*messages, {"role": "assistant", "content": previous}, _followup(problem)]
+
+
+def original_messages(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """``messages`` without a trailing re-ask (the inverse of :func:`reask_messages`), so a test
+    endpoint can answer and count a re-ask as another attempt at the original prompt."""
+    last = messages[-1] if messages else {}
+    content = last.get("content")
+    if not (
+        last.get("role") == "user"
+        and isinstance(content, str)
+        and content.startswith(_FOLLOWUP_HEAD)
+        and content.endswith(_FOLLOWUP_TAIL)
+    ):
+        return messages
+    if content == _followup(EMPTY_REPLY_PROBLEM)["content"]:
+        return messages[:-1]
+    if len(messages) >= 2 and messages[-2].get("role") == "assistant":
+        return messages[:-2]
+    return messages
+
+
+def _followup(problem: str) -> dict[str, str]:
+    return {"role": "user", "content": REASK_FOLLOWUP.format(problem=problem)}
+
 
 def require_text(text: str) -> str:
     """The default parser: any non-blank reply. A null or empty completion is a failure."""
@@ -189,8 +235,9 @@ class Gateway:
         """Cache key: backend, model, messages, sampling parameters, seed, response format (the
         offline model: also its code's fingerprint, the task and the fields); never the API key.
 
-        ``attempt`` > 0 is a re-ask after an unparseable reply: a distinct entry, so the first
-        reply stays stored and a rerun replays the same sequence of attempts from the cache.
+        ``attempt`` > 0 is a re-ask after an unparseable reply (its messages carry that reply and
+        the follow-up): a distinct entry, so the first reply stays stored and a rerun replays the
+        same sequence of attempts from the cache.
         """
         spec = self.specs[request.role]
         sampling = spec.sampling()
@@ -218,10 +265,15 @@ class Gateway:
 
         A reply the parser rejects (``UnparseableReply`` or ``ValueError``) is never final: the
         request is asked again, up to the role's ``max_parse_retries``, each attempt under its own
-        cache key. Every raw reply is cached and returned in ``raw_replies``; a cached reply is
-        parsed again on a rerun (so a fixed parser takes effect without new calls). What still
-        does not parse after the last attempt comes back with ``parse_ok=False`` and is counted
-        as a parse failure in the ledger: the caller scores it as a failure, never as a guess.
+        cache key. The first attempt sends the caller's messages unchanged; a re-ask sends them
+        followed by the rejected reply and a follow-up naming the parser's complaint
+        (:func:`reask_messages`), since a deterministic endpoint would repeat itself if asked the
+        same thing. ``task`` and ``fields`` stay the same (the offline model reads those, and its
+        answer does not change). Every raw reply is cached and returned in ``raw_replies``; a
+        cached reply is parsed again on a rerun (so a fixed parser takes effect without new
+        calls). What still does not parse after the last attempt comes back with
+        ``parse_ok=False`` and is counted as a parse failure in the ledger: the caller scores it
+        as a failure, never as a guess.
         """
         if request.role not in self.specs:
             raise ConfigError(f"unknown role {request.role!r}; roles are {list(ROLES)}")
@@ -231,14 +283,17 @@ class Gateway:
         raw: list[str] = []
         started = time.perf_counter()
         reply: Reply | None = None
+        asked = request
         for attempt in range(retries + 1):
             if attempt:
                 self.ledger.record_reask(request.role, request.task)
-            reply = await self._complete(request, attempt)
+            reply = await self._complete(asked, attempt)
             raw.append(reply.text)
             try:
                 parsed = parse(reply.text)
-            except ValueError:  # UnparseableReply is a ValueError, so are json errors
+            except ValueError as exc:  # UnparseableReply is a ValueError, so are json errors
+                messages = reask_messages(request.messages, reply.text, str(exc))
+                asked = dataclasses.replace(request, messages=messages)
                 continue
             reply.parsed, reply.attempts, reply.raw_replies = parsed, attempt + 1, raw
             reply.latency_s = time.perf_counter() - started

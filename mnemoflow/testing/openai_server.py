@@ -42,6 +42,7 @@ import numpy as np
 from aiohttp import web
 
 from mnemoflow.lexical import count_tokens
+from mnemoflow.llm.gateway import original_messages
 
 #: Fault kinds a plan may name; anything else is rejected when the server is built.
 FAULT_KINDS = {
@@ -76,10 +77,20 @@ def request_id(body: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
+def original_body(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` without a trailing gateway re-ask: the request it is another attempt at."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return body
+    original = original_messages(messages)
+    return body if original is messages else {**body, "messages": original}
+
+
 def echo_reply(body: dict[str, Any]) -> str:
-    """Default reply: derived from the last user message, so distinct prompts get distinct text."""
+    """Default reply: derived from the last user message of the original prompt (a re-ask's
+    follow-up aside), so distinct prompts get distinct text and a re-ask gets the same text."""
     last = ""
-    for message in body.get("messages") or []:
+    for message in original_body(body).get("messages") or []:
         if isinstance(message, dict) and message.get("role") == "user":
             last = _text_of(message.get("content"))
     return f"echo: {last}"
@@ -107,7 +118,8 @@ def fake_embedding(text: str, dim: int) -> np.ndarray:
 
 @dataclass
 class ServerStats:
-    """Counters, per distinct request body (see :func:`request_id`) and overall."""
+    """Counters, per distinct request body (see :func:`request_id`; a re-ask counts under the
+    body it re-asks, :func:`original_body`) and overall."""
 
     attempts: Counter[str] = field(default_factory=Counter)  # every request received
     answered: Counter[str] = field(default_factory=Counter)  # 200 with a well-formed reply
@@ -144,7 +156,8 @@ class OpenAITestServer:
     """An OpenAI-compatible HTTP server with deterministic replies and planned faults.
 
     ``faults`` is the plan applied to every distinct request body: attempt n (0-based) gets
-    ``faults[n]``, attempts past the plan succeed. ``retry_after`` is sent with 429 and 503
+    ``faults[n]``, attempts past the plan succeed (a gateway re-ask is the next attempt of the
+    body it re-asks, see the module docstring). ``retry_after`` is sent with 429 and 503
     (seconds; ``retry_after_date=True`` sends it as an HTTP date instead). ``hang`` is how long a
     ``"timeout"`` fault sleeps. ``api_key``, when set, is required as a Bearer token (401
     otherwise); it is compared and never stored or logged.
@@ -346,7 +359,7 @@ class OpenAITestServer:
     ) -> web.StreamResponse:
         """One attempt at an endpoint: count it, validate, wait, then answer or inject its fault."""
         body, problem = await _read_json(request)
-        rid = request_id(body) if body is not None else None
+        rid = request_id(original_body(body)) if body is not None else None
         attempt = self._enter(endpoint, rid)
         answered, fault = False, ""
         try:
