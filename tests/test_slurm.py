@@ -201,18 +201,17 @@ def test_fixture_workflow_on_slurm_equals_local(local_cluster, tmp_path):
         pd.testing.assert_frame_equal(via_slurm[columns], here[columns])
 
 
-def test_tiny_config_on_slurm_equals_local(local_cluster, tmp_path):
-    """The project's workflow with tests/configs/tiny.yaml, on the cluster and locally."""
+def test_tiny_config_on_slurm_equals_local(local_cluster, tiny_run, tmp_path):
+    """The project's workflow with tests/configs/tiny.yaml, on the cluster and locally (the
+    local run is the session's tiny run, conftest.tiny_run: ``--cores 2``, the same files)."""
     config = ROOT / "tests" / "configs" / "tiny.yaml"
     common = ["-s", str(ROOT / "Snakefile"), "--configfile", str(config)]
-    on_slurm, local = tmp_path / "slurm", tmp_path / "local"
-    for workdir in (on_slurm, local):
-        workdir.mkdir()
-        # the Snakefile's `configfile: "config.yaml"` is read from the working directory
-        shutil.copy(ROOT / "config.yaml", workdir / "config.yaml")
+    on_slurm, local = tmp_path / "slurm", tiny_run
+    on_slurm.mkdir()
+    # the Snakefile's `configfile: "config.yaml"` is read from the working directory
+    shutil.copy(ROOT / "config.yaml", on_slurm / "config.yaml")
     slurm_s = _snakemake([*common, "--workflow-profile", str(PROFILE)], on_slurm)
-    local_s = _snakemake([*common, "--cores", "2"], local)
-    print(f"tiny config: slurm {slurm_s:.1f}s, local {local_s:.1f}s")
+    print(f"tiny config: slurm {slurm_s:.1f}s")
 
     assert _slurm_job_ids(on_slurm), "no job went through sbatch"
     tables = _parquet_tables(local)
