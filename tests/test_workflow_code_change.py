@@ -59,6 +59,9 @@ def finished(tiny_run, tmp_path_factory):
     repo = tmp_path_factory.mktemp("repo") / "mnemoflow"
     shutil.copytree(REPO, repo, ignore=COPY_IGNORE)
     workdir = copy_run(tiny_run, tmp_path_factory.mktemp("run") / "wd")
+    # The report records where it was made (versions.json: the git commit; the copy is no
+    # checkout): made again by the copy, every JSON file under results/ is the copy's own.
+    snakemake_in(repo, workdir, "--forcerun", "report")
     return repo, workdir
 
 
