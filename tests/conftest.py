@@ -18,3 +18,17 @@ def repo() -> Path:
 def shared_data() -> Path:
     """``../shared/data`` (tests/shared_data.py); skips only when the folder is absent."""
     return shared_file()
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """One finished run of tests/configs/tiny.yaml (offline backend), made once per session.
+
+    Tests read it as it is, or copy it (``tests.workflow.copy_run``) before they rerun or edit
+    anything: the same tiny run used to be made from scratch by three test modules.
+    """
+    from tests.workflow import snakemake, workdir
+
+    wd = workdir(tmp_path_factory.mktemp("tiny_run"))
+    snakemake(wd)
+    return wd

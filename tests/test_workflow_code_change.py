@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workflow import REPO, ledgers, planned_outputs
+from tests.workflow import REPO, copy_run, ledgers, planned_outputs
 
 pytestmark = pytest.mark.slow
 
@@ -48,13 +48,20 @@ def ledger_texts(workdir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """A copy of the repository and one finished tiny run of it."""
+def finished(tiny_run, tmp_path_factory):
+    """A copy of the repository and a copy of the session's finished tiny run (conftest.tiny_run).
+
+    The run was made by the repository's own code, which the copy holds unchanged: the code
+    fingerprints are of the code, not of its path, so the copy finds the run up to date, and
+    each test's edit is the only change it sees (the first test's "Nothing to be done" after
+    comment edits also shows that the copy found the run up to date).
+    """
     repo = tmp_path_factory.mktemp("repo") / "mnemoflow"
     shutil.copytree(REPO, repo, ignore=COPY_IGNORE)
-    workdir = tmp_path_factory.mktemp("run")
-    shutil.copy(repo / "config.yaml", workdir / "config.yaml")
-    snakemake_in(repo, workdir)
+    workdir = copy_run(tiny_run, tmp_path_factory.mktemp("run") / "wd")
+    # The report records where it was made (versions.json: the git commit; the copy is no
+    # checkout): made again by the copy, every JSON file under results/ is the copy's own.
+    snakemake_in(repo, workdir, "--forcerun", "report")
     return repo, workdir
 
 

@@ -36,6 +36,13 @@ def snakemake(workdir: Path, *args: str, configfiles=(TINY,), targets=(), timeou
     return result.stdout + result.stderr
 
 
+def copy_run(finished: Path, target: Path) -> Path:
+    """A copy of a finished run's working directory (results, cache, ``.snakemake`` metadata,
+    modification times), for a test that reruns or edits it without touching the original."""
+    shutil.copytree(finished, target, symlinks=True)
+    return target
+
+
 def planned_outputs(dry_run_log: str) -> list[str]:
     """Output paths of every job a dry run plans."""
     outputs = []
