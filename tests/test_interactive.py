@@ -406,3 +406,22 @@ def test_offline_assistant_brings_up_what_its_memory_holds():
     without = HANDLERS["interactive_act"]({"message": message, "memories": []})
     assert without == "Thanks for sharing. Here are some suggestions about diet, keto, cook."
     assert with_memory == without + " From what I remember, your diet is vegan now."
+
+
+def test_dialogue_rows_keep_session_order_past_ten_sessions(tmp_path):
+    # Sorting rows by dialogue_id text put "ana_p0_s10" before "ana_p0_s2"; the table keeps the
+    # order in which the sessions were conversed.
+    from tests.amemgym_fixtures import environment
+
+    env = environment()
+    first = env[0]["periods"][0]["sessions"][0]
+    env[0]["periods"][0]["sessions"] = [
+        {**first, "session_time": f"2024-01-{10 + s} 19:30:00"} for s in range(11)
+    ]
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(env))
+    many = read_environment(path)
+    [result] = run_chain(many, {"type": "bm25_message", "top_k": 5}, tmp_path, gateway(), steps=1)
+    ana = result.dialogues[result.dialogues.episode_id == "ana"]
+    assert list(dict.fromkeys(ana.dialogue_id)) == [f"ana_p0_s{s}" for s in range(11)]
+    assert ana["round"].tolist() == [0] * 22 and ana.role.tolist() == ["user", "assistant"] * 11

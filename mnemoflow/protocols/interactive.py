@@ -501,7 +501,7 @@ async def run_step(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return StepResult(
-        _frame(dialogue, DIALOGUES, ["episode_id", "dialogue_id"]),
+        _frame(dialogue, DIALOGUES, ["episode_id"]),  # a user's rows: in conversation order
         _frame(replies, CHECKPOINT_REPLIES, ["user_id", "question_index"]),
         _frame(recalls, RECALL_REPLIES, ["user_id", "question_index"]),
         manifest,
@@ -510,7 +510,9 @@ async def run_step(
 
 
 def _frame(rows: list[dict[str, Any]], schema: pa.Schema, order: list[str]) -> pd.DataFrame:
-    """Rows in a stable order (users finish in any order; turns keep theirs)."""
+    """Rows in a stable order: users finish in any order, but each user's rows are appended in
+    order, so a stable sort on ``order`` keeps that order (sorting by session id text would put
+    session 10 before session 2)."""
     frame = pd.DataFrame(rows, columns=schema.names)
     return frame.sort_values(order, kind="stable").reset_index(drop=True)
 
