@@ -12,6 +12,7 @@ import pytest
 
 from mnemoflow.agents.interactive import InteractiveAgent, policy_of
 from mnemoflow.data.amemgym import read_environment
+from mnemoflow.data.validate import DataError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline import HANDLERS, _load_handlers
 from mnemoflow.memory.base import build
@@ -425,3 +426,18 @@ def test_dialogue_rows_keep_session_order_past_ten_sessions(tmp_path):
     ana = result.dialogues[result.dialogues.episode_id == "ana"]
     assert list(dict.fromkeys(ana.dialogue_id)) == [f"ana_p0_s{s}" for s in range(11)]
     assert ana["round"].tolist() == [0] * 22 and ana.role.tolist() == ["user", "assistant"] * 11
+
+
+def test_replay_rejects_a_dialogue_with_another_number_of_rounds(users, tmp_path):
+    # The reference asserts len(messages) == 2 x max_rounds; a truncated transcript (here ana's
+    # period-1 session 0 without its second round) used to be memorized silently.
+    on = run_chain(users, RAG, tmp_path / "on", gateway(), steps=2)
+    step1 = on[1].dialogues
+    cut = step1[~((step1.dialogue_id == "ana_p1_s0") & (step1["round"] == 1))]
+    with pytest.raises(DataError) as info:
+        run_chain(users, RAG, tmp_path / "off", gateway(), steps=2, protocol=it.REPLAY,
+                  sources=[on[0].dialogues, cut.reset_index(drop=True)])  # fmt: skip
+    assert str(info.value) == (
+        "source dialogues: user ana period 1 session 0: the replayed dialogue has 2 turns, "
+        "the schedule's 2 rounds make 4"
+    )
