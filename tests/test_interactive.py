@@ -245,7 +245,10 @@ def test_checkpoint_prompt_is_the_reference_prompt_with_seeded_options(users):
     question = users[0].questions[0]
     schedule = it.Schedule(option_seed=5)
     order = schedule.order(users[0], question)
-    assert sorted(order) == [0, 1, 2, 3] and order == schedule.order(users[0], question)
+    # seeded per (seed, user, question): another seed or user gives another order
+    assert order == [2, 1, 0, 3]
+    assert it.Schedule(option_seed=6).order(users[0], question) == [3, 2, 1, 0]
+    assert schedule.order(users[1], users[1].questions[0]) == [0, 2, 1, 3]
     prompt, options = it.checkpoint_prompt(question, order)
     assert options == [question.choices[i].answer for i in order]
     assert prompt.startswith(
@@ -293,7 +296,8 @@ def test_unparseable_checkpoint_reply_is_reasked_then_counted_as_a_failure(
 
 
 def test_parse_failure_is_scored_wrong_by_the_scorer(users, tmp_path, monkeypatch):
-    score = pytest.importorskip("mnemoflow.eval.amemgym_score")
+    from mnemoflow.eval import amemgym_score as score  # an import error must fail, not skip
+
     _load_handlers()
     monkeypatch.setitem(HANDLERS, "amemgym_choice", lambda fields: "Option 2 seems best to me.")
     results = run_chain(users, RAG, tmp_path, gateway(), steps=1)
@@ -394,9 +398,14 @@ def test_offline_user_follow_up_names_a_schema_type_and_no_value():
     _load_handlers()
     fields = {"initial_query": "[Current Time: t]\nMy diet is keto.", "round": 1}
     reply = HANDLERS["amemgym_user_followup"]({**fields, "schema_types": ["dietary_style"]})
-    assert "dietary style" in reply and "keto" not in reply
-    again = HANDLERS["amemgym_user_followup"]({**fields, "schema_types": ["dietary_style"]})
-    assert again == reply
+    assert reply == (
+        "That's helpful! Could you also tell me what else I should consider about my dietary style?"
+    )
+    # another round picks another template and type; never a value
+    later = {**fields, "round": 2, "schema_types": ["dietary_style", "home_city", "budget"]}
+    assert HANDLERS["amemgym_user_followup"](later) == (
+        "Good to know. Is there anything else I should keep in mind regarding my budget?"
+    )
 
 
 def test_offline_assistant_brings_up_what_its_memory_holds():
