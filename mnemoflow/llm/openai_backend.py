@@ -253,7 +253,9 @@ class OpenAIBackend:
                     await self._limiter.wait()
                 try:
                     async with asyncio.timeout(spec.timeout):
-                        async with session.post(url, data=data, headers=self._headers) as response:
+                        async with session.post(
+                            url, data=data, headers=self._headers, allow_redirects=False
+                        ) as response:
                             status = response.status
                             content = await response.read()
                             headers = response.headers
