@@ -253,9 +253,7 @@ class OpenAIBackend:
                     await self._limiter.wait()
                 try:
                     async with asyncio.timeout(spec.timeout):
-                        async with session.post(
-                            url, data=data, headers=self._headers, allow_redirects=False
-                        ) as response:
+                        async with session.post(url, data=data, headers=self._headers) as response:
                             status = response.status
                             content = await response.read()
                             headers = response.headers
