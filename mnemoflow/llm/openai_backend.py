@@ -36,7 +36,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import aiohttp
-import httpx2
 import numpy as np
 
 from mnemoflow.errors import ConfigError
@@ -157,11 +156,8 @@ class OpenAIBackend:
         loop = asyncio.get_running_loop()
         if self._loop is not loop or self._session is None or self._slots is None:
             spec = self.spec
-            # TLS trust as the openai client set it up (SSL_CERT_FILE / SSL_CERT_DIR honoured)
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(
-                    limit=spec.concurrency, ssl=httpx2.create_ssl_context()
-                ),
+                connector=aiohttp.TCPConnector(limit=spec.concurrency),
                 timeout=aiohttp.ClientTimeout(total=spec.timeout),
             )
             if self._shared is not None:
