@@ -3,25 +3,22 @@
 One instance serves one role's endpoint. It owns what makes a remote endpoint usable at scale:
 
 - a concurrency limit (``spec.concurrency`` requests in flight, and an HTTP connection pool of the
-  same size, so no request waits for a socket while holding a slot), over an aiohttp session;
+  same size, so no request waits for a socket while holding a slot), over the client's aiohttp
+  transport;
 - an optional ``requests_per_minute`` limiter (requests spaced evenly; every attempt counts);
 - a per-attempt timeout (``spec.timeout``);
-- our own retry loop: exponential backoff
+- our own retry loop instead of the ``openai`` client's (which is disabled): exponential backoff
   with jitter, ``Retry-After`` honoured (seconds, ``retry-after-ms`` or an HTTP date) on 429 and
   5xx, timeouts and connection errors retried, a malformed 200 body retried like a 5xx, up to
   ``spec.max_retries`` retries; any other 4xx fails at once. Owning the loop is what lets the
   gateway report how many retries each reply took, and honour Retry-After for every status.
 
-Requests are plain JSON POSTs on an ``aiohttp`` session, and the body is parsed here (the few
-fields we need; a truncated or non-JSON body is malformed and retried). Not the ``openai``
-client: its request building (options models, header merging, URL parsing, the httpx layer over
-aiohttp) cost about 1.2 ms of client CPU per request against 0.7 ms for the POST itself
-(docs/performance.md, "interactive"), which bounds throughput on a small machine at high
-concurrency. What it added that matters here is kept: the bearer key, the base URL joined as
-the client joins it, an error's ``error.message`` in the one-line error.
+Requests go through ``AsyncOpenAI.post(..., cast_to=httpx2.Response)`` and the body is parsed here:
+the client's typed models would accept a truncated or non-JSON body silently (it returns the text
+as a string), and parsing the few fields we need directly is also cheaper per call.
 
 The API key is read from ``os.environ[spec.api_key_env]`` once, at construction, and lives only in
-the request headers; error messages are scrubbed of it.
+the client; error messages are scrubbed of it.
 """
 
 from __future__ import annotations
@@ -32,11 +29,12 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-import aiohttp
+import httpx2
 import numpy as np
+import openai
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.types import (
@@ -135,30 +133,36 @@ class OpenAIBackend:
         self._shared = shared
         self._api_key = key
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._session: aiohttp.ClientSession | None = None
-        self._headers = {
-            "Authorization": f"Bearer {key}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        }
+        self._client: openai.AsyncOpenAI | None = None
         self._slots: asyncio.Semaphore | None = None
         self._limiter: _RateLimiter | None = None
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(role={self.spec.role!r}, model={self.spec.model!r})"
 
-    def _bind(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
-        """Session, slots and limiter belong to one event loop; rebuild them for a new loop.
+    def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        """Client, slots and limiter belong to one event loop; rebuild them for a new loop.
 
         Scripts may call ``asyncio.run`` more than once with the same gateway; connections and
         semaphores from a finished loop cannot be reused, so they are dropped, not shared.
         """
         loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._session is None or self._slots is None:
+        if self._loop is not loop or self._client is None or self._slots is None:
             spec = self.spec
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=spec.concurrency),
-                timeout=aiohttp.ClientTimeout(total=spec.timeout),
+            # The aiohttp transport costs about half the CPU per request of httpx's own pool
+            # (measured: docs/performance.md), which is what bounds throughput on small machines.
+            http_client = openai.DefaultAioHttpClient(
+                limits=httpx2.Limits(
+                    max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency
+                ),
+                timeout=httpx2.Timeout(spec.timeout),
+            )
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=spec.base_url,
+                timeout=spec.timeout,
+                max_retries=0,
+                http_client=http_client,
             )
             if self._shared is not None:
                 self._slots, self._limiter = self._shared.bind(loop)
@@ -168,11 +172,7 @@ class OpenAIBackend:
                     _RateLimiter(spec.requests_per_minute) if spec.requests_per_minute else None
                 )
             self._loop = loop
-        return self._session, self._slots
-
-    def _url(self, path: str) -> str:
-        """``base_url`` + ``path`` as the openai client joins them (``.../v1`` + ``/chat/...``)."""
-        return self.spec.base_url.rstrip("/") + "/" + path.lstrip("/")
+        return self._client, self._slots
 
     # ---- the Backend protocol --------------------------------------------------------------
 
@@ -223,9 +223,9 @@ class OpenAIBackend:
         return np.concatenate(parts)
 
     async def aclose(self) -> None:
-        session, self._session = self._session, None
-        if session is not None and self._loop is asyncio.get_running_loop():
-            await session.close()
+        client, self._client = self._client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await client.close()
         self._loop = None
 
     # ---- the retry loop --------------------------------------------------------------------
@@ -237,10 +237,8 @@ class OpenAIBackend:
 
         ``parse`` runs inside the loop so that a malformed body is retried like a 5xx.
         """
-        session, slots = self._bind()
+        client, slots = self._bind()
         spec = self.spec
-        url = self._url(path)
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         failures = 0
         while True:
             retry_after: float | None = None
@@ -249,20 +247,21 @@ class OpenAIBackend:
                     await self._limiter.wait()
                 try:
                     async with asyncio.timeout(spec.timeout):
-                        async with session.post(url, data=data, headers=self._headers) as response:
-                            status = response.status
-                            content = await response.read()
-                            headers = response.headers
-                    if 200 <= status < 300:
-                        return parse(_parse_json(content)), failures
-                    reason = f"HTTP {status}: {self._detail(content, response.reason)}"
+                        response = await client.post(path, body=body, cast_to=httpx2.Response)
+                        content = await response.aread()
+                    return parse(_parse_json(content)), failures
+                except openai.APIStatusError as exc:
+                    status = exc.status_code
                     if status not in RETRY_STATUSES and status < 500:
-                        raise EndpointError(f"{self._where()}: {reason}") from None
-                    retry_after = parse_retry_after(headers)
-                except TimeoutError:
+                        raise EndpointError(
+                            f"{self._where()}: HTTP {status}: {self._detail(exc)}"
+                        ) from None
+                    reason = f"HTTP {status}: {self._detail(exc)}"
+                    retry_after = parse_retry_after(exc.response.headers)
+                except (TimeoutError, openai.APITimeoutError):
                     reason = f"no reply within timeout {spec.timeout:g} s"
-                except aiohttp.ClientError as exc:
-                    reason = f"connection error ({self._scrub(str(exc) or type(exc).__name__)})"
+                except openai.APIConnectionError as exc:
+                    reason = f"connection error ({self._scrub(str(exc.__cause__ or exc))})"
                 except MalformedReply as exc:
                     reason = f"malformed reply ({exc})"
             failures += 1
@@ -296,21 +295,13 @@ class OpenAIBackend:
         text = " ".join(text.split())
         return text if len(text) <= 300 else text[:297] + "..."
 
-    def _detail(self, content: bytes, reason: str | None) -> str:
-        """An error body's ``error.message`` (or top-level ``message``), else its text, else the
-        status reason -- what the openai client reported."""
-        text = content.decode("utf-8", "replace").strip()
-        try:
-            body = json.loads(text)
-        except ValueError:
-            body = text
-        if isinstance(body, dict):
-            body = body.get("error", body)
+    def _detail(self, exc: openai.APIStatusError) -> str:
+        body = exc.body
         if isinstance(body, dict) and isinstance(body.get("message"), str):
             return self._scrub(body["message"])
         if isinstance(body, str) and body:
             return self._scrub(body)
-        return self._scrub(reason or "error")
+        return self._scrub(exc.response.reason_phrase or "error")
 
 
 def _parse_json(content: bytes) -> dict[str, Any]:
@@ -362,7 +353,7 @@ def parse_embeddings(data: dict[str, Any], expected: int) -> np.ndarray:
     return matrix
 
 
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+def parse_retry_after(headers: httpx2.Headers) -> float | None:
     """Seconds the server asks us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds or
     as an HTTP date (RFC 9110 allows both); None when absent or unreadable."""
     value = headers.get("retry-after-ms")
