@@ -12,7 +12,8 @@ independent, so the ideal rate is min(users in flight, concurrency) / latency. T
 the server's answered requests / wall-clock seconds of the step; each cell is the median of
 ``--runs`` runs, every run on a fresh cache (all calls reach the server). The gateway's own rate at
 the same concurrency (bench.gateway's method: independent requests) is measured in the same run
-as the ceiling any protocol can reach here.
+as the ceiling any protocol can reach here. Client CPU per call (this process's CPU time / calls)
+is printed beside the rates: on a shared machine it moves far less than they do.
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols.interactive import Schedule, run_step, users_in_flight
 
 
-async def _loop_run(base_url: str, users, concurrency: int, work: Path) -> tuple[int, float]:
-    """Periods 0 and 1 of every user; returns (chat calls made, seconds)."""
+async def _loop_run(base_url: str, users, concurrency: int, work: Path) -> tuple[int, float, float]:
+    """Periods 0 and 1 of every user; returns (chat calls made, seconds, client CPU seconds)."""
     binding = {"base_url": base_url, "model": "bench", "concurrency": concurrency}
     models = {"agent": binding, "user": binding}
     gateway = Gateway.from_config(models, work / "cache")
     system = {"type": "full_context", "max_tokens": 10**9}
     keys = {"benchmark": "bench", "system": "native", "protocol": "interactive"}
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         previous = None
         for step in (0, 1):
@@ -48,12 +49,12 @@ async def _loop_run(base_url: str, users, concurrency: int, work: Path) -> tuple
                 users, step, system, {**keys, "step": step}, previous, snapshot, gateway, Schedule()
             )
             previous = snapshot
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         calls = gateway.ledger.totals().calls
     finally:
         await gateway.aclose()
         gateway.close()
-    return calls, seconds
+    return calls, seconds, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,18 +73,20 @@ def main(argv: list[str] | None = None) -> int:
         users = read_environment(Path(tmp) / "data.json")
         server = ServerProcess(args.latency)
         loop_rates, gateway_rates, calls = [], [], 0
+        loop_cpu_ms, gateway_cpu_ms = [], []
         try:
             for run in range(args.runs):
                 work = Path(tmp) / f"run{run}"
                 work.mkdir()
                 server.reset()
-                calls, seconds = asyncio.run(
+                calls, seconds, cpu = asyncio.run(
                     _loop_run(server.base_url, users, args.concurrency, work)
                 )
                 answered = sum(server.stats()["answered"].values())
                 if answered != calls:
                     raise RuntimeError(f"bench: {calls} calls made, server answered {answered}")
                 loop_rates.append(calls / seconds)
+                loop_cpu_ms.append(1000 * cpu / calls)
                 server.reset()
                 timing = asyncio.run(
                     _gateway_run(
@@ -91,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 )
                 gateway_rates.append(timing.requests / timing.seconds)
+                gateway_cpu_ms.append(1000 * timing.client_cpu / timing.requests)
         finally:
             server.close()
 
@@ -111,13 +115,22 @@ def main(argv: list[str] | None = None) -> int:
         "loop_share_of_ideal": loop / ideal,
         "gateway_calls_per_s": ceiling,
         "loop_ratio_to_gateway": loop / ceiling,
-        "runs": {"loop": loop_rates, "gateway": gateway_rates},
+        "loop_client_cpu_ms_per_call": statistics.median(loop_cpu_ms),
+        "gateway_client_cpu_ms_per_call": statistics.median(gateway_cpu_ms),
+        "runs": {
+            "loop": loop_rates,
+            "gateway": gateway_rates,
+            "loop_cpu_ms": loop_cpu_ms,
+            "gateway_cpu_ms": gateway_cpu_ms,
+        },
     }
     print(
         f"interactive loop: {loop:.0f} calls/s = {loop / ideal:.1%} of ideal {ideal:.0f} "
         f"(min(users in flight {in_flight}, concurrency {args.concurrency}) / "
         f"{args.latency * 1000:.0f} ms); gateway alone {ceiling:.0f} calls/s; "
-        f"loop / gateway {loop / ceiling:.1%}; {calls} calls per run, median of {args.runs}"
+        f"loop / gateway {loop / ceiling:.1%}; client CPU per call: loop "
+        f"{statistics.median(loop_cpu_ms):.2f} ms, gateway {statistics.median(gateway_cpu_ms):.2f} "
+        f"ms; {calls} calls per run, median of {args.runs}"
     )
     if args.out:
         args.out.write_text(json.dumps(figures, indent=2) + "\n")

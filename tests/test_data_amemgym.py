@@ -232,3 +232,13 @@ def test_read_environment_gives_users_periods_sessions_and_questions(data_file):
     order = option_order(0, "u-1", 0, n)
     assert sorted(order) == list(range(n)) and order == option_order(0, "u-1", 0, n)
     assert option_order(0, "u-1", 0, n, shuffle=False) == list(range(n))
+
+
+def test_repeated_user_id_is_a_one_line_error(tmp_path):
+    # Two users with one id would share a snapshot folder (a FileExistsError deep in the loop) and
+    # the scorer would silently score both against the second.
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps([user("u-1"), user("u-2"), user("u-1")]))
+    with pytest.raises(DataError) as info:
+        read_environment(path)
+    assert str(info.value) == "data.json: record 2 (u-1): 'id' repeats record 0's"

@@ -202,3 +202,11 @@ def test_generated_file_loads_as_unified_tables(tmp_path):
     for _, row in questions.iterrows():
         meta = json.loads(row["meta"])
         assert meta["option_states"][row["gold_option"]] == meta["gold_state"]
+
+
+def test_fewer_types_than_changes_per_period_change_every_type():
+    # One question = two types; a period asks for n - 1 = 3 .. 5 changes, so each update period
+    # changes both types (the reference's range clamped to the schema; it used to crash).
+    [user] = generate({"users": 1, "periods": 3, "questions": 1})
+    assert len(user["state_schema"]) == 2
+    assert [len(period["updates"]) for period in user["periods"][1:]] == [2, 2, 2]

@@ -268,3 +268,25 @@ def test_repeated_reply_and_bad_option_order_are_errors():
     assert str(info.value) == (
         "replies row 0: 'option_order' must be a permutation of 0..2, got [0, 0, 1]"
     )
+
+
+def test_random_baseline_counts_every_option_holding_the_true_state():
+    # The reference's random = mean over options of [option state == true state]. Two of the
+    # three options hold x1 (a hand-made file may repeat a state): random = 2/3, not 1/3; the
+    # second x1 option is as right as the first (accuracy compares states).
+    user = make_user("A", [{"x": "x1"}], [(["x"], [["x1"], ["x1"], ["x2"]])])
+    got, scores = score_replies([user], replies([("A", 0, 0, answer(2))]))
+    assert got["random"].tolist() == [pytest.approx(2 / 3)]
+    assert got["correct"].tolist() == [1.0] and got["gold_option"].tolist() == [0]
+    assert metric(scores, "random") == pytest.approx(2 / 3)
+
+
+def test_repeated_upper_and_recall_rows_are_errors():
+    user = make_user("A", STATES, QUESTIONS)
+    frame = replies([("A", 0, 1, answer(1))])
+    up = upper_rows([("A", 1, 0, answer(1)), ("A", 1, 0, answer(2))])
+    with pytest.raises(ValueError, match=r"^upper row 1: user A question 1 option 0 repeats$"):
+        score_replies([user], frame, up)
+    rec = replies([("A", 0, 1, recall(y="y1")), ("A", 0, 1, recall(y="y2"))])
+    with pytest.raises(ValueError, match=r"^recall row 1: user A period 0 question 1 repeats$"):
+        score_replies([user], frame, recall=rec)

@@ -150,12 +150,21 @@ def read_environment(path: str | Path) -> list[AmemUser]:
     """Every user of an AMemGym ``data.json``, checked so that every consumer can rely on it.
 
     Beyond the field types: every ``required_info`` type is in ``state_schema``, every period has
-    a ``state`` holding every required type, and at every period each question has a choice
-    whose ``state`` is the period's true state (so a gold answer exists at every checkpoint).
+    a ``state`` holding every required type, at every period each question has a choice
+    whose ``state`` is the period's true state (so a gold answer exists at every checkpoint),
+    and no two users share an ``id``.
     """
     path = Path(path)
-    name = path.name
-    return [_read_user(name, index, user) for index, user in iter_array(path)]
+    users, first = [], {}
+    for index, record in iter_array(path):
+        user = _read_user(path.name, index, record)
+        if user.id in first:  # episodes, snapshot folders and scores are keyed by the id
+            raise DataError(
+                f"{where(path.name, index, user.id)}: 'id' repeats record {first[user.id]}'s"
+            )
+        first[user.id] = index
+        users.append(user)
+    return users
 
 
 def _read_user(name: str, index: int, user: Any) -> AmemUser:

@@ -196,8 +196,9 @@ def _initial(rng: random.Random, schema: dict[str, list[str]]) -> dict[str, str]
 
 def _changes(rng: random.Random, state, schema, counts, p) -> dict[str, str]:
     """One period's updates: n-1..n+1 types, the less-changed first, each to a new value."""
-    n = p["changes_per_period"]
-    k = rng.randint(max(1, n - 1), max(1, min(n + 1, len(schema))))
+    n, types = p["changes_per_period"], len(schema)
+    low = max(1, min(n - 1, types))  # clamped to the schema: fewer types than n - 1 change all
+    k = rng.randint(low, max(low, min(n + 1, types)))
     names = sorted(schema)
     rng.shuffle(names)
     names.sort(key=lambda name: counts[name] >= p["max_changes_per_state"])

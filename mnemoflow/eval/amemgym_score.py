@@ -17,7 +17,8 @@ Inputs (one row per reply; ``period`` and ``question_index`` 0-based in data.jso
 
 Definitions, following the reference (see docs/amemgym.md for every difference):
 
-- random = mean over questions of 1 / number of options;
+- random = mean over questions of the share of options holding the true state (the reference's
+  mean over options of their accuracy; 1 / number of options when no state repeats);
 - upper bound of (user, period, question) = the upper reply for the option holding the period's
   true state, looked up per question. ``reference_upper_bound=True`` reproduces the reference's
   dict keyed by the state tuple alone, built over all questions of a user in order, so that a
@@ -111,17 +112,9 @@ def score_replies(
     upper_scores = _upper_scores(by_id, upper) if upper is not None else None
     recalled = _recall_scores(by_id, recall) if recall is not None else None
     rows = []
-    seen: set[tuple[str, int, int]] = set()
-    for i, record in enumerate(_records(replies, "replies")):
-        loc = _loc(record, "replies", i)
-        user, question, period = _locate(by_id, record, loc)
-        key = (user.id, period.index, question.index)
-        if key in seen:
-            raise ValueError(f"{loc}: user {user.id} period {key[1]} question {key[2]} repeats")
-        seen.add(key)
+    for record, loc, user, question, period in _rows_of(by_id, replies, "replies"):
         n = len(question.choices)
-        order = _order(record.get("option_order"), n, loc)
-        chosen = _choice(record["reply"], order) if _parse_ok(record) else None
+        chosen = _chosen(record, n, loc)
         gold = gold_choice(question, period)
         truth = true_state(question, period)
         correct = chosen is not None and question.choices[chosen].state == truth
@@ -135,7 +128,7 @@ def score_replies(
             "gold_option": gold,
             "correct": float(correct),
             "parse_ok": chosen is not None,
-            "random": 1.0 / n,
+            "random": sum(choice.state == truth for choice in question.choices) / n,
             "upper_bound": None,
             "upper_parse_ok": None,
             "recall_correct": None,
@@ -178,54 +171,48 @@ def aggregate(question_scores: pd.DataFrame) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     failure_rates: dict[str, list[float]] = {name: [] for name in FAILURE_METRICS}
     for period, group in q.groupby("period", sort=True):
-        n = len(group)
-        rows += [
-            _row(period, "accuracy", group["correct"].mean(), n),
-            _row(period, "random", group["random"].mean(), n),
-        ]
-        if has_upper:
-            at = memory[memory["period"] == period]
-            scored = at["memory_score"].dropna()
-            rows += [
-                _row(period, "upper_bound", group["upper_bound"].astype(float).mean(), n),
-                _row(period, "memory_score", _mean(scored), len(scored)),
-                _row(period, "memory_score_undefined", float(len(at) - len(scored)), len(at)),
-            ]
+        at = memory[memory["period"] == period] if has_upper else None
+        rows += _score_rows(period, group, at)
         if has_recall:
             for name in FAILURE_METRICS:
-                rate = group[name.removesuffix("_rate")].astype(float).sum() / n
+                rate = group[name.removesuffix("_rate")].astype(float).sum() / len(group)
                 failure_rates[name].append(rate)
-                rows.append(_row(period, name, rate, n))
+                rows.append(_row(period, name, rate, len(group)))
         rows += _counts(period, group, has_upper, has_recall)
-    n = len(q)
-    rows += [
-        _row(None, "accuracy", _mean(q["correct"]), n),
-        _row(None, "random", _mean(q["random"]), n),
-    ]
-    if has_upper:
-        scored = memory["memory_score"].dropna()
-        rows += [
-            _row(None, "upper_bound", _mean(q["upper_bound"].astype(float)), n),
-            _row(None, "memory_score", _mean(scored), len(scored)),
-            _row(None, "memory_score_undefined", float(len(memory) - len(scored)), len(memory)),
-        ]
+    rows += _score_rows(None, q, memory)
     if has_recall:
         for name in FAILURE_METRICS:
-            rows.append(_row(None, name, _mean(pd.Series(failure_rates[name])), n))
+            rows.append(_row(None, name, _mean(pd.Series(failure_rates[name])), len(q)))
     rows += _counts(None, q, has_upper, has_recall)
     return _frame(rows, SCORE_COLUMNS, ("period",))
+
+
+def _score_rows(period, group: pd.DataFrame, memory: pd.DataFrame | None) -> list[dict]:
+    """Accuracy and random over the group's questions; with upper replies the upper bound over
+    them and the memory score over the (user, period) pairs of ``memory`` (already per pair)."""
+    n = len(group)
+    rows = [
+        _row(period, "accuracy", _mean(group["correct"]), n),
+        _row(period, "random", _mean(group["random"]), n),
+    ]
+    if memory is not None:
+        scored = memory["memory_score"].dropna()
+        rows += [
+            _row(period, "upper_bound", _mean(group["upper_bound"].astype(float)), n),
+            _row(period, "memory_score", _mean(scored), len(scored)),
+            _row(period, "memory_score_undefined", float(len(memory) - len(scored)), len(memory)),
+        ]
+    return rows
 
 
 def _counts(period, group: pd.DataFrame, has_upper: bool, has_recall: bool) -> list[dict]:
     """Parse failures of the replies, and of the upper-bound / recall replies used."""
     n = len(group)
     rows = [_row(period, "parse_failures", float((~group["parse_ok"].astype(bool)).sum()), n)]
-    if has_upper:
-        failed = float(group["upper_parse_ok"].astype(object).eq(False).sum())
-        rows.append(_row(period, "upper_parse_failures", failed, n))
-    if has_recall:
-        failed = float(group["recall_parse_ok"].astype(object).eq(False).sum())
-        rows.append(_row(period, "recall_parse_failures", failed, n))
+    for present, name in ((has_upper, "upper"), (has_recall, "recall")):
+        if present:
+            failed = float(group[f"{name}_parse_ok"].astype(object).eq(False).sum())
+            rows.append(_row(period, f"{name}_parse_failures", failed, n))
     return rows
 
 
@@ -298,6 +285,26 @@ def _locate(by_id: dict[str, AmemUser], record: dict[str, Any], loc: str):
     return user, user.questions[j], period
 
 
+def _rows_of(by_id: dict[str, AmemUser], frame: pd.DataFrame, kind: str):
+    """(record, loc, user, question, period) per row of ``frame``; a row naming nothing in the
+    data, or naming the same reply as an earlier row, is a one-line error."""
+    seen: set[tuple] = set()
+    for i, record in enumerate(_records(frame, kind)):
+        loc = _loc(record, kind, i)
+        user, question, period = _locate(by_id, record, loc)
+        if kind == "upper":
+            option = _index(record["option_index"], len(question.choices), loc, "option_index")
+            key = (user.id, question.index, option)
+            what = f"user {user.id} question {question.index} option {option}"
+        else:
+            key = (user.id, period.index, question.index)
+            what = f"user {user.id} period {period.index} question {question.index}"
+        if key in seen:
+            raise ValueError(f"{loc}: {what} repeats")
+        seen.add(key)
+        yield record, loc, user, question, period
+
+
 def _index(value: Any, n: int, loc: str, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != int(value):
         raise ValueError(f"{loc}: '{name}' must be an integer, got {value!r}")
@@ -307,20 +314,24 @@ def _index(value: Any, n: int, loc: str, name: str) -> int:
 
 
 def _order(value: Any, n: int, loc: str) -> list[int]:
-    loc = f"{loc}: 'option_order'"
     """The shown order of the choices; null = data.json order."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return list(range(n))
     order = [int(v) for v in value]
     if sorted(order) != list(range(n)):
-        raise ValueError(f"{loc} must be a permutation of 0..{n - 1}, got {order}")
+        raise ValueError(f"{loc}: 'option_order' must be a permutation of 0..{n - 1}, got {order}")
     return order
 
 
-def _choice(reply: Any, order: list[int]) -> int | None:
-    """data.json index of the option a reply picks, None if it does not parse (strict)."""
+def _chosen(record: dict[str, Any], n: int, loc: str) -> int | None:
+    """data.json index of the option a reply row picks through its shown order; None when the
+    gateway gave up on it or it does not parse (strict: never a guess)."""
+    order = _order(record.get("option_order"), n, loc)
+    if not _parse_ok(record):
+        return None
+    reply = record["reply"]
     try:
-        return order[parse_answer(reply if isinstance(reply, str) else "", len(order)) - 1]
+        return order[parse_answer(reply if isinstance(reply, str) else "", n) - 1]
     except UnparseableReply:
         return None
 
@@ -328,18 +339,11 @@ def _choice(reply: Any, order: list[int]) -> int | None:
 def _upper_scores(by_id, upper: pd.DataFrame) -> dict[tuple[str, int, int], tuple[float, bool]]:
     """(user, question, option) -> (1.0 if the model picked that option's state, parse_ok)."""
     out = {}
-    for i, record in enumerate(_records(upper, "upper")):
-        loc = _loc(record, "upper", i)
-        user, question, _ = _locate(by_id, record, loc)
-        n = len(question.choices)
-        k = _index(record["option_index"], n, loc, "option_index")
-        key = (user.id, question.index, k)
-        if key in out:
-            raise ValueError(f"{loc}: user {user.id} question {key[1]} option {k} repeats")
-        order = _order(record.get("option_order"), n, loc)
-        chosen = _choice(record["reply"], order) if _parse_ok(record) else None
+    for record, loc, user, question, _ in _rows_of(by_id, upper, "upper"):
+        k = int(record["option_index"])
+        chosen = _chosen(record, len(question.choices), loc)
         right = chosen is not None and question.choices[chosen].state == question.choices[k].state
-        out[key] = (float(right), chosen is not None)
+        out[(user.id, question.index, k)] = (float(right), chosen is not None)
     return out
 
 
@@ -370,22 +374,17 @@ def _upper_of(scores, user, question, period, gold: int, reference: bool):
 def _recall_scores(by_id, recall: pd.DataFrame) -> dict[tuple[str, int, int], tuple[list, bool]]:
     """(user, period, question) -> (1.0/0.0 per required type recalled right then, parse_ok)."""
     out = {}
-    for i, record in enumerate(_records(recall, "recall")):
-        loc = _loc(record, "recall", i)
-        user, question, period = _locate(by_id, record, loc)
-        key = (user.id, period.index, question.index)
-        if key in out:
-            raise ValueError(f"{loc}: user {user.id} period {key[1]} question {key[2]} repeats")
+    for record, _, user, question, period in _rows_of(by_id, recall, "recall"):
         reply = record["reply"]
-        try:
-            values = parse_recall(reply if isinstance(reply, str) else "")
-            ok = _parse_ok(record)
-        except UnparseableReply:
-            values, ok = {}, False
-        if not ok:
-            values = {}
+        values: dict[str, str] = {}
+        ok = _parse_ok(record)
+        if ok:
+            try:
+                values = parse_recall(reply if isinstance(reply, str) else "")
+            except UnparseableReply:
+                ok = False
         scores = [float(values.get(t) == period.state[t]) for t in question.required_info]
-        out[key] = (scores, ok)
+        out[(user.id, period.index, question.index)] = (scores, ok)
     return out
 
 

@@ -281,27 +281,40 @@ async def converse_period(
 
 
 async def replay_period(
-    user: AmemUser, period: int, agent: InteractiveAgent, rows: pd.DataFrame, where: str
+    user: AmemUser,
+    period: int,
+    agent: InteractiveAgent,
+    rows: pd.DataFrame,
+    where: str,
+    schedule: Schedule,
 ) -> list[tuple[str, list[Turn]]]:
-    """Memorize another run's sessions of this period without acting (same write path)."""
+    """Memorize another run's sessions of this period without acting (same write path). Each
+    session must start with its time-prefixed query and hold the schedule's rounds (the
+    reference asserts both)."""
     this = user.periods[period]
+    rounds = schedule.rounds(period)
     out = []
     for index, session in enumerate(this.sessions):
         sid = session_id(user.id, period, index)
         mine = rows[rows.dialogue_id == sid].sort_values("_order", kind="stable")
         turns = turns_of(mine.to_dict("records"))
         expected = first_message(session.session_time, session.query)
+        at = f"{where}: user {user.id} period {period} session {index}"
         if not turns or turns[0].content != expected:
             raise DataError(
-                f"{where}: user {user.id} period {period} session {index}: the replayed "
-                "dialogue does not start with this session's time-prefixed query"
+                f"{at}: the replayed dialogue does not start with this session's time-prefixed "
+                "query"
+            )
+        if len(turns) != 2 * rounds:
+            raise DataError(
+                f"{at}: the replayed dialogue has {len(turns)} turns, the schedule's {rounds} "
+                f"rounds make {2 * rounds}"
             )
         agent.begin_session(sid, session.session_time)
-        for user_turn, answer in zip(turns[0::2], turns[1::2], strict=False):
+        for user_turn, answer in zip(turns[0::2], turns[1::2], strict=True):
             if user_turn.role != "user" or answer.role != "assistant":
                 raise DataError(
-                    f"{where}: user {user.id} period {period} session {index} round "
-                    f"{user_turn.round}: expected a user turn then an assistant turn"
+                    f"{at} round {user_turn.round}: expected a user turn then an assistant turn"
                 )
             await agent.memorize(user_turn.content, answer.content)
         out.append((sid, turns))
@@ -452,7 +465,7 @@ async def run_step(
             origin = "generated"
         elif has_period:
             mine = source[source.episode_id == user.id]
-            sessions = await replay_period(user, step, agent, mine, source_name)
+            sessions = await replay_period(user, step, agent, mine, source_name, schedule)
             origin = "replayed"
         else:
             sessions, origin = [], "generated"
@@ -501,7 +514,7 @@ async def run_step(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return StepResult(
-        _frame(dialogue, DIALOGUES, ["episode_id", "dialogue_id"]),
+        _frame(dialogue, DIALOGUES, ["episode_id"]),  # a user's rows: in conversation order
         _frame(replies, CHECKPOINT_REPLIES, ["user_id", "question_index"]),
         _frame(recalls, RECALL_REPLIES, ["user_id", "question_index"]),
         manifest,
@@ -510,7 +523,9 @@ async def run_step(
 
 
 def _frame(rows: list[dict[str, Any]], schema: pa.Schema, order: list[str]) -> pd.DataFrame:
-    """Rows in a stable order (users finish in any order; turns keep theirs)."""
+    """Rows in a stable order: users finish in any order, but each user's rows are appended in
+    order, so a stable sort on ``order`` keeps that order (sorting by session id text would put
+    session 10 before session 2)."""
     frame = pd.DataFrame(rows, columns=schema.names)
     return frame.sort_values(order, kind="stable").reset_index(drop=True)
 

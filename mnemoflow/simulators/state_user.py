@@ -56,7 +56,7 @@ Reply with the follow-up message only, no formatting or explanation."""
 
 @dataclass
 class StateRevealingUser:
-    """The simulated user of one (user, period, session): ``reply`` continues the session."""
+    """The simulated user of one (user, period): :meth:`next_message` continues a session."""
 
     user: AmemUser
     current_date: str  # the period's end (date only)
