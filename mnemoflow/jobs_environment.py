@@ -23,7 +23,8 @@ from mnemoflow.data.tables import GENERATION_REPORT, write_atomic_text, write_ta
 from mnemoflow.data.validate import DataError
 from mnemoflow.environment import knobs as knobs_
 from mnemoflow.environment.assemble import data_text, validate_data
-from mnemoflow.environment.runner import Failure, generate_user as run_user
+from mnemoflow.environment.runner import Failure
+from mnemoflow.environment.runner import generate_user as run_user
 from mnemoflow.jobs import _gateway, _write_ledger
 
 log = logging.getLogger("mnemoflow")
