@@ -313,3 +313,51 @@ def test_assembly_refuses_queries_for_the_wrong_number_of_periods():
     outputs = {**STAGE_OUTPUTS, "queries": STAGE_OUTPUTS["queries"][:1]}
     with pytest.raises(ValueError, match="1 periods of queries for 1 update periods"):
         assemble_user(outputs, START, seed=3)
+
+
+# --- the report's generation section ----------------------------------------------------------
+
+
+def test_generation_section_totals_stages_in_chain_order_and_names_failed_users():
+    import pandas as pd
+
+    from mnemoflow.report.generation import generation_markdown, generation_tables
+
+    def row(user, stage, calls, failures=0, refinements=0, reused=False, reason=""):
+        return {
+            "benchmark": "gen",
+            "user": user,
+            "persona": f"p{user}",
+            "stage": stage,
+            "calls": calls,
+            "asks": calls,
+            "validation_failures": failures,
+            "refinements": refinements,
+            "reused": reused,
+            "failed": bool(reason),
+            "reason": reason,
+        }
+
+    report = pd.DataFrame(
+        [
+            row(0, "profile", 1),
+            row(0, "questions", 3, failures=1),
+            row(0, "answers", 9, failures=2, refinements=2),
+            row(1, "profile", 0, reused=True),
+            row(1, "questions", 0, reused=True),
+            row(1, "answers", 4, failures=5, refinements=4, reason="answer 2: read as 3"),
+        ]
+    )
+    stages = generation_tables(report)["stages"]
+    assert stages[
+        ["stage", "users", "calls", "validation_failures", "refinements"]
+    ].values.tolist() == [
+        ["profile", 2, 1, 0, 0],
+        ["questions", 2, 3, 1, 0],
+        ["answers", 2, 13, 7, 6],
+    ]
+    assert stages[["reused", "failed"]].values.tolist() == [[1, 0], [1, 0], [0, 1]]
+    text = "\n".join(generation_markdown(report))
+    assert "## gen: environment generation (2 users, 1 failed)" in text
+    assert "| 1 | p1 | answers | answer 2: read as 3 |" in text
+    assert generation_markdown(None) == []
