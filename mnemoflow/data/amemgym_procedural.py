@@ -295,18 +295,34 @@ def _advice(types, required: list[str], values: list[str]) -> str:
     return text + "."
 
 
-def _qa(rng, question, schema, states, types, p) -> dict[str, Any]:
-    required = list(question["required_info"])
+def state_variants(
+    rng: random.Random,
+    required: list[str],
+    schema: dict[str, list[str]],
+    states: list[dict[str, str]],
+    minimum: int,
+) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """A question's answer variants in a seeded order, and the ones some checkpoint state has.
+
+    Every distinct tuple of ``required`` over ``states`` (each once), padded with random unseen
+    tuples up to ``minimum`` (fewer if the schema has no more), then shuffled.
+    """
     seen: list[tuple[str, ...]] = []
     for state in states:
         variant = tuple(state[name] for name in required)
         if variant not in seen:
             seen.append(variant)
     variants = list(seen)
-    if len(variants) < p["min_state_variants"]:
+    if len(variants) < minimum:
         unseen = [v for v in itertools.product(*(schema[n] for n in required)) if v not in seen]
-        variants += rng.sample(unseen, min(len(unseen), p["min_state_variants"] - len(variants)))
+        variants += rng.sample(unseen, min(len(unseen), minimum - len(variants)))
     rng.shuffle(variants)
+    return variants, seen
+
+
+def _qa(rng, question, schema, states, types, p) -> dict[str, Any]:
+    required = list(question["required_info"])
+    variants, seen = state_variants(rng, required, schema, states, p["min_state_variants"])
     return {
         "query": question["query"],
         "required_info": required,

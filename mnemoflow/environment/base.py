@@ -17,6 +17,7 @@ Transport errors are not validation failures: they propagate and fail the job, s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -214,3 +215,16 @@ async def ask(
         ctx.log.validation_failures.append(f"{task}: unparseable reply")
         return None
     return reply.parsed if parse is not None else reply.text.strip()
+
+
+async def gather_all(coroutines: list[Awaitable[Any]]) -> list[Any]:
+    """Every result in order, run concurrently; the first failure cancels the rest and is raised
+    as itself (a :class:`StageFailed` stays one, unlike a ``TaskGroup``'s exception group)."""
+    tasks = [asyncio.ensure_future(coroutine) for coroutine in coroutines]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

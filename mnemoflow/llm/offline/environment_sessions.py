@@ -1,3 +1,220 @@
 """Offline handlers of AMemGym generation's later stages (state updates, events, answers and their
 checks, queries and their checks): deterministic template choices that satisfy the validators
-for real."""
+for real.
+
+Every handler reads only the request's ``fields``. Answers are built from one advice fragment per
+value (the topic templates' ``advice`` where the type and value are known, else a generic stance
+by the value's position); the answer checker recovers the variant by finding those fragments in
+the text, and the query checker predicts each value from the choice strings the query contains,
+so a reply that does not carry its variant or values fails the check here too.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mnemoflow.llm.offline import handles
+
+#: The topic templates (the llm layer reads them by path; it may not import ``mnemoflow.data``).
+TOPICS = Path(__file__).resolve().parents[3] / "data" / "amemgym_topics.yaml"
+
+#: Stances for a value of a type without templates, by the value's position among its choices.
+GENERIC_STANCES = (
+    "keep everything about {label} at the simplest, lowest-effort level",
+    "take a balanced, middle-of-the-road approach to {label}",
+    "plan for the most demanding, all-in version of {label}",
+    "try an unconventional angle on {label} rather than the usual routine",
+    "revisit {label} every few weeks and adjust in small steps",
+    "hand {label} over to a fixed weekly schedule you never skip",
+)
+
+
+@cache
+def _types() -> dict[str, Any]:
+    return yaml.safe_load(TOPICS.read_text(encoding="utf-8"))["types"]
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def fragment(name: str, choices: list[str], value: str) -> str:
+    """The advice fragment for ``name = value``; it does not name the value."""
+    template = _types().get(name)
+    if (
+        template
+        and value in template["choices"]
+        and len(template["advice"]) == len(template["choices"])
+    ):
+        return template["advice"][template["choices"].index(value)]
+    index = choices.index(value)
+    stance = GENERIC_STANCES[index % len(GENERIC_STANCES)].format(label=_label(name))
+    return stance if index < len(GENERIC_STANCES) else f"{stance} (variation {index + 1})"
+
+
+def _advice(required: list[str], choices: dict[str, list[str]], variant: list[str]) -> str:
+    parts = [fragment(n, choices[n], v) for n, v in zip(required, variant, strict=True)]
+    text = parts[0][0].upper() + parts[0][1:]
+    for part in parts[1:]:
+        text += f", and {part}"
+    return text + ". That combination fits where you are right now."
+
+
+def _sentence(name: str, value: str) -> str:
+    template = _types().get(name)
+    if template and value in template["choices"]:
+        return template["sentence"].format(value=value)
+    return f"As for my {_label(name)}, it's {value}."
+
+
+def _request(name: str) -> str:
+    template = _types().get(name)
+    if template:
+        return template["request"]
+    return f"What would you suggest given my {_label(name)}?"
+
+
+def _query(exposed: dict[str, str], opening: str = "") -> str:
+    sentences = [_sentence(n, v) for n, v in exposed.items()]
+    return opening + " ".join(sentences) + " " + _request(next(iter(exposed)))
+
+
+def _groups(rng: random.Random, names: list[str], largest: int) -> list[list[str]]:
+    names = list(names)
+    rng.shuffle(names)
+    groups = []
+    while names:
+        size = rng.randint(1, min(largest, len(names)))
+        groups.append(names[:size])
+        names = names[size:]
+    return groups
+
+
+@handles("env-state-updates")
+def state_updates(fields: dict[str, Any]) -> str:
+    """n-1..n+1 variables, those changed fewer than ``max_changes_per_state`` times first, each to
+    a different legal value."""
+    schema: dict[str, list[str]] = fields["schema"]
+    state: dict[str, str] = fields["state"]
+    counts: dict[str, int] = fields["update_cnts"]
+    n, cap = int(fields["num_changes_per_period"]), int(fields["max_changes_per_state"])
+    rng = random.Random(f"env-state-updates:{fields['seed']}:{len(fields['errors'])}")
+    changeable = [name for name in sorted(schema) if len(schema[name]) > 1]
+    high = min(n + 1, len(changeable))
+    k = rng.randint(min(max(1, n - 1), high), high)
+    rng.shuffle(changeable)
+    changeable.sort(key=lambda name: (counts.get(name, 0) >= cap, counts.get(name, 0)))
+    updated = {
+        name: rng.choice([v for v in schema[name] if v != state[name]]) for name in changeable[:k]
+    }
+    summary = (
+        f"Between {fields['period_start']} and {fields['period_end']}, "
+        + ", ".join(_label(name) for name in updated)
+        + " shifted."
+    )
+    return json.dumps({"period_summary": summary, "updated": updated}, ensure_ascii=False)
+
+
+@handles("env-events")
+def events(fields: dict[str, Any]) -> str:
+    """The changed variables in groups of one or two, one event each."""
+    updates: dict[str, dict[str, str]] = fields["updates"]
+    rng = random.Random(f"env-events:{fields['seed']}:{len(fields['errors'])}")
+    out = []
+    for group in _groups(rng, list(updates), 2):
+        text = "; ".join(
+            f"their {_label(n)} went from {updates[n]['old']} to {updates[n]['new']}" for n in group
+        )
+        out.append({"states": group, "event": f"Over these months {text}."})
+    return json.dumps({"events": out}, ensure_ascii=False)
+
+
+@handles("env-answers")
+def answers(fields: dict[str, Any]) -> str:
+    """One answer per variant, made of the variant's fragments."""
+    required, choices = fields["required_info"], fields["choices"]
+    return json.dumps(
+        {
+            f"variant_{i}": _advice(required, choices, variant)
+            for i, variant in enumerate(fields["variants"], start=1)
+        },
+        ensure_ascii=False,
+    )
+
+
+@handles("env-answer-check")
+def answer_check(fields: dict[str, Any]) -> str:
+    """The number of the variant whose fragments the answer contains most of (first on a tie)."""
+    required, choices = fields["required_info"], fields["choices"]
+    answer = fields["answer"].lower()
+
+    def found(variant: list[str]) -> int:
+        return sum(
+            fragment(n, choices[n], v).lower() in answer
+            for n, v in zip(required, variant, strict=True)
+        )
+
+    scores = [found(variant) for variant in fields["variants"]]
+    return str(scores.index(max(scores)) + 1)
+
+
+@handles("env-answer-refine")
+def answer_refine(fields: dict[str, Any]) -> str:
+    """The answer rewritten from the target variant's fragments."""
+    text = _advice(fields["required_info"], fields["choices"], fields["target"])
+    return json.dumps({"answer": text}, ensure_ascii=False)
+
+
+@handles("env-init-queries")
+def init_queries(fields: dict[str, Any]) -> str:
+    """Every variable, in groups of one to three, each value said in a sentence."""
+    state: dict[str, str] = fields["state"]
+    rng = random.Random(f"env-init-queries:{fields['seed']}:{len(fields['errors'])}")
+    out = []
+    for group in _groups(rng, sorted(state), 3):
+        exposed = {name: state[name] for name in group}
+        out.append({"exposed_states": exposed, "query": _query(exposed)})
+    return json.dumps({"queries": out}, ensure_ascii=False)
+
+
+@handles("env-update-queries")
+def update_queries(fields: dict[str, Any]) -> str:
+    """One query per event, saying each of its new values."""
+    queries = [
+        _query({n: t["new"] for n, t in event["state_transition"].items()}, "Quick update. ")
+        for event in fields["events"]
+    ]
+    return json.dumps({"queries": queries}, ensure_ascii=False)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@handles("env-query-check")
+def query_check(fields: dict[str, Any]) -> str:
+    """Each variable's value predicted from the query text: the longest of its choices that occurs
+    (in a sentence naming the variable when one does), else its first choice as a default."""
+    query: str = fields["query"]
+    sentences = [s.lower() for s in _SENTENCE_END.split(query)]
+    predicted = {}
+    for name, choices in fields["choices"].items():
+        about = [s for s in sentences if _label(name).lower() in s] or sentences
+        hits = [c for c in choices if any(c.lower() in s for s in about)]
+        predicted[name] = max(hits, key=len) if hits else choices[0]
+    return json.dumps(predicted, ensure_ascii=False)
+
+
+@handles("env-query-refine")
+def query_refine(fields: dict[str, Any]) -> str:
+    """The query rewritten to name each intended value next to its variable."""
+    exposed: dict[str, str] = fields["exposed_states"]
+    sentences = [f"As for my {_label(n)}, it's {v}." for n, v in exposed.items()]
+    query = " ".join(sentences) + " " + _request(next(iter(exposed)))
+    return json.dumps({"query": query}, ensure_ascii=False)
