@@ -60,8 +60,12 @@ def sample(personas: str, knobs: dict[str, Any]) -> list[dict[str, Any]]:
     """The run's personas, the same list in every job (seeded by the ``seed`` knob)."""
     from mnemoflow.environment.personas import sample_personas
 
+    shipped = Path(personas).resolve() == PERSONAS.resolve()
     return sample_personas(
-        personas, knobs["num_user_profiles"], knobs["seed"], list(knobs["exclude_ids"])
+        None if shipped else personas,
+        knobs["num_user_profiles"],
+        knobs["seed"],
+        list(knobs["exclude_ids"]),
     )
 
 
