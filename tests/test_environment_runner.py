@@ -361,3 +361,29 @@ def test_generation_section_totals_stages_in_chain_order_and_names_failed_users(
     assert "## gen: environment generation (2 users, 1 failed)" in text
     assert "| 1 | p1 | answers | answer 2: read as 3 |" in text
     assert generation_markdown(None) == []
+
+
+def test_the_preset_feeds_the_interactive_schedule_and_steps_unless_interactive_sets_them():
+    from mnemoflow.jobs_environment import resolve_generate
+    from mnemoflow.jobs_interactive import schedule_of
+    from mnemoflow.protocols.interactive import interactive_steps
+
+    config = {
+        "benchmarks": {
+            "extra": {"generate": {"method": "llm", "preset": "v1.extra"}},
+            "mine": {
+                "generate": {"method": "llm", "preset": "v1.extra", "num_periods": 3},
+                "interactive": {"num_rounds_update": 3},
+            },
+            "procedural": {"generate": {"users": 2, "periods": 2, "seed": 1}},
+        }
+    }
+    resolve_generate(config)
+    extra, mine, procedural = (config["benchmarks"][n] for n in ("extra", "mine", "procedural"))
+    assert extra["generate"]["num_states_per_question"] == 3  # resolved in place
+    assert "num_states_per_question" not in procedural["generate"]
+    schedule = schedule_of(extra)
+    assert (schedule["num_rounds_init"], schedule["num_rounds_update"]) == (2, 5)
+    schedule = schedule_of(mine)
+    assert (schedule["num_rounds_init"], schedule["num_rounds_update"]) == (2, 3)
+    assert [interactive_steps(s) for s in (extra, mine, procedural)] == [21, 4, 3]

@@ -11,7 +11,7 @@ import yaml
 
 from mnemoflow.data.amemgym import read_environment
 from mnemoflow.environment.assemble import validate_data
-from tests.workflow import snakemake, workdir
+from tests.workflow import REPO, snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
@@ -108,3 +108,14 @@ def test_real_run_generates_data_json_and_a_rerun_after_a_late_knob_reuses_earli
     users = read_environment(wd / ENV / "data.json")
     assert min(len(q.choices) for u in users for q in u.questions) >= 5
     assert [u.questions[0].choices for u in users] != first_answers
+
+
+def test_the_openai_override_file_plans_the_v1_base_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # a dry run calls no model
+    wd = workdir(tmp_path)
+    override = REPO / "configs" / "amemgym_generate_openai.yaml"
+    log = snakemake(wd, "--dry-run", configfiles=[override])
+    # v1.base: 20 users, 10 update periods -> 11 periods x 2 systems x 4 shards of dialogues
+    assert log.count("rule generate_user:") == 20
+    assert "results/amemgym_v1_base/environment/users/19.json" in log
+    assert log.count("rule dialogues:") == 11 * 2 * 4
