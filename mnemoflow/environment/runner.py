@@ -19,7 +19,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +169,3 @@ async def generate_user(
             stage_log.refinements,
         )
     return finish(outputs, knobs, seed), rows
-
-
-def failure_record(failure: Failure) -> dict[str, Any]:
-    return asdict(failure)

@@ -15,8 +15,8 @@ from typing import Any
 
 from mnemoflow.errors import ConfigError
 
-#: ``generator_high`` / ``generator_low``: AMemGym's environment generation, which the reference runs
-#: with one model at two temperatures (1.0 for questions and state updates, 0.2 for the rest).
+#: ``generator_high`` / ``generator_low``: AMemGym's environment generation, which the reference
+#: runs with one model at two temperatures (1.0 for questions and state updates, 0.2 for the rest).
 ROLES = (
     "agent",
     "judge",

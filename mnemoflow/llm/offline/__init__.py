@@ -112,13 +112,13 @@ def _load_handlers() -> None:
         from mnemoflow.llm.offline import (  # noqa: F401
             environment_sessions,
             environment_state,
-            self_evolution,
             interactive,
             judge,
             memorybench,
             memorybench_judges,
             notes,
             reader,
+            self_evolution,
             user,
             writer,
         )
