@@ -387,3 +387,61 @@ def test_the_preset_feeds_the_interactive_schedule_and_steps_unless_interactive_
     schedule = schedule_of(mine)
     assert (schedule["num_rounds_init"], schedule["num_rounds_update"]) == (2, 3)
     assert [interactive_steps(s) for s in (extra, mine, procedural)] == [21, 4, 3]
+
+
+# --- the real chain, offline ------------------------------------------------------------------
+
+
+def test_the_offline_chain_generates_users_the_reference_reads_and_a_rerun_reuses_them(tmp_path):
+    import pandas as pd
+
+    from mnemoflow import jobs_environment
+
+    knobs = knobs_.resolve({"num_user_profiles": 2, "num_periods": 2, "num_questions": 3}, "gen")
+    models = {"generator_high": {}, "generator_low": {}}
+
+    def generate():
+        for user in (0, 1):
+            jobs_environment.generate_user(
+                personas=str(jobs_environment.PERSONAS),
+                user=user,
+                out=str(tmp_path / f"{user}.json"),
+                ledger=str(tmp_path / f"{user}.ledger.json"),
+                checkpoints=str(tmp_path / "stages" / str(user)),
+                knobs=knobs,
+                models=models,
+                cache=None,
+            )
+        jobs_environment.environment(
+            users=[str(tmp_path / f"{user}.json") for user in (0, 1)],
+            benchmark="gen",
+            data=str(tmp_path / "data.json"),
+            report=str(tmp_path / "report.parquet"),
+        )
+        return json.loads((tmp_path / "data.json").read_text())
+
+    data = generate()
+    validate_data(data)
+    users = read_environment(tmp_path / "data.json")
+    assert [len(u.periods) for u in users] == [3, 3]  # period 0 + num_periods
+    assert [len(u.questions) for u in users] == [3, 3]
+    for user in data:
+        assert user["start_time"] == "2020-10-01"
+        assert [p["period_end"] for p in user["periods"]] == [
+            "2020-10-01",
+            "2021-01-01",
+            "2021-04-01",
+        ]
+        # v1.base: 4 +- 1 changes per update period (capped by the schema's size), counted up
+        changes = [len(p["updates"]) for p in user["periods"][1:]]
+        assert all(1 <= n <= 5 for n in changes)
+        assert sum(user["periods"][-1]["update_cnts"].values()) == sum(changes)
+        for qa in user["qas"]:
+            assert len(qa["answer_choices"]) >= 4  # min_state_variants
+    report = pd.read_parquet(tmp_path / "report.parquet")
+    assert len(report) == 14 and not report["reused"].any() and not report["failed"].any()
+
+    again = generate()
+    assert again == data  # the checkpoints give the same users, byte for byte
+    report = pd.read_parquet(tmp_path / "report.parquet")
+    assert report["reused"].all() and report["calls"].sum() == 0
