@@ -67,11 +67,9 @@ def test_dry_run_plans_one_generation_job_per_persona_and_the_gather(tmp_path):
     assert log.count("rule dialogues:") == 2
 
 
-def test_real_run_generates_data_json_and_a_rerun_after_a_late_knob_reuses_earlier_stages(
-    tmp_path,
-):
+def test_generation_then_a_late_knob_reuses_earlier_stages_and_the_report_shows_it(tmp_path):
     wd, override = setup(tmp_path)
-    snakemake(wd, configfiles=[override])
+    snakemake(wd, configfiles=[override], targets=[f"{ENV}/data.json"])
     data = json.loads((wd / ENV / "data.json").read_text())
     validate_data(data)
     users = read_environment(wd / ENV / "data.json")
@@ -88,14 +86,11 @@ def test_real_run_generates_data_json_and_a_rerun_after_a_late_knob_reuses_earli
     )
     assert not report["reused"].any() and not report["failed"].any()
     assert (report["calls"] > 0).all()
-    summary = (wd / "results" / "summary.md").read_text()
-    assert f"## {BENCH}: environment generation (2 users, 0 failed)" in summary
-    assert "Environment generation" in (wd / "results" / "report.html").read_text()
     first_answers = [u.questions[0].choices for u in users]
 
-    # min_state_variants is read by the answers stage only
+    # min_state_variants is read by the answers stage only; this run goes on to the report
     wd, override = setup(tmp_path, min_state_variants=5)
-    log = snakemake(wd, configfiles=[override], targets=[f"{ENV}/data.json"])
+    log = snakemake(wd, configfiles=[override])
     assert log.count("rule generate_user:") == 2
     report = pd.read_parquet(wd / ENV / "generation_report.parquet")
     recomputed = sorted(set(report.loc[~report["reused"], "stage"]))
@@ -108,6 +103,13 @@ def test_real_run_generates_data_json_and_a_rerun_after_a_late_knob_reuses_earli
     users = read_environment(wd / ENV / "data.json")
     assert min(len(q.choices) for u in users for q in u.questions) >= 5
     assert [u.questions[0].choices for u in users] != first_answers
+    summary = (wd / "results" / "summary.md").read_text()
+    assert f"## {BENCH}: environment generation (2 users, 0 failed)" in summary
+    # stage | users | calls | validation_failures | refinements | reused | failed
+    assert "| profile | 2 | 0 | 0 | 0 | 2 | 0 |" in summary
+    assert "| queries | 2 | 0 | 0 | 0 | 2 | 0 |" in summary
+    page = (wd / "results" / "report.html").read_text()
+    assert "Environment generation" in page and "No user failed." in page
 
 
 def test_the_openai_override_file_plans_the_v1_base_environment(tmp_path, monkeypatch):
