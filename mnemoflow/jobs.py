@@ -278,12 +278,19 @@ def score(
 
 
 def summarize_runs(
-    *, scores: list[str], diagnoses: list[str], summary: str, diagnosis: str, table: str
+    *,
+    scores: list[str],
+    diagnoses: list[str],
+    summary: str,
+    diagnosis: str,
+    table: str,
+    generation: list[str] = (),
 ) -> None:
     frame = summarize([read_table(path, "scores") for path in scores])
     write_table(_concat(diagnoses, "diagnosis"), diagnosis, "diagnosis")
     write_table(frame, summary, "summary")
-    write_atomic_text(table, summary_markdown(frame))
+    reports = _concat(list(generation), "generation_report") if generation else None
+    write_atomic_text(table, summary_markdown(frame, reports))
     log.info("summarized %d score tables into %d rows", len(scores), len(frame))
 
 
@@ -306,8 +313,17 @@ def report(
     html: str,
     config: dict[str, Any],
     diagnosis: str | None = None,
+    generation: list[str] = (),
 ) -> None:
     from mnemoflow.report.html import build_report
 
-    build_report(summary, judgements, ledgers, config, html, diagnosis_path=diagnosis)
+    build_report(
+        summary,
+        judgements,
+        ledgers,
+        config,
+        html,
+        diagnosis_path=diagnosis,
+        generation_paths=list(generation),
+    )
     log.info("report written to %s", html)

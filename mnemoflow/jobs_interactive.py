@@ -9,7 +9,8 @@ A benchmark runs these protocols with ``protocols: [interactive]`` (on-policy) a
 ``num_rounds_update`` (2), ``off_policy_source`` (the system whose on-policy transcripts
 ``interactive_replay`` memorizes) and ``reference_upper_bound`` (false).
 ``generate: {users, periods, seed}`` makes the environment with the ``generate_amemgym`` rule
-instead of reading ``source.path``.
+instead of reading ``source.path``; ``generate: {method: llm, ...}`` with the model-driven chain
+(mnemoflow/jobs_environment.py), whose preset's ``num_rounds_*`` are the schedule's defaults.
 """
 
 from __future__ import annotations
@@ -71,6 +72,13 @@ def replay_source(spec: dict[str, Any]) -> str:
 def schedule_of(spec: dict[str, Any]) -> dict[str, Any]:
     """The loop's knobs as a plain dict (a job param, so a change re-runs the dialogues)."""
     options = _options(spec)
+    generate = spec.get("generate") or {}
+    if generate.get("method") == "llm":  # the preset's rounds unless interactive: sets them
+        options = {
+            "num_rounds_init": generate.get("num_rounds_init", 1),
+            "num_rounds_update": generate.get("num_rounds_update", 2),
+            **options,
+        }
     return {
         "num_rounds_init": int(options.get("num_rounds_init", 1)),
         "num_rounds_update": int(options.get("num_rounds_update", 2)),
@@ -79,7 +87,9 @@ def schedule_of(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def generate_environment(*, out: str, users: int, periods: int, seed: int) -> None:
+def generate_environment(
+    *, out: str, users: int, periods: int, seed: int, method: str = "procedural"
+) -> None:
     """Write a procedural environment (mnemoflow.data.amemgym_procedural) as ``out``."""
     from mnemoflow.data import amemgym_procedural
 

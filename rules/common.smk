@@ -1,4 +1,6 @@
 # Config validation and every input / params helper of the workflow (rules stay declarative).
+import re
+
 from snakemake.utils import validate
 
 from mnemoflow.codeversion import code_version
@@ -12,10 +14,19 @@ from mnemoflow.memory.base import check_systems, stage_roles, stage_spec
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
 from mnemoflow.jobs_interactive import replay_source, schedule_of
+from mnemoflow.jobs_environment import (
+    ROLES as GENERATOR_ROLES,
+    generated_with,
+    personas_file,
+    resolve_generate,
+)
 
 # one-line errors naming the key first; snakemake's validate then fills in the defaults
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml")
+resolve_generate(
+    config
+)  # generate: {method: llm} -> every knob (preset + overrides), checked
 
 for _name in config["run"]["benchmarks"]:
     if _name not in config["benchmarks"]:
@@ -235,7 +246,8 @@ def reference_upper_bound(wildcards):
 
 
 def environment_file(wildcards):
-    """The benchmark's data.json: the generate_amemgym rule's output, or source.path."""
+    """The benchmark's data.json: generated (generate_amemgym, or the environment rule for
+    `generate: {method: llm}`), or source.path."""
     spec = benchmark_spec(wildcards)
     if spec.get("generate"):
         return ENVIRONMENT.format(benchmark=wildcards.benchmark)
@@ -244,6 +256,57 @@ def environment_file(wildcards):
 
 def generate_spec(wildcards):
     return benchmark_spec(wildcards)["generate"]
+
+
+# --- environments generated with a model (`generate: {method: llm}`, rules/environment.smk) ---
+
+GENERATED_USER = "results/{benchmark}/environment/users/{user}"
+GENERATION_REPORT = "results/{benchmark}/environment/generation_report.parquet"
+
+
+def benchmarks_generated_with(method):
+    """A wildcard constraint matching exactly the benchmarks ``method`` generates (none: no match),
+    so generate_amemgym and environment never both claim a data.json."""
+    names = generated_with(config, method)
+    return "|".join(re.escape(name) for name in names) if names else "(?!)"
+
+
+def generation_knobs(wildcards):
+    """Every knob (the workflow resolved the preset at startup), without the persona source."""
+    spec = dict(generate_spec(wildcards))
+    return {k: v for k, v in spec.items() if k not in ("method", "preset", "personas")}
+
+
+def personas_source(wildcards):
+    return personas_file(generate_spec(wildcards))
+
+
+def stage_checkpoints(wildcards):
+    return f"results/{wildcards.benchmark}/environment/stages/{wildcards.user}"
+
+
+def generated_users(wildcards):
+    n = int(generate_spec(wildcards)["num_user_profiles"])
+    return expand(
+        f"{GENERATED_USER}.json", benchmark=wildcards.benchmark, user=range(n)
+    )
+
+
+def all_generation_reports():
+    return [
+        GENERATION_REPORT.format(benchmark=b)
+        for b in config["run"]["benchmarks"]
+        if b in generated_with(config, "llm")
+    ]
+
+
+def all_generation_ledgers():
+    return [
+        f"{GENERATED_USER.format(benchmark=b, user=u)}.ledger.json"
+        for b in config["run"]["benchmarks"]
+        if b in generated_with(config, "llm")
+        for u in range(int(config["benchmarks"][b]["generate"]["num_user_profiles"]))
+    ]
 
 
 def schedule(wildcards):
@@ -299,6 +362,8 @@ def all_interactive_ledgers():
         for h in shards_of(b)
     ]
     benchmarks = sorted({b for b, _, _ in runs})
-    return ledgers + [
-        f"{UPPER_BOUND.format(benchmark=b)}.ledger.json" for b in benchmarks
-    ]
+    return (
+        ledgers
+        + [f"{UPPER_BOUND.format(benchmark=b)}.ledger.json" for b in benchmarks]
+        + all_generation_ledgers()
+    )

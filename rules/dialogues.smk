@@ -14,6 +14,8 @@ rule generate_amemgym:
         environment=ENVIRONMENT,
     log:
         "results/logs/{benchmark}/generate_amemgym.log",
+    wildcard_constraints:
+        benchmark=benchmarks_generated_with("procedural"),
     conda:
         "../envs/mnemoflow.yaml"
     resources:

@@ -4,6 +4,7 @@ rule report:
         diagnosis="results/diagnosis.parquet",
         judgements=all_judgements(),
         ledgers=all_ledgers(),
+        generation=all_generation_reports(),
     output:
         html="results/report.html",
         derived=directory("results/report"),

@@ -2,6 +2,7 @@ rule summarize:
     input:
         scores=all_step_files("scores.parquet") + all_normalized(),
         diagnoses=all_step_files("diagnosis.parquet"),
+        generation=all_generation_reports(),
     output:
         summary="results/summary.parquet",
         diagnosis="results/diagnosis.parquet",

@@ -10,5 +10,6 @@ with jobs.job_log(sm.log[0]):
         ledgers=list(sm.input.ledgers),
         html=sm.output.html,
         diagnosis=sm.input.diagnosis,
+        generation=list(sm.input.generation),
         config=jobs.snakemake_params(sm.params)["config"],
     )

@@ -10,4 +10,5 @@ with jobs.job_log(sm.log[0]):
         summary=sm.output.summary,
         diagnosis=sm.output.diagnosis,
         table=sm.output.table,
+        generation=list(sm.input.generation),
     )

@@ -204,6 +204,23 @@ AMEMGYM_QUESTION_SCORES = pa.schema(
 #: AMemGym scores per period; ``period`` null = the mean row over all periods.
 AMEMGYM_SCORES = pa.schema([("period", _int), ("metric", _str), ("value", _float), ("n", _int)])
 
+#: AMemGym environment generation (mnemoflow/environment): one row per user and stage run.
+GENERATION_REPORT = pa.schema(
+    [
+        ("benchmark", _str),
+        ("user", _int),  # the persona's index 0..N-1 (the job's wildcard)
+        ("persona", _str),  # the persona's key
+        ("stage", _str),
+        ("calls", _int),  # model replies received, re-asks included
+        ("asks", _int),
+        ("validation_failures", _int),
+        ("refinements", _int),
+        ("reused", _bool),  # taken from the stage checkpoint: no model call
+        ("failed", _bool),
+        ("reason", _str),  # why the stage failed ("" if it did not)
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "sessions": SESSIONS,
     "episode_sessions": EPISODE_SESSIONS,
@@ -217,6 +234,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "amemgym_question_scores": AMEMGYM_QUESTION_SCORES,
     "amemgym_scores": AMEMGYM_SCORES,
     "diagnosis": DIAGNOSIS,
+    "generation_report": GENERATION_REPORT,
 }
 
 

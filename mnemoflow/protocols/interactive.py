@@ -42,6 +42,7 @@ from mnemoflow.data.amemgym import AmemQuestion, AmemUser, option_order
 from mnemoflow.data.registry import n_steps
 from mnemoflow.data.tables import DIALOGUES
 from mnemoflow.data.validate import DataError
+from mnemoflow.errors import ConfigError
 from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import build
@@ -62,9 +63,15 @@ PROTOCOLS = (PROTOCOL, REPLAY)
 
 
 def interactive_steps(spec: dict[str, Any]) -> int:
-    """Periods of the environment (steps): ``generate.periods`` update periods after the initial
-    one (the reference's ``num_periods`` convention), else counted in ``source.path``."""
+    """Periods of the environment (steps): ``generate.periods`` (procedural) or ``num_periods``
+    (llm) update periods after the initial one (the reference's convention), else counted in
+    ``source.path``."""
     generate = spec.get("generate")
+    if generate and generate.get("method") == "llm":
+        # the workflow resolved the preset into the spec (jobs_environment.resolve_generate)
+        if "num_periods" not in generate:
+            raise ConfigError("config benchmarks.*.generate: knobs not resolved (num_periods)")
+        return int(generate["num_periods"]) + 1
     if generate:
         return int(generate["periods"]) + 1
     return n_steps(spec)

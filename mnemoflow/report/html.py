@@ -29,6 +29,7 @@ from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_tables
+from mnemoflow.report.generation import generation_tables
 from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
 from mnemoflow.report.summaries import (
@@ -86,6 +87,8 @@ class ReportData:
     interactive: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: Learning-from-feedback (MemoryBench protocols) tables, see report/feedback.py.
     feedback: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: Environment generation (report/generation.py): per-stage totals and failed users.
+    generation: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -136,6 +139,7 @@ def collect(
     config: dict[str, Any],
     diagnosis: pd.DataFrame | None = None,
     sources: dict[str, list[str]] | None = None,
+    generation: pd.DataFrame | None = None,
 ) -> ReportData:
     """Compute tables and figures from in-memory inputs (no file is read or written)."""
     if summary.empty:
@@ -236,6 +240,7 @@ def collect(
         sources=sources or {},
         interactive=tables,
         feedback=feedback_tables(summary),
+        generation=generation_tables(generation),
     )
 
 
@@ -452,6 +457,20 @@ def render_html(
             )
         sections.append(("interactive", "Interactive memory (per period)", body))
 
+    if not data.generation.get("stages", pd.DataFrame()).empty:
+        body = (
+            "<p>Environments generated with a model: per stage, the users that ran it, model "
+            "calls, validation failures, refinements, and users whose stage output came from "
+            "its checkpoint (reused: no model call).</p>" + table_html(data.generation["stages"])
+        )
+        failed = data.generation["failed"]
+        body += (
+            "<h3>Failed users (not in data.json)</h3>" + table_html(failed)
+            if not failed.empty
+            else "<p>No user failed.</p>"
+        )
+        sections.append(("generation", "Environment generation", body))
+
     if any(not frame.empty for frame in data.feedback.values()):
         body = ""
         for name, heading, text in (
@@ -590,6 +609,9 @@ def _write_derived(data: ReportData, folder: Path) -> list[str]:
     for name, frame in data.feedback.items():
         if not frame.empty:
             tables[f"feedback_{name}.tsv"] = frame
+    for name, frame in data.generation.items():
+        if not frame.empty:
+            tables[f"generation_{name}.tsv"] = frame
     names = []
     for name, frame in tables.items():
         frame.to_csv(folder / name, sep="\t", index=False, float_format="%.6g")
@@ -615,6 +637,7 @@ def build_report(
     out_html: str | os.PathLike,
     *,
     diagnosis_path: str | os.PathLike | None = None,
+    generation_paths: Iterable[str | os.PathLike] = (),
     title: str = "mnemoflow report",
 ) -> Path:
     """Read the result tables and ledgers, write ``out_html`` and its derived-files folder.
@@ -625,6 +648,7 @@ def build_report(
     out_html = Path(out_html)
     judgements_paths = [Path(p) for p in judgements_paths]
     ledger_paths = [Path(p) for p in ledger_paths]
+    generation_paths = [Path(p) for p in generation_paths]
     summary = read_table(summary_path, "summary")
     judgements = _read_all(judgements_paths, "judgements")
     diagnosis = None
@@ -642,8 +666,10 @@ def build_report(
         "judgements": [shown(p) for p in judgements_paths],
         "diagnosis": [shown(diagnosis_path)] if diagnosis_path is not None else [],
         "ledgers": [shown(p) for p in ledger_paths],
+        "generation reports": [shown(p) for p in generation_paths],
     }
-    data = collect(summary, judgements, ledgers, config, diagnosis, sources)
+    generation = _read_all(generation_paths, "generation_report") if generation_paths else None
+    data = collect(summary, judgements, ledgers, config, diagnosis, sources, generation)
 
     folder = out_html.with_suffix("")
     out_html.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ import pandas as pd
 from mnemoflow.data.tables import SUMMARY
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_markdown
+from mnemoflow.report.generation import generation_markdown
 
 
 def summarize(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -103,7 +104,7 @@ def interactive_markdown(benchmark: str, bench: pd.DataFrame) -> list[str]:
     return parts
 
 
-def summary_markdown(summary: pd.DataFrame) -> str:
+def summary_markdown(summary: pd.DataFrame, generation: pd.DataFrame | None = None) -> str:
     """Per benchmark: headline metrics at the last step, per-type scores, and scores per step.
 
     Per-type tables: the main judged metric, then F1 where the benchmark has it (LoCoMo: J and F1).
@@ -112,7 +113,7 @@ def summary_markdown(summary: pd.DataFrame) -> str:
     not retrieved), utilization (retrieved, answer still wrong).
     """
     if summary.empty:
-        return "# mnemoflow summary\n\nNo scores.\n"
+        return "# mnemoflow summary\n\nNo scores.\n" + "\n".join(generation_markdown(generation))
     parts = ["# mnemoflow summary", ""]
     interactive = summary["protocol"].isin(INTERACTIVE_PROTOCOLS)
     # learning-from-feedback protocols: every protocol but static QA and the interactive ones
@@ -159,6 +160,7 @@ def summary_markdown(summary: pd.DataFrame) -> str:
             parts += [_markdown(per_step.reset_index()), ""]
     if feedback:
         parts += [feedback]
+    parts += generation_markdown(generation)  # environments generated with a model
     failures = everything[everything["metric"] == "judge_parse_failures"]
     if not failures.empty and failures["value"].sum() > 0:
         count = int(failures["value"].sum())

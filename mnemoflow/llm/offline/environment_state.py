@@ -23,7 +23,8 @@ SUMMARY_WORDS = 150
 #: Persona texts the basic profile or the name already cover (not summarized again).
 COVERED = ("skills_and_expertise", "hobbies_and_interests", "name")
 
-_NAME = re.compile(r"([A-Z][a-z'\u2019-]+(?:\s+[A-Z][a-z'\u2019-]+){1,2})")
+_WORD = r"[A-ZÀ-ÖØ-Þ](?:[^\W\d_]|['\u2019-])+"  # a capitalized word, accents included (Tomás)
+_NAME = re.compile(rf"({_WORD}(?:\s+{_WORD}){{1,2}})")
 
 
 @cache

@@ -1,0 +1,53 @@
+# AMemGym environments generated with a model (`generate: {method: llm, ...}`; docs/environment.md):
+# one generate_user job per persona index (stage checkpoints under results/{benchmark}/environment/
+# stages/{user}/, deliberately not outputs, so a rerun reuses them), then the environment rule
+# gathers the users into data.json and generation_report.parquet.
+# Logic: mnemoflow/jobs_environment.py and mnemoflow/environment/.
+
+
+rule generate_user:
+    input:
+        personas=personas_source,
+    output:
+        user=f"{GENERATED_USER}.json",
+        ledger=f"{GENERATED_USER}.ledger.json",
+    log:
+        "results/logs/{benchmark}/environment/user{user}.log",
+    wildcard_constraints:
+        benchmark=benchmarks_generated_with("llm"),
+        user=r"\d+",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        **endpoint_limits(*GENERATOR_ROLES).resources,
+        mem_mb=2000,
+        runtime=240,
+    params:
+        knobs=generation_knobs,
+        checkpoints=stage_checkpoints,
+        models=models(*GENERATOR_ROLES),
+        limits=endpoint_limits(*GENERATOR_ROLES).params,
+        code=code_version("mnemoflow.jobs_environment:generate_user"),
+    script:
+        "../scripts/generate_user.py"
+
+
+rule environment:
+    input:
+        users=generated_users,
+    output:
+        data=ENVIRONMENT,
+        report=GENERATION_REPORT,
+    log:
+        "results/logs/{benchmark}/environment.log",
+    wildcard_constraints:
+        benchmark=benchmarks_generated_with("llm"),
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        code=code_version("mnemoflow.jobs_environment:environment"),
+    script:
+        "../scripts/environment.py"
