@@ -24,9 +24,8 @@ from mnemoflow.jobs_environment import (
 # one-line errors naming the key first; snakemake's validate then fills in the defaults
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml")
-resolve_generate(
-    config
-)  # generate: {method: llm} -> every knob (preset + overrides), checked
+# generate: {method: llm} -> every knob (preset + overrides), checked
+resolve_generate(config)
 
 for _name in config["run"]["benchmarks"]:
     if _name not in config["benchmarks"]:
