@@ -93,6 +93,18 @@ def _digest(kind: int, key: bytes, payload: bytes) -> bytes:
     return digest.digest()
 
 
+def _checked_payload(blob: bytes, kind: int, key: bytes, length: int) -> bytes | None:
+    """A data record's payload when the whole record is there and its header and digest match
+    what the index promised; ``None`` for a torn, foreign or overwritten record (a miss)."""
+    if len(blob) != _HEADER.size + length:
+        return None
+    magic, stored_kind, stored_key, stored_length, digest = _HEADER.unpack_from(blob)
+    payload = blob[_HEADER.size :]
+    if (magic, stored_kind, stored_key, stored_length) != (MAGIC, kind, key, length):
+        return None
+    return payload if digest == _digest(kind, key, payload) else None
+
+
 def resolve_cache_dir(path: str | Path) -> tuple[Path, Path | None]:
     """The cache directory a configured ``cache:`` path names, and an old SQLite file to import.
 
@@ -250,17 +262,8 @@ class ResponseCache:
             fd = self._reader(number, reopen)
             if fd is None:
                 break
-            blob = os.pread(fd, size, offset)
-            if len(blob) != size:
-                continue
-            magic, stored_kind, stored_key, stored_length, digest = _HEADER.unpack_from(blob)
-            payload = blob[_HEADER.size :]
-            if (magic, stored_kind, stored_key, stored_length) == (
-                MAGIC,
-                kind,
-                key,
-                length,
-            ) and digest == _digest(kind, key, payload):
+            payload = _checked_payload(os.pread(fd, size, offset), kind, key, length)
+            if payload is not None:
                 return payload
         self._warn_once(
             f"{self._stems[number]}.data",
@@ -493,17 +496,8 @@ def shard_records(shards: Path, stem: str) -> Iterator[tuple[int, bytes, bytes]]
             ):
                 return
             data.seek(offset)
-            blob = data.read(_HEADER.size + length)
-            if len(blob) != _HEADER.size + length:
-                continue
-            magic, stored_kind, stored_key, stored_length, digest = _HEADER.unpack_from(blob)
-            payload = blob[_HEADER.size :]
-            if (magic, stored_kind, stored_key, stored_length) == (
-                MAGIC,
-                kind,
-                key,
-                length,
-            ) and digest == _digest(kind, key, payload):
+            payload = _checked_payload(data.read(_HEADER.size + length), kind, key, length)
+            if payload is not None:
                 yield kind, key, payload
 
 
