@@ -35,7 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # `mnemoflow run` hands every argument it does not know to snakemake (--configfile, -n,
+    # targets); every other command rejects them
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     try:
         return int(args.func(args) or 0)
     except (ValueError, OSError) as exc:  # our errors are one line for people, not tracebacks

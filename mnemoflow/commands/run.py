@@ -17,9 +17,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def snakemake_command(extra: list[str]) -> list[str]:
+    """The snakemake call: all cores unless ``extra`` names ``--cores`` / ``-c`` itself."""
+    given = any(a in ("--cores", "-c") or a.startswith(("--cores=", "-c")) for a in extra)
+    return [sys.executable, "-m", "snakemake", *([] if given else ["--cores", "all"]), *extra]
+
+
 def run(args: argparse.Namespace) -> int:
-    extra = sys.argv[sys.argv.index("run") + 1 :] if "run" in sys.argv else []
     if not (ROOT / "Snakefile").exists():
         raise OSError(f"{ROOT}: no Snakefile; run mnemoflow from a checkout of the repository")
-    command = [sys.executable, "-m", "snakemake", "--cores", "all", *extra]
-    return subprocess.call(command, cwd=ROOT)
+    return subprocess.call(snakemake_command(list(getattr(args, "extra", []))), cwd=ROOT)
