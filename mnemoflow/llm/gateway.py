@@ -409,5 +409,12 @@ class Gateway:
             await backend.aclose()
         self._backends.clear()
 
+    async def __aenter__(self) -> Gateway:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """``async with gateway:`` closes the endpoints' clients however the block ends."""
+        await self.aclose()
+
     def close(self) -> None:
         self.cache.close()
