@@ -9,21 +9,21 @@ rule answer:
         answers=f"{SHARD}/answers.parquet",
         ledger=f"{SHARD}/answers.ledger.json",
     log:
-        "results/logs/{benchmark}/{system}/step{step}/shard{shard}/answer.log",
+        f"{LOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/answer.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        **endpoint_limits("agent", "memory_writer", "embedder").resources,
+        **endpoint_limits("answer").resources,
         mem_mb=4000,
         runtime=120,
     params:
-        code=code_version("answer"),
         system=query_system,
         n_shards=n_shards,
         reader=reader_of,
         use_options=use_options_of,
         models=answer_models,
-        limits=endpoint_limits("agent", "memory_writer", "embedder").params,
+        limits=endpoint_limits("answer").params,
         seed=config.get("seed", 0),
+        code=code_version("mnemoflow.jobs.static_qa:answer"),
     script:
         "../scripts/answer.py"

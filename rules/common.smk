@@ -1,34 +1,37 @@
-# Config validation and every input / params helper of the workflow (rules stay declarative).
+# Config validation and every input / params helper of the workflow, one section per family (rules
+# stay declarative). Helpers are one-line lookups: what a knob means is asked of its owner in the
+# library (memory systems, protocols, environment generation), never decided here.
 import re
 
 from snakemake.utils import validate
 
 from mnemoflow.codeversion import code_version
 from mnemoflow.config_schema import check_config
-from mnemoflow.data.registry import n_steps
 from mnemoflow.data.sources import local_source_file
+from mnemoflow.environment.knobs import (
+    GENERATOR_ROLES,
+    generated_with,
+    resolved_benchmarks,
+)
+from mnemoflow.environment.personas import personas_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
-from mnemoflow.llm.types import ROLES, check_bindings
+from mnemoflow.llm.types import check_bindings
 from mnemoflow.memory.base import check_systems, stage_roles, stage_spec
+from mnemoflow.protocols import feedback as fb
+from mnemoflow.protocols import interactive
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
-from mnemoflow.jobs_interactive import replay_source, schedule_of
-from mnemoflow.jobs_environment import (
-    ROLES as GENERATOR_ROLES,
-    generated_with,
-    personas_file,
-    resolve_generate,
-)
 
 # one-line errors naming the key first; snakemake's validate then fills in the defaults
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml")
-# generate: {method: llm} -> every knob (preset + overrides), checked
-resolve_generate(config)
+# every benchmark as the jobs see it: `generate: {method: llm}` with all its knobs (preset +
+# overrides, checked); config itself stays as written
+BENCHMARKS = resolved_benchmarks(config["benchmarks"])
 
 for _name in config["run"]["benchmarks"]:
-    if _name not in config["benchmarks"]:
+    if _name not in BENCHMARKS:
         raise ValueError(
             f"config run.benchmarks: {_name!r} is not defined under benchmarks"
         )
@@ -38,8 +41,8 @@ for _name in config["run"]["systems"]:
 check_systems(config["systems"])  # each system's parameters against its params_schema
 check_bindings(config["models"])  # every role's endpoint, and its key variable is set
 for _name in config["run"]["benchmarks"]:
-    protocols_of(_name, config["benchmarks"][_name])  # known protocols only
-    for _system in config["benchmarks"][_name].get("systems", []):
+    protocols_of(_name, BENCHMARKS[_name])  # known protocols only
+    for _system in BENCHMARKS[_name].get("systems", []):
         if _system not in config["systems"]:
             raise ValueError(
                 f"config benchmarks.{_name}.systems: {_system!r} is not defined under systems"
@@ -47,10 +50,12 @@ for _name in config["run"]["benchmarks"]:
 
 PREPARED = "results/{benchmark}/prepared"
 # Every protocol writes scores.parquet and diagnosis.parquet per step under RUN_STEP; the static
-# QA chain (rules answer / judge / score) lives under STEP and SHARD, its protocol being "qa".
+# QA chain (rules ingest / answer / judge / score) lives under STEP and SHARD, its protocol "qa".
 RUN_STEP = "results/{benchmark}/{system}/{protocol}/step{step}"
 STEP = "results/{benchmark}/{system}/qa/step{step}"
-SHARD = "results/{benchmark}/{system}/qa/step{step}/shard{shard}"
+SHARD = f"{STEP}/shard{{shard}}"
+# A job's log mirrors its outputs' folder under results/logs/.
+LOGS = "results/logs/{benchmark}"
 
 
 wildcard_constraints:
@@ -61,8 +66,11 @@ wildcard_constraints:
     shard=r"\d+",
 
 
+# --- the run: benchmarks, systems, protocols, steps, shards ------------------------------------
+
+
 def benchmark_spec(wildcards):
-    return config["benchmarks"][wildcards.benchmark]
+    return BENCHMARKS[wildcards.benchmark]
 
 
 #: Spec keys that shape the protocols, not the data: editing them must not re-run prepare.
@@ -82,6 +90,102 @@ def benchmark_source(wildcards):
 
 def system_spec(wildcards):
     return config["systems"][wildcards.system]
+
+
+def n_shards(wildcards):
+    return int(benchmark_spec(wildcards).get("shards", 1))
+
+
+def protocols_for(benchmark):
+    return protocols_of(benchmark, BENCHMARKS[benchmark])
+
+
+def systems_for(benchmark):
+    """The systems run on ``benchmark``: its own ``systems:`` list, else run.systems."""
+    return BENCHMARKS[benchmark].get("systems", config["run"]["systems"])
+
+
+def steps_of(benchmark, protocol="qa"):
+    return range(protocol_steps(protocol, BENCHMARKS[benchmark]))
+
+
+def shards_of(benchmark):
+    return range(int(BENCHMARKS[benchmark].get("shards", 1)))
+
+
+def previous_snapshot(folder):
+    """Input function: step k builds on the snapshot of step k-1 in ``folder`` (a path pattern
+    of the job's own wildcards); step 0 starts empty."""
+
+    def snapshot(wildcards):
+        step = int(wildcards.step)
+        if step == 0:
+            return []
+        return f"{folder.format(**{**dict(wildcards), 'step': step - 1})}/memory"
+
+    return snapshot
+
+
+def all_step_files(name):
+    """``name`` in every (benchmark, system, protocol, step) folder of the run."""
+    return [
+        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
+        for b in config["run"]["benchmarks"]
+        for s in systems_for(b)
+        for p in protocols_for(b)
+        for k in steps_of(b, p)
+    ]
+
+
+def get_final_output():
+    return ["results/summary.parquet", "results/summary.md", "results/report.html"]
+
+
+def report_config():
+    """The config the report shows: as written, with every benchmark as the jobs saw it."""
+    return {**config, "benchmarks": BENCHMARKS}
+
+
+# --- models: one role tuple per rule ------------------------------------------------------------
+
+#: The roles each rule's jobs may call. A rule's endpoint shares (resources), in-job limits and
+#: (where no memory system narrows them) model bindings all come from its one tuple.
+RULE_ROLES = {
+    "ingest": ("memory_writer", "embedder"),
+    "answer": ("agent", "memory_writer", "embedder"),
+    "judge": ("judge",),
+    "dialogues": ("agent", "user", "memory_writer", "embedder"),
+    "replay_dialogues": ("agent", "memory_writer", "embedder"),
+    "upper_bound": ("agent",),
+    "generate_user": GENERATOR_ROLES,
+    "feedback_train_dialogues": ("agent", "user", "judge", "memory_writer", "embedder"),
+    "feedback_step": ("agent", "user", "judge", "memory_writer", "embedder"),
+    "feedback_train_performance": ("agent", "judge", "memory_writer", "embedder"),
+}
+
+
+# Each model endpoint is a global resource whose budget is its concurrency (a --resources value wins);
+# jobs that call it hold a share (endpoint_limits), so limits hold for the whole run (docs/gateway.md).
+for _name, _budget in endpoint_budgets(config["models"]).items():
+    if _name not in workflow.global_resources:
+        workflow.register_resource(_name, _budget)
+
+
+def endpoint_limits(rule):
+    """The rule's share of the endpoints its roles call: .resources to declare, .params to pass."""
+    return job_limits(config["models"], RULE_ROLES[rule], config.get("endpoint_jobs", 4))
+
+
+def models(*roles):
+    """The bindings of the roles a job uses: a change to another role re-runs nothing here."""
+    return {role: config["models"].get(role, {}) for role in roles}
+
+
+def rule_models(rule):
+    return models(*RULE_ROLES[rule])
+
+
+# --- static QA: ingest, answer, judge, score ----------------------------------------------------
 
 
 def ingest_system(wildcards):
@@ -104,10 +208,6 @@ def answer_models(wildcards):
     return models("agent", *stage_roles(system_spec(wildcards), "query"))
 
 
-def n_shards(wildcards):
-    return int(benchmark_spec(wildcards).get("shards", 1))
-
-
 def reader_of(wildcards):
     return benchmark_spec(wildcards).get("reader", "generic")
 
@@ -126,52 +226,8 @@ def use_options_of(wildcards):
     return bool(benchmark_spec(wildcards).get("use_options", False))
 
 
-def cache_path():
-    """The shared response cache; read by scripts, deliberately not a job input or param."""
-    return config.get("cache", "results/cache/llm")
-
-
-# Each model endpoint is a global resource whose budget is its concurrency (a --resources value wins);
-# jobs that call it hold a share (endpoint_limits), so limits hold for the whole run (docs/gateway.md).
-for _name, _budget in endpoint_budgets(config["models"]).items():
-    if _name not in workflow.global_resources:
-        workflow.register_resource(_name, _budget)
-
-
-def endpoint_limits(*roles):
-    """The job's share of the endpoints its roles call: .resources to declare, .params to pass."""
-    return job_limits(config["models"], roles, config.get("endpoint_jobs", 4))
-
-
-def protocols_for(benchmark):
-    return protocols_of(benchmark, config["benchmarks"][benchmark])
-
-
-def systems_for(benchmark):
-    """The systems run on ``benchmark``: its own ``systems:`` list, else run.systems."""
-    return config["benchmarks"][benchmark].get("systems", config["run"]["systems"])
-
-
-def steps_of(benchmark, protocol="qa"):
-    return range(protocol_steps(protocol, config["benchmarks"][benchmark]))
-
-
-def shards_of(benchmark):
-    return range(int(config["benchmarks"][benchmark].get("shards", 1)))
-
-
-def models(*roles):
-    """The bindings of the roles a job uses: a change to another role re-runs nothing here."""
-    return {role: config["models"].get(role, {}) for role in roles}
-
-
-def previous_snapshot(wildcards):
-    """Step k builds on step k-1's snapshot of the same shard; step 0 starts empty."""
-    step = int(wildcards.step)
-    if step == 0:
-        return []
-    previous = SHARD.format(**{**dict(wildcards), "step": step - 1})
-    return f"{previous}/memory"
+def judge_setting(name, default):
+    return config.get("judge", {}).get(name, default)
 
 
 def shard_files(name):
@@ -187,17 +243,6 @@ def shard_files(name):
         )
 
     return files
-
-
-def all_step_files(name):
-    """``name`` in every (benchmark, system, protocol, step) folder of the run."""
-    return [
-        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
-        for b in config["run"]["benchmarks"]
-        for s in systems_for(b)
-        for p in protocols_for(b)
-        for k in steps_of(b, p)
-    ]
 
 
 def all_runs():
@@ -224,24 +269,16 @@ def all_ledgers():
     ] + all_interactive_ledgers()
 
 
-def get_final_output():
-    return ["results/summary.parquet", "results/summary.md", "results/report.html"]
-
-
 # --- interactive protocols (AMemGym): `protocols: [interactive, interactive_replay]` ----------
 
 ENVIRONMENT = "results/{benchmark}/environment/data.json"
-ISHARD = "results/{benchmark}/{system}/{protocol}/step{step}/shard{shard}"
+ISHARD = f"{RUN_STEP}/shard{{shard}}"
 UPPER_BOUND = "results/{benchmark}/upper_bound"
-
-
-def interactive_spec(wildcards):
-    return benchmark_spec(wildcards).get("interactive", {})
 
 
 def reference_upper_bound(wildcards):
     """Score the upper bound with the reference's state-tuple lookup (docs/interactive.md)."""
-    return bool(interactive_spec(wildcards).get("reference_upper_bound", False))
+    return interactive.reference_upper_bound(benchmark_spec(wildcards))
 
 
 def environment_file(wildcards):
@@ -257,76 +294,15 @@ def generate_spec(wildcards):
     return benchmark_spec(wildcards)["generate"]
 
 
-# --- environments generated with a model (`generate: {method: llm}`, rules/environment.smk) ---
-
-GENERATED_USER = "results/{benchmark}/environment/users/{user}"
-GENERATION_REPORT = "results/{benchmark}/environment/generation_report.parquet"
-
-
-def benchmarks_generated_with(method):
-    """A wildcard constraint matching exactly the benchmarks ``method`` generates (none: no match),
-    so generate_amemgym and environment never both claim a data.json."""
-    names = generated_with(config, method)
-    return "|".join(re.escape(name) for name in names) if names else "(?!)"
-
-
-def generation_knobs(wildcards):
-    """Every knob (the workflow resolved the preset at startup), without the persona source."""
-    spec = dict(generate_spec(wildcards))
-    return {k: v for k, v in spec.items() if k not in ("method", "preset", "personas")}
-
-
-def personas_source(wildcards):
-    return personas_file(generate_spec(wildcards))
-
-
-def stage_checkpoints(wildcards):
-    return f"results/{wildcards.benchmark}/environment/stages/{wildcards.user}"
-
-
-def generated_users(wildcards):
-    n = int(generate_spec(wildcards)["num_user_profiles"])
-    return expand(
-        f"{GENERATED_USER}.json", benchmark=wildcards.benchmark, user=range(n)
-    )
-
-
-def all_generation_reports():
-    return [
-        GENERATION_REPORT.format(benchmark=b)
-        for b in config["run"]["benchmarks"]
-        if b in generated_with(config, "llm")
-    ]
-
-
-def all_generation_ledgers():
-    return [
-        f"{GENERATED_USER.format(benchmark=b, user=u)}.ledger.json"
-        for b in config["run"]["benchmarks"]
-        if b in generated_with(config, "llm")
-        for u in range(int(config["benchmarks"][b]["generate"]["num_user_profiles"]))
-    ]
-
-
 def schedule(wildcards):
-    return schedule_of(benchmark_spec(wildcards))
-
-
-def previous_interactive_snapshot(wildcards):
-    """Period k starts from the same run's snapshot after period k-1; period 0 from nothing."""
-    step = int(wildcards.step)
-    if step == 0:
-        return []
-    previous = ISHARD.format(**{**dict(wildcards), "step": step - 1})
-    return f"{previous}/memory"
+    return interactive.schedule_of(benchmark_spec(wildcards))
 
 
 def replay_dialogues(wildcards):
     """The source system's on-policy transcripts of this period and shard, to memorize."""
-    source = replay_source(benchmark_spec(wildcards))
-    keys = {**dict(wildcards), "system": source, "protocol": "interactive"}
-    shard = ISHARD.format(**keys)
-    return f"{shard}/dialogues.parquet"
+    source = interactive.replay_source(benchmark_spec(wildcards))
+    keys = {**dict(wildcards), "system": source, "protocol": interactive.PROTOCOL}
+    return f"{ISHARD.format(**keys)}/dialogues.parquet"
 
 
 def interactive_files_upto(name):
@@ -351,7 +327,7 @@ def all_interactive_ledgers():
         (b, s, p)
         for b in config["run"]["benchmarks"]
         for p in protocols_for(b)
-        if p in ("interactive", "interactive_replay")
+        if p in interactive.PROTOCOLS
         for s in systems_for(b)
     ]
     ledgers = [
@@ -366,3 +342,155 @@ def all_interactive_ledgers():
         + [f"{UPPER_BOUND.format(benchmark=b)}.ledger.json" for b in benchmarks]
         + all_generation_ledgers()
     )
+
+
+# --- environments generated with a model (`generate: {method: llm}`, rules/environment.smk) ---
+
+GENERATED_USER = "results/{benchmark}/environment/users/{user}"
+GENERATION_REPORT = "results/{benchmark}/environment/generation_report.parquet"
+
+
+def benchmarks_generated_with(method):
+    """A wildcard constraint matching exactly the benchmarks ``method`` generates (none: no match),
+    so generate_amemgym and environment never both claim a data.json."""
+    names = generated_with(BENCHMARKS, method)
+    return "|".join(re.escape(name) for name in names) if names else "(?!)"
+
+
+def generation_knobs(wildcards):
+    """Every knob (resolved from the preset at startup), without the persona source."""
+    spec = generate_spec(wildcards)
+    return {k: v for k, v in spec.items() if k not in ("method", "preset", "personas")}
+
+
+def personas_source(wildcards):
+    return personas_file(generate_spec(wildcards))
+
+
+def stage_checkpoints(wildcards):
+    return f"results/{wildcards.benchmark}/environment/stages/{wildcards.user}"
+
+
+def generated_users(wildcards):
+    n = int(generate_spec(wildcards)["num_user_profiles"])
+    return expand(
+        f"{GENERATED_USER}.json", benchmark=wildcards.benchmark, user=range(n)
+    )
+
+
+def llm_generated():
+    return [b for b in config["run"]["benchmarks"] if b in generated_with(BENCHMARKS, "llm")]
+
+
+def all_generation_reports():
+    return [GENERATION_REPORT.format(benchmark=b) for b in llm_generated()]
+
+
+def all_generation_ledgers():
+    return [
+        f"{GENERATED_USER.format(benchmark=b, user=u)}.ledger.json"
+        for b in llm_generated()
+        for u in range(int(BENCHMARKS[b]["generate"]["num_user_profiles"]))
+    ]
+
+
+# --- learning from feedback (MemoryBench): rules/feedback.smk ----------------------------------
+
+FB_TRAIN = "results/{benchmark}/{system}/feedback"
+FB_TRAIN_FILE = f"{FB_TRAIN}/train_dialogues.parquet"
+FB_PROTOCOLS = "|".join(fb.PROTOCOLS)
+FB_BUILT = "|".join(p for p in fb.PROTOCOLS if fb.built_protocol(p) == p)
+
+
+def fb_loader(wildcards):
+    return benchmark_spec(wildcards)["loader"]
+
+
+def fb_source(wildcards):
+    return fb.dialogue_source(benchmark_spec(wildcards))
+
+
+def fb_step_path(name):
+    """Input function: ``name`` of the step whose memory the job's protocol reads."""
+
+    def path(wildcards):
+        built = fb.built_protocol(wildcards.protocol)
+        return f"{RUN_STEP.format(**{**dict(wildcards), 'protocol': built})}/{name}"
+
+    return path
+
+
+def fb_train_input(wildcards):
+    """The recorded training dialogues a step replays (on-policy converses its own)."""
+    if not fb.replays_recorded(wildcards.protocol):
+        return []
+    return FB_TRAIN_FILE.format(**dict(wildcards))
+
+
+def fb_stage_settings(stage):
+    """Params function: the ``feedback:`` settings ``stage`` reads (FeedbackConfig says which)."""
+
+    def settings(wildcards):
+        step = int(getattr(wildcards, "step", 0))
+        protocol = getattr(wildcards, "protocol", "")
+        return fb.stage_settings(benchmark_spec(wildcards), stage, protocol, step)
+
+    return settings
+
+
+def fb_scoring_models(*roles):
+    """A scoring job's bindings: ``roles``, agent, judge, memory_writer, embedder, and the
+    critic (WritingBench) when bound; left out, it takes the judge's."""
+    bound = models(*roles, "agent", "judge", "memory_writer", "embedder")
+    if config["models"].get("critic"):
+        bound["critic"] = config["models"]["critic"]
+    return bound
+
+
+def fb_step_models(wildcards):
+    """A live step's simulated user joins the scoring roles."""
+    live = fb.is_live(wildcards.protocol, int(wildcards.step))
+    return fb_scoring_models("user") if live else fb_scoring_models()
+
+
+def fb_generation_models(wildcards):
+    if fb_source(wildcards) == "data":
+        return {}
+    return rule_models("feedback_train_dialogues")
+
+
+def fb_selected(spec):
+    """The set a MemoryBench benchmark names (``set: KIND:NAME`` or ``select: {KIND: NAME}``)."""
+    return spec.get("set") or spec.get("select")
+
+
+def fb_set_name(wildcards):
+    return fb.set_name(fb_selected(benchmark_spec(wildcards)))
+
+
+def fb_dataset_configs(wildcards):
+    return benchmark_spec(wildcards)["configs"]
+
+
+def fb_normalize_stats(wildcards):
+    return benchmark_spec(wildcards)["normalize"]["stats"]
+
+
+def fb_normalizes(spec):
+    """A domain / task set with an official statistics file (``normalize: {stats: FILE}``)."""
+    if not spec.get("normalize") or not fb_selected(spec):
+        return False
+    return not fb.set_name(fb_selected(spec)).startswith("dataset:")
+
+
+def all_normalized():
+    """normalized.parquet of every step of a MemoryBench domain / task set with a stats file."""
+    return [
+        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/normalized.parquet"
+        for b in config["run"]["benchmarks"]
+        if fb_normalizes(BENCHMARKS[b])
+        for s in config["run"]["systems"]
+        for p in protocols_for(b)
+        if p != "qa"
+        for k in steps_of(b, p)
+    ]

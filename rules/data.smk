@@ -7,14 +7,14 @@ rule prepare:
         episode_sessions=f"{PREPARED}/episode_sessions.parquet",
         dialogues=f"{PREPARED}/dialogues.parquet",
     log:
-        "results/logs/{benchmark}/prepare.log",
+        f"{LOGS}/prepared/prepare.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
         mem_mb=4000,
         runtime=30,
     params:
-        code=code_version("prepare"),
         spec=data_spec,
+        code=code_version("mnemoflow.jobs.data:prepare"),
     script:
         "../scripts/prepare.py"

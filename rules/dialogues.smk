@@ -2,7 +2,7 @@
 # dialogues rule converses period k from step k-1's memory; replay_dialogues memorizes another
 # system's transcripts instead. score_interactive writes each step's scores and diagnosis.
 # evolution.parquet: self-evolving AWI's section rewrites (empty unless the system sets evolve).
-# Logic: mnemoflow/jobs_interactive.py and mnemoflow/protocols/interactive.py.
+# Logic: mnemoflow/jobs/interactive.py and mnemoflow/protocols/interactive.py.
 
 
 rule generate_amemgym:
@@ -13,7 +13,7 @@ rule generate_amemgym:
     output:
         environment=ENVIRONMENT,
     log:
-        "results/logs/{benchmark}/generate_amemgym.log",
+        f"{LOGS}/environment/generate_amemgym.log",
     wildcard_constraints:
         benchmark=benchmarks_generated_with("procedural"),
     conda:
@@ -23,7 +23,7 @@ rule generate_amemgym:
         runtime=10,
     params:
         spec=generate_spec,
-        code=code_version("mnemoflow.jobs_interactive:generate_environment"),
+        code=code_version("mnemoflow.jobs.interactive:generate_environment"),
     script:
         "../scripts/generate_amemgym.py"
 
@@ -31,7 +31,7 @@ rule generate_amemgym:
 rule dialogues:
     input:
         environment=environment_file,
-        previous=previous_interactive_snapshot,
+        previous=previous_snapshot(ISHARD),
     output:
         dialogues=f"{ISHARD}/dialogues.parquet",
         snapshot=directory(f"{ISHARD}/memory"),
@@ -40,23 +40,23 @@ rule dialogues:
         ledger=f"{ISHARD}/dialogues.ledger.json",
         evolution=f"{ISHARD}/evolution.parquet",
     log:
-        "results/logs/{benchmark}/{system}/{protocol}/step{step}/shard{shard}/dialogues.log",
+        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
     wildcard_constraints:
-        protocol="interactive",
+        protocol=interactive.PROTOCOL,
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        **endpoint_limits("agent", "user", "memory_writer", "embedder").resources,
+        **endpoint_limits("dialogues").resources,
         mem_mb=4000,
         runtime=120,
     params:
         system=system_spec,
         n_shards=n_shards,
         schedule=schedule,
-        models=models("agent", "user", "memory_writer", "embedder"),
-        limits=endpoint_limits("agent", "user", "memory_writer", "embedder").params,
-        code=code_version("mnemoflow.jobs_interactive:dialogues"),
+        models=rule_models("dialogues"),
+        limits=endpoint_limits("dialogues").params,
         seed=config.get("seed", 0),
+        code=code_version("mnemoflow.jobs.interactive:dialogues"),
     script:
         "../scripts/dialogues.py"
 
@@ -64,7 +64,7 @@ rule dialogues:
 rule replay_dialogues:
     input:
         environment=environment_file,
-        previous=previous_interactive_snapshot,
+        previous=previous_snapshot(ISHARD),
         source=replay_dialogues,
     output:
         dialogues=f"{ISHARD}/dialogues.parquet",
@@ -74,23 +74,23 @@ rule replay_dialogues:
         ledger=f"{ISHARD}/dialogues.ledger.json",
         evolution=f"{ISHARD}/evolution.parquet",
     log:
-        "results/logs/{benchmark}/{system}/{protocol}/step{step}/shard{shard}/dialogues.log",
+        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
     wildcard_constraints:
-        protocol="interactive_replay",
+        protocol=interactive.REPLAY,
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        **endpoint_limits("agent", "memory_writer", "embedder").resources,
+        **endpoint_limits("replay_dialogues").resources,
         mem_mb=4000,
         runtime=120,
     params:
         system=system_spec,
         n_shards=n_shards,
         schedule=schedule,
-        models=models("agent", "memory_writer", "embedder"),
-        limits=endpoint_limits("agent", "memory_writer", "embedder").params,
-        code=code_version("mnemoflow.jobs_interactive:dialogues"),
+        models=rule_models("replay_dialogues"),
+        limits=endpoint_limits("replay_dialogues").params,
         seed=config.get("seed", 0),
+        code=code_version("mnemoflow.jobs.interactive:dialogues"),
     script:
         "../scripts/dialogues.py"
 
@@ -102,18 +102,18 @@ rule upper_bound:
         replies=f"{UPPER_BOUND}.parquet",
         ledger=f"{UPPER_BOUND}.ledger.json",
     log:
-        "results/logs/{benchmark}/upper_bound.log",
+        f"{LOGS}/upper_bound.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        **endpoint_limits("agent").resources,
+        **endpoint_limits("upper_bound").resources,
         mem_mb=2000,
         runtime=60,
     params:
         schedule=schedule,
-        models=models("agent"),
-        limits=endpoint_limits("agent").params,
-        code=code_version("mnemoflow.jobs_interactive:upper_bound"),
+        models=rule_models("upper_bound"),
+        limits=endpoint_limits("upper_bound").params,
+        code=code_version("mnemoflow.jobs.interactive:upper_bound"),
     script:
         "../scripts/upper_bound.py"
 
@@ -131,9 +131,9 @@ rule score_interactive:
         diagnosis=f"{RUN_STEP}/diagnosis.parquet",
         period_scores=f"{RUN_STEP}/period_scores.parquet",
     log:
-        "results/logs/{benchmark}/{system}/{protocol}/step{step}/score.log",
+        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/score.log",
     wildcard_constraints:
-        protocol="interactive|interactive_replay",
+        protocol="|".join(interactive.PROTOCOLS),
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -141,6 +141,6 @@ rule score_interactive:
         runtime=10,
     params:
         reference_upper_bound=reference_upper_bound,
-        code=code_version("mnemoflow.jobs_interactive:score"),
+        code=code_version("mnemoflow.jobs.interactive:score"),
     script:
         "../scripts/score_interactive.py"

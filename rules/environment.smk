@@ -2,7 +2,7 @@
 # one generate_user job per persona index (stage checkpoints under results/{benchmark}/environment/
 # stages/{user}/, deliberately not outputs, so a rerun reuses them), then the environment rule
 # gathers the users into data.json and generation_report.parquet.
-# Logic: mnemoflow/jobs_environment.py and mnemoflow/environment/.
+# Logic: mnemoflow/jobs/environment.py and mnemoflow/environment/.
 
 
 rule generate_user:
@@ -12,22 +12,22 @@ rule generate_user:
         user=f"{GENERATED_USER}.json",
         ledger=f"{GENERATED_USER}.ledger.json",
     log:
-        "results/logs/{benchmark}/environment/user{user}.log",
+        f"{LOGS}/environment/users/{{user}}.log",
     wildcard_constraints:
         benchmark=benchmarks_generated_with("llm"),
         user=r"\d+",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        **endpoint_limits(*GENERATOR_ROLES).resources,
+        **endpoint_limits("generate_user").resources,
         mem_mb=2000,
         runtime=240,
     params:
         knobs=generation_knobs,
         checkpoints=stage_checkpoints,
-        models=models(*GENERATOR_ROLES),
-        limits=endpoint_limits(*GENERATOR_ROLES).params,
-        code=code_version("mnemoflow.jobs_environment:generate_user"),
+        models=rule_models("generate_user"),
+        limits=endpoint_limits("generate_user").params,
+        code=code_version("mnemoflow.jobs.environment:generate_user"),
     script:
         "../scripts/generate_user.py"
 
@@ -39,7 +39,7 @@ rule environment:
         data=ENVIRONMENT,
         report=GENERATION_REPORT,
     log:
-        "results/logs/{benchmark}/environment.log",
+        f"{LOGS}/environment/environment.log",
     wildcard_constraints:
         benchmark=benchmarks_generated_with("llm"),
     conda:
@@ -48,6 +48,6 @@ rule environment:
         mem_mb=2000,
         runtime=10,
     params:
-        code=code_version("mnemoflow.jobs_environment:environment"),
+        code=code_version("mnemoflow.jobs.environment:environment"),
     script:
         "../scripts/environment.py"

@@ -1,36 +1,33 @@
 # Learning from user feedback (MemoryBench's protocols, mnemoflow/protocols/feedback.py):
 # training dialogues -> one job per step (dialogues, ingest, answer, score) -> normalize.
+# Logic: mnemoflow/jobs/feedback.py; each rule passes only the feedback settings its stage reads.
 
 
 rule feedback_train_dialogues:
     input:
         questions=f"{PREPARED}/questions.parquet",
         sessions=f"{PREPARED}/sessions.parquet",
-        dialogues=f"{PREPARED}/dialogues.parquet",
+        recorded=f"{PREPARED}/dialogues.parquet",
     output:
         dialogues=FB_TRAIN_FILE,
         ledger=f"{FB_TRAIN}/train_dialogues.ledger.json",
     log:
-        "results/logs/{benchmark}/{system}/feedback/train_dialogues.log",
+        f"{LOGS}/{{system}}/feedback/train_dialogues.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        **endpoint_limits(
-            "agent", "user", "judge", "memory_writer", "embedder"
-        ).resources,
+        **endpoint_limits("feedback_train_dialogues").resources,
         mem_mb=4000,
         runtime=120,
     params:
         system=system_spec,
         source=fb_source,
         loader=fb_loader,
-        settings=fb_generation,
+        settings=fb_stage_settings("train_dialogues"),
         models=fb_generation_models,
-        limits=endpoint_limits(
-            "agent", "user", "judge", "memory_writer", "embedder"
-        ).params,
+        limits=endpoint_limits("feedback_train_dialogues").params,
         seed=config.get("seed", 0),
-        code=code_version("mnemoflow.jobs_feedback:train_dialogues"),
+        code=code_version("mnemoflow.jobs.feedback:train_dialogues"),
     script:
         "../scripts/feedback_train_dialogues.py"
 
@@ -42,38 +39,34 @@ rule feedback_step:
         questions=f"{PREPARED}/questions.parquet",
         sessions=f"{PREPARED}/sessions.parquet",
         train=fb_train_input,
-        previous=fb_previous,
+        previous=previous_snapshot(RUN_STEP),
     output:
-        dialogues=f"{FB_STEP}/dialogues.parquet",
-        snapshot=directory(FB_MEMORY),
-        answers=f"{FB_STEP}/answers.parquet",
-        scores=f"{FB_STEP}/scores.parquet",
-        question_scores=f"{FB_STEP}/question_scores.parquet",
-        judgements=f"{FB_STEP}/judgements.parquet",
-        diagnosis=f"{FB_STEP}/diagnosis.parquet",
-        ledger=f"{FB_STEP}/step.ledger.json",
+        dialogues=f"{RUN_STEP}/dialogues.parquet",
+        snapshot=directory(f"{RUN_STEP}/memory"),
+        answers=f"{RUN_STEP}/answers.parquet",
+        scores=f"{RUN_STEP}/scores.parquet",
+        question_scores=f"{RUN_STEP}/question_scores.parquet",
+        judgements=f"{RUN_STEP}/judgements.parquet",
+        diagnosis=f"{RUN_STEP}/diagnosis.parquet",
+        ledger=f"{RUN_STEP}/step.ledger.json",
     log:
-        f"{FB_LOGS}/step.log",
+        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
     wildcard_constraints:
         protocol=FB_BUILT,
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        **endpoint_limits(
-            "agent", "user", "judge", "memory_writer", "embedder"
-        ).resources,
+        **endpoint_limits("feedback_step").resources,
         mem_mb=4000,
         runtime=240,
     params:
         system=system_spec,
         loader=fb_loader,
-        settings=fb_step_settings,
+        settings=fb_stage_settings("step"),
         models=fb_step_models,
-        limits=endpoint_limits(
-            "agent", "user", "judge", "memory_writer", "embedder"
-        ).params,
+        limits=endpoint_limits("feedback_step").params,
         seed=config.get("seed", 0),
-        code=code_version("mnemoflow.jobs_feedback:step"),
+        code=code_version("mnemoflow.jobs.feedback:step"),
     script:
         "../scripts/feedback_step.py"
 
@@ -85,47 +78,47 @@ rule feedback_train_performance:
         snapshot=fb_step_path("memory"),
         dialogues=fb_step_path("dialogues.parquet"),
     output:
-        answers=f"{FB_STEP}/answers.parquet",
-        scores=f"{FB_STEP}/scores.parquet",
-        question_scores=f"{FB_STEP}/question_scores.parquet",
-        judgements=f"{FB_STEP}/judgements.parquet",
-        diagnosis=f"{FB_STEP}/diagnosis.parquet",
-        ledger=f"{FB_STEP}/step.ledger.json",
+        answers=f"{RUN_STEP}/answers.parquet",
+        scores=f"{RUN_STEP}/scores.parquet",
+        question_scores=f"{RUN_STEP}/question_scores.parquet",
+        judgements=f"{RUN_STEP}/judgements.parquet",
+        diagnosis=f"{RUN_STEP}/diagnosis.parquet",
+        ledger=f"{RUN_STEP}/step.ledger.json",
     log:
-        f"{FB_LOGS}/step.log",
+        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
     wildcard_constraints:
         protocol="train_performance",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        **endpoint_limits("agent", "judge", "memory_writer", "embedder").resources,
+        **endpoint_limits("feedback_train_performance").resources,
         mem_mb=4000,
         runtime=120,
     params:
         system=system_spec,
         loader=fb_loader,
-        settings=fb_answer_settings,
+        settings=fb_stage_settings("train_performance"),
         models=fb_scoring_models(),
-        limits=endpoint_limits("agent", "judge", "memory_writer", "embedder").params,
+        limits=endpoint_limits("feedback_train_performance").params,
         seed=config.get("seed", 0),
-        code=code_version("mnemoflow.jobs_feedback:train_performance"),
+        code=code_version("mnemoflow.jobs.feedback:train_performance"),
     script:
         "../scripts/feedback_train_performance.py"
 
 
 rule normalize:
     input:
-        question_scores=f"{FB_STEP}/question_scores.parquet",
+        question_scores=f"{RUN_STEP}/question_scores.parquet",
         questions=f"{PREPARED}/questions.parquet",
         # inputs, not params: an edited statistics file or dataset config re-normalizes
-        configs=lambda wildcards: benchmark_spec(wildcards)["configs"],
-        stats=lambda wildcards: benchmark_spec(wildcards)["normalize"]["stats"],
+        configs=fb_dataset_configs,
+        stats=fb_normalize_stats,
     output:
-        normalized=f"{FB_STEP}/normalized.parquet",
+        normalized=f"{RUN_STEP}/normalized.parquet",
     log:
-        f"{FB_LOGS}/normalize.log",
+        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/normalize.log",
     wildcard_constraints:
-        protocol=FB_ALL,
+        protocol=FB_PROTOCOLS,
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -133,6 +126,6 @@ rule normalize:
         runtime=10,
     params:
         set_name=fb_set_name,
-        code=code_version("mnemoflow.jobs_feedback:normalize"),
+        code=code_version("mnemoflow.jobs.feedback:normalize"),
     script:
         "../scripts/feedback_normalize.py"

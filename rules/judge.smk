@@ -7,7 +7,7 @@ rule judge:
         ledger=f"{SHARD}/judgements.ledger.json",
         settings=f"{SHARD}/judge.json",
     log:
-        "results/logs/{benchmark}/{system}/step{step}/shard{shard}/judge.log",
+        f"{LOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/judge.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -15,12 +15,12 @@ rule judge:
         mem_mb=2000,
         runtime=60,
     params:
-        code=code_version("judge"),
         kind=judge_kind,
-        repeats=config.get("judge", {}).get("repeats", 1),
-        seed=config.get("judge", {}).get("seed", 0),
-        models=models("judge"),
+        repeats=judge_setting("repeats", 1),
+        models=rule_models("judge"),
         limits=endpoint_limits("judge").params,
+        seed=judge_setting("seed", 0),  # the judge's own seed, not the run's
+        code=code_version("mnemoflow.jobs.static_qa:judge"),
     script:
         "../scripts/judge.py"
 
@@ -37,14 +37,14 @@ rule score:
         question_scores=f"{STEP}/question_scores.parquet",
         diagnosis=f"{STEP}/diagnosis.parquet",
     log:
-        "results/logs/{benchmark}/{system}/step{step}/score.log",
+        f"{LOGS}/{{system}}/qa/step{{step}}/score.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
         mem_mb=1000,
         runtime=10,
     params:
-        code=code_version("score"),
         kind=judge_kind,
+        code=code_version("mnemoflow.jobs.static_qa:score"),
     script:
         "../scripts/score.py"

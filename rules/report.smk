@@ -16,7 +16,7 @@ rule report:
         mem_mb=2000,
         runtime=10,
     params:
-        code=code_version("report"),
-        config=config,
+        config=report_config(),
+        code=code_version("mnemoflow.jobs.summary:report"),
     script:
         "../scripts/report.py"

@@ -15,6 +15,6 @@ rule summarize:
         mem_mb=1000,
         runtime=10,
     params:
-        code=code_version("summarize_runs"),
+        code=code_version("mnemoflow.jobs.summary:summarize_runs"),
     script:
         "../scripts/summarize.py"

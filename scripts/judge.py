@@ -1,15 +1,5 @@
 """Rule judge: answers + references -> judgements (JUDGEMENTS table)."""
 
-from mnemoflow import jobs
+from mnemoflow.jobs import run, static_qa
 
-sm = snakemake  # noqa: F821  (injected by Snakemake)
-with jobs.job_log(sm.log[0]):
-    jobs.judge(
-        questions=sm.input.questions,
-        answers=sm.input.answers,
-        judgements=sm.output.judgements,
-        ledger=sm.output.ledger,
-        settings=sm.output.settings,
-        cache=sm.config.get("cache"),
-        **jobs.snakemake_params(sm.params),
-    )
+run(snakemake, static_qa.judge)  # noqa: F821  (snakemake is injected by Snakemake)

@@ -1,6 +1,5 @@
 """Rule prepare: benchmark source -> unified sessions / questions / episode_sessions tables."""
 
-from mnemoflow import jobs
+from mnemoflow.jobs import data, run
 
-with jobs.job_log(snakemake.log[0]):  # noqa: F821  (snakemake is injected by Snakemake)
-    jobs.prepare(snakemake.params.spec, **dict(snakemake.output.items()))  # noqa: F821
+run(snakemake, data.prepare)  # noqa: F821  (snakemake is injected by Snakemake)

@@ -238,11 +238,13 @@ def test_an_unknown_stage_is_an_error(toy):
 
 def test_the_real_stages():
     """On the package itself: scoring code is score's alone, the readers answer's alone."""
-    score, answer = modules("score"), modules("answer")
+    score = modules("mnemoflow.jobs.static_qa:score")
+    answer = modules("mnemoflow.jobs.static_qa:answer")
     assert "mnemoflow.eval.scoring" in score and "mnemoflow.eval.scoring" not in answer
     assert "mnemoflow.agents.readers" in answer and "mnemoflow.agents.readers" not in score
-    assert "mnemoflow.llm.offline.writer" in modules("ingest")  # through the offline backend
-    assert len(codeversion.code_version("score")) == 16
+    ingest = modules("mnemoflow.jobs.static_qa:ingest")
+    assert "mnemoflow.llm.offline.writer" in ingest  # through the offline backend
+    assert len(codeversion.code_version("mnemoflow.jobs.static_qa:score")) == 16
 
 
 def test_offline_identity_is_per_task():

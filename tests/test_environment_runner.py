@@ -364,9 +364,8 @@ def test_generation_section_totals_stages_in_chain_order_and_names_failed_users(
 
 
 def test_the_preset_feeds_the_interactive_schedule_and_steps_unless_interactive_sets_them():
-    from mnemoflow.jobs_environment import resolve_generate
-    from mnemoflow.jobs_interactive import schedule_of
-    from mnemoflow.protocols.interactive import interactive_steps
+    from mnemoflow.environment.knobs import resolved_benchmarks
+    from mnemoflow.protocols.interactive import interactive_steps, schedule_of
 
     config = {
         "benchmarks": {
@@ -378,9 +377,9 @@ def test_the_preset_feeds_the_interactive_schedule_and_steps_unless_interactive_
             "procedural": {"generate": {"users": 2, "periods": 2, "seed": 1}},
         }
     }
-    resolve_generate(config)
-    extra, mine, procedural = (config["benchmarks"][n] for n in ("extra", "mine", "procedural"))
-    assert extra["generate"]["num_states_per_question"] == 3  # resolved in place
+    benchmarks = resolved_benchmarks(config["benchmarks"])
+    extra, mine, procedural = (benchmarks[n] for n in ("extra", "mine", "procedural"))
+    assert extra["generate"]["num_states_per_question"] == 3  # resolved
     assert "num_states_per_question" not in procedural["generate"]
     schedule = schedule_of(extra)
     assert (schedule["num_rounds_init"], schedule["num_rounds_update"]) == (2, 5)
@@ -395,7 +394,9 @@ def test_the_preset_feeds_the_interactive_schedule_and_steps_unless_interactive_
 def test_the_offline_chain_generates_users_the_reference_reads_and_a_rerun_reuses_them(tmp_path):
     import pandas as pd
 
-    from mnemoflow import jobs_environment
+    from mnemoflow.environment.personas import PERSONAS
+    from mnemoflow.jobs import JobEnv, RunKeys
+    from mnemoflow.jobs import environment as jobs_environment
 
     knobs = knobs_.resolve({"num_user_profiles": 2, "num_periods": 2, "num_questions": 3}, "gen")
     models = {"generator_high": {}, "generator_low": {}}
@@ -403,20 +404,23 @@ def test_the_offline_chain_generates_users_the_reference_reads_and_a_rerun_reuse
     def generate():
         for user in (0, 1):
             jobs_environment.generate_user(
-                personas=str(jobs_environment.PERSONAS),
-                user=user,
-                out=str(tmp_path / f"{user}.json"),
-                ledger=str(tmp_path / f"{user}.ledger.json"),
-                checkpoints=str(tmp_path / "stages" / str(user)),
+                jobs_environment.UserFiles(
+                    personas=str(PERSONAS),
+                    user=str(tmp_path / f"{user}.json"),
+                    ledger=str(tmp_path / f"{user}.ledger.json"),
+                ),
+                RunKeys(benchmark="gen", user=user),
+                JobEnv(models),
                 knobs=knobs,
-                models=models,
-                cache=None,
+                checkpoints=str(tmp_path / "stages" / str(user)),
             )
         jobs_environment.environment(
-            users=[str(tmp_path / f"{user}.json") for user in (0, 1)],
-            benchmark="gen",
-            data=str(tmp_path / "data.json"),
-            report=str(tmp_path / "report.parquet"),
+            jobs_environment.EnvironmentFiles(
+                users=[str(tmp_path / f"{user}.json") for user in (0, 1)],
+                data=str(tmp_path / "data.json"),
+                report=str(tmp_path / "report.parquet"),
+            ),
+            RunKeys(benchmark="gen"),
         )
         return json.loads((tmp_path / "data.json").read_text())
 

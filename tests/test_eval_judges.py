@@ -20,10 +20,10 @@ from mnemoflow.eval.judges import (
     parse_correct_wrong,
     parse_yes_no,
 )
+from mnemoflow.jobs.progress import progress
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline.judge import judge_locomo, judge_longmemeval
 from mnemoflow.llm.types import Completion
-from mnemoflow.progress import progress
 from tests.eval_fixtures import locomo_tables, longmemeval_tables
 
 

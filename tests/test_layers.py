@@ -63,3 +63,26 @@ def test_nothing_in_the_package_imports_the_workflow_scripts():
     for path in PACKAGE.rglob("*.py"):
         text = path.read_text()
         assert "from scripts" not in text and "import scripts" not in text, path
+
+
+#: The top: the glue the workflow's scripts call (``jobs``), the ``mnemoflow`` command and its
+#: sub-commands. They may import the library; nothing in the library imports them.
+TOP = {"jobs", "commands", "cli"}
+
+
+def _layer(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def test_nothing_in_the_library_imports_the_jobs_the_commands_or_the_cli():
+    wrong = {
+        str(path.relative_to(PACKAGE)): sorted(imported_layers(path) & TOP)
+        for path in PACKAGE.rglob("*.py")
+        if _layer(path) not in TOP
+    }
+    assert not {k: v for k, v in wrong.items() if v}
+
+
+def test_the_jobs_import_the_library_but_not_the_commands_or_the_cli():
+    for path in (PACKAGE / "jobs").rglob("*.py"):
+        assert not imported_layers(path) & {"commands", "cli"}, path

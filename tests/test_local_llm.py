@@ -19,8 +19,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from mnemoflow import cli, jobs, local_llm
+from mnemoflow import cli, local_llm
 from mnemoflow.eval.judges import kind_for as judge_kind_for
+from mnemoflow.jobs import JobEnv, RunKeys
+from mnemoflow.jobs import data as data_jobs
+from mnemoflow.jobs import static_qa as qa_jobs
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ChatRequest
 
@@ -135,44 +138,45 @@ def _run_jobs(tmp_path: Path, models: dict, cache: Path) -> dict[str, str]:
     paths["judge_settings"] = str(tmp_path / "judge.json")
     snapshot = str(tmp_path / "memory")
     system = {"type": "bm25_message", "top_k": 5}
-    common = dict(step=0, shard=0, n_shards=1, cache=str(cache), seed=0)
+    run = RunKeys(benchmark="synthetic", system="bm25_message")
     tables = {k: paths[k] for k in ("sessions", "questions", "episode_sessions", "dialogues")}
-    jobs.prepare(SYNTHETIC, **tables)
+    data_jobs.prepare(data_jobs.PrepareFiles(**tables), spec=SYNTHETIC)
     del tables["dialogues"]  # the static QA jobs read the other three
-    jobs.ingest(
-        sessions=paths["sessions"],
-        episode_sessions=paths["episode_sessions"],
-        previous=None,
-        snapshot=snapshot,
-        ledger=paths["ingest_ledger"],
+    qa_jobs.ingest(
+        qa_jobs.IngestFiles(
+            sessions=paths["sessions"],
+            episode_sessions=paths["episode_sessions"],
+            previous=None,
+            snapshot=snapshot,
+            ledger=paths["ingest_ledger"],
+        ),
+        run,
+        JobEnv(_bound(models, "memory_writer", "embedder"), cache=str(cache)),
         system=system,
-        models=_bound(models, "memory_writer", "embedder"),
-        **common,
+        n_shards=1,
     )
-    jobs.answer(
-        **tables,
-        snapshot=snapshot,
-        answers=paths["answers"],
-        ledger=paths["answers_ledger"],
-        benchmark="synthetic",
-        system_name="bm25_message",
+    qa_jobs.answer(
+        qa_jobs.AnswerFiles(
+            **tables, snapshot=snapshot, answers=paths["answers"], ledger=paths["answers_ledger"]
+        ),
+        run,
+        JobEnv(_bound(models, "agent", "memory_writer", "embedder"), cache=str(cache)),
         system=system,
+        n_shards=1,
         reader="generic",
         use_options=False,
-        models=_bound(models, "agent", "memory_writer", "embedder"),
-        **common,
     )
-    jobs.judge(
-        questions=paths["questions"],
-        answers=paths["answers"],
-        judgements=paths["judgements"],
-        ledger=paths["judgements_ledger"],
-        settings=paths["judge_settings"],
+    qa_jobs.judge(
+        qa_jobs.JudgeFiles(
+            questions=paths["questions"],
+            answers=paths["answers"],
+            judgements=paths["judgements"],
+            ledger=paths["judgements_ledger"],
+            settings=paths["judge_settings"],
+        ),
+        JobEnv(_bound(models, "judge"), cache=str(cache)),
         kind=judge_kind_for(SYNTHETIC),
         repeats=1,
-        seed=0,
-        models=_bound(models, "judge"),
-        cache=str(cache),
     )
     return paths
 
@@ -227,24 +231,21 @@ def test_answer_and_judge_jobs_run_on_the_real_model(server, tmp_path):
     # The same answer job again is served from the shared cache: no new model call.
     again = tmp_path / "again"
     again.mkdir()
-    jobs.answer(
-        questions=paths["questions"],
-        sessions=paths["sessions"],
-        episode_sessions=paths["episode_sessions"],
-        snapshot=str(tmp_path / "memory"),
-        answers=str(again / "answers.parquet"),
-        ledger=str(again / "answers.ledger.json"),
-        benchmark="synthetic",
-        system_name="bm25_message",
+    qa_jobs.answer(
+        qa_jobs.AnswerFiles(
+            questions=paths["questions"],
+            sessions=paths["sessions"],
+            episode_sessions=paths["episode_sessions"],
+            snapshot=str(tmp_path / "memory"),
+            answers=str(again / "answers.parquet"),
+            ledger=str(again / "answers.ledger.json"),
+        ),
+        RunKeys(benchmark="synthetic", system="bm25_message"),
+        JobEnv(_bound(models, "agent", "memory_writer", "embedder"), cache=str(cache)),
         system={"type": "bm25_message", "top_k": 5},
+        n_shards=1,
         reader="generic",
         use_options=False,
-        models=_bound(models, "agent", "memory_writer", "embedder"),
-        step=0,
-        shard=0,
-        n_shards=1,
-        cache=str(cache),
-        seed=0,
     )
     cached = pd.read_parquet(again / "answers.parquet")
     assert cached["cache_hit"].all() and list(cached["response"]) == list(answers["response"])

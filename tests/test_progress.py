@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from tqdm import tqdm
 
-from mnemoflow import progress as progress_module
-from mnemoflow.progress import gather, is_quiet, progress
+from mnemoflow.jobs import progress as progress_module
+from mnemoflow.jobs.progress import gather, is_quiet, progress
 
 
 class Terminal(io.StringIO):

@@ -124,3 +124,24 @@ def method_of(spec: Mapping[str, Any]) -> str | None:
     if not generate:
         return None
     return str(generate.get("method", "procedural"))
+
+
+def resolved_benchmarks(benchmarks: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every benchmark spec, an LLM-generated one's ``generate:`` in full (preset values +
+    overrides, checked), so every reader (steps, schedule, job params) sees one set of knobs.
+    A new mapping: the config it came from is left as the user wrote it."""
+    return {
+        name: {**spec, "generate": settings(spec["generate"], name)}
+        if method_of(spec) == "llm"
+        else spec
+        for name, spec in (benchmarks or {}).items()
+    }
+
+
+def generated_with(benchmarks: Mapping[str, Any] | None, method: str) -> list[str]:
+    """Names of the benchmarks whose environment ``method`` makes (``llm`` / ``procedural``)."""
+    return [name for name, spec in (benchmarks or {}).items() if method_of(spec) == method]
+
+
+#: The roles a generation job calls (the stages declare which of them each uses).
+GENERATOR_ROLES = ("generator_high", "generator_low")

@@ -94,3 +94,20 @@ def _sample_pool(path: Path, n: int, seed: int, excluded: set[str]) -> list[dict
 def _native(record: dict[str, Any]) -> dict[str, Any]:
     """Numpy scalars as plain Python values, so a record is JSON-serializable."""
     return {str(k): (v.item() if hasattr(v, "item") else v) for k, v in record.items()}
+
+
+def personas_file(generate: dict[str, Any]) -> str:
+    """The persona source of a ``generate:`` entry: ``personas.path`` (a Nemotron-Personas
+    parquet, say), else the pool shipped in ``data/``."""
+    return str((generate.get("personas") or {}).get("path") or PERSONAS)
+
+
+def run_personas(personas: str, knobs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's personas, the same list in every job (seeded by the ``seed`` knob)."""
+    shipped = Path(personas).resolve() == PERSONAS.resolve()
+    return sample_personas(
+        None if shipped else personas,
+        knobs["num_user_profiles"],
+        knobs["seed"],
+        list(knobs["exclude_ids"]),
+    )

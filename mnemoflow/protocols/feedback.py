@@ -91,6 +91,57 @@ class FeedbackConfig:
                 )
         return cls(**raw)
 
+    @staticmethod
+    def stage_fields(stage: str, protocol: str = "", step: int = 0) -> tuple[str, ...]:
+        """The settings a stage reads, as a memory system declares its ingest-time parameters:
+        the rules pass only these, so editing another (a ``batch_size`` edit, say) re-runs
+        nothing that does not read it. ``stage``: ``train_dialogues``, ``step`` (one step of
+        ``protocol``) or ``train_performance``."""
+        if stage == "train_dialogues":
+            return ("max_rounds", "retrieve_k", "structured_output")
+        if stage == "train_performance":
+            return ("retrieve_k",)
+        if stage != "step":
+            raise ValueError(
+                f"feedback stage {stage!r}: train_dialogues, step or train_performance"
+            )
+        names = ["seed", "retrieve_k"]
+        if step > 0 and protocol in ("stepwise_off_policy", "on_policy"):
+            names.append("batch_size")
+        if step > 0 and protocol == "stepwise_off_policy":  # checked: no dialogue left out
+            names.append("train_items")
+        if is_live(protocol, step):
+            names += ["max_rounds", "structured_output"]
+        return tuple(names)
+
+
+def stage_settings(spec: dict[str, Any], stage: str, protocol: str = "", step: int = 0):
+    """The benchmark's ``feedback:`` values a stage reads (:meth:`FeedbackConfig.stage_fields`)."""
+    given = spec.get("feedback") or {}
+    return {k: given[k] for k in FeedbackConfig.stage_fields(stage, protocol, step) if k in given}
+
+
+def replays_recorded(protocol: str) -> bool:
+    """Whether a protocol's steps memorize the recorded training dialogues (on-policy converses
+    its own, live)."""
+    return protocol != "on_policy"
+
+
+def is_live(protocol: str, step: int) -> bool:
+    """On-policy steps after 0 converse live; every other step replays recorded dialogues."""
+    return not replays_recorded(protocol) and step > 0
+
+
+def built_protocol(protocol: str) -> str:
+    """The protocol whose memory a protocol's steps read: ``train_performance`` asks the
+    off-policy memory the training split and builds none of its own."""
+    return "off_policy" if protocol == "train_performance" else protocol
+
+
+def dialogue_source(spec: dict[str, Any]) -> str:
+    """Where the training dialogues come from: ``data`` (the release's) or ``generated``."""
+    return FeedbackConfig.from_spec(spec).dialogues
+
 
 def train_items(spec: dict[str, Any]) -> int:
     """How many training items the set has, known before the data is prepared."""

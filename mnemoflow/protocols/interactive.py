@@ -42,7 +42,7 @@ from mnemoflow.data.amemgym import AmemQuestion, AmemUser, option_order
 from mnemoflow.data.registry import n_steps
 from mnemoflow.data.tables import DIALOGUES
 from mnemoflow.data.validate import DataError
-from mnemoflow.errors import ConfigError
+from mnemoflow.errors import ConfigError, reject_unknown
 from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import build
@@ -68,7 +68,7 @@ def interactive_steps(spec: dict[str, Any]) -> int:
     ``source.path``."""
     generate = spec.get("generate")
     if generate and generate.get("method") == "llm":
-        # the workflow resolved the preset into the spec (jobs_environment.resolve_generate)
+        # the workflow resolved the preset into the spec (environment.knobs.resolved_benchmarks)
         if "num_periods" not in generate:
             raise ConfigError("config benchmarks.*.generate: knobs not resolved (num_periods)")
         return int(generate["num_periods"]) + 1
@@ -576,3 +576,58 @@ async def upper_bound(
 
     await bounded(users, one, EPISODE_CONCURRENCY)
     return _frame(rows, UPPER_BOUND_REPLIES, ["user_id", "question_index", "option_index"])
+
+
+# ---- the benchmark's knobs of these protocols (read by the rules for their params) ------------
+
+#: A benchmark's ``interactive:`` entry: the rounds per session (AMemGym v1.base: 1, then 2), the
+#: system whose on-policy transcripts ``interactive_replay`` memorizes, and whether the upper
+#: bound is scored with the reference's state-tuple lookup (docs/interactive.md).
+INTERACTIVE_KEYS = (
+    "num_rounds_init",
+    "num_rounds_update",
+    "off_policy_source",
+    "reference_upper_bound",
+)
+
+
+def interactive_options(spec: dict[str, Any]) -> dict[str, Any]:
+    options = dict(spec.get("interactive") or {})
+    reject_unknown(options, INTERACTIVE_KEYS, "config benchmarks.*.interactive", list_known=True)
+    return options
+
+
+def replay_source(spec: dict[str, Any]) -> str:
+    """The system whose ``interactive`` transcripts the ``interactive_replay`` protocol replays."""
+    source = interactive_options(spec).get("off_policy_source")
+    if not source:
+        raise ConfigError(
+            "config benchmarks.*.interactive.off_policy_source: required by the "
+            "interactive_replay protocol (the system whose transcripts are replayed)"
+        )
+    return str(source)
+
+
+def reference_upper_bound(spec: dict[str, Any]) -> bool:
+    return bool(interactive_options(spec).get("reference_upper_bound", False))
+
+
+def schedule_of(spec: dict[str, Any]) -> dict[str, Any]:
+    """The loop's knobs (:class:`Schedule`) as a plain dict: a job param, so a change re-runs the
+    dialogues. An environment generated with a model (``generate: {method: llm}``, resolved by
+    ``environment.knobs.resolved_benchmarks``) gives its preset's rounds unless ``interactive:``
+    sets them."""
+    options = interactive_options(spec)
+    generate = spec.get("generate") or {}
+    if generate.get("method") == "llm":
+        options = {
+            "num_rounds_init": generate.get("num_rounds_init", 1),
+            "num_rounds_update": generate.get("num_rounds_update", 2),
+            **options,
+        }
+    return {
+        "num_rounds_init": int(options.get("num_rounds_init", 1)),
+        "num_rounds_update": int(options.get("num_rounds_update", 2)),
+        "option_seed": spec.get("seed", 0),
+        "shuffle_options": bool(spec.get("shuffle_options", True)),
+    }

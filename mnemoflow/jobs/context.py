@@ -1,0 +1,190 @@
+"""What every job shares: the run's keys, its model environment, and the one way a script runs it.
+
+A job is ``job(files, run, env, **params)``: ``files`` a dataclass whose field names are the rule's
+own input / output names, ``run`` the run's keys (from the wildcards), ``env`` the models, limits,
+cache and seed it calls models with, and the rule's remaining ``params`` by their own names. So a
+script is one call, :func:`run`, and a test calls the job with the same three objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import logging
+import sys
+import typing
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from mnemoflow.data.tables import RUN_KEYS, empty, read_table, write_atomic_text
+from mnemoflow.jobs.progress import Progress
+from mnemoflow.llm.gateway import Gateway
+
+log = logging.getLogger("mnemoflow")
+
+#: Params every rule may carry that are not the job's own: ``code`` only re-runs the job when its
+#: code changes; ``models``, ``limits`` and ``seed`` make up the :class:`JobEnv`.
+ENV_PARAMS = ("models", "limits", "seed")
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """Which run a job belongs to, from the rule's wildcards (static QA's protocol is ``qa``)."""
+
+    benchmark: str
+    system: str = ""
+    protocol: str = "qa"
+    step: int = 0
+    shard: int = 0
+    user: int = 0  # environment generation: the persona's index
+
+    @classmethod
+    def from_wildcards(cls, wildcards: Any) -> RunKeys:
+        given = dict(wildcards.items())
+        known = {f.name: f.type for f in dataclasses.fields(cls)}
+        return cls(**{k: int(v) if known[k] == "int" else str(v) for k, v in given.items()})
+
+    def row(self) -> dict[str, Any]:
+        """The run-key columns of every table (``data.tables.RUN_KEYS``)."""
+        return {name: getattr(self, name) for name, _ in RUN_KEYS}
+
+    def label(self) -> str:
+        return f"{self.benchmark}/{self.system} {self.protocol} step {self.step}"
+
+
+@dataclass(frozen=True)
+class JobEnv:
+    """The models a job calls, its share of their endpoints, the shared response cache, the seed."""
+
+    models: dict[str, Any] = dataclasses.field(default_factory=dict)
+    limits: dict[str, Any] | None = None
+    cache: str | None = None
+    seed: int = 0
+
+    def gateway(self, only_given: bool = False) -> Gateway:
+        """Use it as ``async with env.gateway() as gateway``. ``only_given``: a role the job's
+        params do not bind fails when used (ingest and answer get only the roles their memory
+        system declares, so an undeclared use must not go unnoticed)."""
+        return Gateway.from_config(self.models, self.cache, self.limits, only_given=only_given)
+
+
+def tick(bar: Progress) -> Callable[[bool | None], None]:
+    """Adapt a progress bar to the protocols' per-item callback (cache hit or None)."""
+    return lambda cache_hit: bar.update(1, cache_hit=cache_hit)
+
+
+def write_ledger(gateway: Gateway, path: str | Path, **extra: Any) -> None:
+    """The gateway's calls, tokens and role bindings (no key), beside the job's output."""
+    write_atomic_text(path, gateway.ledger.to_json({"roles": gateway.describe(), **extra}))
+    totals = gateway.ledger.totals()
+    log.info(
+        "%s: %d model calls, %d cache hits, %d tokens in, %d out, %d parse failures",
+        extra.get("stage", "job"),
+        totals.calls,
+        totals.cache_hits,
+        totals.tokens_in,
+        totals.tokens_out,
+        totals.parse_failures,
+    )
+
+
+@contextmanager
+def job_log(path: str | Path | None) -> Iterator[None]:
+    """Send this job's logging and stderr to the rule's log file (Snakemake style)."""
+    if path is None:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        old_stderr = sys.stderr
+        sys.stderr = handle
+        logging.basicConfig(
+            stream=handle, level=logging.INFO, format="%(asctime)s %(message)s", force=True
+        )
+        try:
+            yield
+        except BaseException:
+            logging.exception("job failed")
+            raise
+        finally:
+            sys.stderr = old_stderr
+
+
+def plain_params(params: Any) -> dict[str, Any]:
+    """Snakemake's Params object as a plain dict (a JSON round trip drops Snakemake's wrappers).
+
+    ``code`` (every rule's fingerprint of the package code it runs, see ``mnemoflow.codeversion``)
+    is there only so that Snakemake re-runs the job when that code changes; no job reads it.
+    """
+    plain = json.loads(json.dumps(dict(params.items())))
+    plain.pop("code", None)
+    return plain
+
+
+def files_of(cls: type, smk: Any) -> Any:
+    """The rule's input and output files as ``cls``, field by field under the rule's own names.
+
+    A ``list[str]`` field takes every file; a ``str | None`` field takes None for an input
+    function that returned nothing (step 0's previous snapshot); a field with a default may be
+    missing from the rule (the replay source of the on-policy rule).
+    """
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):
+        found = [part for part in (smk.input, smk.output) if field.name in part.keys()]
+        if len(found) > 1:
+            raise ValueError(f"{cls.__name__}.{field.name}: both an input and an output")
+        if not found:
+            if field.default is dataclasses.MISSING:
+                raise ValueError(f"{cls.__name__}.{field.name}: not a file of the rule")
+            continue
+        value = getattr(found[0], field.name)
+        hint = hints[field.name]
+        if typing.get_origin(hint) is list:
+            values[field.name] = [str(v) for v in value]
+        elif isinstance(value, str):
+            values[field.name] = value
+        else:  # an input function's list: one file, or none (an optional input)
+            items = list(value)
+            values[field.name] = str(items[0]) if items else None
+    return cls(**values)
+
+
+def run(smk: Any, job: Callable[..., Any]) -> None:
+    """Run ``job`` for the Snakemake rule ``smk`` in its log: files, run keys, env and params.
+
+    Every script is this one call; a param the job does not take is an error, so a rule and its
+    job cannot drift apart silently.
+    """
+    with job_log(smk.log[0]):
+        params = plain_params(smk.params)
+        signature = inspect.signature(job)
+        hints = typing.get_type_hints(job)
+        arguments: dict[str, Any] = {}
+        for name in signature.parameters:
+            if name == "files":
+                arguments[name] = files_of(hints[name], smk)
+            elif name == "run":
+                arguments[name] = RunKeys.from_wildcards(smk.wildcards)
+            elif name == "env":
+                env = {k: params[k] for k in ENV_PARAMS if k in params}
+                arguments[name] = JobEnv(cache=smk.config.get("cache"), **env)
+            elif name in params:
+                arguments[name] = params[name]
+        unused = sorted(set(params) - set(arguments) - set(ENV_PARAMS))
+        if unused:
+            raise TypeError(f"{job.__module__}.{job.__name__}: params it does not take {unused}")
+        job(**arguments)
+
+
+def read_all(paths: list[str], schema: pa.Schema | str) -> pd.DataFrame:
+    """Every file's rows as one table (the schema's empty table when there are none)."""
+    frames = [read_table(path, schema) for path in paths]
+    return pd.concat(frames, ignore_index=True) if frames else empty(schema)

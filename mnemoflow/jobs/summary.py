@@ -1,0 +1,57 @@
+"""Jobs of rules/summarize.smk and report.smk: every run's scores -> summary tables and report."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from mnemoflow.data.tables import read_table, write_atomic_text, write_table
+from mnemoflow.jobs.context import read_all
+from mnemoflow.report.summary import summarize, summary_markdown
+
+log = logging.getLogger("mnemoflow")
+
+
+@dataclass(frozen=True)
+class SummarizeFiles:
+    scores: list[str]
+    diagnoses: list[str]
+    summary: str
+    diagnosis: str
+    table: str
+    generation: list[str] = ()
+
+
+def summarize_runs(files: SummarizeFiles) -> None:
+    frame = summarize([read_table(path, "scores") for path in files.scores])
+    write_table(read_all(files.diagnoses, "diagnosis"), files.diagnosis, "diagnosis")
+    write_table(frame, files.summary, "summary")
+    generation = read_all(files.generation, "generation_report") if files.generation else None
+    write_atomic_text(files.table, summary_markdown(frame, generation))
+    log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    summary: str
+    diagnosis: str
+    judgements: list[str]
+    ledgers: list[str]
+    html: str
+    generation: list[str] = ()
+
+
+def report(files: ReportFiles, *, config: dict[str, Any]) -> None:
+    from mnemoflow.report.html import build_report
+
+    build_report(
+        files.summary,
+        files.judgements,
+        files.ledgers,
+        config,
+        files.html,
+        diagnosis_path=files.diagnosis,
+        generation_paths=list(files.generation),
+    )
+    log.info("report written to %s", files.html)
