@@ -19,10 +19,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from mnemoflow import cli, jobs, local_llm
+from mnemoflow import cli, jobs
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ChatRequest
+from mnemoflow.ops import local_llm
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "local-llm.yaml"
