@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.cli import main
+from tests.jsonl import write_jsonl
 from tests.shared_data import SHARED_DATA as SHARED  # noqa: E402
 
 MB = SHARED / "memorybench" if SHARED else None
@@ -16,11 +17,6 @@ pytestmark = pytest.mark.skipif(MB is None or not MB.exists(), reason="no ../sha
 CONFIGS = MB / "configs" / "datasets" if MB else None
 STATS = MB / "configs" / "final_evaluate_summary_wo_details.json" if MB else None
 LEXEVAL = MB / "raw" / "LexEval-QA_5_4.jsonl" if MB else None
-
-
-def jsonl(path: Path, records) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    return path
 
 
 def lexeval_answer(test_idx: int) -> str:
@@ -34,7 +30,7 @@ def score(*args: str | Path) -> int:
 
 def test_score_a_raw_dataset(tmp_path, capsys):
     # test items 128 and 56 of LexEval-QA (see test_data_memorybench): the gold itself, and ""
-    predictions = jsonl(
+    predictions = write_jsonl(
         tmp_path / "predict.jsonl",
         [
             {"dataset": "LexEval-QA", "test_idx": 128, "response": lexeval_answer(128)},
@@ -92,7 +88,7 @@ def write_short_short_release(root: Path) -> None:
 def test_score_a_task_set_prints_the_normalized_summary(tmp_path, capsys):
     release = tmp_path / "release"
     write_short_short_release(release)
-    predictions = jsonl(
+    predictions = write_jsonl(
         tmp_path / "predict.jsonl",
         [
             {"dataset": "LexEval-QA", "test_idx": 1, "response": ""},  # rougel 0
@@ -121,7 +117,7 @@ def test_score_a_task_set_prints_the_normalized_summary(tmp_path, capsys):
 
 
 def test_normalize_command(tmp_path, capsys):
-    values = jsonl(
+    values = write_jsonl(
         tmp_path / "values.jsonl",
         [
             {"dataset": "LexEval-QA", "test_idx": 1, "value": 0.3616236123342547},
@@ -145,7 +141,7 @@ def test_normalize_command(tmp_path, capsys):
 
 
 def test_a_predictions_line_without_test_idx(tmp_path, capsys):
-    predictions = jsonl(
+    predictions = write_jsonl(
         tmp_path / "predict.jsonl",
         [{"dataset": "LexEval-QA", "test_idx": 128, "response": "x"},
          {"dataset": "LexEval-QA", "response": "y"}],
@@ -165,19 +161,21 @@ def test_a_predictions_line_without_test_idx(tmp_path, capsys):
 
 def test_a_prediction_outside_the_set_or_the_data(tmp_path, capsys):
     base = ["--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA"]
-    other = jsonl(tmp_path / "a.jsonl", [{"dataset": "NFCats", "test_idx": 1, "response": "x"}])
+    other = write_jsonl(
+        tmp_path / "a.jsonl", [{"dataset": "NFCats", "test_idx": 1, "response": "x"}]
+    )
     assert score(*base, "--predictions", other, "--out", tmp_path / "o") == 2
     assert capsys.readouterr().err.strip() == (
         f"mnemoflow score: error: {other}: line 1: field 'dataset': 'NFCats' is not in the set"
     )
     # item 2 of the file is not among the 250 sampled items (0, 1, 3, 5, 9 are)
-    unsampled = jsonl(tmp_path / "b.jsonl", [{"test_idx": 2, "response": "x"}])
+    unsampled = write_jsonl(tmp_path / "b.jsonl", [{"test_idx": 2, "response": "x"}])
     assert score(*base, "--predictions", unsampled, "--out", tmp_path / "o") == 2
     assert capsys.readouterr().err.strip().endswith("(LexEval-QA, 2) is not an item of the data")
 
 
 def test_normalize_rejects_a_dataset_outside_the_set(tmp_path, capsys):
-    values = jsonl(tmp_path / "v.jsonl", [{"dataset": "Locomo-0", "test_idx": 1, "value": 1}])
+    values = write_jsonl(tmp_path / "v.jsonl", [{"dataset": "Locomo-0", "test_idx": 1, "value": 1}])
     code = main(
         ["normalize", "--set", "task:Short-Short", "--configs", str(CONFIGS), "--stats",
          str(STATS), "--scores", str(values), "--out", str(tmp_path / "o")]
@@ -193,7 +191,7 @@ def test_a_record_without_the_field_its_metric_reads_fails_with_one_line(tmp_pat
     release = tmp_path / "release"
     write_short_short_release(release)  # its JRE-L items have no info.pr-abstract
     capsys.readouterr()  # the datasets library's progress bars
-    predictions = jsonl(
+    predictions = write_jsonl(
         tmp_path / "predict.jsonl",
         [
             {"dataset": "NFCats", "test_idx": 1, "response": "blue light scatters"},

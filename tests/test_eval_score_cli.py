@@ -11,6 +11,7 @@ from mnemoflow import cli
 from mnemoflow.data import registry
 from mnemoflow.data.tables import read_table
 from tests.eval_fixtures import locomo_tables, longmemeval_tables
+from tests.jsonl import write_jsonl
 
 
 @pytest.fixture
@@ -23,11 +24,6 @@ def fixture_loaders(monkeypatch):
     monkeypatch.setitem(registry._LOADERS, "longmemeval", lambda spec: lme)
     monkeypatch.setitem(registry._LOADERS, "locomo", lambda spec: loc)
     return lme, loc
-
-
-def _jsonl(path, records):
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
 
 
 PREDICTIONS = [
@@ -52,8 +48,8 @@ RETRIEVALS = [
 
 
 def test_score_longmemeval_tables_and_hand_computed_scores(tmp_path, fixture_loaders, capsys):
-    predictions = _jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
-    retrievals = _jsonl(tmp_path / "ret.jsonl", RETRIEVALS)
+    predictions = write_jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
+    retrievals = write_jsonl(tmp_path / "ret.jsonl", RETRIEVALS)
     out = tmp_path / "out"
     code = cli.main(
         [
@@ -111,7 +107,7 @@ def test_score_longmemeval_tables_and_hand_computed_scores(tmp_path, fixture_loa
 
 
 def test_score_locomo_reports_f1_j_and_evidence_recall(tmp_path, fixture_loaders, capsys):
-    predictions = _jsonl(
+    predictions = write_jsonl(
         tmp_path / "hyp.jsonl",
         [
             {"question_id": "conv-1_q0", "hypothesis": "adoption agencies"},
@@ -119,7 +115,7 @@ def test_score_locomo_reports_f1_j_and_evidence_recall(tmp_path, fixture_loaders
             {"question_id": "conv-1_q4", "hypothesis": "Not mentioned in the conversation"},
         ],
     )
-    retrievals = _jsonl(
+    retrievals = write_jsonl(
         tmp_path / "ret.jsonl",
         [
             {
@@ -189,8 +185,8 @@ def test_bad_predictions_fail_with_one_line_and_write_nothing(
 
 
 def test_bad_retrieval_log_names_the_field(tmp_path, fixture_loaders, capsys):
-    predictions = _jsonl(tmp_path / "hyp.jsonl", PREDICTIONS[:1])
-    retrievals = _jsonl(tmp_path / "ret.jsonl", [{"question_id": "q_move"}])
+    predictions = write_jsonl(tmp_path / "hyp.jsonl", PREDICTIONS[:1])
+    retrievals = write_jsonl(tmp_path / "ret.jsonl", [{"question_id": "q_move"}])
     argv = [
         "score",
         "--benchmark",
@@ -211,7 +207,7 @@ def test_bad_retrieval_log_names_the_field(tmp_path, fixture_loaders, capsys):
 
 
 def test_config_sets_judge_repeats_and_bad_models_fail(tmp_path, fixture_loaders, capsys):
-    predictions = _jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
+    predictions = write_jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
     config = tmp_path / "config.yaml"
     config.write_text("models:\n  judge:\n    backend: offline\njudge:\n  repeats: 2\n")
     out = tmp_path / "out"
