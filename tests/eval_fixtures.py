@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from mnemoflow.data.tables import EPISODE_SESSIONS, QUESTIONS, SESSIONS
+from mnemoflow.data.tables import ANSWERS, EPISODE_SESSIONS, QUESTIONS, SESSIONS
 
 LME_SESSIONS = [
     # session_id, time, [(role, content, has_evidence)]
@@ -204,3 +204,31 @@ def locomo_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(turns, columns=SESSIONS.names), pd.DataFrame(
         questions, columns=QUESTIONS.names
     )
+
+
+def answers_table(benchmark: str, questions: pd.DataFrame, replies) -> pd.DataFrame:
+    """The answers table of ``replies``, ``(system, question_id, response)`` triples, to
+    ``questions`` (one of the tables above): static QA step 0, no retrieval, no cost."""
+    by_id = questions.set_index("question_id")
+    rows = [
+        {
+            "benchmark": benchmark,
+            "system": system,
+            "protocol": "static_qa",
+            "step": 0,
+            "episode_id": by_id.loc[qid, "episode_id"],
+            "question_id": qid,
+            "question_type": by_id.loc[qid, "question_type"],
+            "response": response,
+            "retrieved_ids": [],
+            "ranked_ids": [],
+            "context_tokens": 0,
+            "model": "m",
+            "cache_hit": False,
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "latency_s": 0.0,
+        }
+        for system, qid, response in replies
+    ]
+    return pd.DataFrame(rows, columns=ANSWERS.names)

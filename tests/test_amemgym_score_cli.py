@@ -11,11 +11,7 @@ from mnemoflow import cli
 from mnemoflow.data.amemgym import gold_choice, option_order, read_environment
 from mnemoflow.data.tables import read_table
 from mnemoflow.eval.amemgym_score import read_reply_file, score_replies
-
-
-def _jsonl(path, records):
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
+from tests.jsonl import write_jsonl
 
 
 def _answer(k):
@@ -56,9 +52,9 @@ def run(tmp_path_factory):
                 told = {t: (period.state[t] if period.index == 0 else "?") for t in q.required_info}
                 recall.append({**key, "reply": json.dumps(told)})
     paths = {
-        "replies": _jsonl(tmp / "replies.jsonl", replies),
-        "upper": _jsonl(tmp / "upper.jsonl", upper),
-        "recall": _jsonl(tmp / "recall.jsonl", recall),
+        "replies": write_jsonl(tmp / "replies.jsonl", replies),
+        "upper": write_jsonl(tmp / "upper.jsonl", upper),
+        "recall": write_jsonl(tmp / "recall.jsonl", recall),
     }
     return tmp, data, users, paths
 

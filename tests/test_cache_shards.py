@@ -99,17 +99,19 @@ def test_record_sizes_worked_example(tmp_path):
     assert ResponseCache(tmp_path / "c").get(cache_key({"a": 1})).text == "hi"
 
 
-def _one_shard(directory) -> tuple:
+def _shard_holding(directory, *replies: str) -> tuple:
+    """A closed cache whose replies to keys {"a": 1}, {"a": 2}, ... are ``replies``: the data and
+    index files of its one shard."""
+    cache = ResponseCache(directory)
+    for number, text in enumerate(replies, start=1):
+        cache.put(cache_key({"a": number}), Completion(text, "m", 1, 1))
+    cache.close()
     (data,) = (directory / "shards").glob("*.data")
     return data, data.with_suffix(".index")
 
 
 def test_torn_tail_records_are_ignored_and_the_key_can_be_written_again(tmp_path):
-    cache = ResponseCache(tmp_path / "c")
-    cache.put(cache_key({"a": 1}), Completion("one", "m", 1, 1))
-    cache.put(cache_key({"a": 2}), Completion("two", "m", 1, 1))
-    cache.close()
-    data, index = _one_shard(tmp_path / "c")
+    data, index = _shard_holding(tmp_path / "c", "one", "two")
     whole_index = index.read_bytes()
     # A writer killed mid-record: half a data record and 20 of an index record's 49 bytes.
     with open(data, "ab") as handle:
@@ -125,11 +127,7 @@ def test_torn_tail_records_are_ignored_and_the_key_can_be_written_again(tmp_path
 
 
 def test_a_damaged_record_is_a_logged_miss_then_rewritten(tmp_path, caplog):
-    cache = ResponseCache(tmp_path / "c")
-    cache.put(cache_key({"a": 1}), Completion("intact reply", "m", 1, 1))
-    cache.put(cache_key({"a": 2}), Completion("second", "m", 1, 1))
-    cache.close()
-    data, _ = _one_shard(tmp_path / "c")
+    data, _ = _shard_holding(tmp_path / "c", "intact reply", "second")
     blob = bytearray(data.read_bytes())
     blob[60] ^= 0xFF  # inside the first payload (after the 57-byte header)
     data.write_bytes(bytes(blob))
@@ -145,11 +143,7 @@ def test_a_damaged_record_is_a_logged_miss_then_rewritten(tmp_path, caplog):
 
 def test_an_index_record_whose_data_is_not_visible_yet_is_a_miss(tmp_path):
     """On NFS another node may see the index record before the data page: not an entry."""
-    cache = ResponseCache(tmp_path / "c")
-    cache.put(cache_key({"a": 1}), Completion("one", "m", 1, 1))
-    cache.put(cache_key({"a": 2}), Completion("two", "m", 1, 1))
-    cache.close()
-    data, _ = _one_shard(tmp_path / "c")
+    data, _ = _shard_holding(tmp_path / "c", "one", "two")
     os.truncate(data, data.stat().st_size - 2)  # the second record's last 2 bytes not there
     reader = ResponseCache(tmp_path / "c")
     assert reader.get(cache_key({"a": 1})).text == "one"

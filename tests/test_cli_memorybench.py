@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.cli import main
+from tests.jsonl import write_jsonl
 from tests.shared_data import SHARED_DATA as SHARED  # noqa: E402
 
 MB = SHARED / "memorybench" if SHARED else None
@@ -18,23 +19,29 @@ STATS = MB / "configs" / "final_evaluate_summary_wo_details.json" if MB else Non
 LEXEVAL = MB / "raw" / "LexEval-QA_5_4.jsonl" if MB else None
 
 
-def jsonl(path: Path, records) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    return path
-
-
 def lexeval_answer(test_idx: int) -> str:
     with LEXEVAL.open(encoding="utf-8") as handle:
         return json.loads(handle.readlines()[test_idx])["answer"]
 
 
-def score(*args: str | Path) -> int:
-    return main(["score", "--benchmark", "memorybench", *map(str, args)])
+def score(data: Path, set_name: str, predictions: Path, out: Path, *options: str) -> int:
+    """``mnemoflow score --benchmark memorybench`` of ``predictions`` on ``set_name`` of ``data``,
+    with the real registry configs; the exit code."""
+    argv = ["score", "--benchmark", "memorybench", "--data", data, "--configs", CONFIGS]
+    argv += ["--set", set_name, "--predictions", predictions, "--out", out, *options]
+    return main([str(arg) for arg in argv])
+
+
+def normalize(set_name: str, values: Path, out: Path) -> int:
+    """``mnemoflow normalize`` of per-item ``values`` over ``set_name`` (the real registry and
+    statistics); the exit code."""
+    argv = ["normalize", "--set", set_name, "--configs", CONFIGS, "--stats", STATS]
+    return main([str(arg) for arg in [*argv, "--scores", values, "--out", out]])
 
 
 def test_score_a_raw_dataset(tmp_path, capsys):
     # test items 128 and 56 of LexEval-QA (see test_data_memorybench): the gold itself, and ""
-    predictions = jsonl(
+    predictions = write_jsonl(
         tmp_path / "predict.jsonl",
         [
             {"dataset": "LexEval-QA", "test_idx": 128, "response": lexeval_answer(128)},
@@ -42,10 +49,7 @@ def test_score_a_raw_dataset(tmp_path, capsys):
         ],
     )
     out = tmp_path / "out"
-    code = score(
-        "--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA",
-        "--predictions", predictions, "--out", out,
-    )  # fmt: skip
+    code = score(LEXEVAL, "dataset:LexEval-QA", predictions, out)
     assert code == 0
     items = pd.read_parquet(out / "question_scores.parquet")
     assert list(items.columns[:5]) == ["dataset", "test_idx", "metric", "value", "question_id"]
@@ -92,7 +96,7 @@ def write_short_short_release(root: Path) -> None:
 def test_score_a_task_set_prints_the_normalized_summary(tmp_path, capsys):
     release = tmp_path / "release"
     write_short_short_release(release)
-    predictions = jsonl(
+    predictions = write_jsonl(
         tmp_path / "predict.jsonl",
         [
             {"dataset": "LexEval-QA", "test_idx": 1, "response": ""},  # rougel 0
@@ -100,10 +104,7 @@ def test_score_a_task_set_prints_the_normalized_summary(tmp_path, capsys):
         ],
     )
     out = tmp_path / "out"
-    code = score(
-        "--data", release, "--configs", CONFIGS, "--set", "task:Short-Short",
-        "--predictions", predictions, "--out", out,
-    )  # fmt: skip
+    code = score(release, "task:Short-Short", predictions, out)
     assert code == 0
     items = pd.read_parquet(out / "question_scores.parquet")
     assert items[["question_id", "metric", "value", "raw_reply"]].values.tolist() == [
@@ -121,7 +122,7 @@ def test_score_a_task_set_prints_the_normalized_summary(tmp_path, capsys):
 
 
 def test_normalize_command(tmp_path, capsys):
-    values = jsonl(
+    values = write_jsonl(
         tmp_path / "values.jsonl",
         [
             {"dataset": "LexEval-QA", "test_idx": 1, "value": 0.3616236123342547},
@@ -130,10 +131,7 @@ def test_normalize_command(tmp_path, capsys):
         ],
     )
     out = tmp_path / "out"
-    code = main(
-        ["normalize", "--set", "task:Short-Short", "--configs", str(CONFIGS), "--stats",
-         str(STATS), "--scores", str(values), "--out", str(out)]
-    )  # fmt: skip
+    code = normalize("task:Short-Short", values, out)
     assert code == 0
     scores = pd.read_parquet(out / "scores.parquet")
     summary = scores[scores["dataset"] == "all"].set_index("metric")["value"].to_dict()
@@ -145,16 +143,13 @@ def test_normalize_command(tmp_path, capsys):
 
 
 def test_a_predictions_line_without_test_idx(tmp_path, capsys):
-    predictions = jsonl(
+    predictions = write_jsonl(
         tmp_path / "predict.jsonl",
         [{"dataset": "LexEval-QA", "test_idx": 128, "response": "x"},
          {"dataset": "LexEval-QA", "response": "y"}],
     )  # fmt: skip
     out = tmp_path / "out"
-    code = score(
-        "--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA",
-        "--predictions", predictions, "--out", out,
-    )  # fmt: skip
+    code = score(LEXEVAL, "dataset:LexEval-QA", predictions, out)
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert err == (
@@ -164,24 +159,22 @@ def test_a_predictions_line_without_test_idx(tmp_path, capsys):
 
 
 def test_a_prediction_outside_the_set_or_the_data(tmp_path, capsys):
-    base = ["--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA"]
-    other = jsonl(tmp_path / "a.jsonl", [{"dataset": "NFCats", "test_idx": 1, "response": "x"}])
-    assert score(*base, "--predictions", other, "--out", tmp_path / "o") == 2
+    other = write_jsonl(
+        tmp_path / "a.jsonl", [{"dataset": "NFCats", "test_idx": 1, "response": "x"}]
+    )
+    assert score(LEXEVAL, "dataset:LexEval-QA", other, tmp_path / "o") == 2
     assert capsys.readouterr().err.strip() == (
         f"mnemoflow score: error: {other}: line 1: field 'dataset': 'NFCats' is not in the set"
     )
     # item 2 of the file is not among the 250 sampled items (0, 1, 3, 5, 9 are)
-    unsampled = jsonl(tmp_path / "b.jsonl", [{"test_idx": 2, "response": "x"}])
-    assert score(*base, "--predictions", unsampled, "--out", tmp_path / "o") == 2
+    unsampled = write_jsonl(tmp_path / "b.jsonl", [{"test_idx": 2, "response": "x"}])
+    assert score(LEXEVAL, "dataset:LexEval-QA", unsampled, tmp_path / "o") == 2
     assert capsys.readouterr().err.strip().endswith("(LexEval-QA, 2) is not an item of the data")
 
 
 def test_normalize_rejects_a_dataset_outside_the_set(tmp_path, capsys):
-    values = jsonl(tmp_path / "v.jsonl", [{"dataset": "Locomo-0", "test_idx": 1, "value": 1}])
-    code = main(
-        ["normalize", "--set", "task:Short-Short", "--configs", str(CONFIGS), "--stats",
-         str(STATS), "--scores", str(values), "--out", str(tmp_path / "o")]
-    )  # fmt: skip
+    values = write_jsonl(tmp_path / "v.jsonl", [{"dataset": "Locomo-0", "test_idx": 1, "value": 1}])
+    code = normalize("task:Short-Short", values, tmp_path / "o")
     assert code == 2
     assert capsys.readouterr().err.strip() == (
         f"mnemoflow normalize: error: {values}: line 1: field 'dataset': 'Locomo-0' is not "
@@ -193,7 +186,7 @@ def test_a_record_without_the_field_its_metric_reads_fails_with_one_line(tmp_pat
     release = tmp_path / "release"
     write_short_short_release(release)  # its JRE-L items have no info.pr-abstract
     capsys.readouterr()  # the datasets library's progress bars
-    predictions = jsonl(
+    predictions = write_jsonl(
         tmp_path / "predict.jsonl",
         [
             {"dataset": "NFCats", "test_idx": 1, "response": "blue light scatters"},
@@ -201,10 +194,7 @@ def test_a_record_without_the_field_its_metric_reads_fails_with_one_line(tmp_pat
         ],
     )
     out = tmp_path / "out"
-    code = score(
-        "--data", release, "--configs", CONFIGS, "--set", "task:Short-Short",
-        "--predictions", predictions, "--out", out,
-    )  # fmt: skip
+    code = score(release, "task:Short-Short", predictions, out)
     assert code == 2
     assert capsys.readouterr().err.strip() == (
         "mnemoflow score: error: questions: record JRE-L:1: missing field 'info.pr-abstract'"
@@ -213,11 +203,8 @@ def test_a_record_without_the_field_its_metric_reads_fails_with_one_line(tmp_pat
 
 
 def test_a_bertscore_model_for_an_unknown_family(tmp_path, capsys):
-    code = score(
-        "--data", LEXEVAL, "--configs", CONFIGS, "--set", "dataset:LexEval-QA",
-        "--predictions", tmp_path / "p.jsonl", "--out", tmp_path / "o",
-        "--bertscore-model", "LexEval=/models/bert",
-    )  # fmt: skip
+    options = ("--bertscore-model", "LexEval=/models/bert")
+    code = score(LEXEVAL, "dataset:LexEval-QA", tmp_path / "p.jsonl", tmp_path / "o", *options)
     assert code == 2
     assert capsys.readouterr().err.strip() == (
         "mnemoflow score: error: --bertscore-model 'LexEval=/models/bert': expected "

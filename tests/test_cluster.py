@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnemoflow import cluster
+from mnemoflow.ops import cluster
 
 SLURMD_C = (
     "NodeName=vm CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 "

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mnemoflow import daemon
+from mnemoflow.ops import daemon
 
 
 @pytest.fixture()

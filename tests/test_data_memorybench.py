@@ -27,6 +27,12 @@ CONFIGS = MB / "configs" / "datasets" if MB else None
 needs_shared = needs_shared_data
 
 
+def load_raw(path: Path, set_name: str):
+    """A raw file of the real data, loaded as ``set_name`` with the real registry configs."""
+    spec = {"loader": "memorybench", "source": {"path": str(path)}, "set": set_name}
+    return load_benchmark({**spec, "configs": str(CONFIGS)})
+
+
 @needs_shared
 def test_registry_groups_are_the_official_ones():
     reg = registry(CONFIGS)
@@ -87,14 +93,7 @@ def test_dataset_alone_gets_its_group_sample_count():
 
 @needs_shared
 def test_lexeval_qa_raw():
-    p = load_benchmark(
-        {
-            "loader": "memorybench",
-            "source": {"path": str(MB / "raw" / "LexEval-QA_5_4.jsonl")},
-            "set": "dataset:LexEval-QA",
-            "configs": str(CONFIGS),
-        }
-    )
+    p = load_raw(MB / "raw" / "LexEval-QA_5_4.jsonl", "dataset:LexEval-QA")
     q = p.questions
     to_arrow(q, QUESTIONS)
     assert q["split"].value_counts().to_dict() == {"train": 200, "test": 50}
@@ -138,14 +137,7 @@ def test_a_raw_file_needs_the_registry():
 
 @needs_shared
 def test_nfcats_raw_csv():
-    p = load_benchmark(
-        {
-            "loader": "memorybench",
-            "source": {"path": str(MB / "raw" / "NFCats_test.csv")},
-            "set": "dataset:NFCats",
-            "configs": str(CONFIGS),
-        }
-    )
+    p = load_raw(MB / "raw" / "NFCats_test.csv", "dataset:NFCats")
     q = p.questions.set_index("question_id")
     assert p.questions["split"].value_counts().to_dict() == {"train": 200, "test": 50}
     # 2397 rows; Random(42).sample(range(2397), 250) then Random(42).sample(those, 50)
@@ -165,14 +157,7 @@ def test_nfcats_raw_csv():
 
 @needs_shared
 def test_locomo_corpus_dataset_from_locomo10():
-    p = load_benchmark(
-        {
-            "loader": "memorybench",
-            "source": {"path": str(SHARED_DATA / "locomo/locomo10.json")},
-            "set": "dataset:Locomo-0",
-            "configs": str(CONFIGS),
-        }
-    )
+    p = load_raw(SHARED_DATA / "locomo/locomo10.json", "dataset:Locomo-0")
     to_arrow(p.sessions, SESSIONS)
     q = p.questions.set_index("question_id")
     # 199 QAs; Random(42).sample(range(199), 25) -> test = Random(42).sample(those, 5)

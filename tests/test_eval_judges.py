@@ -8,10 +8,9 @@ import json
 import logging
 import math
 
-import pandas as pd
 import pytest
 
-from mnemoflow.data.tables import ANSWERS, JUDGEMENTS
+from mnemoflow.data.tables import JUDGEMENTS
 from mnemoflow.eval.judges import (
     judge_answers,
     judge_provenance,
@@ -24,7 +23,7 @@ from mnemoflow.jobs.progress import progress
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline.judge import judge_locomo, judge_longmemeval
 from mnemoflow.llm.types import Completion
-from tests.eval_fixtures import locomo_tables, longmemeval_tables
+from tests.eval_fixtures import answers_table, locomo_tables, longmemeval_tables
 
 
 def _question(qid, qtype):
@@ -102,29 +101,8 @@ def test_offline_locomo_judge_ends_with_a_parseable_label():
 
 
 def _answers(benchmark, questions, responses):
-    rows = []
-    for qid, response in responses.items():
-        question = questions.set_index("question_id").loc[qid]
-        rows.append(
-            {
-                "benchmark": benchmark,
-                "system": "sys",
-                "protocol": "static_qa",
-                "step": 0,
-                "episode_id": question["episode_id"],
-                "question_id": qid,
-                "question_type": question["question_type"],
-                "response": response,
-                "retrieved_ids": [],
-                "context_tokens": 0,
-                "model": "m",
-                "cache_hit": False,
-                "tokens_in": 0,
-                "tokens_out": 0,
-                "latency_s": 0.0,
-            }
-        )
-    return pd.DataFrame(rows, columns=ANSWERS.names)
+    """System ``sys``'s answers: question_id -> response."""
+    return answers_table(benchmark, questions, [("sys", q, r) for q, r in responses.items()])
 
 
 def test_longmemeval_judgements_offline(tmp_path):

@@ -11,6 +11,7 @@ from mnemoflow import cli
 from mnemoflow.data import registry
 from mnemoflow.data.tables import read_table
 from tests.eval_fixtures import locomo_tables, longmemeval_tables
+from tests.jsonl import write_jsonl
 
 
 @pytest.fixture
@@ -25,9 +26,14 @@ def fixture_loaders(monkeypatch):
     return lme, loc
 
 
-def _jsonl(path, records):
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
+def score(benchmark, predictions, out, *options) -> int:
+    """``mnemoflow score --benchmark BENCHMARK`` of a predictions file; the exit code.
+
+    ``--data`` is read by no one: ``fixture_loaders`` stands in for the loaders.
+    """
+    argv = ["score", "--benchmark", benchmark, "--data", "unused.json"]
+    argv += ["--predictions", predictions, "--out", out, *options]
+    return cli.main([str(arg) for arg in argv])
 
 
 PREDICTIONS = [
@@ -52,24 +58,10 @@ RETRIEVALS = [
 
 
 def test_score_longmemeval_tables_and_hand_computed_scores(tmp_path, fixture_loaders, capsys):
-    predictions = _jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
-    retrievals = _jsonl(tmp_path / "ret.jsonl", RETRIEVALS)
+    predictions = write_jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
+    retrievals = write_jsonl(tmp_path / "ret.jsonl", RETRIEVALS)
     out = tmp_path / "out"
-    code = cli.main(
-        [
-            "score",
-            "--benchmark",
-            "longmemeval",
-            "--data",
-            "unused.json",
-            "--predictions",
-            str(predictions),
-            "--retrievals",
-            str(retrievals),
-            "--out",
-            str(out),
-        ]
-    )
+    code = score("longmemeval", predictions, out, "--retrievals", retrievals)
     assert code == 0
     printed = capsys.readouterr().out
     assert "scored 3 of 4 questions" in printed and "accuracy" in printed
@@ -111,7 +103,7 @@ def test_score_longmemeval_tables_and_hand_computed_scores(tmp_path, fixture_loa
 
 
 def test_score_locomo_reports_f1_j_and_evidence_recall(tmp_path, fixture_loaders, capsys):
-    predictions = _jsonl(
+    predictions = write_jsonl(
         tmp_path / "hyp.jsonl",
         [
             {"question_id": "conv-1_q0", "hypothesis": "adoption agencies"},
@@ -119,7 +111,7 @@ def test_score_locomo_reports_f1_j_and_evidence_recall(tmp_path, fixture_loaders
             {"question_id": "conv-1_q4", "hypothesis": "Not mentioned in the conversation"},
         ],
     )
-    retrievals = _jsonl(
+    retrievals = write_jsonl(
         tmp_path / "ret.jsonl",
         [
             {
@@ -129,20 +121,7 @@ def test_score_locomo_reports_f1_j_and_evidence_recall(tmp_path, fixture_loaders
         ],
     )
     out = tmp_path / "out"
-    argv = [
-        "score",
-        "--benchmark",
-        "locomo",
-        "--data",
-        "x",
-        "--predictions",
-        str(predictions),
-        "--retrievals",
-        str(retrievals),
-        "--out",
-        str(out),
-    ]
-    assert cli.main(argv) == 0
+    assert score("locomo", predictions, out, "--retrievals", retrievals) == 0
     scores = read_table(out / "scores.parquet", "scores").set_index(["metric", "aggregate"])
     assert scores.loc[("f1", "micro"), "value"] == pytest.approx(2 / 3)
     assert scores.loc[("f1", "type:adversarial"), "value"] == 1.0
@@ -170,18 +149,7 @@ def test_bad_predictions_fail_with_one_line_and_write_nothing(
     predictions = tmp_path / "hyp.jsonl"
     predictions.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
-    argv = [
-        "score",
-        "--benchmark",
-        "longmemeval",
-        "--data",
-        "x",
-        "--predictions",
-        str(predictions),
-        "--out",
-        str(out),
-    ]
-    assert cli.main(argv) == 2
+    assert score("longmemeval", predictions, out) == 2
     error = capsys.readouterr().err
     assert message in error and str(predictions) in error
     assert len(error.strip().splitlines()) == 1
@@ -189,51 +157,25 @@ def test_bad_predictions_fail_with_one_line_and_write_nothing(
 
 
 def test_bad_retrieval_log_names_the_field(tmp_path, fixture_loaders, capsys):
-    predictions = _jsonl(tmp_path / "hyp.jsonl", PREDICTIONS[:1])
-    retrievals = _jsonl(tmp_path / "ret.jsonl", [{"question_id": "q_move"}])
-    argv = [
-        "score",
-        "--benchmark",
-        "longmemeval",
-        "--data",
-        "x",
-        "--predictions",
-        str(predictions),
-        "--retrievals",
-        str(retrievals),
-        "--out",
-        str(tmp_path / "o"),
-    ]
-    assert cli.main(argv) == 2
+    predictions = write_jsonl(tmp_path / "hyp.jsonl", PREDICTIONS[:1])
+    retrievals = write_jsonl(tmp_path / "ret.jsonl", [{"question_id": "q_move"}])
+    assert score("longmemeval", predictions, tmp_path / "o", "--retrievals", retrievals) == 2
     assert (
         "line 1 (q_move): missing field 'retrieval_results.ranked_items'" in capsys.readouterr().err
     )
 
 
 def test_config_sets_judge_repeats_and_bad_models_fail(tmp_path, fixture_loaders, capsys):
-    predictions = _jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
+    predictions = write_jsonl(tmp_path / "hyp.jsonl", PREDICTIONS)
     config = tmp_path / "config.yaml"
     config.write_text("models:\n  judge:\n    backend: offline\njudge:\n  repeats: 2\n")
     out = tmp_path / "out"
-    argv = [
-        "score",
-        "--benchmark",
-        "longmemeval",
-        "--data",
-        "x",
-        "--predictions",
-        str(predictions),
-        "--out",
-        str(out),
-        "--config",
-        str(config),
-    ]
-    assert cli.main(argv) == 0
+    assert score("longmemeval", predictions, out, "--config", config) == 0
     scores = read_table(out / "scores.parquet", "scores").set_index(["metric", "aggregate"])
     # the offline judge is deterministic: two seeds, same verdicts
     assert scores.loc[("judge_agreement", "micro"), "value"] == 1.0
     assert scores.loc[("judge_agreement", "ci95_low"), "value"] == pytest.approx(0.4385, abs=1e-4)
     assert json.loads((out / "judge.json").read_text())["seeds"] == [0, 1]
     config.write_text("models:\n  judge:\n    backend: openai\n")
-    assert cli.main([*argv[:-4], "--out", str(tmp_path / "o2"), "--config", str(config)]) == 2
+    assert score("longmemeval", predictions, tmp_path / "o2", "--config", config) == 2
     assert "models.judge.base_url" in capsys.readouterr().err

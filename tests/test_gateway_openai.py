@@ -56,12 +56,17 @@ def run(gateway: Gateway, requests: list[ChatRequest]):
     return asyncio.run(main())
 
 
+def timed_run(gateway: Gateway, requests: list[ChatRequest]):
+    """:func:`run`, and the seconds it took."""
+    started = time.perf_counter()
+    replies = run(gateway, requests)
+    return replies, time.perf_counter() - started
+
+
 def test_concurrency_limit_respected():
     with OpenAITestServer(latency=0.05) as server:
         gateway = make_gateway(server, concurrency=4)
-        started = time.perf_counter()
-        replies = run(gateway, [ask(i) for i in range(40)])
-        elapsed = time.perf_counter() - started
+        replies, elapsed = timed_run(gateway, [ask(i) for i in range(40)])
         stats = server.stats()
     assert [r.text for r in replies] == [f"echo: question {i}" for i in range(40)]
     assert stats.max_inflight == 4  # the limit was reached and never exceeded
@@ -100,9 +105,7 @@ def test_retry_after_seconds_honoured_instead_of_backoff(monkeypatch):
     monkeypatch.setattr(OpenAIBackend, "backoff_base", 5.0)
     with OpenAITestServer(faults=["429"], retry_after=0.4) as server:
         gateway = make_gateway(server)
-        started = time.perf_counter()
-        (reply,) = run(gateway, [ask(1)])
-        elapsed = time.perf_counter() - started
+        (reply,), elapsed = timed_run(gateway, [ask(1)])
     assert reply.text == "echo: question 1"
     assert 0.4 <= elapsed < 1.5
     assert gateway.ledger.totals().retries == 1
@@ -112,9 +115,7 @@ def test_retry_after_http_date_honoured():
     # The date has one-second resolution and the server rounds up: wait between 1 and 2 s.
     with OpenAITestServer(faults=["503"], retry_after=1, retry_after_date=True) as server:
         gateway = make_gateway(server)
-        started = time.perf_counter()
-        (reply,) = run(gateway, [ask(1)])
-        elapsed = time.perf_counter() - started
+        (reply,), elapsed = timed_run(gateway, [ask(1)])
     assert reply.text == "echo: question 1"
     assert 0.95 <= elapsed < 2.8
 
@@ -266,9 +267,7 @@ def test_no_key_variable_uses_a_placeholder_for_local_servers():
 def test_requests_per_minute_spaces_requests():
     with OpenAITestServer() as server:
         gateway = make_gateway(server, requests_per_minute=600, concurrency=8)  # one per 0.1 s
-        started = time.perf_counter()
-        run(gateway, [ask(i) for i in range(5)])
-        elapsed = time.perf_counter() - started
+        _, elapsed = timed_run(gateway, [ask(i) for i in range(5)])
     assert 0.4 <= elapsed < 2.0
 
 

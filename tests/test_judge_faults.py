@@ -15,11 +15,10 @@ import re
 import pandas as pd
 import pytest
 
-from mnemoflow.data.tables import ANSWERS
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer, original_body
-from tests.eval_fixtures import longmemeval_tables
+from tests.eval_fixtures import answers_table, longmemeval_tables
 
 _GRADED = re.compile(r"Correct Answer: (.*?)\n\nModel Response: (.*?)\n\n", re.DOTALL)
 
@@ -43,31 +42,12 @@ def strict_judge(body: dict) -> str:
 
 def answers(questions: pd.DataFrame) -> pd.DataFrame:
     """Four systems' answers to each question: 12 distinct judge requests."""
-    by_id = questions.set_index("question_id")
-    rows = []
-    for qid, responses in RESPONSES.items():
-        for k, response in enumerate(responses):
-            rows.append(
-                {
-                    "benchmark": "longmemeval",
-                    "system": f"sys{k}",
-                    "protocol": "static_qa",
-                    "step": 0,
-                    "episode_id": by_id.loc[qid, "episode_id"],
-                    "question_id": qid,
-                    "question_type": by_id.loc[qid, "question_type"],
-                    "response": response,
-                    "retrieved_ids": [],
-                    "ranked_ids": [],
-                    "context_tokens": 0,
-                    "model": "m",
-                    "cache_hit": False,
-                    "tokens_in": 0,
-                    "tokens_out": 0,
-                    "latency_s": 0.0,
-                }
-            )
-    return pd.DataFrame(rows, columns=ANSWERS.names)
+    replies = [
+        (f"sys{k}", qid, response)
+        for qid, responses in RESPONSES.items()
+        for k, response in enumerate(responses)
+    ]
+    return answers_table("longmemeval", questions, replies)
 
 
 def judge_run(tmp_path, name: str, reasks: int = 2, **faults):

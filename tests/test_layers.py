@@ -28,6 +28,7 @@ ALLOWED = {
     "report": SHARED | {"data"},
     "environment": SHARED | {"llm", "data"},
     "protocols": SHARED | {"llm", "data", "memory", "agents", "simulators", "eval"},
+    "ops": set(),  # processes the CLI starts and stops: standard library and itself only
 }
 
 

@@ -19,13 +19,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from mnemoflow import cli, local_llm
+from mnemoflow import cli
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.jobs import JobEnv, RunKeys
 from mnemoflow.jobs import data as data_jobs
 from mnemoflow.jobs import static_qa as qa_jobs
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ChatRequest
+from mnemoflow.ops import local_llm
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "local-llm.yaml"

@@ -16,6 +16,7 @@ import pytest
 
 from mnemoflow.cli import main
 from mnemoflow.data.memorybench import registry, select
+from tests.jsonl import write_jsonl
 from tests.memorybench_release import predictions, write_release
 
 SHARED = next(
@@ -51,7 +52,7 @@ def datasets_of(set_name: str) -> list[str]:
 def score_set(release: Path, set_name: str, out: Path) -> int:
     path = out.parent / f"{out.name}-predict.jsonl"
     records = predictions(datasets_of(set_name))
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    write_jsonl(path, records)
     return main(
         ["score", "--benchmark", "memorybench", "--data", str(release), "--configs",
          str(CONFIGS), "--set", set_name, "--predictions", str(path), "--out", str(out),

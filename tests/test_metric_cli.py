@@ -8,6 +8,7 @@ import pytest
 
 from mnemoflow.cli import main
 from mnemoflow.eval.metric_registry import DETERMINISTIC_METRICS, DeterministicMetric, per_pair
+from tests.jsonl import write_jsonl
 
 PAIRS = [
     {"prediction": "the cat was sitting on the mat", "reference": "the cat sat on the mat"},
@@ -16,13 +17,8 @@ PAIRS = [
 ]
 
 
-def write_pairs(path, records):
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
 def test_meteor_values_per_line_and_mean(tmp_path, capsys):
-    pairs = write_pairs(tmp_path / "pairs.jsonl", PAIRS)
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", PAIRS)
     out = tmp_path / "values.jsonl"
     assert main(["metric", "meteor", "--pairs", str(pairs), "--out", str(out)]) == 0
     values = [json.loads(line)["value"] for line in out.read_text().splitlines()]
@@ -34,17 +30,17 @@ def test_meteor_values_per_line_and_mean(tmp_path, capsys):
 
 
 def test_rouge_l_and_readability(tmp_path, capsys):
-    pairs = write_pairs(tmp_path / "pairs.jsonl", PAIRS[:1])
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", PAIRS[:1])
     assert main(["metric", "rouge_l", "--pairs", str(pairs)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == f"{10 / 13:.6f}"
     sunny = {"prediction": "The cat sat on the mat. It was a sunny day, and the cat was happy."}
-    pairs = write_pairs(tmp_path / "sunny.jsonl", [{**sunny, "reference": ""}])
+    pairs = write_jsonl(tmp_path / "sunny.jsonl", [{**sunny, "reference": ""}])
     assert main(["metric", "dcrs", "--pairs", str(pairs)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "0.396800"
 
 
 def test_bertscore_in_one_batch(tmp_path):
-    pairs = write_pairs(
+    pairs = write_jsonl(
         tmp_path / "pairs.jsonl",
         [
             {"prediction": "The cat sat on the mat.", "reference": "The cat sat on the mat."},
@@ -67,7 +63,7 @@ def test_list_names_every_metric(capsys):
 
 def test_locomo_f1_by_category_with_the_category_5_option_object(tmp_path, capsys):
     options = json.dumps({"a": "Not mentioned in the conversation", "b": "Read a book."})
-    pairs = write_pairs(
+    pairs = write_jsonl(
         tmp_path / "pairs.jsonl",
         [
             # cat 4: gold tokens brave, by, sara, bareil; "Brave": P 1, R 1/4 -> F1 0.4
@@ -84,13 +80,13 @@ def test_locomo_f1_by_category_with_the_category_5_option_object(tmp_path, capsy
     values = [json.loads(line)["value"] for line in out.read_text().splitlines()]
     assert values == [pytest.approx(0.4), pytest.approx(0.5), 1.0, 0.0]
     assert "locomo_f1: mean 0.475000 over 4 of 4 pairs" in capsys.readouterr().out
-    missing = write_pairs(tmp_path / "m.jsonl", [{"prediction": "x", "reference": "y"}])
+    missing = write_jsonl(tmp_path / "m.jsonl", [{"prediction": "x", "reference": "y"}])
     assert main(["metric", "locomo_f1", "--pairs", str(missing)]) == 2
     assert "missing field 'category'" in capsys.readouterr().err
 
 
 def test_dialsim_exact_defers_to_the_judge_with_null(tmp_path, capsys):
-    pairs = write_pairs(
+    pairs = write_jsonl(
         tmp_path / "pairs.jsonl",
         [
             {"prediction": " monica. ", "reference": "Monica"},  # gold + "." is tolerated
@@ -105,7 +101,7 @@ def test_dialsim_exact_defers_to_the_judge_with_null(tmp_path, capsys):
 
 def test_rouge_l_zh(tmp_path, capsys):
     # jieba: 合同 / 无效 vs 合同 / 有效: one of two distinct tokens in common each way -> F 0.5
-    pairs = write_pairs(
+    pairs = write_jsonl(
         tmp_path / "pairs.jsonl",
         [
             {"prediction": "合同无效。", "reference": "合同无效"},
@@ -124,7 +120,7 @@ def test_a_metric_that_defers_writes_null(tmp_path, monkeypatch, capsys):
         "exact_or_judge", "test", per_pair(lambda ref, pred: 1.0 if ref == pred else None)
     )
     monkeypatch.setitem(DETERMINISTIC_METRICS, exact.name, exact)
-    pairs = write_pairs(
+    pairs = write_jsonl(
         tmp_path / "pairs.jsonl",
         [{"prediction": "a", "reference": "a"}, {"prediction": "b", "reference": "c"}],
     )
@@ -151,7 +147,7 @@ def test_bad_lines_are_one_line_errors(tmp_path, capsys, line, message):
 
 
 def test_unknown_metric(tmp_path, capsys):
-    pairs = write_pairs(tmp_path / "pairs.jsonl", PAIRS)
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", PAIRS)
     assert main(["metric", "bleu", "--pairs", str(pairs)]) == 2
     assert "unknown metric 'bleu'" in capsys.readouterr().err
 

@@ -27,8 +27,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mnemoflow import cli, cluster
-from mnemoflow.daemon import Daemon, is_running
+from mnemoflow import cli
+from mnemoflow.ops import cluster
+from mnemoflow.ops.daemon import Daemon, is_running
 from tests.system_packages import apt_install
 
 ROOT = Path(__file__).resolve().parents[1]

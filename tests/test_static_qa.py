@@ -1,7 +1,6 @@
 """The offline backend's scores reflect retrieval quality (issue: 'scores differ meaningfully')."""
 
 import asyncio
-import json
 
 import pytest
 
@@ -11,6 +10,7 @@ from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols import static_qa as qa
 from tests.eval_fixtures import longmemeval_tables
+from tests.jsonl import write_jsonl
 
 SPEC = {"loader": "synthetic", "params": {"users": 4, "periods": 2, "seed": 11}}
 SYSTEMS = {
@@ -118,8 +118,7 @@ def _log(path, rankings):
         {"question_id": qid, "retrieval_results": {"ranked_items": [{"corpus_id": c} for c in ids]}}
         for qid, ids in rankings.items()
     ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return str(path)
+    return str(write_jsonl(path, records))
 
 
 def test_official_retrieval_log_is_read_and_ranked_as_logged(tmp_path):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from mnemoflow import cluster
+from mnemoflow.ops import cluster
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -10,8 +10,8 @@ import argparse
 import signal
 import time
 
-from mnemoflow import local_llm
-from mnemoflow.daemon import is_running
+from mnemoflow.ops import local_llm
+from mnemoflow.ops.daemon import is_running
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -25,7 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from mnemoflow.daemon import Daemon, is_running, log_tail, start, stop, write_json
+from mnemoflow.ops.daemon import Daemon, is_running, log_tail, start, stop, write_json
 
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
 SPOOL = Path("/var/spool/mnemoflow-slurm")

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from mnemoflow.daemon import Daemon, is_running, log_tail, start, stop, write_json
+from mnemoflow.ops.daemon import Daemon, is_running, log_tail, start, stop, write_json
 
 DEFAULT_PORT = 8765
 HOST = "127.0.0.1"
