@@ -6,8 +6,8 @@ rerun trigger re-runs the job when the fingerprint changes. The offline backend 
 replies with the same fingerprint of its handlers, so a changed heuristic is a cache miss.
 
 What a stage depends on is derived from the source, never listed by hand: starting from the
-entry (``mnemoflow.jobs:<stage>``), the walk follows every name the code uses to the top-level
-definition it is bound to (a function, class or constant, in this module or imported from
+entry (``mnemoflow.jobs.<group>:<stage>``), the walk follows every name the code uses to the
+top-level definition it is bound to (a function, class or constant, in this module or imported from
 another package module), the imports written inside functions, and string constants that name a
 package module (``importlib.import_module("mnemoflow.memory.systems")``, ``"module:Class"``).
 A module imported as a whole, or named in a string, counts in full with all its imports: that is
@@ -15,8 +15,8 @@ how registries (memory systems, loaders, offline handlers) pull in every module 
 Statements at a module's top level that are neither definitions nor imports (registrations,
 checks) count as soon as anything of that module does; a package's ``__init__`` counts, besides
 those, the submodules it imports (they run whenever anything inside the package is imported).
-So a metric module changes ``score``'s fingerprint but not ``answer``'s, although ``jobs.py`` and
-``protocols/static_qa.py`` hold both.
+So a metric module changes ``score``'s fingerprint but not ``answer``'s, although
+``jobs/static_qa.py`` and ``protocols/static_qa.py`` hold both.
 
 The fingerprint hashes the syntax tree, not the text: comments, docstrings and formatting do not
 re-run anything (``ruff format`` over the package is free), any change to code does. Third-party
@@ -34,7 +34,7 @@ from pathlib import Path
 
 PACKAGE = "mnemoflow"
 ROOT = Path(__file__).resolve().parent
-#: The module that holds one function per rule; a bare stage name is a function in it.
+#: A bare stage name (no module) is a name bound in this package's top (``mnemoflow/jobs``).
 JOBS = f"{PACKAGE}.jobs"
 
 Item = tuple[str, str | None]  # (module, top-level name) or (module, None) for the whole module

@@ -173,7 +173,9 @@ for _name, _budget in endpoint_budgets(config["models"]).items():
 
 def endpoint_limits(rule):
     """The rule's share of the endpoints its roles call: .resources to declare, .params to pass."""
-    return job_limits(config["models"], RULE_ROLES[rule], config.get("endpoint_jobs", 4))
+    return job_limits(
+        config["models"], RULE_ROLES[rule], config.get("endpoint_jobs", 4)
+    )
 
 
 def models(*roles):
@@ -379,7 +381,9 @@ def generated_users(wildcards):
 
 
 def llm_generated():
-    return [b for b in config["run"]["benchmarks"] if b in generated_with(BENCHMARKS, "llm")]
+    return [
+        b for b in config["run"]["benchmarks"] if b in generated_with(BENCHMARKS, "llm")
+    ]
 
 
 def all_generation_reports():

@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _score(gateway, args, questions, sessions, answers, rankings, repeats):
-    try:
+    async with gateway:
         return await score_tables(
             gateway,
             args.benchmark,
@@ -193,5 +193,3 @@ async def _score(gateway, args, questions, sessions, answers, rankings, repeats)
             seed=args.seed,
             evidence_turns_only=args.official_turn_sessions,
         )
-    finally:
-        await gateway.aclose()

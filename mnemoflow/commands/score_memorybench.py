@@ -144,7 +144,5 @@ def judge_record(gateway, datasets: list[str]) -> dict:
 
 
 async def _score(joined, gateway, fusion, bertscore):
-    try:
+    async with gateway:
         return await score_predictions(joined, gateway, fusion=fusion, bertscore=bertscore)
-    finally:
-        await gateway.aclose()
