@@ -442,25 +442,17 @@ def fb_stage_settings(stage):
     return settings
 
 
-def fb_scoring_models(*roles):
-    """A scoring job's bindings: ``roles``, agent, judge, memory_writer, embedder, and the
-    critic (WritingBench) when bound; left out, it takes the judge's."""
-    bound = models(*roles, "agent", "judge", "memory_writer", "embedder")
-    if config["models"].get("critic"):
-        bound["critic"] = config["models"]["critic"]
-    return bound
+def fb_models(stage):
+    """Params function: the bindings of the roles ``stage`` calls (the protocol says which)."""
 
+    def bindings(wildcards):
+        bound = tuple(role for role, spec in config["models"].items() if spec)
+        step = int(getattr(wildcards, "step", 0))
+        protocol = getattr(wildcards, "protocol", "")
+        spec = benchmark_spec(wildcards)
+        return models(*fb.stage_roles(spec, stage, protocol, step, bound))
 
-def fb_step_models(wildcards):
-    """A live step's simulated user joins the scoring roles."""
-    live = fb.is_live(wildcards.protocol, int(wildcards.step))
-    return fb_scoring_models("user") if live else fb_scoring_models()
-
-
-def fb_generation_models(wildcards):
-    if fb_source(wildcards) == "data":
-        return {}
-    return rule_models("feedback_train_dialogues")
+    return bindings
 
 
 def fb_selected(spec):

@@ -121,6 +121,24 @@ def stage_settings(spec: dict[str, Any], stage: str, protocol: str = "", step: i
     return {k: given[k] for k in FeedbackConfig.stage_fields(stage, protocol, step) if k in given}
 
 
+#: The roles that answer, memorize and score at every stage.
+SCORING_ROLES = ("agent", "judge", "memory_writer", "embedder")
+
+
+def stage_roles(
+    spec: dict[str, Any], stage: str, protocol: str = "", step: int = 0, bound: tuple = ()
+) -> tuple[str, ...]:
+    """The roles a stage calls, whose bindings its job gets: none when the training dialogues are
+    the release's; the simulated user where dialogues are generated live; WritingBench's critic
+    where ``bound`` (the config's bound roles) has it — left out, it takes the judge's binding."""
+    if stage == "train_dialogues":
+        generated = dialogue_source(spec) == "generated"
+        return ("agent", "user", "judge", "memory_writer", "embedder") if generated else ()
+    user = ("user",) if stage == "step" and is_live(protocol, step) else ()
+    critic = ("critic",) if "critic" in bound else ()
+    return (*user, *SCORING_ROLES, *critic)
+
+
 def replays_recorded(protocol: str) -> bool:
     """Whether a protocol's steps memorize the recorded training dialogues (on-policy converses
     its own, live)."""
