@@ -78,19 +78,25 @@ def train_dialogues(
 
 
 @dataclass(frozen=True)
-class StepFiles:
-    questions: str
-    sessions: str
-    train: str | None
-    previous: str | None
-    dialogues: str
-    snapshot: str
+class ScoredFiles:
+    """What every scoring stage writes: the answers, their judgements and scores, the ledger."""
+
     answers: str
     scores: str
     question_scores: str
     judgements: str
     diagnosis: str
     ledger: str
+
+
+@dataclass(frozen=True)
+class StepFiles(ScoredFiles):
+    questions: str
+    sessions: str
+    train: str | None
+    previous: str | None
+    dialogues: str
+    snapshot: str
 
 
 def step(
@@ -157,7 +163,7 @@ def _judge_name(gateway, metrics) -> str:
     return f"{gateway.model_name('judge')}/{metrics.__name__.rsplit('.', 1)[-1]}"
 
 
-def _write_scored(scored: fb.StepScores, files: StepFiles | TrainPerformanceFiles) -> None:
+def _write_scored(scored: fb.StepScores, files: ScoredFiles) -> None:
     write_table(scored.judgements, files.judgements, "judgements")
     write_table(scored.question_scores, files.question_scores, QUESTION_SCORES)
     write_table(empty("diagnosis"), files.diagnosis, "diagnosis")
@@ -165,17 +171,11 @@ def _write_scored(scored: fb.StepScores, files: StepFiles | TrainPerformanceFile
 
 
 @dataclass(frozen=True)
-class TrainPerformanceFiles:
+class TrainPerformanceFiles(ScoredFiles):
     questions: str
     sessions: str
     snapshot: str
     dialogues: str
-    answers: str
-    scores: str
-    question_scores: str
-    judgements: str
-    diagnosis: str
-    ledger: str
 
 
 def train_performance(
