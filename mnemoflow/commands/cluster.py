@@ -9,8 +9,10 @@ import argparse
 import json
 
 from mnemoflow import cluster
+from mnemoflow.commands import COMMANDS
 
 
+@COMMANDS.register("cluster")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "cluster", help="start/stop a single-node SLURM cluster on this machine (root)"

@@ -14,11 +14,13 @@ import argparse
 import json
 from pathlib import Path
 
+from mnemoflow.commands import COMMANDS
 from mnemoflow.data.tables import write_atomic_text
 from mnemoflow.data.validate import DataError, field, where
 from mnemoflow.eval.metric_registry import DETERMINISTIC_METRICS, get_metric
 
 
+@COMMANDS.register("metric")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("metric", help="score prediction/reference pairs with a metric")
     parser.add_argument("name", nargs="?", help="metric name (see --list)")
