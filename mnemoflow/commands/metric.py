@@ -61,8 +61,8 @@ def read_pairs(
 
 def run(args: argparse.Namespace) -> int:
     if args.list:
-        for name, metric in sorted(DETERMINISTIC_METRICS.items()):
-            print(f"{name}\t{metric.summary}")
+        for name in DETERMINISTIC_METRICS.names():
+            print(f"{name}\t{get_metric(name).summary}")
         return 0
     if not args.name or not args.pairs:
         raise ValueError("give a metric NAME and --pairs FILE (or --list)")
