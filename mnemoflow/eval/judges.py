@@ -227,6 +227,7 @@ LONGMEMEVAL_JUDGE = JudgeKind(
 LOCOMO_JUDGE = JudgeKind("j", LOCOMO_J_VERSION, locomo_request, parse_correct_wrong, "judge_locomo")
 GENERIC_JUDGE = JudgeKind("accuracy", QA_VERSION, qa_judge_request, parse_yes_no, "judge_qa")
 
+#: The official judges, named after their loaders, and the generic one for every other benchmark.
 JUDGES.register("longmemeval")(LONGMEMEVAL_JUDGE)
 JUDGES.register("locomo")(LOCOMO_JUDGE)
 JUDGES.register("generic")(GENERIC_JUDGE)
