@@ -14,15 +14,21 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar
 
 from mnemoflow.data.validate import DataError
-from mnemoflow.eval.checklist_judge import checklist_score
-from mnemoflow.eval.dialsim_accuracy import dialsim_accuracy
+from mnemoflow.eval import (
+    checklist_judge,
+    dialsim_accuracy,
+    ideabench,
+    jrel,
+    judge_doc,
+    limitgen,
+    nfcats_judge,
+    writingbench_critic,
+)
+from mnemoflow.eval.fusion import REFERENCE_SAMPLING as FUSION_SAMPLING
 from mnemoflow.eval.fusion import item_key
-from mnemoflow.eval.ideabench import ideabench_score
-from mnemoflow.eval.jrel import jrel_score
-from mnemoflow.eval.judge_doc import judge_doc_score
-from mnemoflow.eval.limitgen import ERROR_TYPES, limitgen_rating
 from mnemoflow.eval.memorybench_locomo_f1 import memorybench_locomo_f1, options_of
 from mnemoflow.eval.memorybench_metrics import (
+    FamilyJudge,
     Item,
     ItemScore,
     MetricFamily,
@@ -33,9 +39,7 @@ from mnemoflow.eval.memorybench_metrics import (
     number_or_none,
 )
 from mnemoflow.eval.meteor import meteor
-from mnemoflow.eval.nfcats_judge import FAILURE_SCORE, nfcats_score
 from mnemoflow.eval.rouge_l_zh import rouge_l_zh
-from mnemoflow.eval.writingbench_critic import critic_score
 
 
 def _locomo_category(info: dict[str, Any]) -> int | None:
@@ -83,10 +87,13 @@ class DialSim(MetricFamily):
     value = "accuracy"
     required_info = ("golden_answer",)
     failure_value = 0.0
+    judge_task = dialsim_accuracy.TASK
 
     async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
         gold = str(item.info["golden_answer"])
-        value, raw, ok = await dialsim_accuracy(item.prompt, gold, item.response, gateway)
+        value, raw, ok = await dialsim_accuracy.dialsim_accuracy(
+            item.prompt, gold, item.response, gateway
+        )
         return [ItemScore(self.value, value, raw, ok)]
 
 
@@ -104,10 +111,11 @@ class LexEval(MetricFamily):
 class NFCats(MetricFamily):
     name = "NFCats"
     value = "score"
-    failure_value = FAILURE_SCORE
+    failure_value = nfcats_judge.FAILURE_SCORE
+    judge_task = nfcats_judge.TASK
 
     async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
-        value, raw, ok = await nfcats_score(item.prompt, item.response, gateway)
+        value, raw, ok = await nfcats_judge.nfcats_score(item.prompt, item.response, gateway)
         return [ItemScore(self.value, value, raw, ok)]
 
 
@@ -129,6 +137,17 @@ class HelloBench(MetricFamily):
     value = "avg_score"
     required_info = ("checklist",)
     failure_value = 0.0
+    judge = FamilyJudge(
+        "hellobench_checklist",
+        checklist_judge.PROMPT_VERSION,
+        "judge",
+        checklist_judge.REFERENCE_SAMPLING,
+        (
+            "HelloBench-Academic&Knowledge-QA",
+            "HelloBench-Academic&Knowledge-Writing",
+            "HelloBench-Creative&Design",
+        ),
+    )
 
     def check(self, info: dict[str, Any], ident: Any) -> None:
         super().check(info, ident)
@@ -139,7 +158,10 @@ class HelloBench(MetricFamily):
 
     async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
         checklist = item.info["checklist"]
-        return [from_judged(await checklist_score(gateway, item.prompt, item.response, checklist))]
+        judged = await checklist_judge.checklist_score(
+            gateway, item.prompt, item.response, checklist
+        )
+        return [from_judged(judged)]
 
 
 @metric_family
@@ -148,10 +170,24 @@ class WritingBench(MetricFamily):
     value = "score"
     required_info = ("criteria",)
     failure_value = 1.0  # the bottom of the critic's 1-10 scale
+    judge = FamilyJudge(
+        "writingbench_critic",
+        writingbench_critic.PROMPT_VERSION,
+        writingbench_critic.ROLE,
+        writingbench_critic.REFERENCE_SAMPLING,
+        (
+            "WritingBench-Politics&Law",
+            "WritingBench-Academic&Engineering",
+            "WritingBench-Creative&Design",
+        ),
+    )
 
     async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
         criteria = item.info["criteria"]
-        return [from_judged(await critic_score(gateway, item.prompt, item.response, criteria))]
+        judged = await writingbench_critic.critic_score(
+            gateway, item.prompt, item.response, criteria
+        )
+        return [from_judged(judged)]
 
 
 @metric_family
@@ -161,17 +197,20 @@ class LimitGen(MetricFamily):
     sub_metrics = ("accuracy",)
     required_info = ("category", "ground_truth")
     failure_value = 0.0
+    judge = FamilyJudge(
+        "limitgen", limitgen.PROMPT_VERSION, "judge", limitgen.REFERENCE_SAMPLING, ("LimitGen-Syn",)
+    )
 
     def check(self, info: dict[str, Any], ident: Any) -> None:
         super().check(info, ident)
-        if info["category"] not in ERROR_TYPES:
+        if info["category"] not in limitgen.ERROR_TYPES:
             raise DataError(
                 f"questions: record {ident}: field 'info.category': {info['category']!r} is not "
-                f"one of {sorted(ERROR_TYPES)}"
+                f"one of {sorted(limitgen.ERROR_TYPES)}"
             )
 
     async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
-        judged = await limitgen_rating(gateway, item.response, item.info)
+        judged = await limitgen.limitgen_rating(gateway, item.response, item.info)
         accuracy = number_or_none(judged.details.get("accuracy"))
         return [
             ItemScore("accuracy", accuracy, "", judged.parse_ok, judged.prompt_version),
@@ -257,7 +296,10 @@ class JuDGE(Fused):
         "amount_score",
     )
     required_info = ("golden_answer",)
-    fuse = staticmethod(judge_doc_score)
+    fuse = staticmethod(judge_doc.judge_doc_score)
+    judge = FamilyJudge(
+        "judge_doc_fusion", judge_doc.PROMPT_VERSION, "judge", FUSION_SAMPLING, ("JuDGE",)
+    )
 
 
 @metric_family
@@ -270,7 +312,10 @@ class IdeaBench(Fused):
         "llm_feasibility_ranking_score",
     )
     required_info = ("abstract",)
-    fuse = staticmethod(ideabench_score)
+    fuse = staticmethod(ideabench.ideabench_score)
+    judge = FamilyJudge(
+        "ideabench", ideabench.PROMPT_VERSION, "judge", FUSION_SAMPLING, ("IdeaBench",)
+    )
     raw_replies_of = {
         "llm_rating_score": "overlap",
         "llm_novelty_ranking_score": "novelty",
@@ -283,4 +328,5 @@ class JREL(Fused):
     name = "JRE-L"
     sub_metrics = ("Rouge-L", "BERTScore-F1", "CLI", "FKGL", "DCRS")
     required_info = ("pr-abstract",)
-    fuse = staticmethod(jrel_score)
+    fuse = staticmethod(jrel.jrel_score)
+    judge = FamilyJudge("jrel_fusion", jrel.PROMPT_VERSION, "judge", FUSION_SAMPLING, ("JRE-L",))

@@ -58,6 +58,18 @@ class Item:
     response: str
 
 
+@dataclass(frozen=True)
+class FamilyJudge:
+    """The judge behind a family's value, for ``judge.json``: its name there, its prompt version,
+    the role that answers it, the reference's sampling and the datasets it scores."""
+
+    name: str
+    prompt_version: str
+    role: str
+    reference_sampling: dict[str, Any]
+    datasets: tuple[str, ...]
+
+
 class MetricFamily(ABC):
     """The metric of one MemoryBench dataset family, stated once.
 
@@ -65,7 +77,9 @@ class MetricFamily(ABC):
     normalization uses; ``sub_metrics`` the other metrics :meth:`score` reports, in the
     reference's order; ``required_info`` the ``info`` fields it reads (a record without one fails
     with one line); ``failure_value`` an item's value when its judge never gave a parseable reply,
-    the bottom of the metric's scale (None: a model-free metric, which always has a value).
+    the bottom of the metric's scale (None: a model-free metric, which always has a value);
+    ``judge`` the judge behind the value, or ``judge_task`` the task of a judge whose prompt the
+    reference fixes.
     """
 
     name: ClassVar[str]
@@ -73,6 +87,8 @@ class MetricFamily(ABC):
     sub_metrics: ClassVar[tuple[str, ...]] = ()
     required_info: ClassVar[tuple[str, ...]] = ()
     failure_value: ClassVar[float | None] = None
+    judge: ClassVar[FamilyJudge | None] = None
+    judge_task: ClassVar[str] = ""
 
     def check(self, info: dict[str, Any], ident: Any) -> None:
         """Raise a one-line DataError for an ``info`` the metric cannot read."""
