@@ -1,27 +1,15 @@
 """The ``mnemoflow`` command: one sub-command per module in :mod:`mnemoflow.commands`.
 
-Each command module defines ``register(subparsers)`` (adds its parser, sets ``func``); adding a
-command means adding one module and one line to :data:`COMMANDS`.
+Each command module registers itself in :data:`mnemoflow.commands.COMMANDS`; the parser lists
+the commands by name.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-COMMANDS = [
-    "mnemoflow.commands.run",
-    "mnemoflow.commands.generate",
-    "mnemoflow.commands.report",
-    "mnemoflow.commands.data",
-    "mnemoflow.commands.score",
-    "mnemoflow.commands.normalize",
-    "mnemoflow.commands.cluster",
-    "mnemoflow.commands.serve",
-    "mnemoflow.commands.metric",
-    "mnemoflow.commands.cache",
-]
+from mnemoflow.commands import COMMANDS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,8 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mnemoflow", description="Benchmark memory and continual learning in LLM assistants."
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
-        importlib.import_module(name).register(subparsers)
+    for name in COMMANDS.names():
+        COMMANDS.get(name)(subparsers)
     return parser
 
 

@@ -10,6 +10,7 @@ import pytest
 from mnemoflow import cli
 from mnemoflow.data import registry
 from mnemoflow.data.tables import read_table
+from mnemoflow.registry import Entry
 from tests.eval_fixtures import locomo_tables, longmemeval_tables
 from tests.jsonl import write_jsonl
 
@@ -17,12 +18,12 @@ from tests.jsonl import write_jsonl
 @pytest.fixture
 def fixture_loaders(monkeypatch):
     """Stand-ins for the LongMemEval / LoCoMo loaders, returning the fixture tables."""
-    registry._import_builtins()
+    registry.loaders()  # the built-ins first, so that they do not replace the stand-ins
     sessions, episodes, questions = longmemeval_tables()
     lme = registry.Prepared(sessions, questions, episodes)
     loc = registry.Prepared(*locomo_tables())
-    monkeypatch.setitem(registry._LOADERS, "longmemeval", lambda spec: lme)
-    monkeypatch.setitem(registry._LOADERS, "locomo", lambda spec: loc)
+    monkeypatch.setitem(registry.LOADERS.entries, "longmemeval", Entry(lambda spec: lme, {}))
+    monkeypatch.setitem(registry.LOADERS.entries, "locomo", Entry(lambda spec: loc, {}))
     return lme, loc
 
 

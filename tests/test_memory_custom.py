@@ -96,7 +96,8 @@ def _entry_points(monkeypatch, **targets: str) -> None:
         return [entry for entry in listed if entry.group == group]
 
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # forget them after the test
+    base.available()  # the built-ins first, so that the copy below holds them
+    monkeypatch.setattr(base.SYSTEMS, "entries", dict(base.SYSTEMS.entries))  # forget the rest
 
 
 def test_custom_system_by_entry_point_is_found_by_type_name(monkeypatch):

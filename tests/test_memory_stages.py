@@ -16,12 +16,12 @@ import pytest
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory.base import (
-    _REGISTRY,
     MemoryItem,
     MemorySystem,
     available,
     build,
     full_spec,
+    resolve,
     stage_roles,
     stage_spec,
 )
@@ -79,7 +79,7 @@ def test_a_system_that_declares_nothing_re_ingests_on_any_change():
 
 @pytest.mark.parametrize("name", available())
 def test_declared_ingest_params_are_parameters(name):
-    cls = _REGISTRY[name]
+    cls = resolve(name)
     if cls.ingest_params is not None:
         assert set(cls.ingest_params) <= set(cls.defaults), name
 

@@ -8,6 +8,7 @@ import pytest
 
 from mnemoflow.cli import main
 from mnemoflow.eval.metric_registry import DETERMINISTIC_METRICS, DeterministicMetric, per_pair
+from mnemoflow.registry import Entry
 from tests.jsonl import write_jsonl
 
 PAIRS = [
@@ -119,7 +120,7 @@ def test_a_metric_that_defers_writes_null(tmp_path, monkeypatch, capsys):
     exact = DeterministicMetric(
         "exact_or_judge", "test", per_pair(lambda ref, pred: 1.0 if ref == pred else None)
     )
-    monkeypatch.setitem(DETERMINISTIC_METRICS, exact.name, exact)
+    monkeypatch.setitem(DETERMINISTIC_METRICS.entries, exact.name, Entry(exact, {}))
     pairs = write_jsonl(
         tmp_path / "pairs.jsonl",
         [{"prediction": "a", "reference": "a"}, {"prediction": "b", "reference": "c"}],

@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mnemoflow.commands import COMMANDS
 from mnemoflow.llm.cache_compact import MIN_AGE_S, compact
 
 
+@COMMANDS.register("cache")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("cache", help="maintain the response cache")
     actions = parser.add_subparsers(dest="action", required=True)

@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from mnemoflow.commands import COMMANDS
 from mnemoflow.ops import cluster
 
 
+@COMMANDS.register("cluster")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "cluster", help="start/stop a single-node SLURM cluster on this machine (root)"

@@ -18,12 +18,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mnemoflow.commands import COMMANDS
 from mnemoflow.data.registry import load_benchmark, loaders
 from mnemoflow.data.sources import CATALOG, cache_root, cached_path, sha256_file
 from mnemoflow.data.tables import SCHEMAS, to_arrow, write_atomic_text, write_table
 from mnemoflow.data.validate import DataError
 
 
+@COMMANDS.register("data")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("data", help="list benchmarks, inspect or prepare their data")
     sub = parser.add_subparsers(dest="data_command", required=True)

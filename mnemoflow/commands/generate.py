@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mnemoflow.commands import COMMANDS
 from mnemoflow.data import amemgym_procedural
 from mnemoflow.data.synthetic import DEFAULTS, generate
 from mnemoflow.data.tables import write_table
@@ -14,6 +15,7 @@ from mnemoflow.data.tables import write_table
 AMEMGYM_ONLY = ("questions", "start_date", "personas")
 
 
+@COMMANDS.register("generate")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "generate", help="write the synthetic benchmark as Parquet, or an AMemGym data.json"

@@ -14,11 +14,13 @@ import argparse
 import json
 from pathlib import Path
 
+from mnemoflow.commands import COMMANDS
 from mnemoflow.data.tables import write_atomic_text
 from mnemoflow.data.validate import DataError, field, where
 from mnemoflow.eval.metric_registry import DETERMINISTIC_METRICS, get_metric
 
 
+@COMMANDS.register("metric")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("metric", help="score prediction/reference pairs with a metric")
     parser.add_argument("name", nargs="?", help="metric name (see --list)")
@@ -59,8 +61,8 @@ def read_pairs(
 
 def run(args: argparse.Namespace) -> int:
     if args.list:
-        for name, metric in sorted(DETERMINISTIC_METRICS.items()):
-            print(f"{name}\t{metric.summary}")
+        for name in DETERMINISTIC_METRICS.names():
+            print(f"{name}\t{get_metric(name).summary}")
         return 0
     if not args.name or not args.pairs:
         raise ValueError("give a metric NAME and --pairs FILE (or --list)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mnemoflow.commands import COMMANDS
 from mnemoflow.data.memorybench import parse_set, registry, select
 from mnemoflow.data.tables import write_table
 from mnemoflow.data.validate import DataError
@@ -19,6 +20,7 @@ from mnemoflow.eval.memorybench_rescore import keyed_records
 from mnemoflow.eval.normalize import NORMALIZED, format_summary, normalize_set
 
 
+@COMMANDS.register("normalize")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "normalize", help="MemoryBench normalized scores (min-max, z) of per-item values"

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import yaml
 
+from mnemoflow.commands import COMMANDS
 
+
+@COMMANDS.register("report")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("report", help="build results/report.html from result tables")
     parser.add_argument("--results", type=Path, default=Path("results"), help="results folder")

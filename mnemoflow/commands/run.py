@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mnemoflow.commands import COMMANDS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@COMMANDS.register("run")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run", help="run the workflow (extra arguments go to snakemake)", add_help=False

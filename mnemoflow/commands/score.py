@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from mnemoflow.commands import COMMANDS
 from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text, write_table
@@ -41,6 +42,7 @@ from mnemoflow.eval.rescore import (
 from mnemoflow.llm.gateway import Gateway
 
 
+@COMMANDS.register("score")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "score",

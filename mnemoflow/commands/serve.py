@@ -10,10 +10,12 @@ import argparse
 import signal
 import time
 
+from mnemoflow.commands import COMMANDS
 from mnemoflow.ops import local_llm
 from mnemoflow.ops.daemon import is_running
 
 
+@COMMANDS.register("serve")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("serve", help="serve a local model with the OpenAI API")
     servers = parser.add_subparsers(dest="server", required=True)

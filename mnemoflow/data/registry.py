@@ -2,12 +2,12 @@
 
 A loader is a function ``(spec) -> Prepared`` (or a ``(sessions, questions)`` pair); ``spec`` is the
 benchmark's entry in config.yaml (``loader``, ``source`` and loader-specific options). Adding a
-benchmark touches one module: define the loader and decorate it with :func:`register_loader`.
+benchmark touches one module: define the loader and decorate it with :func:`register_loader`
+(and name a new module in :data:`LOADERS`' built-in modules).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import DIALOGUES, EPISODE_SESSIONS
-from mnemoflow.errors import ConfigError
+from mnemoflow.registry import Registry
 
 
 @dataclass
@@ -48,54 +48,38 @@ def derive_episode_sessions(sessions: pd.DataFrame) -> pd.DataFrame:
 
 Loader = Callable[[dict[str, Any]], "Prepared | tuple[pd.DataFrame, pd.DataFrame]"]
 StepCounter = Callable[[dict[str, Any]], int]
-_LOADERS: dict[str, Loader] = {}
-_STEPS: dict[str, StepCounter] = {}
 
-#: Modules that register the built-in loaders when imported.
-BUILTIN_MODULES = [
-    "mnemoflow.data.synthetic",
-    "mnemoflow.data.locomo",
-    "mnemoflow.data.longmemeval",
-    "mnemoflow.data.memorybench",
-    "mnemoflow.data.amemgym",
-    "mnemoflow.data.synthetic_feedback",
-]
+#: Loaders by name; each built-in module registers its own when imported.
+LOADERS = Registry(
+    "benchmark loader",
+    builtin_modules=[
+        "mnemoflow.data.synthetic",
+        "mnemoflow.data.locomo",
+        "mnemoflow.data.longmemeval",
+        "mnemoflow.data.memorybench",
+        "mnemoflow.data.amemgym",
+        "mnemoflow.data.synthetic_feedback",
+    ],
+)
 
 
 def register_loader(name: str, steps: StepCounter | None = None) -> Callable[[Loader], Loader]:
     """Register a loader; ``steps(spec)`` says how many steps its data has (default 1: static)."""
-
-    def decorator(fn: Loader) -> Loader:
-        _LOADERS[name] = fn
-        if steps is not None:
-            _STEPS[name] = steps
-        return fn
-
-    return decorator
-
-
-def _import_builtins() -> None:
-    for module in BUILTIN_MODULES:
-        importlib.import_module(module)
+    return LOADERS.register(name, steps=steps)
 
 
 def loaders() -> list[str]:
-    _import_builtins()
-    return sorted(_LOADERS)
+    return LOADERS.names()
 
 
 def load_benchmark(spec: dict[str, Any]) -> Prepared:
     """Run the loader the spec names and return the benchmark in unified form."""
-    _import_builtins()
-    name = spec.get("loader")
-    if name not in _LOADERS:
-        raise ConfigError(f"benchmark loader {name!r} is unknown; available: {loaders()}")
-    result = _LOADERS[name](spec)
+    result = LOADERS.get(spec.get("loader"))(spec)
     return result if isinstance(result, Prepared) else Prepared(*result)
 
 
 def n_steps(spec: dict[str, Any]) -> int:
     """Number of steps of the step chain for this benchmark (1 for static benchmarks)."""
-    _import_builtins()
-    counter = _STEPS.get(spec.get("loader", ""))
+    name = spec.get("loader", "")
+    counter = LOADERS.info(name).get("steps") if name in LOADERS else None
     return int(counter(spec)) if counter else 1

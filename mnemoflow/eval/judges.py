@@ -41,7 +41,7 @@ import pandas as pd
 
 from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import JUDGEMENTS, RUN_KEYS
-from mnemoflow.errors import ConfigError
+from mnemoflow.eval.benchmark_metric import JUDGES, metric_for
 from mnemoflow.eval.locomo_f1 import locomo_f1
 from mnemoflow.eval.qa_judge import PROMPT_VERSION as QA_VERSION
 from mnemoflow.eval.qa_judge import judge_request as qa_judge_request
@@ -227,16 +227,16 @@ LONGMEMEVAL_JUDGE = JudgeKind(
 LOCOMO_JUDGE = JudgeKind("j", LOCOMO_J_VERSION, locomo_request, parse_correct_wrong, "judge_locomo")
 GENERIC_JUDGE = JudgeKind("accuracy", QA_VERSION, qa_judge_request, parse_yes_no, "judge_qa")
 
-#: Judge kinds by name: the official ones, and the generic one for every other benchmark.
-KINDS = {"longmemeval": LONGMEMEVAL_JUDGE, "locomo": LOCOMO_JUDGE, "generic": GENERIC_JUDGE}
+#: The official judges, named after their loaders, and the generic one for every other benchmark.
+JUDGES.register("longmemeval")(LONGMEMEVAL_JUDGE)
+JUDGES.register("locomo")(LOCOMO_JUDGE)
+JUDGES.register("generic")(GENERIC_JUDGE)
 
 
 def kind_for(spec: dict[str, Any]) -> str:
-    """The judge of a benchmark entry: ``judge:`` if given, else its loader's official judge."""
-    name = spec.get("judge") or (spec.get("loader") if spec.get("loader") in KINDS else "generic")
-    if name not in KINDS:
-        raise ConfigError(f"config judge: one of {sorted(KINDS)}, got {name!r}")
-    return name
+    """The judge of a benchmark entry, as :func:`~mnemoflow.eval.benchmark_metric.metric_for`
+    decides it."""
+    return metric_for(spec).judge
 
 
 def repeat_seeds(repeats: int, seed: int) -> list[int | None]:
@@ -323,9 +323,7 @@ async def judge_answers(
     categories 1-4, a ``j`` row. With ``repeats > 1`` each judged answer also gets a
     ``judge_agreement`` row (1 if all parsed verdicts agree, NaN when fewer than two parsed).
     """
-    if benchmark not in KINDS:
-        raise ValueError(f"judge: benchmark must be one of {sorted(KINDS)}, got {benchmark!r}")
-    kind = KINDS[benchmark]
+    kind = JUDGES.get(benchmark)
     judge_name = f"{gateway.model_name('judge')}/{kind.version}"
     seeds = repeat_seeds(repeats, seed)
     by_id = {q["question_id"]: q for q in questions.to_dict("records")}
@@ -390,9 +388,7 @@ def judge_provenance(gateway, benchmark: str, repeats: int, seed: int) -> dict[s
     Logs one warning when the judge's temperature is not 0: verdicts are then sampled, and a
     rerun with another cache may judge differently.
     """
-    if benchmark not in KINDS:
-        raise ValueError(f"judge: benchmark must be one of {sorted(KINDS)}, got {benchmark!r}")
-    kind = KINDS[benchmark]
+    kind = JUDGES.get(benchmark)
     spec = gateway.describe()["judge"]
     if spec["temperature"] != 0:
         log.warning(

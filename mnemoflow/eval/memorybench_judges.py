@@ -10,85 +10,53 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemoflow.eval import (
-    checklist_judge,
-    dialsim_accuracy,
-    fusion,
-    ideabench,
-    jrel,
-    judge_doc,
-    limitgen,
-    nfcats_judge,
-    writingbench_critic,
-)
+from mnemoflow.eval.memorybench_metrics import FAMILIES, FamilyJudge
 
-#: family -> (prompt version, role, reference sampling, the datasets it scores)
-JUDGES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...]]] = {
-    "hellobench_checklist": (
-        checklist_judge.PROMPT_VERSION,
-        "judge",
-        checklist_judge.REFERENCE_SAMPLING,
-        (
-            "HelloBench-Academic&Knowledge-QA",
-            "HelloBench-Academic&Knowledge-Writing",
-            "HelloBench-Creative&Design",
-        ),
-    ),
-    "writingbench_critic": (
-        writingbench_critic.PROMPT_VERSION,
-        writingbench_critic.ROLE,
-        writingbench_critic.REFERENCE_SAMPLING,
-        (
-            "WritingBench-Politics&Law",
-            "WritingBench-Academic&Engineering",
-            "WritingBench-Creative&Design",
-        ),
-    ),
-    "limitgen": (limitgen.PROMPT_VERSION, "judge", limitgen.REFERENCE_SAMPLING, ("LimitGen-Syn",)),
-    "judge_doc_fusion": (
-        judge_doc.PROMPT_VERSION,
-        "judge",
-        fusion.REFERENCE_SAMPLING,
-        ("JuDGE",),
-    ),
-    "ideabench": (ideabench.PROMPT_VERSION, "judge", fusion.REFERENCE_SAMPLING, ("IdeaBench",)),
-    "jrel_fusion": (jrel.PROMPT_VERSION, "judge", fusion.REFERENCE_SAMPLING, ("JRE-L",)),
-}
+
+def _families() -> list[Any]:
+    return [FAMILIES.get(name) for name in FAMILIES.names()]
+
+
+def judges() -> dict[str, FamilyJudge]:
+    """The judges behind the families' values (each family states its own), by name."""
+    return {f.judge.name: f.judge for f in _families() if f.judge is not None}
 
 
 def judge_provenance(gateway, families: list[str] | None = None) -> dict[str, Any]:
     """One entry per judge family: prompt version, role binding, reference sampling."""
     bound = gateway.describe()
+    known = judges()
     out = {}
-    for family in families or sorted(JUDGES):
-        version, role, reference, datasets = JUDGES[family]
-        spec = bound[role]
+    for family in families or sorted(known):
+        judge = known[family]
+        spec = bound[judge.role]
         differs = {
             key: {"reference": value, "bound": spec.get(key)}
-            for key, value in reference.items()
+            for key, value in judge.reference_sampling.items()
             if spec.get(key) != value
         }
         out[family] = {
-            "datasets": list(datasets),
-            "prompt_version": version,
-            "role": role,
+            "datasets": list(judge.datasets),
+            "prompt_version": judge.prompt_version,
+            "role": judge.role,
             "model": spec["model"],
             "backend": spec["backend"],
-            "reference_sampling": reference,
+            "reference_sampling": judge.reference_sampling,
             "matches_reference": not differs,
             "differs": differs,
         }
     return out
 
 
-#: Judge tasks of the protocols issue's metrics (prompts fixed by the reference, no version).
-PROTOCOL_JUDGES = {"DialSim": dialsim_accuracy.TASK, "NFCats": nfcats_judge.TASK}
+#: Judge tasks of the protocols issue's metrics (prompts fixed by the reference, no version), by
+#: metric family.
+PROTOCOL_JUDGES = {f.name: f.judge_task for f in _families() if f.judge_task}
 
 
 def families_of(datasets: list[str]) -> list[str]:
-    """The judge families (keys of :data:`JUDGES`) that score any of ``datasets``."""
+    """The judge families (keys of :func:`judges`) that score any of ``datasets``."""
     return [
-        family
-        for family, (_, _, _, scored) in sorted(JUDGES.items())
-        if any(d in scored for d in datasets)
+        name
+        for name, judge in sorted(judges().items())
+        if any(d in judge.datasets for d in datasets)
     ]

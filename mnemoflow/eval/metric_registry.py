@@ -3,10 +3,11 @@
 A researcher checks a number by hand: each JSONL line is ``{"prediction", "reference"}`` plus the
 metric's own fields, and the metric gives one value per line (``None`` where the metric defers to
 a judge). A metric scores a whole list at once, so batched ones (BERTScore) run one forward pass.
-Add a metric with one :data:`DETERMINISTIC_METRICS` entry. MemoryBench's model-free metrics are
-here too: ``locomo_f1`` (with ``category``; a category-5 ``reference`` is the two-option object or
-its JSON text), ``dialsim_exact`` (1.0 on the reference's exact / lower-case match, else ``None``:
-DialSim hands the rest to its judge) and ``rouge_l_zh`` (LexEval, jieba tokens).
+Add a metric by registering one :class:`DeterministicMetric` in :data:`DETERMINISTIC_METRICS`.
+MemoryBench's model-free metrics are here too: ``locomo_f1`` (with ``category``; a category-5
+``reference`` is the two-option object or its JSON text), ``dialsim_exact`` (1.0 on the
+reference's exact / lower-case match, else ``None``: DialSim hands the rest to its judge) and
+``rouge_l_zh`` (LexEval, jieba tokens).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from mnemoflow.registry import Registry
 
 Record = dict[str, Any]
 
@@ -107,46 +110,43 @@ def _rouge_l_zh(records: list[Record]) -> list[float | None]:
     return [rouge_l_zh(r["prediction"], r["reference"]) for r in records]
 
 
-DETERMINISTIC_METRICS: dict[str, DeterministicMetric] = {
-    m.name: m
-    for m in (
-        DeterministicMetric(
-            "meteor", "WritingPrompts METEOR (nltk, word_tokenize, WordNet 3.0)", _meteor
-        ),
-        DeterministicMetric(
-            "bertscore",
-            "BERTScore F1 with the bundled all-MiniLM-L6-v2, num_layers 6 (not the paper's model)",
-            _bertscore,
-        ),
-        DeterministicMetric("rouge_l", "English ROUGE-L F (HF evaluate / rouge_score)", _rouge_l),
-        DeterministicMetric("cli", "Coleman-Liau index of the prediction", _readability("cli")),
-        DeterministicMetric("fkgl", "Flesch-Kincaid grade of the prediction", _readability("fkgl")),
-        DeterministicMetric("dcrs", "Dale-Chall score of the prediction", _readability("dcrs")),
-        DeterministicMetric(
-            "locomo_f1",
-            "MemoryBench Locomo-k f1 by category (cat 5: option letters -> option text)",
-            _locomo_f1,
-            extra_fields=("category",),
-            reference_kinds=(str, dict),
-            check=_check_locomo,
-        ),
-        DeterministicMetric(
-            "dialsim_exact",
-            "DialSim accuracy's model-free part: 1 on exact/lower-case match, else null (judge)",
-            _dialsim_exact,
-        ),
-        DeterministicMetric(
-            "rouge_l_zh",
-            "LexEval ROUGE-L F over jieba tokens (true value on long texts)",
-            _rouge_l_zh,
-        ),
-    )
-}
+#: Deterministic metrics by name.
+DETERMINISTIC_METRICS = Registry("metric")
+
+for _metric in (
+    DeterministicMetric(
+        "meteor", "WritingPrompts METEOR (nltk, word_tokenize, WordNet 3.0)", _meteor
+    ),
+    DeterministicMetric(
+        "bertscore",
+        "BERTScore F1 with the bundled all-MiniLM-L6-v2, num_layers 6 (not the paper's model)",
+        _bertscore,
+    ),
+    DeterministicMetric("rouge_l", "English ROUGE-L F (HF evaluate / rouge_score)", _rouge_l),
+    DeterministicMetric("cli", "Coleman-Liau index of the prediction", _readability("cli")),
+    DeterministicMetric("fkgl", "Flesch-Kincaid grade of the prediction", _readability("fkgl")),
+    DeterministicMetric("dcrs", "Dale-Chall score of the prediction", _readability("dcrs")),
+    DeterministicMetric(
+        "locomo_f1",
+        "MemoryBench Locomo-k f1 by category (cat 5: option letters -> option text)",
+        _locomo_f1,
+        extra_fields=("category",),
+        reference_kinds=(str, dict),
+        check=_check_locomo,
+    ),
+    DeterministicMetric(
+        "dialsim_exact",
+        "DialSim accuracy's model-free part: 1 on exact/lower-case match, else null (judge)",
+        _dialsim_exact,
+    ),
+    DeterministicMetric(
+        "rouge_l_zh",
+        "LexEval ROUGE-L F over jieba tokens (true value on long texts)",
+        _rouge_l_zh,
+    ),
+):
+    DETERMINISTIC_METRICS.register(_metric.name)(_metric)
 
 
 def get_metric(name: str) -> DeterministicMetric:
-    if name not in DETERMINISTIC_METRICS:
-        raise ValueError(
-            f"unknown metric {name!r}; deterministic metrics: {sorted(DETERMINISTIC_METRICS)}"
-        )
-    return DETERMINISTIC_METRICS[name]
+    return DETERMINISTIC_METRICS.get(name)

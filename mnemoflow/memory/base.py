@@ -12,7 +12,6 @@ Methods that may call a model (``add`` for agentic writers, ``retrieve`` for que
 
 from __future__ import annotations
 
-import importlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
@@ -22,6 +21,7 @@ from typing import Any, ClassVar
 import jsonschema
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.registry import Registry
 
 #: JSON Schema 2020-12, except that an integer parameter rejects 5.0 (the standard accepts it),
 #: since the systems slice and count with these values.
@@ -132,59 +132,30 @@ class MemorySystem(ABC):
         return (self.__doc__ or self.name).strip().splitlines()[0]
 
 
-_REGISTRY: dict[str, type[MemorySystem]] = {}
+#: Systems by ``name``: the built-in ones, installed packages' (entry-point group
+#: ``mnemoflow.memory``) and, in config, any ``package.module:Class`` path.
+SYSTEMS = Registry(
+    "memory system",
+    builtin_modules=["mnemoflow.memory.systems"],
+    entry_points="mnemoflow.memory",
+    base=MemorySystem,
+)
 
 
 def register(cls: type[MemorySystem]) -> type[MemorySystem]:
     """Class decorator: make a system available by its ``name`` in config."""
     if not cls.name:
         raise TypeError(f"{cls.__qualname__} has no name")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _builtin() -> None:
-    # Importing the package registers the built-in systems.
-    importlib.import_module("mnemoflow.memory.systems")
+    return SYSTEMS.register(cls.name)(cls)
 
 
 def available() -> list[str]:
-    _builtin()
-    return sorted(_REGISTRY)
+    return SYSTEMS.names()
 
 
 def resolve(type_name: str) -> type[MemorySystem]:
     """Find a system class by registered name or by a ``package.module:Class`` path."""
-    _builtin()
-    if ":" in type_name:
-        module_name, _, attr = type_name.partition(":")
-        try:
-            cls = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"memory class {type_name!r} cannot be imported: {exc}") from exc
-        if not (isinstance(cls, type) and issubclass(cls, MemorySystem)):
-            raise ConfigError(f"memory class {type_name!r} is not a MemorySystem subclass")
-        return cls
-    if type_name not in _REGISTRY:
-        _load_entry_points()
-    if type_name not in _REGISTRY:
-        raise ConfigError(f"unknown memory system {type_name!r}; available: {available()}")
-    return _REGISTRY[type_name]
-
-
-def _load_entry_points() -> None:
-    """Third-party systems register through the ``mnemoflow.memory`` entry-point group."""
-    from importlib.metadata import entry_points
-
-    for entry in entry_points(group="mnemoflow.memory"):
-        where = f"entry point {entry.name!r} ({entry.value}) of group 'mnemoflow.memory'"
-        try:
-            cls = entry.load()
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"{where} cannot be loaded: {exc}") from exc
-        if not (isinstance(cls, type) and issubclass(cls, MemorySystem)):
-            raise ConfigError(f"{where} is not a MemorySystem subclass")
-        _REGISTRY.setdefault(entry.name, cls)  # a built-in name is never replaced
+    return SYSTEMS.get(type_name)
 
 
 def _split_spec(spec: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:

@@ -38,7 +38,7 @@ import pandas as pd
 from mnemoflow.data.memorybench import dialogues_for, parse_set
 from mnemoflow.data.tables import ANSWERS, DIALOGUES, JUDGEMENTS, QUESTION_SCORES, SCORES
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval import memorybench_metrics, synthetic_feedback
+from mnemoflow.eval.benchmark_metric import metric_for
 from mnemoflow.eval.normalize import normalize_set
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemorySystem, Message, build
@@ -191,7 +191,7 @@ register_protocol(
 
 def metrics_module(loader: str) -> Any:
     """The metric module of a benchmark: ``evaluate_item``, ``item_value``, ``check_supported``."""
-    return synthetic_feedback if loader == "synthetic_feedback" else memorybench_metrics
+    return metric_for({"loader": loader}).item_metrics()
 
 
 def item_value(metrics: Any, dataset: str, scores: list[Any]) -> float:

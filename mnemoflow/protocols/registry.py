@@ -3,39 +3,37 @@
 A benchmark's spec names its protocols (``protocols: [on_policy, off_policy]``; default the
 static ``qa`` chain). Each protocol writes, for every (benchmark, system, step), the run's
 ``scores.parquet`` and ``diagnosis.parquet`` under ``results/{benchmark}/{system}/{protocol}/
-step{k}/``, which ``summarize`` collects. Adding a protocol touches one module: register it here
-with its step counter and add the module to :data:`BUILTIN_MODULES`.
+step{k}/``, which ``summarize`` collects. Adding a protocol touches one module: register it
+with its step counter (:func:`register_protocol`) and name the module in :data:`PROTOCOLS`'
+built-in modules.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 from mnemoflow.data.registry import n_steps
 from mnemoflow.errors import ConfigError
+from mnemoflow.registry import Registry
 
 StepCounter = Callable[[dict[str, Any]], int]
-_STEPS: dict[str, StepCounter] = {"qa": n_steps}
 
-#: Modules that register the built-in protocols when imported.
-BUILTIN_MODULES: list[str] = ["mnemoflow.protocols.feedback", "mnemoflow.protocols.interactive"]
+#: Protocols by name, each a step counter ``steps(spec)``; the static ``qa`` chain has the loader's.
+PROTOCOLS = Registry(
+    "protocol",
+    builtin_modules=["mnemoflow.protocols.feedback", "mnemoflow.protocols.interactive"],
+)
+PROTOCOLS.register("qa")(n_steps)
 
 
 def register_protocol(name: str, steps: StepCounter) -> None:
     """Register a protocol; ``steps(spec)`` is its number of steps for a benchmark spec."""
-    _STEPS[name] = steps
-
-
-def _import_builtins() -> None:
-    for module in BUILTIN_MODULES:
-        importlib.import_module(module)
+    PROTOCOLS.register(name)(steps)
 
 
 def protocol_names() -> list[str]:
-    _import_builtins()
-    return sorted(_STEPS)
+    return PROTOCOLS.names()
 
 
 def protocols_of(name: str, spec: dict[str, Any]) -> list[str]:
@@ -54,5 +52,4 @@ def protocols_of(name: str, spec: dict[str, Any]) -> list[str]:
 
 def protocol_steps(protocol: str, spec: dict[str, Any]) -> int:
     """Number of steps of ``protocol``'s chain for this benchmark spec."""
-    _import_builtins()
-    return int(_STEPS[protocol](spec))
+    return int(PROTOCOLS.get(protocol)(spec))
