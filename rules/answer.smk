@@ -23,7 +23,7 @@ rule answer:
         use_options=use_options_of,
         models=answer_models,
         limits=endpoint_limits("answer").params,
-        seed=config.get("seed", 0),
+        seed=SEED,
         code=code_version("mnemoflow.jobs.static_qa:answer"),
     script:
         "../scripts/answer.py"

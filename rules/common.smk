@@ -48,6 +48,8 @@ for _name in config["run"]["benchmarks"]:
                 f"config benchmarks.{_name}.systems: {_system!r} is not defined under systems"
             )
 
+#: The run's seed (option order, sampling, splits, simulators); the judge has its own.
+SEED = config.get("seed", 0)
 PREPARED = "results/{benchmark}/prepared"
 # Every protocol writes scores.parquet and diagnosis.parquet per step under RUN_STEP; the static
 # QA chain (rules ingest / answer / judge / score) lives under STEP and SHARD, its protocol "qa".

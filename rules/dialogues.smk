@@ -55,7 +55,7 @@ rule dialogues:
         schedule=schedule,
         models=rule_models("dialogues"),
         limits=endpoint_limits("dialogues").params,
-        seed=config.get("seed", 0),
+        seed=SEED,
         code=code_version("mnemoflow.jobs.interactive:dialogues"),
     script:
         "../scripts/dialogues.py"
@@ -89,7 +89,7 @@ rule replay_dialogues:
         schedule=schedule,
         models=rule_models("replay_dialogues"),
         limits=endpoint_limits("replay_dialogues").params,
-        seed=config.get("seed", 0),
+        seed=SEED,
         code=code_version("mnemoflow.jobs.interactive:dialogues"),
     script:
         "../scripts/dialogues.py"

@@ -26,7 +26,7 @@ rule feedback_train_dialogues:
         settings=fb_stage_settings("train_dialogues"),
         models=fb_models("train_dialogues"),
         limits=endpoint_limits("feedback_train_dialogues").params,
-        seed=config.get("seed", 0),
+        seed=SEED,
         code=code_version("mnemoflow.jobs.feedback:train_dialogues"),
     script:
         "../scripts/feedback_train_dialogues.py"
@@ -65,7 +65,7 @@ rule feedback_step:
         settings=fb_stage_settings("step"),
         models=fb_models("step"),
         limits=endpoint_limits("feedback_step").params,
-        seed=config.get("seed", 0),
+        seed=SEED,
         code=code_version("mnemoflow.jobs.feedback:step"),
     script:
         "../scripts/feedback_step.py"
@@ -100,7 +100,7 @@ rule feedback_train_performance:
         settings=fb_stage_settings("train_performance"),
         models=fb_models("train_performance"),
         limits=endpoint_limits("feedback_train_performance").params,
-        seed=config.get("seed", 0),
+        seed=SEED,
         code=code_version("mnemoflow.jobs.feedback:train_performance"),
     script:
         "../scripts/feedback_train_performance.py"

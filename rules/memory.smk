@@ -19,7 +19,7 @@ rule ingest:
         n_shards=n_shards,
         models=ingest_models,
         limits=endpoint_limits("ingest").params,
-        seed=config.get("seed", 0),
+        seed=SEED,
         code=code_version("mnemoflow.jobs.static_qa:ingest"),
     script:
         "../scripts/ingest.py"
