@@ -27,14 +27,7 @@ import re
 from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
-from mnemoflow.eval.fusion import (
-    FusionStore,
-    fuse,
-    fusion_request,
-    fusion_setting,
-    item_key,
-    number,
-)
+from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request, number
 from mnemoflow.eval.judged_score import JudgedScore, load_structure
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 
@@ -237,28 +230,24 @@ async def ideabench_score(
     store: FusionStore,
     model: BertScoreModel | None = None,
 ) -> JudgedScore:
-    if "abstract" not in info:
-        raise ValueError("IdeaBench item: info has no 'abstract'")
-    key = item_key(DATASET, test_idx, response)
-    bert_model = (model or BertScoreModel()).describe()
-    setting = fusion_setting(gateway, PROMPT_VERSION, bert_model)
-    stored = store.get(key, setting)
-    if stored is not None:
-        return stored
-    abstract = str(info["abstract"])
-    metrics, failures, raw = await sub_metrics(gateway, response, abstract, model)
-    rating = metrics["llm_rating_score"]
-    units = {
-        "bert_score": metrics["bert_score"],
-        "llm_rating_score": None if rating is None else (rating - 1) / 9,
-        "llm_novelty_ranking_score": metrics["llm_novelty_ranking_score"],
-        "llm_feasibility_ranking_score": metrics["llm_feasibility_ranking_score"],
-    }
-    request = fusion_request(FUSION_TASK, fusion_prompt(context, abstract, metrics), units)
-    details = {
-        "sub_metrics": metrics,
-        "sub_parse_failures": failures,
-        "sub_raw_replies": raw,
-        "bertscore_model": bert_model,
-    }
-    return await fuse(gateway, request, PROMPT_VERSION, key, store, details, setting)
+
+    async def ask(abstract: str):
+        metrics, failures, raw = await sub_metrics(gateway, response, abstract, model)
+        rating = metrics["llm_rating_score"]
+        units = {
+            "bert_score": metrics["bert_score"],
+            "llm_rating_score": None if rating is None else (rating - 1) / 9,
+            "llm_novelty_ranking_score": metrics["llm_novelty_ranking_score"],
+            "llm_feasibility_ranking_score": metrics["llm_feasibility_ranking_score"],
+        }
+        request = fusion_request(FUSION_TASK, fusion_prompt(context, abstract, metrics), units)
+        details = {
+            "sub_metrics": metrics,
+            "sub_parse_failures": failures,
+            "sub_raw_replies": raw,
+        }
+        return request, details
+
+    return await fused_item_score(
+        gateway, DATASET, PROMPT_VERSION, test_idx, response, info, "abstract", store, model, ask
+    )

@@ -38,13 +38,7 @@ from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
 from mnemoflow.eval.chinese_numbers import numbers_in
-from mnemoflow.eval.fusion import (
-    FusionStore,
-    fuse,
-    fusion_request,
-    fusion_setting,
-    item_key,
-)
+from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request
 from mnemoflow.eval.judged_score import JudgedScore
 
 DATASET = "JuDGE"
@@ -371,19 +365,24 @@ async def judge_doc_score(
     model: BertScoreModel | None = None,
 ) -> JudgedScore:
     """``facts``: the item's input prompt; ``info["golden_answer"]``: the real judgment."""
-    if "golden_answer" not in info:
-        raise ValueError("JuDGE item: info has no 'golden_answer'")
-    key = item_key(DATASET, test_idx, response)
-    bert_model = (model or BertScoreModel()).describe()
-    setting = fusion_setting(gateway, PROMPT_VERSION, bert_model)
-    stored = store.get(key, setting)
-    if stored is not None:
-        return stored
-    gold = str(info["golden_answer"])
-    # CPU-bound (jieba, METEOR, BERTScore): off the event loop, so other items keep calling
-    metrics = await asyncio.to_thread(sub_metrics, response, gold, model)
-    request = fusion_request(
-        TASK, fusion_prompt(facts, response, gold, metrics), {n: metrics[n] for n in SHOWN}
+
+    async def ask(gold: str):
+        # CPU-bound (jieba, METEOR, BERTScore): off the event loop, so other items keep calling
+        metrics = await asyncio.to_thread(sub_metrics, response, gold, model)
+        request = fusion_request(
+            TASK, fusion_prompt(facts, response, gold, metrics), {n: metrics[n] for n in SHOWN}
+        )
+        return request, {"sub_metrics": metrics}
+
+    return await fused_item_score(
+        gateway,
+        DATASET,
+        PROMPT_VERSION,
+        test_idx,
+        response,
+        info,
+        "golden_answer",
+        store,
+        model,
+        ask,
     )
-    details = {"sub_metrics": metrics, "bertscore_model": bert_model}
-    return await fuse(gateway, request, PROMPT_VERSION, key, store, details, setting)
