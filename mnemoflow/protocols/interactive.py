@@ -26,8 +26,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,13 +46,8 @@ from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import build
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows, turns_of
 from mnemoflow.protocols.registry import register_protocol
-from mnemoflow.protocols.static_qa import (
-    EPISODE_CONCURRENCY,
-    MANIFEST,
-    STORED_IDS,
-    bounded,
-    episode_dirname,
-)
+from mnemoflow.protocols.snapshot import publishing, save_episode, write_manifest
+from mnemoflow.protocols.static_qa import EPISODE_CONCURRENCY, bounded, episode_dirname
 from mnemoflow.simulators.state_user import StateRevealingUser
 
 PROTOCOL = "interactive"  # on-policy: the assistant's own sessions
@@ -448,9 +441,6 @@ async def run_step(
     ``snapshot`` is written atomically (a staging folder renamed at the end). A user without a
     period ``step`` keeps its memory unchanged and is asked nothing.
     """
-    snapshot = Path(snapshot)
-    snapshot.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{snapshot.name}.", dir=snapshot.parent))
     dialogue: list[dict[str, Any]] = []
     replies: list[dict[str, Any]] = []
     recalls: list[dict[str, Any]] = []
@@ -480,9 +470,7 @@ async def run_step(
             dialogue.extend(
                 dialogue_rows(turns, **keys, episode_id=user.id, dialogue_id=sid, source=origin)
             )
-        target = staging / name
-        target.mkdir()
-        memory.save(target)
+        target = save_episode(staging, name, memory)
         ids = memory.stored_ids()
         if ids is not None:
             stored[user.id] = sorted(ids)
@@ -501,7 +489,7 @@ async def run_step(
         if progress:
             progress(None)
 
-    try:
+    with publishing(snapshot) as staging:  # the folder ``one`` saves into
         # Users are sequential inside, independent of each other: keep as many in flight as the
         # agent's endpoint takes requests, so a real endpoint's concurrency is used.
         await bounded(users, one, users_in_flight(gateway))
@@ -512,14 +500,7 @@ async def run_step(
             "episodes": {u.id: episode_dirname(u.id) for u in users},
             "stats": stats,
         }
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        (staging / STORED_IDS).write_text(json.dumps(stored, sort_keys=True) + "\n")
-        if snapshot.exists():
-            shutil.rmtree(snapshot)
-        staging.rename(snapshot)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        write_manifest(staging, manifest, stored)
     return StepResult(
         _frame(dialogue, DIALOGUES, ["episode_id"]),  # a user's rows: in conversation order
         _frame(replies, CHECKPOINT_REPLIES, ["user_id", "question_index"]),
