@@ -30,7 +30,7 @@ import pandas as pd
 
 from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import as_list
-from mnemoflow.errors import ConfigError
+from mnemoflow.errors import ConfigError, reject_unknown
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.tokens import count_tokens
 
@@ -74,9 +74,7 @@ class LocomoReadingOptions:
     @classmethod
     def from_config(cls, raw: dict[str, Any] | None) -> LocomoReadingOptions:
         raw = dict(raw or {})
-        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ConfigError(f"config reader: unknown keys {unknown}")
+        reject_unknown(raw, cls.__dataclass_fields__, "config reader")
         return cls(**raw)
 
 

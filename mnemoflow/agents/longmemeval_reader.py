@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import as_list
-from mnemoflow.errors import ConfigError
+from mnemoflow.errors import ConfigError, reject_unknown
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.tokens import count_tokens
 
@@ -99,9 +99,7 @@ class ReadingOptions:
     @classmethod
     def from_config(cls, raw: dict[str, Any] | None) -> ReadingOptions:
         raw = dict(raw or {})
-        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ConfigError(f"config reader: unknown keys {unknown}")
+        reject_unknown(raw, cls.__dataclass_fields__, "config reader")
         return cls(**raw)
 
 

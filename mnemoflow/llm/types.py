@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from mnemoflow.errors import ConfigError
+from mnemoflow.errors import ConfigError, reject_unknown
 
 #: ``generator_high`` / ``generator_low``: AMemGym's environment generation, which the reference
 #: runs with one model at two temperatures (1.0 for questions and state updates, 0.2 for the rest).
@@ -81,10 +81,7 @@ class EndpointSpec:
             raise ConfigError(
                 f"config models.{role}: put the key in an env var, name it api_key_env"
             )
-        known = set(cls.__dataclass_fields__) - {"role"}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ConfigError(f"config models.{role}: unknown keys {unknown}")
+        reject_unknown(raw, set(cls.__dataclass_fields__) - {"role"}, f"config models.{role}")
         backend = raw.get("backend", "openai" if raw.get("base_url") else "offline")
         if backend not in BACKENDS:
             raise ConfigError(

@@ -35,7 +35,7 @@ import pandas as pd
 
 from mnemoflow.data.memorybench import dialogues_for, parse_set
 from mnemoflow.data.tables import ANSWERS, DIALOGUES, JUDGEMENTS, QUESTION_SCORES, SCORES
-from mnemoflow.errors import ConfigError
+from mnemoflow.errors import ConfigError, reject_unknown
 from mnemoflow.eval import memorybench_metrics, synthetic_feedback
 from mnemoflow.eval.normalize import normalize_set
 from mnemoflow.llm.types import ChatRequest
@@ -73,10 +73,7 @@ class FeedbackConfig:
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> FeedbackConfig:
         raw = dict(spec.get("feedback") or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ConfigError(f"config benchmarks.<name>.feedback: unknown keys {unknown}")
+        reject_unknown(raw, (f.name for f in fields(cls)), "config benchmarks.<name>.feedback")
         if raw.get("dialogues", "generated") not in ("data", "generated"):
             raise ConfigError(
                 "config benchmarks.<name>.feedback.dialogues: 'data' or 'generated', "
