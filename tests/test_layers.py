@@ -15,9 +15,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
 
 #: Sub-package -> the mnemoflow sub-packages and modules it may import (itself always allowed).
-#: ``errors``, ``lexical`` (text normalization, token counts), ``intervals`` and ``codeversion``
-#: (source fingerprints) serve every layer.
-SHARED = {"errors", "lexical", "intervals", "codeversion"}
+#: ``errors``, ``lexical`` (text normalization, token counts), ``intervals``, ``grouping`` (random
+#: groups of names) and ``codeversion`` (source fingerprints) serve every layer.
+SHARED = {"errors", "lexical", "intervals", "grouping", "codeversion"}
 ALLOWED = {
     "llm": SHARED,
     "data": SHARED,
