@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer, render
-from mnemoflow.memory.tokens import count_tokens
-from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, search_memory
+from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer
+from mnemoflow.memory.vector_store import VectorStore, search_memory, store_messages
 
 
 @register
@@ -43,15 +42,8 @@ class RAG(MemorySystem):
     async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
         for batch in self.buffer.push([m for m in messages if m.content.strip()]):
             batch = [m for m in batch if m.turn_id not in self.store]
-            if not batch:
-                continue
-            vectors = await embed(self.llm, [render(m) for m in batch])
-            items = [
-                StoredItem(id=m.turn_id, text=render(m), source_ids=[m.turn_id], time=m.time)
-                for m in batch
-            ]
-            self.store.add(items, vectors)
-            self.tokens_written += sum(count_tokens(i.text) for i in items)
+            if batch:
+                self.tokens_written += await store_messages(self.store, self.llm, batch)
 
     async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
         k = self.params["top_k"] if k is None else k
