@@ -25,7 +25,7 @@ from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel
 from mnemoflow.eval.judged_score import JudgedScore, raw_of, single_integer
-from mnemoflow.llm.types import ChatRequest
+from mnemoflow.llm.types import ChatRequest, prompt_request
 
 SYSTEM = "You are a helpful assistant."
 METRIC = "llm_as_judge_score"
@@ -93,12 +93,7 @@ class FusionStore:
 
 
 def fusion_request(task: str, prompt: str, unit_scores: dict[str, float | None]) -> ChatRequest:
-    return ChatRequest(
-        role="judge",
-        task=task,
-        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
-        fields={"unit_scores": unit_scores},
-    )
+    return prompt_request("judge", task, prompt, {"unit_scores": unit_scores}, system=SYSTEM)
 
 
 async def fuse(

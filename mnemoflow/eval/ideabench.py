@@ -29,7 +29,7 @@ from typing import Any
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
 from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request, number
 from mnemoflow.eval.judged_score import JudgedScore, load_structure
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
+from mnemoflow.llm.types import ChatRequest, UnparseableReply, prompt_request
 
 DATASET = "IdeaBench"
 PROMPT_VERSION = "ideabench-v1"
@@ -134,17 +134,9 @@ def ranking_parser(count: int):
 
 
 def overlap_request(hypothesis: str, abstract: str) -> ChatRequest:
-    return ChatRequest(
-        role="judge",
-        task=OVERLAP_TASK,
-        messages=[
-            {
-                "role": "user",
-                "content": OVERLAP_PROMPT.format(hypothesis=hypothesis, abstract=abstract),
-            }
-        ],
-        fields={"hypothesis": hypothesis, "abstract": abstract},
-    )
+    prompt = OVERLAP_PROMPT.format(hypothesis=hypothesis, abstract=abstract)
+    fields = {"hypothesis": hypothesis, "abstract": abstract}
+    return prompt_request("judge", OVERLAP_TASK, prompt, fields)
 
 
 def ranking_request(hypotheses: list[str], abstract: str, criterion: str) -> ChatRequest:
@@ -153,17 +145,9 @@ def ranking_request(hypotheses: list[str], abstract: str, criterion: str) -> Cha
         f"**Hypothesis {name}**:\n{text}"
         for name, text in zip(names, [abstract, *hypotheses], strict=True)
     )
-    return ChatRequest(
-        role="judge",
-        task=RANKING_TASK,
-        messages=[
-            {
-                "role": "user",
-                "content": RANKING_PROMPT.format(criterion=criterion, candidates=candidates),
-            }
-        ],
-        fields={"abstract": abstract, "hypotheses": hypotheses, "criterion": criterion},
-    )
+    prompt = RANKING_PROMPT.format(criterion=criterion, candidates=candidates)
+    fields = {"abstract": abstract, "hypotheses": hypotheses, "criterion": criterion}
+    return prompt_request("judge", RANKING_TASK, prompt, fields)
 
 
 async def sub_metrics(

@@ -9,7 +9,7 @@ config edit, with the same code path, cache and ledger.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -178,6 +178,22 @@ class ChatRequest:
     #: OpenAI ``response_format`` (e.g. a json_schema) for endpoints with structured output; the
     #: offline backend ignores it.
     response_format: dict[str, Any] | None = None
+
+
+def prompt_request(
+    role: str,
+    task: str,
+    prompt: str,
+    fields: dict[str, Any],
+    *,
+    system: str | None = None,
+    history: Sequence[dict[str, str]] = (),
+) -> ChatRequest:
+    """A request that asks one prompt: ``system`` (when given), the earlier ``history`` turns,
+    then ``prompt`` as the user's message; most roles' requests have exactly this shape."""
+    opening = [{"role": "system", "content": system}] if system is not None else []
+    messages = [*opening, *history, {"role": "user", "content": prompt}]
+    return ChatRequest(role=role, task=task, messages=messages, fields=fields)
 
 
 @dataclass
