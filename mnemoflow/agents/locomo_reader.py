@@ -28,9 +28,10 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.agents.reader_options import ReaderOptions, check_budget
 from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import as_list
-from mnemoflow.errors import ConfigError, reject_unknown
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.tokens import count_tokens
 
@@ -56,7 +57,7 @@ _START = (
 
 
 @dataclass(frozen=True)
-class LocomoReadingOptions:
+class LocomoReadingOptions(ReaderOptions):
     """How the reader sees the conversation (config ``reader:`` of a LoCoMo benchmark)."""
 
     mode: str = "retrieval"
@@ -66,16 +67,7 @@ class LocomoReadingOptions:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"config reader.mode: one of {list(MODES)}, got {self.mode!r}")
-        if not isinstance(self.budget_tokens, int) or self.budget_tokens < 1:
-            raise ConfigError(
-                f"config reader.budget_tokens: a positive integer, got {self.budget_tokens!r}"
-            )
-
-    @classmethod
-    def from_config(cls, raw: dict[str, Any] | None) -> LocomoReadingOptions:
-        raw = dict(raw or {})
-        reject_unknown(raw, cls.__dataclass_fields__, "config reader")
-        return cls(**raw)
+        check_budget(self.budget_tokens)
 
 
 def _meta(question: dict[str, Any]) -> dict[str, Any]:

@@ -33,8 +33,9 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.agents.reader_options import ReaderOptions, check_budget
 from mnemoflow.data.tables import as_list
-from mnemoflow.errors import ConfigError, reject_unknown
+from mnemoflow.errors import ConfigError
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.tokens import count_tokens
 
@@ -62,7 +63,7 @@ _NOTE_PROMPT = (
 
 
 @dataclass(frozen=True)
-class ReadingOptions:
+class ReadingOptions(ReaderOptions):
     """How the reader sees the history (config ``reader:`` of a LongMemEval benchmark)."""
 
     mode: str = "retrieval"
@@ -82,10 +83,7 @@ class ReadingOptions:
                 )
         if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
             raise ConfigError(f"config reader.top_k: a positive integer, got {self.top_k!r}")
-        if not isinstance(self.budget_tokens, int) or self.budget_tokens < 1:
-            raise ConfigError(
-                f"config reader.budget_tokens: a positive integer, got {self.budget_tokens!r}"
-            )
+        check_budget(self.budget_tokens)
         if self.retrieval_log is not None:
             if not isinstance(self.retrieval_log, str) or not self.retrieval_log:
                 raise ConfigError(
@@ -95,12 +93,6 @@ class ReadingOptions:
                 raise ConfigError(
                     f"config reader.retrieval_log: needs mode: retrieval, got {self.mode!r}"
                 )
-
-    @classmethod
-    def from_config(cls, raw: dict[str, Any] | None) -> ReadingOptions:
-        raw = dict(raw or {})
-        reject_unknown(raw, cls.__dataclass_fields__, "config reader")
-        return cls(**raw)
 
 
 @dataclass
