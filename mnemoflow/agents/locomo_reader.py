@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.agents.longmemeval_reader import with_source_turns
 from mnemoflow.agents.reader_options import ReaderOptions, check_budget
 from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import as_list
@@ -202,16 +203,10 @@ def build_request(
 
 
 def _item_entries(items: list[Any], turns: pd.DataFrame | None) -> list[tuple[str, str]]:
-    by_turn = {} if turns is None else {r["turn_id"]: r for r in turns.to_dict("records")}
     entries = []
-    for item in items:
-        get = item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
-        sources = as_list(get("source_ids"))
-        if sources and all(s in by_turn for s in sources):
-            for source in sources:
-                record = by_turn[source]
-                entries.append((str(record["session_time"]), _line(record)))
+    for get, _, records in with_source_turns(items, turns):
+        if records is None:
+            entries.append((str(get("time") or ""), str(get("text"))))
         else:
-            text = str(get("text"))
-            entries.append((str(get("time") or ""), text))
+            entries.extend((str(record["session_time"]), _line(record)) for record in records)
     return entries

@@ -28,6 +28,7 @@ reader answers it from the fields and a real model from the rendered messages.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -224,16 +225,16 @@ def item_chunks(items: list[Any], turns: pd.DataFrame | None = None) -> list[Chu
     are turns of the history is shown as those turns; any other item (a fact, a summary) is shown
     as its own text with its time.
     """
-    by_turn = {} if turns is None else {r["turn_id"]: r for r in turns.to_dict("records")}
     chunks = []
-    for item in items:
-        get = item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
-        sources = as_list(get("source_ids"))
-        if sources and all(s in by_turn for s in sources):
-            if len(sources) == 1 and by_turn[sources[0]]["role"] == "user":
-                chunks.extend(id_chunks(sources, turns))
-                continue
-            records = sorted((by_turn[s] for s in sources), key=lambda r: r["turn_index"])
+    for get, sources, records in with_source_turns(items, turns):
+        if records is None:
+            chunks.append(
+                Chunk(time=str(get("time") or ""), text=str(get("text")), source_ids=sources)
+            )
+        elif len(records) == 1 and records[0]["role"] == "user":
+            chunks.extend(id_chunks(sources, turns))
+        else:
+            records = sorted(records, key=lambda r: r["turn_index"])
             chunks.append(
                 Chunk(
                     time=str(records[0]["session_time"]),
@@ -241,11 +242,23 @@ def item_chunks(items: list[Any], turns: pd.DataFrame | None = None) -> list[Chu
                     source_ids=[r["turn_id"] for r in records],
                 )
             )
-        else:
-            chunks.append(
-                Chunk(time=str(get("time") or ""), text=str(get("text")), source_ids=sources)
-            )
     return chunks
+
+
+def with_source_turns(
+    items: list[Any], turns: pd.DataFrame | None
+) -> list[tuple[Callable[[str], Any], list[str], list[dict[str, Any]] | None]]:
+    """Each retrieved item (a MemoryItem or its dict form) as (a getter of its fields, its source
+    ids, the history records of those ids in their order); the records are None unless every
+    source id is a turn of ``turns`` (a fact or a summary is then shown as its own text)."""
+    by_turn = {} if turns is None else {r["turn_id"]: r for r in turns.to_dict("records")}
+    resolved = []
+    for item in items:
+        get = item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
+        sources = as_list(get("source_ids"))
+        known = bool(sources) and all(s in by_turn for s in sources)
+        resolved.append((get, sources, [by_turn[s] for s in sources] if known else None))
+    return resolved
 
 
 # --- selecting and rendering ------------------------------------------------------------------
