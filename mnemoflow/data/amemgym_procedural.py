@@ -77,6 +77,12 @@ PROFILE_KEYS = (
 )
 
 
+def formatted_profile(profile: dict[str, Any]) -> str:
+    """The reference's ``formatted_str`` of a user profile: a "key: value" line per
+    :data:`PROFILE_KEYS`, in that order."""
+    return "\n".join(f"{key}: {profile[key]}" for key in PROFILE_KEYS)
+
+
 @cache
 def _topics(path: Path = TOPICS) -> dict[str, Any]:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -162,7 +168,7 @@ def session_times(rng: random.Random, end: date, n: int) -> list[str]:
 def _profile(persona: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     profile = {"uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4))}
     profile |= {key: persona[key] for key in PROFILE_KEYS}
-    profile["formatted_str"] = "\n".join(f"{key}: {profile[key]}" for key in PROFILE_KEYS)
+    profile["formatted_str"] = formatted_profile(profile)
     return profile
 
 

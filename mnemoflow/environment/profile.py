@@ -10,21 +10,14 @@ import ast
 import json
 from typing import Any
 
+from mnemoflow.data.amemgym_procedural import PROFILE_KEYS, formatted_profile
 from mnemoflow.environment.base import InvalidReply, Stage, StageContext, ask_validated
 
 MAX_SUMMARY_WORDS = 500
 
-BASIC_KEYS = (
-    "age",
-    "gender",
-    "marital_status",
-    "education_level",
-    "occupation",
-    "hobbies_and_interests",
-    "skills_and_expertise",
-)
-#: The order of ``formatted_str``'s lines (the reference's).
-FORMATTED_KEYS = ("name", *BASIC_KEYS, "complementary_info")
+#: The profile's basic fields, copied or derived from the persona: every profile key but the two
+#: the model writes (the name and the summary).
+BASIC_KEYS = tuple(key for key in PROFILE_KEYS if key not in ("name", "complementary_info"))
 #: The Nemotron persona texts the summary is written from (the reference's selection).
 COMPLEMENTARY_KEYS = (
     "persona",
@@ -107,10 +100,6 @@ def validate_profile(reply: Any) -> dict[str, str]:
     return {"name": reply["name"].strip(), "profile": reply["profile"].strip()}
 
 
-def formatted(profile: dict[str, Any]) -> str:
-    return "\n".join(f"{key}: {profile[key]}" for key in FORMATTED_KEYS)
-
-
 async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
     persona = inputs["persona"]
     basic = basic_profile(persona)
@@ -131,7 +120,7 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
     )
     profile = {"uuid": persona["key"], "name": reply["name"], **basic}
     profile["complementary_info"] = reply["profile"]
-    profile["formatted_str"] = formatted(profile)
+    profile["formatted_str"] = formatted_profile(profile)
     return profile
 
 
