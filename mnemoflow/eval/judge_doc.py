@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,29 +184,33 @@ def _sentence_strings(text: str) -> list[str]:
     return found
 
 
+def _summed_mentions(
+    document: str, find: Callable[[str], list[str]], value: Callable[[str, list[str]], int]
+) -> int:
+    """The reference's rule for a sentence or a fine: the distinct mentions ``find`` picks from
+    the judgment section (from the whole document when that section has none), each mention's
+    ``value(text, numbers)`` summed; -1 when there is no mention."""
+    mentions = set(find(sections(document).judgment)) or set(find(document))
+    if not mentions:
+        return -1
+    return sum(value(text, numbers_in(text)) for text in mentions)
+
+
+def _months(text: str, digits: list[str]) -> int:
+    if len(digits) == 2:
+        both = "年" in text and "月" in text
+        return int(float(digits[0])) * 12 + int(float(digits[1])) if both else int(float(digits[0]))
+    if len(digits) == 1:
+        value = int(float(digits[0]))
+        return value * 12 if "年" in text else value if "月" in text else 0
+    if not digits:
+        return LIFE_MONTHS if "无期徒刑" in text else DEATH if "死刑" in text else 0
+    return 0
+
+
 def sentence_months(document: str) -> int:
     """Summed months of the distinct sentences (-1 when none is found)."""
-    strings = set(_sentence_strings(sections(document).judgment)) or set(
-        _sentence_strings(document)
-    )
-    if not strings:
-        return -1
-    total = 0
-    for text in strings:
-        digits = numbers_in(text)
-        if len(digits) == 2:
-            both = "年" in text and "月" in text
-            total += (
-                int(float(digits[0])) * 12 + int(float(digits[1]))
-                if both
-                else int(float(digits[0]))
-            )
-        elif len(digits) == 1:
-            value = int(float(digits[0]))
-            total += value * 12 if "年" in text else value if "月" in text else 0
-        elif not digits:
-            total += LIFE_MONTHS if "无期徒刑" in text else DEATH if "死刑" in text else 0
-    return total
+    return _summed_mentions(document, _sentence_strings, _months)
 
 
 def _fine_strings(text: str) -> list[str]:
@@ -218,17 +223,13 @@ def _fine_strings(text: str) -> list[str]:
     return found
 
 
+def _yuan(text: str, digits: list[str]) -> int:
+    return int(digits[0].split(".")[0]) if len(digits) == 1 else 0
+
+
 def fine_amount(document: str) -> int:
     """Summed yuan of the distinct fines (-1 when none is found)."""
-    strings = set(_fine_strings(sections(document).judgment)) or set(_fine_strings(document))
-    if not strings:
-        return -1
-    total = 0
-    for text in strings:
-        digits = numbers_in(text)
-        if len(digits) == 1:
-            total += int(digits[0].split(".")[0])
-    return total
+    return _summed_mentions(document, _fine_strings, _yuan)
 
 
 def closeness(expected: int, generated: int) -> float | None:
