@@ -76,15 +76,8 @@ for _name in PROTOCOLS:
 CHOICE_TASK = "amemgym_choice"
 RECALL_TASK = "amemgym_recall"
 
-#: AMemGym's checkpoint prompt (eval/overall.py OVERALL_PROMPT).
-CHECKPOINT_PROMPT = """\
-{query}
-
-Please select the most suitable answer for my current situation from the following options:
-(considering my current relevant preferences and state information)
-
-{choices}
-
+#: How both choice prompts of the reference ask for the answer.
+_ANSWER_FORMAT = """\
 Express your choice with a number and output in the following JSON format:
 ```json
 {{
@@ -93,6 +86,20 @@ Express your choice with a number and output in the following JSON format:
 ```
 Only keep the JSON format output, do not include any other content.
 """
+
+#: AMemGym's checkpoint prompt (eval/overall.py OVERALL_PROMPT).
+CHECKPOINT_PROMPT = (
+    """\
+{query}
+
+Please select the most suitable answer for my current situation from the following options:
+(considering my current relevant preferences and state information)
+
+{choices}
+
+"""
+    + _ANSWER_FORMAT
+)
 
 #: AMemGym's recall probe (eval/diagnosis.py DIAG_PROMPT).
 RECALL_PROMPT = """\
@@ -117,7 +124,8 @@ Only keep the JSON format output, do not include any other content.
 """
 
 #: AMemGym's upper-bound prompt (eval/upperbound.py UTILIZATION_PROMPT): the state is given.
-UPPER_BOUND_PROMPT = """\
+UPPER_BOUND_PROMPT = (
+    """\
 {query}
 
 Given that my current relevant preferences and state information are as follows:
@@ -127,14 +135,9 @@ Please select the most suitable answer for my current situation from the followi
 
 {choices}
 
-Express your choice with a number and output in the following JSON format:
-```json
-{{
-    "answer": int
-}}
-```
-Only keep the JSON format output, do not include any other content.
 """
+    + _ANSWER_FORMAT
+)
 
 _REPLY_COLUMNS = [
     ("reply", pa.string()),  # the last raw reply (the scorer parses it again)
@@ -146,24 +149,17 @@ _REPLY_COLUMNS = [
     ("tokens_in", pa.int64()),
     ("tokens_out", pa.int64()),
 ]
+#: A question asked of a user at the end of a period (checkpoint and recall replies).
+_ASKED_COLUMNS = [
+    ("user_id", pa.string()),
+    ("period", pa.int64()),
+    ("question_index", pa.int64()),
+]
 #: Checkpoint replies: ``option_order`` lists data.json choice indices in the order shown.
 CHECKPOINT_REPLIES = pa.schema(
-    [
-        ("user_id", pa.string()),
-        ("period", pa.int64()),
-        ("question_index", pa.int64()),
-        ("option_order", pa.list_(pa.int64())),
-        *_REPLY_COLUMNS,
-    ]
+    [*_ASKED_COLUMNS, ("option_order", pa.list_(pa.int64())), *_REPLY_COLUMNS]
 )
-RECALL_REPLIES = pa.schema(
-    [
-        ("user_id", pa.string()),
-        ("period", pa.int64()),
-        ("question_index", pa.int64()),
-        *_REPLY_COLUMNS,
-    ]
-)
+RECALL_REPLIES = pa.schema([*_ASKED_COLUMNS, *_REPLY_COLUMNS])
 #: One row per (user, question, option): the option's state given, no memory.
 UPPER_BOUND_REPLIES = pa.schema(
     [
