@@ -21,7 +21,7 @@ import asyncio
 import json
 import random
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,23 @@ def parse_json_reply(text: str) -> Any:
         return json.loads(body.strip())
     except json.JSONDecodeError as exc:
         raise UnparseableReply(f"not valid JSON: {exc.msg}") from None
+
+
+def prompt_json(value: Any) -> str:
+    """A value as the stage prompts show it: indented JSON, non-ASCII text kept as is."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def numbered_objects(reply: Any, key: str, noun: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The objects of the reply's non-empty ``key`` list, numbered from 1 as the re-ask messages
+    name them ("{noun} 2 is not an object"); checked one by one as the caller walks them."""
+    items = reply.get(key) if isinstance(reply, dict) else None
+    if not isinstance(items, list) or not items:
+        raise InvalidReply(f'the reply must be an object with a non-empty "{key}" list')
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise InvalidReply(f"{noun} {number} is not an object")
+        yield number, item
 
 
 async def ask_validated(

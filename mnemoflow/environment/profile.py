@@ -7,11 +7,16 @@ what the basic fields do not already say (under :data:`MAX_SUMMARY_WORDS` words)
 from __future__ import annotations
 
 import ast
-import json
 from typing import Any
 
 from mnemoflow.data.amemgym_procedural import PROFILE_KEYS, formatted_profile
-from mnemoflow.environment.base import InvalidReply, Stage, StageContext, ask_validated
+from mnemoflow.environment.base import (
+    InvalidReply,
+    Stage,
+    StageContext,
+    ask_validated,
+    prompt_json,
+)
 
 MAX_SUMMARY_WORDS = 500
 
@@ -107,7 +112,7 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
     prompt = PROMPT.format(
         max_words=MAX_SUMMARY_WORDS,
         basic="\n".join(f"{key}: {basic[key]}" for key in BASIC_KEYS),
-        complementary=json.dumps(extra, indent=2, ensure_ascii=False),
+        complementary=prompt_json(extra),
     )
     reply = await ask_validated(
         ctx,
