@@ -28,7 +28,7 @@ from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
 from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request, number
-from mnemoflow.eval.judged_score import JudgedScore, load_structure
+from mnemoflow.eval.judged_score import JudgedScore, json_rating
 from mnemoflow.llm.types import ChatRequest, UnparseableReply, prompt_request
 
 DATASET = "IdeaBench"
@@ -111,13 +111,7 @@ def letters(count: int) -> list[str]:
 
 
 def parse_overlap(text: str) -> int:
-    result = load_structure(text)
-    if not isinstance(result, dict) or "rating" not in result:
-        raise UnparseableReply("expected an object with 'rating'")
-    rating = result["rating"]
-    if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 10:
-        raise UnparseableReply(f"rating {rating!r} is not an integer 1-10")
-    return rating
+    return json_rating(text, 10)
 
 
 def ranking_parser(count: int):
