@@ -143,9 +143,9 @@ async def ask_validated(
     prompt: str,
     fields: dict[str, Any],
     validate: Callable[[Any], Any],
-    response_format: dict[str, Any] | None = None,
 ) -> Any:
-    """``validate(parsed JSON reply)``, re-asking with the error after an invalid reply.
+    """``validate(parsed JSON reply)``, re-asking with the error after an invalid reply; the
+    request asks for a JSON object (``response_format``), which endpoints that support it honour.
 
     ``validate`` returns the stage's value or raises :class:`InvalidReply`. The re-ask shows the
     model its last reply and the error (and the offline backend gets ``fields["errors"]``, every
@@ -161,7 +161,7 @@ async def ask_validated(
             task=task,
             messages=messages,
             fields={**fields, "errors": list(errors)},
-            response_format=response_format,
+            response_format={"type": "json_object"},
         )
         reply = await ctx.gateway.chat(request, parse=parse_json_reply)
         ctx.log.calls += reply.attempts

@@ -68,7 +68,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, str]:
         prompt=prompt,
         fields={"user": ctx.user, "seed": ctx.seed, "schema": schema},
         validate=lambda reply: validate_initial_state(reply, schema),
-        response_format={"type": "json_object"},
     )
 
 

@@ -182,7 +182,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
                 "seed": f"{ctx.seed}:{ctx.user}:{step}",
             },
             validate=partial(check_updates, schema=schema, state=state, n=n),
-            response_format={"type": "json_object"},
         )
         updates = {name: {"old": state[name], "new": value} for name, value in updated.items()}
         changes = [
@@ -205,7 +204,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
             ),
             fields={"updates": updates, "seed": f"{ctx.seed}:{ctx.user}:{step}"},
             validate=partial(check_events, schema=schema, updates=updates),
-            response_format={"type": "json_object"},
         )
         state = state | updated
         for name in updated:

@@ -121,7 +121,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
         prompt=prompt,
         fields={"basic": basic, "complementary": extra, "max_words": MAX_SUMMARY_WORDS},
         validate=validate_profile,
-        response_format={"type": "json_object"},
     )
     profile = {"uuid": persona["key"], "name": reply["name"], **basic}
     profile["complementary_info"] = reply["profile"]

@@ -209,7 +209,6 @@ async def _settle(
             ),
             fields={"query": query, "exposed_states": exposed, "choices": choices},
             validate=check_refined,
-            response_format={"type": "json_object"},
         )
 
     query = await refine_until_checked(
@@ -234,7 +233,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[list[dict[str, 
             ),
             fields={"state": initial, "schema": schema, "seed": f"{seed}:0"},
             validate=partial(check_init_queries, schema=schema, state=initial),
-            response_format={"type": "json_object"},
         )
     ]
     for step, period in enumerate(inputs["periods"], start=1):
@@ -261,7 +259,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[list[dict[str, 
             ),
             fields={"events": context, "seed": f"{seed}:{step}"},
             validate=partial(check_update_queries, count=len(context)),
-            response_format={"type": "json_object"},
         )
         drafts.append(
             [
