@@ -18,6 +18,7 @@ from mnemoflow.llm.offline import HANDLERS, _load_handlers
 from mnemoflow.memory.base import build
 from mnemoflow.protocols import interactive as it
 from mnemoflow.protocols.conversation import Turn
+from mnemoflow.protocols.snapshot import MANIFEST
 from mnemoflow.simulators.state_user import StateRevealingUser
 from tests.amemgym_fixtures import write_environment
 
@@ -77,7 +78,7 @@ def snapshot_files(folder: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(folder)): p.read_bytes()
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != it.MANIFEST
+        if p.is_file() and p.name != MANIFEST
     }
 
 

@@ -15,9 +15,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
 
 #: Sub-package -> the mnemoflow sub-packages and modules it may import (itself always allowed).
-#: ``errors``, ``lexical`` (text normalization, token counts), ``intervals``, ``codeversion``
-#: (source fingerprints) and ``registry`` (things found by name) serve every layer.
-SHARED = {"errors", "lexical", "intervals", "codeversion", "registry"}
+#: ``errors``, ``lexical`` (text normalization, token counts), ``intervals``, ``grouping`` (random
+#: groups of names), ``codeversion`` (source fingerprints) and ``registry`` (things found by name)
+#: serve every layer.
+SHARED = {"errors", "lexical", "intervals", "grouping", "codeversion", "registry"}
 ALLOWED = {
     "llm": SHARED,
     "data": SHARED,

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemoflow.llm.types import ChatRequest, Reply
+from mnemoflow.llm.types import Reply, prompt_request
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message
 from mnemoflow.memory.buffer import MessageBuffer
 
@@ -127,20 +127,8 @@ class InteractiveAgent:
         message = history[-1].content
         earlier = [{"role": t.role, "content": t.content} for t in history[:-1]]
         system, turns, items = await self._context(message, earlier)
-        request = ChatRequest(
-            role="agent",
-            task=ACT_TASK,
-            messages=[
-                {"role": "system", "content": system},
-                *turns,
-                {"role": "user", "content": message},
-            ],
-            fields={
-                "message": message,
-                "memories": [item.text for item in items],
-                "local": turns,
-            },
-        )
+        fields = {"message": message, "memories": [item.text for item in items], "local": turns}
+        request = prompt_request("agent", ACT_TASK, message, fields, system=system, history=turns)
         reply = await self.gateway.chat(request)
         await self.memorize(message, reply.text)
         return reply.text
@@ -163,14 +151,6 @@ class InteractiveAgent:
         system, turns, items = await self._context(prompt, [])
         context = [item.text for item in items] if self.policy != "native" else []
         context += [t["content"] for t in turns]
-        request = ChatRequest(
-            role="agent",
-            task=task,
-            messages=[
-                {"role": "system", "content": system},
-                *turns,
-                {"role": "user", "content": prompt},
-            ],
-            fields={**fields, "context": context},
-        )
+        fields = {**fields, "context": context}
+        request = prompt_request("agent", task, prompt, fields, system=system, history=turns)
         return await self.gateway.chat(request, parse=parse)

@@ -28,6 +28,8 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.agents.longmemeval_reader import with_source_turns
+from mnemoflow.agents.reader_options import ReaderOptions, check_budget
 from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import as_list
 from mnemoflow.errors import ConfigError
@@ -56,7 +58,7 @@ _START = (
 
 
 @dataclass(frozen=True)
-class LocomoReadingOptions:
+class LocomoReadingOptions(ReaderOptions):
     """How the reader sees the conversation (config ``reader:`` of a LoCoMo benchmark)."""
 
     mode: str = "retrieval"
@@ -66,18 +68,7 @@ class LocomoReadingOptions:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"config reader.mode: one of {list(MODES)}, got {self.mode!r}")
-        if not isinstance(self.budget_tokens, int) or self.budget_tokens < 1:
-            raise ConfigError(
-                f"config reader.budget_tokens: a positive integer, got {self.budget_tokens!r}"
-            )
-
-    @classmethod
-    def from_config(cls, raw: dict[str, Any] | None) -> LocomoReadingOptions:
-        raw = dict(raw or {})
-        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ConfigError(f"config reader: unknown keys {unknown}")
-        return cls(**raw)
+        check_budget(self.budget_tokens)
 
 
 def _meta(question: dict[str, Any]) -> dict[str, Any]:
@@ -212,16 +203,10 @@ def build_request(
 
 
 def _item_entries(items: list[Any], turns: pd.DataFrame | None) -> list[tuple[str, str]]:
-    by_turn = {} if turns is None else {r["turn_id"]: r for r in turns.to_dict("records")}
     entries = []
-    for item in items:
-        get = item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
-        sources = as_list(get("source_ids"))
-        if sources and all(s in by_turn for s in sources):
-            for source in sources:
-                record = by_turn[source]
-                entries.append((str(record["session_time"]), _line(record)))
+    for get, _, records in with_source_turns(items, turns):
+        if records is None:
+            entries.append((str(get("time") or ""), str(get("text"))))
         else:
-            text = str(get("text"))
-            entries.append((str(get("time") or ""), text))
+            entries.extend((str(record["session_time"]), _line(record)) for record in records)
     return entries

@@ -28,11 +28,13 @@ reader answers it from the fields and a real model from the rendered messages.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
+from mnemoflow.agents.reader_options import ReaderOptions, check_budget
 from mnemoflow.data.tables import as_list
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.types import ChatRequest
@@ -62,7 +64,7 @@ _NOTE_PROMPT = (
 
 
 @dataclass(frozen=True)
-class ReadingOptions:
+class ReadingOptions(ReaderOptions):
     """How the reader sees the history (config ``reader:`` of a LongMemEval benchmark)."""
 
     mode: str = "retrieval"
@@ -82,10 +84,7 @@ class ReadingOptions:
                 )
         if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
             raise ConfigError(f"config reader.top_k: a positive integer, got {self.top_k!r}")
-        if not isinstance(self.budget_tokens, int) or self.budget_tokens < 1:
-            raise ConfigError(
-                f"config reader.budget_tokens: a positive integer, got {self.budget_tokens!r}"
-            )
+        check_budget(self.budget_tokens)
         if self.retrieval_log is not None:
             if not isinstance(self.retrieval_log, str) or not self.retrieval_log:
                 raise ConfigError(
@@ -95,14 +94,6 @@ class ReadingOptions:
                 raise ConfigError(
                     f"config reader.retrieval_log: needs mode: retrieval, got {self.mode!r}"
                 )
-
-    @classmethod
-    def from_config(cls, raw: dict[str, Any] | None) -> ReadingOptions:
-        raw = dict(raw or {})
-        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ConfigError(f"config reader: unknown keys {unknown}")
-        return cls(**raw)
 
 
 @dataclass
@@ -234,16 +225,16 @@ def item_chunks(items: list[Any], turns: pd.DataFrame | None = None) -> list[Chu
     are turns of the history is shown as those turns; any other item (a fact, a summary) is shown
     as its own text with its time.
     """
-    by_turn = {} if turns is None else {r["turn_id"]: r for r in turns.to_dict("records")}
     chunks = []
-    for item in items:
-        get = item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
-        sources = as_list(get("source_ids"))
-        if sources and all(s in by_turn for s in sources):
-            if len(sources) == 1 and by_turn[sources[0]]["role"] == "user":
-                chunks.extend(id_chunks(sources, turns))
-                continue
-            records = sorted((by_turn[s] for s in sources), key=lambda r: r["turn_index"])
+    for get, sources, records in with_source_turns(items, turns):
+        if records is None:
+            chunks.append(
+                Chunk(time=str(get("time") or ""), text=str(get("text")), source_ids=sources)
+            )
+        elif len(records) == 1 and records[0]["role"] == "user":
+            chunks.extend(id_chunks(sources, turns))
+        else:
+            records = sorted(records, key=lambda r: r["turn_index"])
             chunks.append(
                 Chunk(
                     time=str(records[0]["session_time"]),
@@ -251,11 +242,23 @@ def item_chunks(items: list[Any], turns: pd.DataFrame | None = None) -> list[Chu
                     source_ids=[r["turn_id"] for r in records],
                 )
             )
-        else:
-            chunks.append(
-                Chunk(time=str(get("time") or ""), text=str(get("text")), source_ids=sources)
-            )
     return chunks
+
+
+def with_source_turns(
+    items: list[Any], turns: pd.DataFrame | None
+) -> list[tuple[Callable[[str], Any], list[str], list[dict[str, Any]] | None]]:
+    """Each retrieved item (a MemoryItem or its dict form) as (a getter of its fields, its source
+    ids, the history records of those ids in their order); the records are None unless every
+    source id is a turn of ``turns`` (a fact or a summary is then shown as its own text)."""
+    by_turn = {} if turns is None else {r["turn_id"]: r for r in turns.to_dict("records")}
+    resolved = []
+    for item in items:
+        get = item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
+        sources = as_list(get("source_ids"))
+        known = bool(sources) and all(s in by_turn for s in sources)
+        resolved.append((get, sources, [by_turn[s] for s in sources] if known else None))
+    return resolved
 
 
 # --- selecting and rendering ------------------------------------------------------------------

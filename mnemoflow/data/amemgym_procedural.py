@@ -44,6 +44,7 @@ from typing import Any
 import yaml
 
 from mnemoflow.data.validate import DataError
+from mnemoflow.grouping import shuffled_groups
 
 #: The shipped templates and persona pool (the repository's ``data/`` folder).
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
@@ -74,6 +75,12 @@ PROFILE_KEYS = (
     "skills_and_expertise",
     "complementary_info",
 )
+
+
+def formatted_profile(profile: dict[str, Any]) -> str:
+    """The reference's ``formatted_str`` of a user profile: a "key: value" line per
+    :data:`PROFILE_KEYS`, in that order."""
+    return "\n".join(f"{key}: {profile[key]}" for key in PROFILE_KEYS)
 
 
 @cache
@@ -161,20 +168,8 @@ def session_times(rng: random.Random, end: date, n: int) -> list[str]:
 def _profile(persona: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     profile = {"uuid": str(uuid.UUID(int=rng.getrandbits(128), version=4))}
     profile |= {key: persona[key] for key in PROFILE_KEYS}
-    profile["formatted_str"] = "\n".join(f"{key}: {profile[key]}" for key in PROFILE_KEYS)
+    profile["formatted_str"] = formatted_profile(profile)
     return profile
-
-
-def _groups(rng: random.Random, names: list[str], largest: int) -> list[list[str]]:
-    """``names`` shuffled and cut into groups of 1..largest."""
-    names = list(names)
-    rng.shuffle(names)
-    groups = []
-    while names:
-        size = rng.randint(1, min(largest, len(names)))
-        groups.append(names[:size])
-        names = names[size:]
-    return groups
 
 
 def _query(types: dict[str, Any], exposed: dict[str, str], first: str) -> str:
@@ -222,7 +217,7 @@ def _user(persona, rng: random.Random, start: date, p: dict[str, Any], topics) -
     counts = dict.fromkeys(schema, 0)
     sessions = [
         {"event": None, "exposed_states": exposed, "query": _query(types, exposed, group[0])}
-        for group in _groups(rng, list(schema), 3)
+        for group in shuffled_groups(rng, list(schema), 3)
         for exposed in [{name: state[name] for name in group}]
     ]
     for session, when in zip(sessions, session_times(rng, start, len(sessions)), strict=True):
@@ -247,7 +242,7 @@ def _user(persona, rng: random.Random, start: date, p: dict[str, Any], topics) -
         for name in new:
             counts[name] += 1
         sessions = []
-        for group in _groups(rng, list(new), 2):
+        for group in shuffled_groups(rng, list(new), 2):
             exposed = {name: new[name] for name in group}
             event = "; ".join(
                 f"{first_name}'s {_label(name)} changed from {updates[name]['old']} to {value}"

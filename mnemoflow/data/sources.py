@@ -183,16 +183,26 @@ def resolve_file(source: Any, benchmark: str) -> Path:
     target = cached_path(source, benchmark)
     if target.is_file():
         return _verified(target, expected, benchmark)
+    origin = _origin(source)
+    _check_may_download(
+        source, benchmark, target.name, origin, f"{origin} at {target}", f"the file at {target}"
+    )
+    return _download(source, target, benchmark)
+
+
+def _check_may_download(
+    source: dict[str, Any], benchmark: str, missing: str, origin: str, copy: str, placed: str
+) -> None:
+    """A missing file is downloaded only when the source says ``download: true`` and the run is
+    not offline; otherwise the error says what to place where (``copy``: the remote file and
+    where it goes; ``placed``: the same for the offline message)."""
     if not source.get("download"):
         raise DataError(
-            f"{benchmark}: {target.name} is not available locally; place {_origin(source)} at "
-            f"{target} (or set source.path), or set source.download: true"
+            f"{benchmark}: {missing} is not available locally; place {copy} "
+            "(or set source.path), or set source.download: true"
         )
     if offline():
-        raise DataError(
-            f"{benchmark}: offline, cannot download {_origin(source)}; place the file at {target}"
-        )
-    return _download(source, target, benchmark)
+        raise DataError(f"{benchmark}: offline, cannot download {origin}; place {placed}")
 
 
 def _download(source: dict[str, Any], target: Path, benchmark: str) -> Path:
@@ -273,15 +283,14 @@ def resolve_folder(source: Any, benchmark: str, required: list[str], patterns: l
     if not missing:
         return root
     origin = f"hf://datasets/{repo}@{source.get('revision') or '<revision>'}"
-    if not source.get("download"):
-        raise DataError(
-            f"{benchmark}: {missing[0]} is not available locally; place {origin}/{missing[0]} "
-            f"under {root} (or set source.path), or set source.download: true"
-        )
-    if offline():
-        raise DataError(
-            f"{benchmark}: offline, cannot download {origin}; place {missing[0]} under {root}"
-        )
+    _check_may_download(
+        source,
+        benchmark,
+        missing[0],
+        origin,
+        f"{origin}/{missing[0]} under {root}",
+        f"{missing[0]} under {root}",
+    )
     if not source.get("revision"):
         raise DataError(f"{benchmark}: source.revision must pin a commit of {repo} to download")
     _download_folder(source, root, benchmark, required, patterns)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from mnemoflow.data.registry import register_loader
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
-from mnemoflow.errors import ConfigError
+from mnemoflow.errors import ConfigError, reject_unknown
 
 BENCHMARK = "synthetic"
 
@@ -157,9 +157,7 @@ DEFAULTS: dict[str, Any] = {
 
 def _params(spec: dict[str, Any]) -> dict[str, Any]:
     params = dict(spec.get("params") or {})
-    unknown = sorted(set(params) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(f"synthetic benchmark params: unknown keys {unknown}")
+    reject_unknown(params, DEFAULTS, "synthetic benchmark params")
     params = {**DEFAULTS, **params}
     if params["attributes_per_user"] + params["abstention_per_checkpoint"] > len(ATTRIBUTES):
         raise ConfigError(

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import IO
 
 import pandas as pd
 import pyarrow as pa
@@ -283,23 +285,31 @@ def _publish(tmp: str, path: Path) -> None:
             os.close(directory)
 
 
-def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | str) -> Path:
-    """Validate ``frame`` against ``schema`` and write it to ``path`` atomically."""
-    if isinstance(schema, str):
-        schema = SCHEMAS[schema]
-    path = Path(path)
-    table = to_arrow(frame, schema, where=str(path))
+@contextmanager
+def _atomic_file(path: Path, binary: bool) -> Iterator[IO]:
+    """A temporary file beside ``path`` to write into: synced and published as ``path`` when the
+    block ends, removed when it raises, so a reader sees the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            pq.write_table(table, handle)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         _publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | str) -> Path:
+    """Validate ``frame`` against ``schema`` and write it to ``path`` atomically."""
+    if isinstance(schema, str):
+        schema = SCHEMAS[schema]
+    path = Path(path)
+    table = to_arrow(frame, schema, where=str(path))
+    with _atomic_file(path, binary=True) as handle:
+        pq.write_table(table, handle)
     return path
 
 
@@ -323,17 +333,8 @@ def empty(schema: pa.Schema | str) -> pd.DataFrame:
 def write_atomic_text(path: str | os.PathLike, text: str) -> Path:
     """Write a small text file (JSON ledger, Markdown table) atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        _publish(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with _atomic_file(path, binary=False) as handle:
+        handle.write(text)
     return path
 
 

@@ -147,7 +147,6 @@ async def _answer_question(
         ),
         fields=base,
         validate=partial(check_answers, count=len(variants)),
-        response_format={"type": "json_object"},
     )
 
     async def settle(index: int, draft: str) -> str:
@@ -184,7 +183,6 @@ async def _answer_question(
                 ),
                 fields={**base, "answer": answer, "target": list(variants[index])},
                 validate=check_refined,
-                response_format={"type": "json_object"},
             )
 
         return await refine_until_checked(

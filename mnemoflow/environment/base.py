@@ -21,7 +21,7 @@ import asyncio
 import json
 import random
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,6 +118,23 @@ def parse_json_reply(text: str) -> Any:
         raise UnparseableReply(f"not valid JSON: {exc.msg}") from None
 
 
+def prompt_json(value: Any) -> str:
+    """A value as the stage prompts show it: indented JSON, non-ASCII text kept as is."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def numbered_objects(reply: Any, key: str, noun: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The objects of the reply's non-empty ``key`` list, numbered from 1 as the re-ask messages
+    name them ("{noun} 2 is not an object"); checked one by one as the caller walks them."""
+    items = reply.get(key) if isinstance(reply, dict) else None
+    if not isinstance(items, list) or not items:
+        raise InvalidReply(f'the reply must be an object with a non-empty "{key}" list')
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise InvalidReply(f"{noun} {number} is not an object")
+        yield number, item
+
+
 async def ask_validated(
     ctx: StageContext,
     *,
@@ -126,9 +143,9 @@ async def ask_validated(
     prompt: str,
     fields: dict[str, Any],
     validate: Callable[[Any], Any],
-    response_format: dict[str, Any] | None = None,
 ) -> Any:
-    """``validate(parsed JSON reply)``, re-asking with the error after an invalid reply.
+    """``validate(parsed JSON reply)``, re-asking with the error after an invalid reply; the
+    request asks for a JSON object (``response_format``), which endpoints that support it honour.
 
     ``validate`` returns the stage's value or raises :class:`InvalidReply`. The re-ask shows the
     model its last reply and the error (and the offline backend gets ``fields["errors"]``, every
@@ -144,7 +161,7 @@ async def ask_validated(
             task=task,
             messages=messages,
             fields={**fields, "errors": list(errors)},
-            response_format=response_format,
+            response_format={"type": "json_object"},
         )
         reply = await ctx.gateway.chat(request, parse=parse_json_reply)
         ctx.log.calls += reply.attempts

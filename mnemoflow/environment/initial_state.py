@@ -6,10 +6,15 @@ from the ends of a range, so that later periods can move it either way.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from mnemoflow.environment.base import InvalidReply, Stage, StageContext, ask_validated
+from mnemoflow.environment.base import (
+    InvalidReply,
+    Stage,
+    StageContext,
+    ask_validated,
+    prompt_json,
+)
 from mnemoflow.environment.questions import total_months
 
 PROMPT = """Choose the starting values of a user's personal state variables. The values should
@@ -54,7 +59,7 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, str]:
         months=total_months(knobs),
         start_date=knobs["start_date"],
         profile=inputs["profile"]["formatted_str"],
-        schema=json.dumps(schema, indent=2, ensure_ascii=False),
+        schema=prompt_json(schema),
     )
     return await ask_validated(
         ctx,
@@ -63,7 +68,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, str]:
         prompt=prompt,
         fields={"user": ctx.user, "seed": ctx.seed, "schema": schema},
         validate=lambda reply: validate_initial_state(reply, schema),
-        response_format={"type": "json_object"},
     )
 
 

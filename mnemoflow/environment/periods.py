@@ -9,13 +9,19 @@ and no other.
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from functools import partial
 from typing import Any
 
 from mnemoflow.data.amemgym_procedural import plus_months
-from mnemoflow.environment.base import InvalidReply, Stage, StageContext, ask_validated
+from mnemoflow.environment.base import (
+    InvalidReply,
+    Stage,
+    StageContext,
+    ask_validated,
+    numbered_objects,
+    prompt_json,
+)
 
 UPDATES_PROMPT = """\
 Propose how a user's personal state changes over the next {months} months.
@@ -104,14 +110,9 @@ def check_events(
     reply: Any, *, schema: dict[str, list[str]], updates: dict[str, dict[str, str]]
 ) -> list[dict[str, Any]]:
     """The events of a valid reply: each names only changed variables, all of them together."""
-    events = reply.get("events") if isinstance(reply, dict) else None
-    if not isinstance(events, list) or not events:
-        raise InvalidReply('the reply must be an object with a non-empty "events" list')
     covered: set[str] = set()
     out = []
-    for number, event in enumerate(events, start=1):
-        if not isinstance(event, dict):
-            raise InvalidReply(f"event {number} is not an object")
+    for number, event in numbered_objects(reply, "events", "event"):
         states, text = event.get("states"), event.get("event")
         if not isinstance(states, list) or not states:
             raise InvalidReply(f'event {number}: "states" must be a non-empty list')
@@ -130,10 +131,6 @@ def check_events(
     if missing:
         raise InvalidReply(f"Not all state changes are covered by the events; missing: {missing}")
     return out
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -160,11 +157,11 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
             target=end,
             start=start_text,
             profile=profile,
-            schema=_json(schema),
-            state=_json(state),
-            prior=_json(prior),
+            schema=prompt_json(schema),
+            state=prompt_json(state),
+            prior=prompt_json(prior),
             cap=cap,
-            counts=_json(counts),
+            counts=prompt_json(counts),
             n=n,
             low=max(1, n - 1),
             high=n + 1,
@@ -185,7 +182,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
                 "seed": f"{ctx.seed}:{ctx.user}:{step}",
             },
             validate=partial(check_updates, schema=schema, state=state, n=n),
-            response_format={"type": "json_object"},
         )
         updates = {name: {"old": state[name], "new": value} for name, value in updated.items()}
         changes = [
@@ -203,12 +199,11 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
                 begin=begin,
                 end=end,
                 summary=summary,
-                changes=_json(changes),
-                unchanged=_json(unchanged),
+                changes=prompt_json(changes),
+                unchanged=prompt_json(unchanged),
             ),
             fields={"updates": updates, "seed": f"{ctx.seed}:{ctx.user}:{step}"},
             validate=partial(check_events, schema=schema, updates=updates),
-            response_format={"type": "json_object"},
         )
         state = state | updated
         for name in updated:

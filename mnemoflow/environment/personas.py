@@ -16,20 +16,14 @@ from typing import Any
 
 from mnemoflow.data.amemgym_procedural import PERSONAS, read_personas
 from mnemoflow.data.validate import DataError
+from mnemoflow.environment.profile import COMPLEMENTARY_KEYS
 
-#: The Nemotron-Personas columns the reference's profile formatting reads.
+#: The Nemotron-Personas columns the reference's profile formatting reads: the persona texts the
+#: summary is written from, then the columns the basic fields are derived from.
 NEMOTRON_COLUMNS = (
     "uuid",
-    "persona",
-    "professional_persona",
-    "sports_persona",
-    "arts_persona",
-    "travel_persona",
-    "culinary_persona",
-    "career_goals_and_ambitions",
-    "skills_and_expertise",
+    *COMPLEMENTARY_KEYS,
     "skills_and_expertise_list",
-    "hobbies_and_interests",
     "hobbies_and_interests_list",
     "sex",
     "age",

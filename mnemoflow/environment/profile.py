@@ -7,24 +7,22 @@ what the basic fields do not already say (under :data:`MAX_SUMMARY_WORDS` words)
 from __future__ import annotations
 
 import ast
-import json
 from typing import Any
 
-from mnemoflow.environment.base import InvalidReply, Stage, StageContext, ask_validated
+from mnemoflow.data.amemgym_procedural import PROFILE_KEYS, formatted_profile
+from mnemoflow.environment.base import (
+    InvalidReply,
+    Stage,
+    StageContext,
+    ask_validated,
+    prompt_json,
+)
 
 MAX_SUMMARY_WORDS = 500
 
-BASIC_KEYS = (
-    "age",
-    "gender",
-    "marital_status",
-    "education_level",
-    "occupation",
-    "hobbies_and_interests",
-    "skills_and_expertise",
-)
-#: The order of ``formatted_str``'s lines (the reference's).
-FORMATTED_KEYS = ("name", *BASIC_KEYS, "complementary_info")
+#: The profile's basic fields, copied or derived from the persona: every profile key but the two
+#: the model writes (the name and the summary).
+BASIC_KEYS = tuple(key for key in PROFILE_KEYS if key not in ("name", "complementary_info"))
 #: The Nemotron persona texts the summary is written from (the reference's selection).
 COMPLEMENTARY_KEYS = (
     "persona",
@@ -107,10 +105,6 @@ def validate_profile(reply: Any) -> dict[str, str]:
     return {"name": reply["name"].strip(), "profile": reply["profile"].strip()}
 
 
-def formatted(profile: dict[str, Any]) -> str:
-    return "\n".join(f"{key}: {profile[key]}" for key in FORMATTED_KEYS)
-
-
 async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
     persona = inputs["persona"]
     basic = basic_profile(persona)
@@ -118,7 +112,7 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
     prompt = PROMPT.format(
         max_words=MAX_SUMMARY_WORDS,
         basic="\n".join(f"{key}: {basic[key]}" for key in BASIC_KEYS),
-        complementary=json.dumps(extra, indent=2, ensure_ascii=False),
+        complementary=prompt_json(extra),
     )
     reply = await ask_validated(
         ctx,
@@ -127,11 +121,10 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
         prompt=prompt,
         fields={"basic": basic, "complementary": extra, "max_words": MAX_SUMMARY_WORDS},
         validate=validate_profile,
-        response_format={"type": "json_object"},
     )
     profile = {"uuid": persona["key"], "name": reply["name"], **basic}
     profile["complementary_info"] = reply["profile"]
-    profile["formatted_str"] = formatted(profile)
+    profile["formatted_str"] = formatted_profile(profile)
     return profile
 
 

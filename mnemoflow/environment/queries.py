@@ -9,7 +9,6 @@ variables' choices, exactly the exposed values, and refined until it does (at mo
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from typing import Any
 
@@ -20,7 +19,9 @@ from mnemoflow.environment.base import (
     ask,
     ask_validated,
     gather_all,
+    numbered_objects,
     parse_json_reply,
+    prompt_json,
     refine_until_checked,
 )
 
@@ -111,14 +112,9 @@ def check_init_queries(
     reply: Any, *, schema: dict[str, list[str]], state: dict[str, str]
 ) -> list[dict[str, Any]]:
     """Period 0's queries: 1-3 variables each, values = the initial state, all variables."""
-    queries = reply.get("queries") if isinstance(reply, dict) else None
-    if not isinstance(queries, list) or not queries:
-        raise InvalidReply('the reply must be an object with a non-empty "queries" list')
     covered: set[str] = set()
     out = []
-    for number, item in enumerate(queries, start=1):
-        if not isinstance(item, dict):
-            raise InvalidReply(f"query {number} is not an object")
+    for number, item in numbered_objects(reply, "queries", "query"):
         exposed, text = item.get("exposed_states"), item.get("query")
         if not isinstance(text, str) or not text.strip():
             raise InvalidReply(f'query {number}: "query" must be a non-empty string')
@@ -174,10 +170,6 @@ def parse_prediction(text: str, *, names: list[str]) -> dict[str, Any]:
     return predicted
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
 async def _settle(
     ctx: StageContext, what: str, session: dict[str, Any], schema: dict[str, list[str]]
 ) -> dict[str, Any]:
@@ -191,7 +183,7 @@ async def _settle(
             ctx,
             role="generator_low",
             task="env-query-check",
-            prompt=CHECK_PROMPT.format(query=query, choices=_json(choices)),
+            prompt=CHECK_PROMPT.format(query=query, choices=prompt_json(choices)),
             fields={"query": query, "choices": choices},
             parse=partial(parse_prediction, names=names),
         )
@@ -210,11 +202,13 @@ async def _settle(
             role="generator_low",
             task="env-query-refine",
             prompt=REFINE_PROMPT.format(
-                query=query, exposed=_json(exposed), choices=_json(choices), problem=problem
+                query=query,
+                exposed=prompt_json(exposed),
+                choices=prompt_json(choices),
+                problem=problem,
             ),
             fields={"query": query, "exposed_states": exposed, "choices": choices},
             validate=check_refined,
-            response_format={"type": "json_object"},
         )
 
     query = await refine_until_checked(
@@ -235,11 +229,10 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[list[dict[str, 
             role="generator_low",
             task="env-init-queries",
             prompt=INIT_PROMPT.format(
-                start=start, profile=profile, state=_json(initial), schema=_json(schema)
+                start=start, profile=profile, state=prompt_json(initial), schema=prompt_json(schema)
             ),
             fields={"state": initial, "schema": schema, "seed": f"{seed}:0"},
             validate=partial(check_init_queries, schema=schema, state=initial),
-            response_format={"type": "json_object"},
         )
     ]
     for step, period in enumerate(inputs["periods"], start=1):
@@ -260,13 +253,12 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[list[dict[str, 
                 profile=profile,
                 begin=period["period_start"],
                 end=period["period_end"],
-                events=_json(context),
-                schema=_json(schema),
+                events=prompt_json(context),
+                schema=prompt_json(schema),
                 count=len(context),
             ),
             fields={"events": context, "seed": f"{seed}:{step}"},
             validate=partial(check_update_queries, count=len(context)),
-            response_format={"type": "json_object"},
         )
         drafts.append(
             [

@@ -128,7 +128,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
             "num_choices_per_state": n_choices,
         },
         validate=lambda reply: validate_questions(reply, n_questions, n_states, n_choices),
-        response_format={"type": "json_object"},
     )
 
 

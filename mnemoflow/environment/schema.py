@@ -150,7 +150,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
         ),
         fields={"types": originals},
         validate=lambda reply: validate_merge(reply, originals),
-        response_format={"type": "json_object"},
     )
     gathered = occurrences(questions, merged)
     conflicts = [t for t, occ in gathered.items() if len(occ) > 1]
@@ -171,7 +170,6 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
             ),
             fields={"groups": groups, "merged": merged, "num_choices_per_state": n_choices},
             validate=lambda reply: validate_unified(reply, conflicts, n_choices),
-            response_format={"type": "json_object"},
         )
     state_schema = {t: unified.get(t, occ[0]["choices"]) for t, occ in gathered.items()}
     refined_of = {o: t for t, group in merged.items() for o in group}

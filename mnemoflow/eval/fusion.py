@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from mnemoflow.eval.bertscore import BertScoreModel
 from mnemoflow.eval.judged_score import JudgedScore, raw_of, single_integer
-from mnemoflow.llm.types import ChatRequest
+from mnemoflow.llm.types import ChatRequest, prompt_request
 
 SYSTEM = "You are a helpful assistant."
 METRIC = "llm_as_judge_score"
@@ -91,12 +93,7 @@ class FusionStore:
 
 
 def fusion_request(task: str, prompt: str, unit_scores: dict[str, float | None]) -> ChatRequest:
-    return ChatRequest(
-        role="judge",
-        task=task,
-        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
-        fields={"unit_scores": unit_scores},
-    )
+    return prompt_request("judge", task, prompt, {"unit_scores": unit_scores}, system=SYSTEM)
 
 
 async def fuse(
@@ -124,3 +121,32 @@ async def fuse(
     )
     store.put(key, score, setting)
     return score
+
+
+async def fused_item_score(
+    gateway,
+    dataset: str,
+    prompt_version: str,
+    test_idx: Any,
+    response: str,
+    info: dict[str, Any],
+    gold_field: str,
+    store: FusionStore,
+    model: BertScoreModel | None,
+    ask: Callable[[str], Awaitable[tuple[ChatRequest, dict[str, Any]]]],
+) -> JudgedScore:
+    """One multi-metric item's fused score: the stored one when the item was fused under the same
+    setting, else ``ask(gold)`` (the dataset's sub-metrics against ``info[gold_field]`` -> its
+    fusion request and details) and one fusion call. The sub-metrics are computed only when no
+    stored score serves; the details gain the BERTScore model they were computed with."""
+    if gold_field not in info:
+        raise ValueError(f"{dataset} item: info has no {gold_field!r}")
+    key = item_key(dataset, test_idx, response)
+    bert_model = (model or BertScoreModel()).describe()
+    setting = fusion_setting(gateway, prompt_version, bert_model)
+    stored = store.get(key, setting)
+    if stored is not None:
+        return stored
+    request, details = await ask(str(info[gold_field]))
+    details = {**details, "bertscore_model": bert_model}
+    return await fuse(gateway, request, prompt_version, key, store, details, setting)

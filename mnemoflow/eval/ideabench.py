@@ -27,16 +27,9 @@ import re
 from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
-from mnemoflow.eval.fusion import (
-    FusionStore,
-    fuse,
-    fusion_request,
-    fusion_setting,
-    item_key,
-    number,
-)
-from mnemoflow.eval.judged_score import JudgedScore, load_structure
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
+from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request, number
+from mnemoflow.eval.judged_score import JudgedScore, json_rating
+from mnemoflow.llm.types import ChatRequest, UnparseableReply, prompt_request
 
 DATASET = "IdeaBench"
 PROMPT_VERSION = "ideabench-v1"
@@ -118,13 +111,7 @@ def letters(count: int) -> list[str]:
 
 
 def parse_overlap(text: str) -> int:
-    result = load_structure(text)
-    if not isinstance(result, dict) or "rating" not in result:
-        raise UnparseableReply("expected an object with 'rating'")
-    rating = result["rating"]
-    if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 10:
-        raise UnparseableReply(f"rating {rating!r} is not an integer 1-10")
-    return rating
+    return json_rating(text, 10)
 
 
 def ranking_parser(count: int):
@@ -141,17 +128,9 @@ def ranking_parser(count: int):
 
 
 def overlap_request(hypothesis: str, abstract: str) -> ChatRequest:
-    return ChatRequest(
-        role="judge",
-        task=OVERLAP_TASK,
-        messages=[
-            {
-                "role": "user",
-                "content": OVERLAP_PROMPT.format(hypothesis=hypothesis, abstract=abstract),
-            }
-        ],
-        fields={"hypothesis": hypothesis, "abstract": abstract},
-    )
+    prompt = OVERLAP_PROMPT.format(hypothesis=hypothesis, abstract=abstract)
+    fields = {"hypothesis": hypothesis, "abstract": abstract}
+    return prompt_request("judge", OVERLAP_TASK, prompt, fields)
 
 
 def ranking_request(hypotheses: list[str], abstract: str, criterion: str) -> ChatRequest:
@@ -160,17 +139,9 @@ def ranking_request(hypotheses: list[str], abstract: str, criterion: str) -> Cha
         f"**Hypothesis {name}**:\n{text}"
         for name, text in zip(names, [abstract, *hypotheses], strict=True)
     )
-    return ChatRequest(
-        role="judge",
-        task=RANKING_TASK,
-        messages=[
-            {
-                "role": "user",
-                "content": RANKING_PROMPT.format(criterion=criterion, candidates=candidates),
-            }
-        ],
-        fields={"abstract": abstract, "hypotheses": hypotheses, "criterion": criterion},
-    )
+    prompt = RANKING_PROMPT.format(criterion=criterion, candidates=candidates)
+    fields = {"abstract": abstract, "hypotheses": hypotheses, "criterion": criterion}
+    return prompt_request("judge", RANKING_TASK, prompt, fields)
 
 
 async def sub_metrics(
@@ -237,28 +208,24 @@ async def ideabench_score(
     store: FusionStore,
     model: BertScoreModel | None = None,
 ) -> JudgedScore:
-    if "abstract" not in info:
-        raise ValueError("IdeaBench item: info has no 'abstract'")
-    key = item_key(DATASET, test_idx, response)
-    bert_model = (model or BertScoreModel()).describe()
-    setting = fusion_setting(gateway, PROMPT_VERSION, bert_model)
-    stored = store.get(key, setting)
-    if stored is not None:
-        return stored
-    abstract = str(info["abstract"])
-    metrics, failures, raw = await sub_metrics(gateway, response, abstract, model)
-    rating = metrics["llm_rating_score"]
-    units = {
-        "bert_score": metrics["bert_score"],
-        "llm_rating_score": None if rating is None else (rating - 1) / 9,
-        "llm_novelty_ranking_score": metrics["llm_novelty_ranking_score"],
-        "llm_feasibility_ranking_score": metrics["llm_feasibility_ranking_score"],
-    }
-    request = fusion_request(FUSION_TASK, fusion_prompt(context, abstract, metrics), units)
-    details = {
-        "sub_metrics": metrics,
-        "sub_parse_failures": failures,
-        "sub_raw_replies": raw,
-        "bertscore_model": bert_model,
-    }
-    return await fuse(gateway, request, PROMPT_VERSION, key, store, details, setting)
+
+    async def ask(abstract: str):
+        metrics, failures, raw = await sub_metrics(gateway, response, abstract, model)
+        rating = metrics["llm_rating_score"]
+        units = {
+            "bert_score": metrics["bert_score"],
+            "llm_rating_score": None if rating is None else (rating - 1) / 9,
+            "llm_novelty_ranking_score": metrics["llm_novelty_ranking_score"],
+            "llm_feasibility_ranking_score": metrics["llm_feasibility_ranking_score"],
+        }
+        request = fusion_request(FUSION_TASK, fusion_prompt(context, abstract, metrics), units)
+        details = {
+            "sub_metrics": metrics,
+            "sub_parse_failures": failures,
+            "sub_raw_replies": raw,
+        }
+        return request, details
+
+    return await fused_item_score(
+        gateway, DATASET, PROMPT_VERSION, test_idx, response, info, "abstract", store, model, ask
+    )

@@ -18,14 +18,7 @@ import asyncio
 from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore_f1
-from mnemoflow.eval.fusion import (
-    FusionStore,
-    fuse,
-    fusion_request,
-    fusion_setting,
-    item_key,
-    number,
-)
+from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request, number
 from mnemoflow.eval.judged_score import JudgedScore
 from mnemoflow.eval.readability import readability
 from mnemoflow.eval.rouge_l_en import rouge_l
@@ -103,21 +96,17 @@ async def jrel_score(
     model: BertScoreModel | None = None,
 ) -> JudgedScore:
     """``source``: the item's input prompt; ``info["pr-abstract"]``: the reference article."""
-    if "pr-abstract" not in info:
-        raise ValueError("JRE-L item: info has no 'pr-abstract'")
-    key = item_key(DATASET, test_idx, response)
-    bert_model = (model or BertScoreModel()).describe()
-    setting = fusion_setting(gateway, PROMPT_VERSION, bert_model)
-    stored = store.get(key, setting)
-    if stored is not None:
-        return stored
-    reference = str(info["pr-abstract"])
-    # CPU-bound (BERTScore forward pass): off the event loop, so other items keep calling
-    metrics = await asyncio.to_thread(sub_metrics, response, reference, model)
-    request = fusion_request(
-        TASK,
-        fusion_prompt(source, response, reference, metrics),
-        {"Rouge-L": metrics["Rouge-L"], "BERTScore-F1": metrics["BERTScore-F1"]},
+
+    async def ask(reference: str):
+        # CPU-bound (BERTScore forward pass): off the event loop, so other items keep calling
+        metrics = await asyncio.to_thread(sub_metrics, response, reference, model)
+        request = fusion_request(
+            TASK,
+            fusion_prompt(source, response, reference, metrics),
+            {"Rouge-L": metrics["Rouge-L"], "BERTScore-F1": metrics["BERTScore-F1"]},
+        )
+        return request, {"sub_metrics": metrics}
+
+    return await fused_item_score(
+        gateway, DATASET, PROMPT_VERSION, test_idx, response, info, "pr-abstract", store, model, ask
     )
-    details = {"sub_metrics": metrics, "bertscore_model": bert_model}
-    return await fuse(gateway, request, PROMPT_VERSION, key, store, details, setting)

@@ -33,18 +33,13 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
 from mnemoflow.eval.chinese_numbers import numbers_in
-from mnemoflow.eval.fusion import (
-    FusionStore,
-    fuse,
-    fusion_request,
-    fusion_setting,
-    item_key,
-)
+from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request
 from mnemoflow.eval.judged_score import JudgedScore
 
 DATASET = "JuDGE"
@@ -189,29 +184,33 @@ def _sentence_strings(text: str) -> list[str]:
     return found
 
 
+def _summed_mentions(
+    document: str, find: Callable[[str], list[str]], value: Callable[[str, list[str]], int]
+) -> int:
+    """The reference's rule for a sentence or a fine: the distinct mentions ``find`` picks from
+    the judgment section (from the whole document when that section has none), each mention's
+    ``value(text, numbers)`` summed; -1 when there is no mention."""
+    mentions = set(find(sections(document).judgment)) or set(find(document))
+    if not mentions:
+        return -1
+    return sum(value(text, numbers_in(text)) for text in mentions)
+
+
+def _months(text: str, digits: list[str]) -> int:
+    if len(digits) == 2:
+        both = "年" in text and "月" in text
+        return int(float(digits[0])) * 12 + int(float(digits[1])) if both else int(float(digits[0]))
+    if len(digits) == 1:
+        value = int(float(digits[0]))
+        return value * 12 if "年" in text else value if "月" in text else 0
+    if not digits:
+        return LIFE_MONTHS if "无期徒刑" in text else DEATH if "死刑" in text else 0
+    return 0
+
+
 def sentence_months(document: str) -> int:
     """Summed months of the distinct sentences (-1 when none is found)."""
-    strings = set(_sentence_strings(sections(document).judgment)) or set(
-        _sentence_strings(document)
-    )
-    if not strings:
-        return -1
-    total = 0
-    for text in strings:
-        digits = numbers_in(text)
-        if len(digits) == 2:
-            both = "年" in text and "月" in text
-            total += (
-                int(float(digits[0])) * 12 + int(float(digits[1]))
-                if both
-                else int(float(digits[0]))
-            )
-        elif len(digits) == 1:
-            value = int(float(digits[0]))
-            total += value * 12 if "年" in text else value if "月" in text else 0
-        elif not digits:
-            total += LIFE_MONTHS if "无期徒刑" in text else DEATH if "死刑" in text else 0
-    return total
+    return _summed_mentions(document, _sentence_strings, _months)
 
 
 def _fine_strings(text: str) -> list[str]:
@@ -224,17 +223,13 @@ def _fine_strings(text: str) -> list[str]:
     return found
 
 
+def _yuan(text: str, digits: list[str]) -> int:
+    return int(digits[0].split(".")[0]) if len(digits) == 1 else 0
+
+
 def fine_amount(document: str) -> int:
     """Summed yuan of the distinct fines (-1 when none is found)."""
-    strings = set(_fine_strings(sections(document).judgment)) or set(_fine_strings(document))
-    if not strings:
-        return -1
-    total = 0
-    for text in strings:
-        digits = numbers_in(text)
-        if len(digits) == 1:
-            total += int(digits[0].split(".")[0])
-    return total
+    return _summed_mentions(document, _fine_strings, _yuan)
 
 
 def closeness(expected: int, generated: int) -> float | None:
@@ -371,19 +366,24 @@ async def judge_doc_score(
     model: BertScoreModel | None = None,
 ) -> JudgedScore:
     """``facts``: the item's input prompt; ``info["golden_answer"]``: the real judgment."""
-    if "golden_answer" not in info:
-        raise ValueError("JuDGE item: info has no 'golden_answer'")
-    key = item_key(DATASET, test_idx, response)
-    bert_model = (model or BertScoreModel()).describe()
-    setting = fusion_setting(gateway, PROMPT_VERSION, bert_model)
-    stored = store.get(key, setting)
-    if stored is not None:
-        return stored
-    gold = str(info["golden_answer"])
-    # CPU-bound (jieba, METEOR, BERTScore): off the event loop, so other items keep calling
-    metrics = await asyncio.to_thread(sub_metrics, response, gold, model)
-    request = fusion_request(
-        TASK, fusion_prompt(facts, response, gold, metrics), {n: metrics[n] for n in SHOWN}
+
+    async def ask(gold: str):
+        # CPU-bound (jieba, METEOR, BERTScore): off the event loop, so other items keep calling
+        metrics = await asyncio.to_thread(sub_metrics, response, gold, model)
+        request = fusion_request(
+            TASK, fusion_prompt(facts, response, gold, metrics), {n: metrics[n] for n in SHOWN}
+        )
+        return request, {"sub_metrics": metrics}
+
+    return await fused_item_score(
+        gateway,
+        DATASET,
+        PROMPT_VERSION,
+        test_idx,
+        response,
+        info,
+        "golden_answer",
+        store,
+        model,
+        ask,
     )
-    details = {"sub_metrics": metrics, "bertscore_model": bert_model}
-    return await fuse(gateway, request, PROMPT_VERSION, key, store, details, setting)

@@ -73,3 +73,14 @@ def single_integer(text: str, low: int, high: int) -> int:
     if "." in number or not low <= int(number) <= high:
         raise UnparseableReply(f"expected an integer {low}-{high}, got {number}")
     return int(number)
+
+
+def json_rating(text: str, high: int) -> int:
+    """The ``rating`` of a JSON object reply, an integer from 1 to ``high`` (else re-asked)."""
+    result = load_structure(text)
+    if not isinstance(result, dict) or "rating" not in result:
+        raise UnparseableReply("expected an object with 'rating'")
+    rating = result["rating"]
+    if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= high:
+        raise UnparseableReply(f"rating {rating!r} is not an integer 1-{high}")
+    return rating

@@ -22,7 +22,7 @@ import asyncio
 import json
 from typing import Any
 
-from mnemoflow.eval.judged_score import JudgedScore, load_structure, unfenced
+from mnemoflow.eval.judged_score import JudgedScore, json_rating, unfenced
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 
 PROMPT_VERSION = "limitgen-v1"
@@ -187,13 +187,7 @@ def subtype_parser(count: int):
 
 
 def parse_rating(text: str) -> int:
-    result = load_structure(text)
-    if not isinstance(result, dict) or "rating" not in result:
-        raise UnparseableReply("expected an object with 'rating'")
-    rating = result["rating"]
-    if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 5:
-        raise UnparseableReply(f"rating {rating!r} is not an integer 1-5")
-    return rating
+    return json_rating(text, 5)
 
 
 async def _rate_one(gateway, aspect: str, truth_subtype: str, ground_truth: str, limitation: str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mnemoflow.eval.retrieval import is_abstention as _abstention_id
-from mnemoflow.llm.types import ChatRequest
+from mnemoflow.llm.types import ChatRequest, prompt_request
 
 PROMPT_VERSION = "qa-v1"
 
@@ -40,14 +40,10 @@ def judge_request(question: dict[str, Any], response: str) -> ChatRequest:
     prompt = template.format(
         question=question["question"], reference=question["answer"], response=response
     )
-    return ChatRequest(
-        role="judge",
-        task="judge_qa",
-        messages=[{"role": "user", "content": prompt}],
-        fields={
-            "question": question["question"],
-            "reference": question["answer"],
-            "response": response,
-            "abstention": abstention,
-        },
-    )
+    fields = {
+        "question": question["question"],
+        "reference": question["answer"],
+        "response": response,
+        "abstention": abstention,
+    }
+    return prompt_request("judge", "judge_qa", prompt, fields)

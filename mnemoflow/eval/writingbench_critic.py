@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from mnemoflow.eval.judged_score import JudgedScore, load_structure, raw_of
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
+from mnemoflow.llm.types import ChatRequest, UnparseableReply, prompt_request
 
 PROMPT_VERSION = "writingbench-critic-v1"
 TASK = "writingbench_critic"
@@ -66,18 +66,9 @@ def request(query: str, response: str, criteria: Any) -> ChatRequest:
         criteria_text = criteria
     else:
         criteria_text = json.dumps(criteria, ensure_ascii=False)
-    return ChatRequest(
-        role=ROLE,
-        task=TASK,
-        messages=[
-            {"role": "system", "content": SYSTEM},
-            {
-                "role": "user",
-                "content": USER.format(criteria=criteria_text, query=query, response=response),
-            },
-        ],
-        fields={"query": query, "response": response, "criteria": criteria_text},
-    )
+    prompt = USER.format(criteria=criteria_text, query=query, response=response)
+    fields = {"query": query, "response": response, "criteria": criteria_text}
+    return prompt_request(ROLE, TASK, prompt, fields, system=SYSTEM)
 
 
 def parse_critic(text: str) -> int:

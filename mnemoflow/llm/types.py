@@ -9,12 +9,12 @@ config edit, with the same code path, cache and ledger.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from mnemoflow.errors import ConfigError
+from mnemoflow.errors import ConfigError, reject_unknown
 
 #: ``generator_high`` / ``generator_low``: AMemGym's environment generation, which the reference
 #: runs with one model at two temperatures (1.0 for questions and state updates, 0.2 for the rest).
@@ -81,10 +81,7 @@ class EndpointSpec:
             raise ConfigError(
                 f"config models.{role}: put the key in an env var, name it api_key_env"
             )
-        known = set(cls.__dataclass_fields__) - {"role"}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ConfigError(f"config models.{role}: unknown keys {unknown}")
+        reject_unknown(raw, set(cls.__dataclass_fields__) - {"role"}, f"config models.{role}")
         backend = raw.get("backend", "openai" if raw.get("base_url") else "offline")
         if backend not in BACKENDS:
             raise ConfigError(
@@ -181,6 +178,22 @@ class ChatRequest:
     #: OpenAI ``response_format`` (e.g. a json_schema) for endpoints with structured output; the
     #: offline backend ignores it.
     response_format: dict[str, Any] | None = None
+
+
+def prompt_request(
+    role: str,
+    task: str,
+    prompt: str,
+    fields: dict[str, Any],
+    *,
+    system: str | None = None,
+    history: Sequence[dict[str, str]] = (),
+) -> ChatRequest:
+    """A request that asks one prompt: ``system`` (when given), the earlier ``history`` turns,
+    then ``prompt`` as the user's message; most roles' requests have exactly this shape."""
+    opening = [{"role": "system", "content": system}] if system is not None else []
+    messages = [*opening, *history, {"role": "user", "content": prompt}]
+    return ChatRequest(role=role, task=task, messages=messages, fields=fields)
 
 
 @dataclass

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from mnemoflow.memory.base import MemoryItem
+from mnemoflow.memory.base import MemoryItem, Message
+from mnemoflow.memory.buffer import render
+from mnemoflow.memory.tokens import count_tokens
 
 
 @dataclass
@@ -148,3 +150,22 @@ async def search_memory(store: VectorStore, llm: Any, query: str, k: int) -> lis
         return []
     hits = store.search(await embed(llm, [query]), k)
     return [MemoryItem(i.id, i.text, score, list(i.source_ids), i.time) for i, score in hits]
+
+
+def unseen_messages(messages: list[Message], store: VectorStore) -> list[Message]:
+    """The non-empty messages the store does not hold yet, once per turn id: what a system that
+    stores one item per message still has to write (a later step may resend a turn)."""
+    new = [m for m in messages if m.content.strip() and m.turn_id not in store]
+    return list({m.turn_id: m for m in new}.values())
+
+
+async def store_messages(store: VectorStore, llm: Any, messages: list[Message]) -> int:
+    """Embed and store each message as an item of its own (id: its turn id, text: the rendered
+    message); returns the tokens written."""
+    vectors = await embed(llm, [render(m) for m in messages])
+    items = [
+        StoredItem(id=m.turn_id, text=render(m), source_ids=[m.turn_id], time=m.time)
+        for m in messages
+    ]
+    store.add(items, vectors)
+    return sum(count_tokens(item.text) for item in items)

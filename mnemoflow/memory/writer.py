@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
+from mnemoflow.llm.types import ChatRequest, UnparseableReply, prompt_request
 from mnemoflow.memory.base import Message
 
 ROLE = "memory_writer"
@@ -76,14 +76,9 @@ Reply {"facts": []} when there is nothing worth remembering."""
 
 def extract_facts_request(messages: list[Message]) -> ChatRequest:
     records = message_fields(messages)
-    return ChatRequest(
-        role=ROLE,
-        task=EXTRACT_FACTS,
-        messages=[
-            {"role": "system", "content": EXTRACT_FACTS_SYSTEM},
-            {"role": "user", "content": "Messages:\n" + _render_messages(records)},
-        ],
-        fields={"messages": records},
+    prompt = "Messages:\n" + _render_messages(records)
+    return prompt_request(
+        ROLE, EXTRACT_FACTS, prompt, {"messages": records}, system=EXTRACT_FACTS_SYSTEM
     )
 
 
@@ -124,15 +119,9 @@ Reply with JSON only, exactly this shape:
 def update_facts_request(facts: list[str], memories: list[dict[str, str]]) -> ChatRequest:
     listing = "\n".join(f"- id {m['id']}: {m['text']}" for m in memories) or "(empty)"
     new = "\n".join(f"{i}. {fact}" for i, fact in enumerate(facts))
-    return ChatRequest(
-        role=ROLE,
-        task=UPDATE_FACTS,
-        messages=[
-            {"role": "system", "content": UPDATE_FACTS_SYSTEM},
-            {"role": "user", "content": f"Stored memories:\n{listing}\n\nNew facts:\n{new}"},
-        ],
-        fields={"facts": [{"text": f} for f in facts], "memories": memories},
-    )
+    prompt = f"Stored memories:\n{listing}\n\nNew facts:\n{new}"
+    fields = {"facts": [{"text": f} for f in facts], "memories": memories}
+    return prompt_request(ROLE, UPDATE_FACTS, prompt, fields, system=UPDATE_FACTS_SYSTEM)
 
 
 def parse_events(data: Any, n_facts: int, ids: set[str]) -> list[dict[str, Any]] | None:
@@ -173,18 +162,9 @@ Reply with JSON only, exactly this shape:
 def kv_update_request(memory: list[dict[str, str]], messages: list[Message]) -> ChatRequest:
     records = message_fields(messages)
     listing = "\n".join(f"- {m['key']}: {m['value']} ({m['time']})" for m in memory) or "(empty)"
-    return ChatRequest(
-        role=ROLE,
-        task=KV_UPDATE,
-        messages=[
-            {"role": "system", "content": KV_UPDATE_SYSTEM},
-            {
-                "role": "user",
-                "content": f"Current memory:\n{listing}\n\nMessages:\n" + _render_messages(records),
-            },
-        ],
-        fields={"memory": memory, "messages": records},
-    )
+    prompt = f"Current memory:\n{listing}\n\nMessages:\n" + _render_messages(records)
+    fields = {"memory": memory, "messages": records}
+    return prompt_request(ROLE, KV_UPDATE, prompt, fields, system=KV_UPDATE_SYSTEM)
 
 
 def parse_kv(
@@ -268,21 +248,14 @@ def organize_request(
     records = message_fields(messages)
     current = {m["key"]: m["value"] for m in memory}
     conversation = [{"role": r["role"], "content": r["content"]} for r in records]
-    return ChatRequest(
-        role=ROLE,
-        task=ORGANIZE,
-        messages=[
-            {"role": "system", "content": organize_system(memory_types)},
-            {
-                "role": "user",
-                "content": "Current memories:\n"
-                + json.dumps(current, ensure_ascii=False, indent=2)
-                + "\n\nConversation:\n"
-                + json.dumps(conversation, ensure_ascii=False, indent=2),
-            },
-        ],
-        fields={"memory": memory, "messages": records, "memory_types": memory_types},
+    prompt = (
+        "Current memories:\n"
+        + json.dumps(current, ensure_ascii=False, indent=2)
+        + "\n\nConversation:\n"
+        + json.dumps(conversation, ensure_ascii=False, indent=2)
     )
+    fields = {"memory": memory, "messages": records, "memory_types": memory_types}
+    return prompt_request(ROLE, ORGANIZE, prompt, fields, system=organize_system(memory_types))
 
 
 def parse_organized(data: Any) -> tuple[list[tuple[str, str, list[int]]], list[str]] | None:
@@ -311,15 +284,9 @@ Reply with JSON only, exactly this shape:
 def note_request(message: Message) -> ChatRequest:
     speaker = message.speaker or message.role
     stamp = f" ({message.time})" if message.time else ""
-    return ChatRequest(
-        role=ROLE,
-        task=NOTE,
-        messages=[
-            {"role": "system", "content": NOTE_SYSTEM},
-            {"role": "user", "content": f"{speaker}{stamp}: {message.content}"},
-        ],
-        fields={"content": message.content, "speaker": speaker, "time": message.time},
-    )
+    prompt = f"{speaker}{stamp}: {message.content}"
+    fields = {"content": message.content, "speaker": speaker, "time": message.time}
+    return prompt_request(ROLE, NOTE, prompt, fields, system=NOTE_SYSTEM)
 
 
 def parse_note(data: Any) -> dict[str, Any] | None:

@@ -26,8 +26,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -37,20 +35,20 @@ import pandas as pd
 
 from mnemoflow.data.memorybench import dialogues_for, parse_set
 from mnemoflow.data.tables import ANSWERS, DIALOGUES, JUDGEMENTS, QUESTION_SCORES, SCORES
-from mnemoflow.errors import ConfigError
+from mnemoflow.errors import ConfigError, reject_unknown
 from mnemoflow.eval.benchmark_metric import metric_for
 from mnemoflow.eval.normalize import normalize_set
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemorySystem, Message, build
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows
 from mnemoflow.protocols.registry import register_protocol
+from mnemoflow.protocols.snapshot import MANIFEST, publishing, save_episode, write_manifest
 from mnemoflow.protocols.static_qa import bounded, episode_dirname, to_messages
 from mnemoflow.simulators.feedback import UNPARSED, FeedbackSimulator
 
 PROTOCOLS = ("off_policy", "stepwise_off_policy", "on_policy", "train_performance")
 #: The memory every protocol builds for the whole set (corpus datasets add their own in off-policy).
 SET_EPISODE = "set"
-MANIFEST = "manifest.json"
 #: The mean per-item value (``item_value`` of the metric module): a run's headline number.
 MAIN_METRIC = "item_value"
 #: Items conversed / questions answered at once; the gateway limits model concurrency per role.
@@ -75,10 +73,7 @@ class FeedbackConfig:
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> FeedbackConfig:
         raw = dict(spec.get("feedback") or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ConfigError(f"config benchmarks.<name>.feedback: unknown keys {unknown}")
+        reject_unknown(raw, (f.name for f in fields(cls)), "config benchmarks.<name>.feedback")
         if raw.get("dialogues", "generated") not in ("data", "generated"):
             raise ConfigError(
                 "config benchmarks.<name>.feedback.dialogues: 'data' or 'generated', "
@@ -391,27 +386,16 @@ def save_snapshot(
     memories: dict[str, MemorySystem], held: dict[str, list[str]], out_dir: Path, step: int
 ) -> dict[str, Any]:
     """Write every episode's memory and a manifest (what each holds) atomically into ``out_dir``."""
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with publishing(out_dir) as staging:
         for name, memory in memories.items():
-            target = staging / episode_dirname(name)
-            target.mkdir()
-            memory.save(target)
+            save_episode(staging, episode_dirname(name), memory)
         manifest = {
             "step": step,
             "episodes": {name: episode_dirname(name) for name in memories},
             "holds": held,
             "stats": {name: memory.stats() for name, memory in memories.items()},
         }
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        write_manifest(staging, manifest)
     return manifest
 
 

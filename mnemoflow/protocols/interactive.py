@@ -26,8 +26,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,13 +46,8 @@ from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import build
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows, turns_of
 from mnemoflow.protocols.registry import register_protocol
-from mnemoflow.protocols.static_qa import (
-    EPISODE_CONCURRENCY,
-    MANIFEST,
-    STORED_IDS,
-    bounded,
-    episode_dirname,
-)
+from mnemoflow.protocols.snapshot import publishing, save_episode, write_manifest
+from mnemoflow.protocols.static_qa import EPISODE_CONCURRENCY, bounded, episode_dirname
 from mnemoflow.simulators.state_user import StateRevealingUser
 
 PROTOCOL = "interactive"  # on-policy: the assistant's own sessions
@@ -83,15 +76,8 @@ for _name in PROTOCOLS:
 CHOICE_TASK = "amemgym_choice"
 RECALL_TASK = "amemgym_recall"
 
-#: AMemGym's checkpoint prompt (eval/overall.py OVERALL_PROMPT).
-CHECKPOINT_PROMPT = """\
-{query}
-
-Please select the most suitable answer for my current situation from the following options:
-(considering my current relevant preferences and state information)
-
-{choices}
-
+#: How both choice prompts of the reference ask for the answer.
+_ANSWER_FORMAT = """\
 Express your choice with a number and output in the following JSON format:
 ```json
 {{
@@ -100,6 +86,20 @@ Express your choice with a number and output in the following JSON format:
 ```
 Only keep the JSON format output, do not include any other content.
 """
+
+#: AMemGym's checkpoint prompt (eval/overall.py OVERALL_PROMPT).
+CHECKPOINT_PROMPT = (
+    """\
+{query}
+
+Please select the most suitable answer for my current situation from the following options:
+(considering my current relevant preferences and state information)
+
+{choices}
+
+"""
+    + _ANSWER_FORMAT
+)
 
 #: AMemGym's recall probe (eval/diagnosis.py DIAG_PROMPT).
 RECALL_PROMPT = """\
@@ -124,7 +124,8 @@ Only keep the JSON format output, do not include any other content.
 """
 
 #: AMemGym's upper-bound prompt (eval/upperbound.py UTILIZATION_PROMPT): the state is given.
-UPPER_BOUND_PROMPT = """\
+UPPER_BOUND_PROMPT = (
+    """\
 {query}
 
 Given that my current relevant preferences and state information are as follows:
@@ -134,14 +135,9 @@ Please select the most suitable answer for my current situation from the followi
 
 {choices}
 
-Express your choice with a number and output in the following JSON format:
-```json
-{{
-    "answer": int
-}}
-```
-Only keep the JSON format output, do not include any other content.
 """
+    + _ANSWER_FORMAT
+)
 
 _REPLY_COLUMNS = [
     ("reply", pa.string()),  # the last raw reply (the scorer parses it again)
@@ -153,24 +149,17 @@ _REPLY_COLUMNS = [
     ("tokens_in", pa.int64()),
     ("tokens_out", pa.int64()),
 ]
+#: A question asked of a user at the end of a period (checkpoint and recall replies).
+_ASKED_COLUMNS = [
+    ("user_id", pa.string()),
+    ("period", pa.int64()),
+    ("question_index", pa.int64()),
+]
 #: Checkpoint replies: ``option_order`` lists data.json choice indices in the order shown.
 CHECKPOINT_REPLIES = pa.schema(
-    [
-        ("user_id", pa.string()),
-        ("period", pa.int64()),
-        ("question_index", pa.int64()),
-        ("option_order", pa.list_(pa.int64())),
-        *_REPLY_COLUMNS,
-    ]
+    [*_ASKED_COLUMNS, ("option_order", pa.list_(pa.int64())), *_REPLY_COLUMNS]
 )
-RECALL_REPLIES = pa.schema(
-    [
-        ("user_id", pa.string()),
-        ("period", pa.int64()),
-        ("question_index", pa.int64()),
-        *_REPLY_COLUMNS,
-    ]
-)
+RECALL_REPLIES = pa.schema([*_ASKED_COLUMNS, *_REPLY_COLUMNS])
 #: One row per (user, question, option): the option's state given, no memory.
 UPPER_BOUND_REPLIES = pa.schema(
     [
@@ -448,9 +437,6 @@ async def run_step(
     ``snapshot`` is written atomically (a staging folder renamed at the end). A user without a
     period ``step`` keeps its memory unchanged and is asked nothing.
     """
-    snapshot = Path(snapshot)
-    snapshot.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{snapshot.name}.", dir=snapshot.parent))
     dialogue: list[dict[str, Any]] = []
     replies: list[dict[str, Any]] = []
     recalls: list[dict[str, Any]] = []
@@ -480,9 +466,7 @@ async def run_step(
             dialogue.extend(
                 dialogue_rows(turns, **keys, episode_id=user.id, dialogue_id=sid, source=origin)
             )
-        target = staging / name
-        target.mkdir()
-        memory.save(target)
+        target = save_episode(staging, name, memory)
         ids = memory.stored_ids()
         if ids is not None:
             stored[user.id] = sorted(ids)
@@ -501,7 +485,7 @@ async def run_step(
         if progress:
             progress(None)
 
-    try:
+    with publishing(snapshot) as staging:  # the folder ``one`` saves into
         # Users are sequential inside, independent of each other: keep as many in flight as the
         # agent's endpoint takes requests, so a real endpoint's concurrency is used.
         await bounded(users, one, users_in_flight(gateway))
@@ -512,14 +496,7 @@ async def run_step(
             "episodes": {u.id: episode_dirname(u.id) for u in users},
             "stats": stats,
         }
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        (staging / STORED_IDS).write_text(json.dumps(stored, sort_keys=True) + "\n")
-        if snapshot.exists():
-            shutil.rmtree(snapshot)
-        staging.rename(snapshot)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        write_manifest(staging, manifest, stored)
     return StepResult(
         _frame(dialogue, DIALOGUES, ["episode_id"]),  # a user's rows: in conversation order
         _frame(replies, CHECKPOINT_REPLIES, ["user_id", "question_index"]),

@@ -14,8 +14,6 @@ import asyncio
 import hashlib
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +29,15 @@ from mnemoflow.eval.judges import judge_answers
 from mnemoflow.eval.rescore import InputError, answer_rankings, read_retrievals, score_judged
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory.base import MemorySystem, Message, build, full_spec
+from mnemoflow.protocols.snapshot import (
+    MANIFEST,
+    STORED_IDS,
+    publishing,
+    save_episode,
+    write_manifest,
+)
 
 PROTOCOL = "qa"
-MANIFEST = "manifest.json"
-STORED_IDS = "stored_ids.json"
 #: Episodes processed at once; model concurrency itself is limited per endpoint by the gateway.
 EPISODE_CONCURRENCY = 16
 
@@ -121,9 +124,6 @@ async def ingest(
     ``progress`` is called once per finished episode, with no cache-hit flag: an episode's writes
     are many model calls (or none), so its bar counts episodes, not calls.
     """
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     stored: dict[str, list[str]] = {}
     stats: dict[str, dict[str, Any]] = {}
 
@@ -133,9 +133,7 @@ async def ingest(
         if previous is not None:
             memory.load(Path(previous) / name)
         await memory.add(episode_batch(sessions, episode_sessions, episode, step), {"step": step})
-        target = staging / name
-        target.mkdir()
-        memory.save(target)
+        save_episode(staging, name, memory)
         ids = memory.stored_ids()
         if ids is not None:
             stored[episode] = sorted(ids)
@@ -143,7 +141,7 @@ async def ingest(
         if progress:
             progress(None)
 
-    try:
+    with publishing(out_dir) as staging:  # the folder ``one`` saves into
         await bounded(episodes, one, EPISODE_CONCURRENCY)
         manifest = {
             "system": system_spec,
@@ -151,14 +149,7 @@ async def ingest(
             "episodes": {e: episode_dirname(e) for e in episodes},
             "stats": stats,
         }
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        (staging / STORED_IDS).write_text(json.dumps(stored, sort_keys=True) + "\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        write_manifest(staging, manifest, stored)
     return manifest
 
 

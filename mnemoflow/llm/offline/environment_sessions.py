@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from mnemoflow.grouping import shuffled_groups
 from mnemoflow.llm.offline import handles
 
 #: The topic templates (the llm layer reads them by path; it may not import ``mnemoflow.data``).
@@ -86,17 +87,6 @@ def _query(exposed: dict[str, str], opening: str = "") -> str:
     return opening + " ".join(sentences) + " " + _request(next(iter(exposed)))
 
 
-def _groups(rng: random.Random, names: list[str], largest: int) -> list[list[str]]:
-    names = list(names)
-    rng.shuffle(names)
-    groups = []
-    while names:
-        size = rng.randint(1, min(largest, len(names)))
-        groups.append(names[:size])
-        names = names[size:]
-    return groups
-
-
 @handles("env-state-updates", reads=(TOPICS,))
 def state_updates(fields: dict[str, Any]) -> str:
     """n-1..n+1 variables, those changed fewer than ``max_changes_per_state`` times first, each to
@@ -128,7 +118,7 @@ def events(fields: dict[str, Any]) -> str:
     updates: dict[str, dict[str, str]] = fields["updates"]
     rng = random.Random(f"env-events:{fields['seed']}:{len(fields['errors'])}")
     out = []
-    for group in _groups(rng, list(updates), 2):
+    for group in shuffled_groups(rng, list(updates), 2):
         text = "; ".join(
             f"their {_label(n)} went from {updates[n]['old']} to {updates[n]['new']}" for n in group
         )
@@ -178,7 +168,7 @@ def init_queries(fields: dict[str, Any]) -> str:
     state: dict[str, str] = fields["state"]
     rng = random.Random(f"env-init-queries:{fields['seed']}:{len(fields['errors'])}")
     out = []
-    for group in _groups(rng, sorted(state), 3):
+    for group in shuffled_groups(rng, sorted(state), 3):
         exposed = {name: state[name] for name in group}
         out.append({"exposed_states": exposed, "query": _query(exposed)})
     return json.dumps({"queries": out}, ensure_ascii=False)

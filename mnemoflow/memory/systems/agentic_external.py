@@ -11,19 +11,18 @@ returns the ``top_k`` facts most similar to the query, then the local window.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, ClassVar
 
 from mnemoflow.memory import writer
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer
+from mnemoflow.memory.base import Message, register
+from mnemoflow.memory.buffer import BUFFER_SCHEMA
+from mnemoflow.memory.systems.rag import BufferedStore
 from mnemoflow.memory.tokens import count_tokens
-from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, search_memory
+from mnemoflow.memory.vector_store import StoredItem, embed
 
 
 @register
-class AgenticExternal(MemorySystem):
+class AgenticExternal(BufferedStore):
     """LLM-curated facts (add / update / delete) in a dense store, plus a local window."""
 
     name: ClassVar[str] = "agentic_external"
@@ -46,11 +45,8 @@ class AgenticExternal(MemorySystem):
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        self.buffer = MessageBuffer(self.params["update_batch"], self.params["local_window"])
-        self.store = VectorStore()
         self.writer = writer.WriterClient(llm)
         self.next_id = 0
-        self.tokens_written = 0
         self.events = {event: 0 for event in writer.EVENTS}
 
     async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
@@ -124,40 +120,25 @@ class AgenticExternal(MemorySystem):
                 item = StoredItem(old.id, event["text"], merged, time, {"history": history})
                 self.store.replace(item, vector)
 
-    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
-        k = self.params["top_k"] if k is None else k
-        return await search_memory(self.store, self.llm, query, k) + self.buffer.items()
-
-    def save(self, directory: Path) -> None:
-        self.store.save(directory)
-        self.buffer.save(directory)
-        state = {
+    def state(self) -> dict[str, Any]:
+        return {
+            **super().state(),
             "next_id": self.next_id,
-            "tokens_written": self.tokens_written,
             "events": self.events,
             "writer_calls": self.writer.calls,
             "parse_failures": self.writer.parse_failures,
         }
-        (directory / "state.json").write_text(json.dumps(state, sort_keys=True))
 
-    def load(self, directory: Path) -> None:
-        self.store.load(directory)
-        self.buffer.load(directory)
-        state = json.loads((directory / "state.json").read_text())
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
         self.next_id = state["next_id"]
-        self.tokens_written = state["tokens_written"]
         self.events = state["events"]
         self.writer.calls = state["writer_calls"]
         self.writer.parse_failures = state["parse_failures"]
 
-    def stored_ids(self) -> set[str] | None:
-        return self.store.source_ids() | self.buffer.turn_ids()
-
     def stats(self) -> dict[str, Any]:
         return {
-            "items": len(self.store),
-            "buffered": len(self.buffer.messages),
-            "tokens_written": self.tokens_written,
+            **super().stats(),
             "writer_calls": self.writer.calls,
             "parse_failures": self.writer.parse_failures,
             **{f"events_{k.lower()}": v for k, v in self.events.items()},

@@ -33,7 +33,14 @@ from mnemoflow.memory.base import (
 )
 from mnemoflow.memory.buffer import render
 from mnemoflow.memory.tokens import count_tokens
-from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, search_memory
+from mnemoflow.memory.vector_store import (
+    StoredItem,
+    VectorStore,
+    embed,
+    search_memory,
+    store_messages,
+    unseen_messages,
+)
 
 
 @register
@@ -53,17 +60,9 @@ class DenseMessage(MemorySystem):
         self.tokens_written = 0
 
     async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
-        new = [m for m in messages if m.content.strip() and m.turn_id not in self.store]
-        new = list({m.turn_id: m for m in new}.values())
-        if not new:
-            return
-        vectors = await embed(self.llm, [render(m) for m in new])
-        items = [
-            StoredItem(id=m.turn_id, text=render(m), source_ids=[m.turn_id], time=m.time)
-            for m in new
-        ]
-        self.store.add(items, vectors)
-        self.tokens_written += sum(count_tokens(item.text) for item in items)
+        new = unseen_messages(messages, self.store)
+        if new:
+            self.tokens_written += await store_messages(self.store, self.llm, new)
 
     async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
         k = self.params["top_k"] if k is None else k

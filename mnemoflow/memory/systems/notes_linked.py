@@ -24,7 +24,7 @@ from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
 from mnemoflow.memory.buffer import render
 from mnemoflow.memory.tokens import count_tokens
-from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed
+from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, unseen_messages
 
 
 def note_document(content: str, note: dict[str, Any]) -> str:
@@ -66,8 +66,7 @@ class NotesLinked(MemorySystem):
         self.tokens_written = 0
 
     async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
-        new = [m for m in messages if m.content.strip() and m.turn_id not in self.store]
-        new = list({m.turn_id: m for m in new}.values())
+        new = unseen_messages(messages, self.store)
         if not new:
             return
         notes = await asyncio.gather(
