@@ -32,6 +32,7 @@ from mnemoflow.eval.amemgym_score import read_reply_file, score_replies, score_t
 from mnemoflow.eval.judges import judge_provenance
 from mnemoflow.eval.rescore import (
     BENCHMARKS,
+    Ranking,
     answers_from_predictions,
     read_predictions,
     read_retrievals,
@@ -190,8 +191,7 @@ async def _score(gateway, args, questions, sessions, answers, rankings, repeats)
             questions,
             sessions,
             answers,
-            rankings,
+            Ranking(rankings, evidence_turns_only=args.official_turn_sessions),
             repeats=repeats,
             seed=args.seed,
-            evidence_turns_only=args.official_turn_sessions,
         )

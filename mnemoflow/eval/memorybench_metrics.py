@@ -229,17 +229,11 @@ def primary(dataset: str, scores: Iterable[ItemScore]) -> ItemScore:
 
 
 async def evaluate_item(
-    question: Mapping[str, Any],
-    response: str,
-    gateway,
-    *,
-    fusion: Any = None,
-    bertscore: Any = None,
+    question: Mapping[str, Any], response: str, gateway, **options: Any
 ) -> ItemScore:
-    """The one score of ``response`` normalization uses (see :func:`evaluate_item_all`)."""
-    scores = await evaluate_item_all(
-        question, response, gateway, fusion=fusion, bertscore=bertscore
-    )
+    """The one score of ``response`` normalization uses; ``options`` (``fusion``, ``bertscore``)
+    as :func:`evaluate_item_all` takes them."""
+    scores = await evaluate_item_all(question, response, gateway, **options)
     return primary(str(question["dataset"]), scores)
 
 

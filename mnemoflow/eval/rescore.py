@@ -171,20 +171,26 @@ class Scored:
     scores: pd.DataFrame
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """Which ranking retrieval is scored on, and how: ``rankings`` (question id -> ranked ids)
+    when given, else the answers' non-empty ``ranked_ids`` (never ``retrieved_ids``, which are in
+    the reader's display order); LongMemEval's ``granularity`` and official turn-evidence rule."""
+
+    rankings: dict[str, list[str]] | None = None
+    granularity: str = "auto"
+    evidence_turns_only: bool = False
+
+
 def retrieval_rows(
     benchmark: str,
     questions: pd.DataFrame,
     sessions: pd.DataFrame,
     answers: pd.DataFrame,
-    rankings: dict[str, list[str]] | None = None,
-    granularity: str = "auto",
-    evidence_turns_only: bool = False,
+    ranking: Ranking = Ranking(),
 ) -> pd.DataFrame:
-    """Per-question retrieval metrics with run keys.
-
-    The rankings are ``rankings`` (question id -> ranked ids) when given, else the answers'
-    non-empty ``ranked_ids``; never ``retrieved_ids``, which are in the reader's display order.
-    """
+    """Per-question retrieval metrics with run keys, on ``ranking``'s ranks."""
+    rankings = ranking.rankings
     frames = []
     for run, frame in answers.groupby(["benchmark", "system", "protocol", "step"], sort=True):
         if rankings is not None:
@@ -194,7 +200,11 @@ def retrieval_rows(
         subset = questions[questions["question_id"].isin(ranked)]
         if benchmark == "longmemeval":
             rows = longmemeval_retrieval_rows(
-                subset, ranked, sessions, granularity, evidence_turns_only=evidence_turns_only
+                subset,
+                ranked,
+                sessions,
+                ranking.granularity,
+                evidence_turns_only=ranking.evidence_turns_only,
             )
         else:
             rows = locomo_retrieval_rows(subset, ranked)
@@ -220,14 +230,10 @@ def score_judged(
     questions: pd.DataFrame,
     sessions: pd.DataFrame,
     answers: pd.DataFrame,
-    rankings: dict[str, list[str]] | None = None,
-    granularity: str = "auto",
-    evidence_turns_only: bool = False,
+    ranking: Ranking = Ranking(),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-question scores, aggregates) of judged answers: the one scoring path of both callers."""
-    retrieval = retrieval_rows(
-        benchmark, questions, sessions, answers, rankings, granularity, evidence_turns_only
-    )
+    retrieval = retrieval_rows(benchmark, questions, sessions, answers, ranking)
     per_question = question_scores(judgements, retrieval)
     return per_question, aggregate(per_question, benchmark)
 
@@ -238,25 +244,16 @@ async def score_tables(
     questions: pd.DataFrame,
     sessions: pd.DataFrame,
     answers: pd.DataFrame,
-    rankings: dict[str, list[str]] | None = None,
+    ranking: Ranking = Ranking(),
     repeats: int = 1,
     seed: int = 0,
-    granularity: str = "auto",
-    evidence_turns_only: bool = False,
 ) -> Scored:
     """Judge the answers, compute retrieval metrics, aggregate: the workflow's score step."""
     if benchmark not in BENCHMARKS:
         raise ValueError(f"score: benchmark must be one of {list(BENCHMARKS)}, got {benchmark!r}")
     judgements = await judge_answers(gateway, benchmark, questions, answers, repeats, seed)
     per_question, scores = score_judged(
-        benchmark,
-        judgements,
-        questions,
-        sessions,
-        answers,
-        rankings,
-        granularity,
-        evidence_turns_only,
+        benchmark, judgements, questions, sessions, answers, ranking
     )
     return Scored(judgements, per_question, scores)
 

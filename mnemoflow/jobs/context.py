@@ -27,6 +27,7 @@ from mnemoflow.data.tables import RUN_KEYS, empty, read_table, write_atomic_text
 from mnemoflow.jobs.progress import Progress
 from mnemoflow.llm.gateway import Gateway
 
+#: The jobs' logger: job_log sends it to the rule's log file.
 log = logging.getLogger("mnemoflow")
 
 #: Params every rule may carry that are not the job's own: ``code`` only re-runs the job when its

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_table
-
-log = logging.getLogger("mnemoflow")
+from mnemoflow.jobs.context import log
 
 
 @dataclass(frozen=True)

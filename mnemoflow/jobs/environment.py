@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,7 @@ from mnemoflow.environment.assemble import data_text, validate_data
 from mnemoflow.environment.personas import run_personas
 from mnemoflow.environment.runner import Failure
 from mnemoflow.environment.runner import generate_user as run_user
-from mnemoflow.jobs.context import JobEnv, RunKeys, write_ledger
-
-log = logging.getLogger("mnemoflow")
+from mnemoflow.jobs.context import JobEnv, RunKeys, log, write_ledger
 
 
 @dataclass(frozen=True)

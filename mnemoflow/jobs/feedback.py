@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mnemoflow.data.tables import QUESTION_SCORES, empty, read_table, write_table
-from mnemoflow.jobs.context import JobEnv, RunKeys, tick, write_ledger
+from mnemoflow.jobs.context import JobEnv, RunKeys, log, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import feedback as fb
-
-log = logging.getLogger("mnemoflow")
 
 
 def _config(settings: dict[str, Any]) -> fb.FeedbackConfig:

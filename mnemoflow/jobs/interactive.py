@@ -8,7 +8,6 @@ The benchmark's knobs (schedule, replay source, upper-bound scoring) are read by
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,10 @@ from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.tables import DIAGNOSIS, SCORES, read_table, write_table
 from mnemoflow.eval.amemgym_rows import diagnosis_rows, evolution_rows, summary_rows
 from mnemoflow.eval.amemgym_score import score_replies
-from mnemoflow.jobs.context import JobEnv, RunKeys, read_all, tick, write_ledger
+from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.static_qa import shard_episodes
-
-log = logging.getLogger("mnemoflow")
 
 
 @dataclass(frozen=True)

@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mnemoflow.data.tables import QUESTION_SCORES, read_table, write_atomic_text, write_table
 from mnemoflow.eval.judges import judge_provenance
-from mnemoflow.jobs.context import JobEnv, RunKeys, read_all, tick, write_ledger
+from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import static_qa
-
-log = logging.getLogger("mnemoflow")
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
-from mnemoflow.jobs.context import read_all
+from mnemoflow.jobs.context import log, read_all
 from mnemoflow.report.summary import summarize, summary_markdown
-
-log = logging.getLogger("mnemoflow")
 
 
 @dataclass(frozen=True)

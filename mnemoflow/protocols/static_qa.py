@@ -26,7 +26,13 @@ from mnemoflow.agents.readers import read, reader_config
 from mnemoflow.data.tables import ANSWERS, SCORES
 from mnemoflow.eval.diagnosis import diagnose, diagnosis_rates, diagnosis_scores, report_rows
 from mnemoflow.eval.judges import judge_answers
-from mnemoflow.eval.rescore import InputError, answer_rankings, read_retrievals, score_judged
+from mnemoflow.eval.rescore import (
+    InputError,
+    Ranking,
+    answer_rankings,
+    read_retrievals,
+    score_judged,
+)
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory.base import MemorySystem, Message, build, full_spec
 from mnemoflow.protocols.snapshot import (
@@ -309,7 +315,7 @@ def score(
     out of the average. The diagnosis reads what the reader was shown (``retrieved_ids``).
     """
     per_question, judged = score_judged(
-        kind, judgements, questions, sessions, answers, answer_rankings(answers)
+        kind, judgements, questions, sessions, answers, Ranking(answer_rankings(answers))
     )
     diagnosis = diagnose(answers, judgements, questions, stored, known_episodes)
     rates = diagnosis_rates(diagnosis, answers, judgements)
