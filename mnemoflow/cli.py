@@ -1,7 +1,7 @@
 """The ``mnemoflow`` command: one sub-command per module in :mod:`mnemoflow.commands`.
 
-Each command module registers itself in :data:`mnemoflow.commands.COMMANDS`; the parser lists
-the commands by name.
+Each command module registers its ``register(parser)`` in :data:`mnemoflow.commands.COMMANDS`
+with the sub-parser's options (``help``, ...); the parser lists the commands by name.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS.names():
-        COMMANDS.get(name)(subparsers)
+        COMMANDS.get(name)(subparsers.add_parser(name, **COMMANDS.info(name)))
     return parser
 
 

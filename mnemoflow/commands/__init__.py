@@ -1,7 +1,8 @@
 """The ``mnemoflow`` sub-commands, one module each.
 
-A command module registers its ``register(subparsers)`` (adds its parser, sets ``func``) with
-``@COMMANDS.register(NAME)``; adding a command means adding one module and naming it here.
+A command module registers its ``register(parser)`` (adds its arguments to the command's own
+parser, sets ``func``) with ``@COMMANDS.register(NAME, help=...)``: the name and the sub-parser's
+options are stated once, there. Adding a command means adding one module and naming it here.
 """
 
 from __future__ import annotations

@@ -14,9 +14,8 @@ from mnemoflow.commands import COMMANDS
 from mnemoflow.llm.cache_compact import MIN_AGE_S, compact
 
 
-@COMMANDS.register("cache")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("cache", help="maintain the response cache")
+@COMMANDS.register("cache", help="maintain the response cache")
+def register(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True)
     merge = actions.add_parser(
         "compact", help="merge the cache's shard pairs into one (when no job writes it)"

@@ -12,11 +12,8 @@ from mnemoflow.commands import COMMANDS
 from mnemoflow.ops import cluster
 
 
-@COMMANDS.register("cluster")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "cluster", help="start/stop a single-node SLURM cluster on this machine (root)"
-    )
+@COMMANDS.register("cluster", help="start/stop a single-node SLURM cluster on this machine (root)")
+def register(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True)
     start = actions.add_parser("up", help="start munged, slurmctld, slurmd; wait for an idle node")
     start.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")

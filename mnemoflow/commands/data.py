@@ -25,9 +25,8 @@ from mnemoflow.data.tables import SCHEMAS, to_arrow, write_atomic_text, write_ta
 from mnemoflow.data.validate import DataError
 
 
-@COMMANDS.register("data")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("data", help="list benchmarks, inspect or prepare their data")
+@COMMANDS.register("data", help="list benchmarks, inspect or prepare their data")
+def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="data_command", required=True)
     sub.add_parser("list", help="every benchmark loader with source, licence and sizes")
     info = sub.add_parser("info", help="one benchmark; with --path, the counts of a local file")

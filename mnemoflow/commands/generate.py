@@ -15,11 +15,10 @@ from mnemoflow.data.tables import write_table
 AMEMGYM_ONLY = ("questions", "start_date", "personas")
 
 
-@COMMANDS.register("generate")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "generate", help="write the synthetic benchmark as Parquet, or an AMemGym data.json"
-    )
+@COMMANDS.register(
+    "generate", help="write the synthetic benchmark as Parquet, or an AMemGym data.json"
+)
+def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "benchmark",
         nargs="?",

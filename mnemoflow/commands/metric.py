@@ -20,9 +20,8 @@ from mnemoflow.data.validate import DataError, field, where
 from mnemoflow.eval.metric_registry import DETERMINISTIC_METRICS, get_metric
 
 
-@COMMANDS.register("metric")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("metric", help="score prediction/reference pairs with a metric")
+@COMMANDS.register("metric", help="score prediction/reference pairs with a metric")
+def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="metric name (see --list)")
     parser.add_argument("--pairs", type=Path, help='JSONL {"prediction", "reference"} per line')
     parser.add_argument("--out", type=Path, help='write JSONL {"value": ...} per input line')

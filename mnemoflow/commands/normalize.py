@@ -20,11 +20,10 @@ from mnemoflow.eval.memorybench_rescore import keyed_records
 from mnemoflow.eval.normalize import NORMALIZED, format_summary, normalize_set
 
 
-@COMMANDS.register("normalize")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "normalize", help="MemoryBench normalized scores (min-max, z) of per-item values"
-    )
+@COMMANDS.register(
+    "normalize", help="MemoryBench normalized scores (min-max, z) of per-item values"
+)
+def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", required=True, help="domain:NAME or task:NAME")
     parser.add_argument("--configs", required=True, type=Path, help="configs/datasets folder")
     parser.add_argument(

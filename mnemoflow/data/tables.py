@@ -166,6 +166,10 @@ QUESTION_SCORES = pa.schema(
 #: type. ``rate`` is the share of the ``n`` questions of that group with that outcome; outcomes are
 #: exclusive (a wrong answer's cause is the first stage that lost the fact), so the rates of a
 #: group add up to 1. ``question_type`` "all" is the whole question set.
+#: The memory failures of the DIAGNOSIS table (AMemGym's diagnosis, and static QA's from the
+#: evidence): a wrong answer whose information was never written, written but not retrieved, or
+#: retrieved but not used.
+MEMORY_FAILURES = ("write", "read", "utilization")
 DIAGNOSIS = pa.schema(
     [
         ("benchmark", _str),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from mnemoflow.data.tables import DIAGNOSIS, SCORES
+from mnemoflow.data.tables import DIAGNOSIS, MEMORY_FAILURES, SCORES
 
 #: The on-policy protocol's name (``protocols.interactive.PROTOCOL``); other runs are replays.
 ON_POLICY = "interactive"
@@ -86,12 +86,7 @@ def evolution_rows(records: pd.DataFrame, keys: dict[str, Any]) -> pd.DataFrame:
 
 
 #: Scorer metric -> failure of the DIAGNOSIS table.
-FAILURES = {
-    "accuracy": "correct",
-    "write_failure_rate": "write",
-    "read_failure_rate": "read",
-    "utilization_failure_rate": "utilization",
-}
+FAILURES = {"accuracy": "correct", **{f"{kind}_failure_rate": kind for kind in MEMORY_FAILURES}}
 
 
 def diagnosis_rows(

@@ -23,10 +23,10 @@ from typing import Any
 
 import pandas as pd
 
-from mnemoflow.data.tables import RUN_KEYS, SCORES
+from mnemoflow.data.tables import MEMORY_FAILURES, RUN_KEYS, SCORES
 
 RUN_COLUMNS = [name for name, _ in RUN_KEYS]
-CAUSES = ("write_failure", "read_failure", "utilization_failure", "undiagnosable")
+CAUSES = (*(f"{kind}_failure" for kind in MEMORY_FAILURES), "undiagnosable")
 DECIDING_METRICS = ("accuracy", "j", "f1")
 WRONG_BELOW = 0.5
 
@@ -173,12 +173,7 @@ def diagnosis_scores(rates: pd.DataFrame) -> pd.DataFrame:
 
 
 #: Causes as the report's DIAGNOSIS table names them.
-_REPORT_NAMES = {
-    "write_failure": "write",
-    "read_failure": "read",
-    "utilization_failure": "utilization",
-    "undiagnosable": "undiagnosable",
-}
+_REPORT_NAMES = {cause: cause.removesuffix("_failure") for cause in CAUSES}
 
 
 def report_rows(rates: pd.DataFrame) -> pd.DataFrame:

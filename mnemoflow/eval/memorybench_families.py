@@ -131,11 +131,27 @@ class WritingPrompts(MetricFamily):
         return [ItemScore(self.value, await asyncio.to_thread(meteor, gold, item.response))]
 
 
+class RubricJudged(MetricFamily):
+    """A family scored by one judge call that reads one rubric of the item's ``info`` (HelloBench's
+    checklist, WritingBench's criteria): ``rate(gateway, prompt, response, rubric)``."""
+
+    rubric: ClassVar[str]
+    rate: ClassVar[Callable[..., Awaitable[Any]]]
+
+    async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
+        rate = type(self).rate
+        return [
+            from_judged(await rate(gateway, item.prompt, item.response, item.info[self.rubric]))
+        ]
+
+
 @metric_family
-class HelloBench(MetricFamily):
+class HelloBench(RubricJudged):
     name = "HelloBench"
     value = "avg_score"
-    required_info = ("checklist",)
+    rubric = "checklist"
+    required_info = (rubric,)
+    rate = checklist_judge.checklist_score
     failure_value = 0.0
     judge = FamilyJudge(
         "hellobench_checklist",
@@ -156,19 +172,14 @@ class HelloBench(MetricFamily):
                 f"questions: record {ident}: field 'info.checklist': not a non-empty list"
             )
 
-    async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
-        checklist = item.info["checklist"]
-        judged = await checklist_judge.checklist_score(
-            gateway, item.prompt, item.response, checklist
-        )
-        return [from_judged(judged)]
-
 
 @metric_family
-class WritingBench(MetricFamily):
+class WritingBench(RubricJudged):
     name = "WritingBench"
     value = "score"
-    required_info = ("criteria",)
+    rubric = "criteria"
+    required_info = (rubric,)
+    rate = writingbench_critic.critic_score
     failure_value = 1.0  # the bottom of the critic's 1-10 scale
     judge = FamilyJudge(
         "writingbench_critic",
@@ -181,13 +192,6 @@ class WritingBench(MetricFamily):
             "WritingBench-Creative&Design",
         ),
     )
-
-    async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
-        criteria = item.info["criteria"]
-        judged = await writingbench_critic.critic_score(
-            gateway, item.prompt, item.response, criteria
-        )
-        return [from_judged(judged)]
 
 
 @metric_family

@@ -18,11 +18,12 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.tables import MEMORY_FAILURES
 from mnemoflow.report.stats import mean_interval, wilson_interval
 
 RUN = ["benchmark", "system", "protocol", "step"]
 #: Outcomes of the DIAGNOSIS table, in the order the report stacks them; they add up to 1.
-OUTCOMES = ("correct", "write", "read", "utilization", "undiagnosable", "unjudged")
+OUTCOMES = ("correct", *MEMORY_FAILURES, "undiagnosable", "unjudged")
 _LEDGER_COUNTERS = (
     "calls",
     "cache_hits",
