@@ -7,7 +7,9 @@ cost account, so a fully cached rerun shows calls with zero tokens. ``retries`` 
 attempts that preceded successful replies; ``errors`` counts calls that failed for good.
 ``reasks`` counts requests asked again because their reply could not be parsed (or was empty);
 ``parse_failures`` the calls still unparseable after the last re-ask: they are results, never
-silently replaced by a guess.
+silently replaced by a guess. ``structured_output_fallbacks`` counts the endpoints a job found
+to reject ``response_format`` (``models.<role>.structured_output: auto``), under the role and
+task of the request that found out.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class LedgerEntry:
     errors: int = 0
     parse_failures: int = 0
     reasks: int = 0  # attempts asked again after an unparseable or empty reply
+    #: endpoints found (once per job) to reject ``response_format``, then asked without it
+    structured_output_fallbacks: int = 0
 
 
 class Ledger:
@@ -65,6 +69,9 @@ class Ledger:
 
     def record_reask(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].reasks += 1
+
+    def record_structured_fallback(self, role: str, task: str) -> None:
+        self.entries[f"{role}/{task}"].structured_output_fallbacks += 1
 
     def record_parse_failure(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].parse_failures += 1
