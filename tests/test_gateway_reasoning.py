@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from mnemoflow.config_schema import check_config
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.amemgym_replies import parse_answer
 from mnemoflow.eval.judges import parse_correct_wrong, verdict_parser
@@ -20,6 +21,7 @@ from mnemoflow.llm.openai_backend import OpenAIBackend
 from mnemoflow.llm.types import ChatRequest, EndpointError, EndpointSpec
 from mnemoflow.memory.writer import loads_json
 from mnemoflow.protocols.conversation import Turn
+from mnemoflow.protocols.feedback import FeedbackConfig
 from mnemoflow.simulators.feedback import FeedbackSimulator, parse_feedback
 from mnemoflow.testing.openai_server import OpenAITestServer, original_body
 
@@ -245,3 +247,14 @@ def test_another_bad_request_is_not_taken_for_a_missing_feature():
             chat_all(gateway, json_asks(1))
     assert gateway.ledger.totals().structured_output_fallbacks == 0
     assert gateway.ledger.totals().errors == 1
+
+
+# ---- the old switch -------------------------------------------------------------------------
+
+
+def test_the_old_feedback_switch_names_the_new_key(repo):
+    with pytest.raises(ConfigError, match=r"models\.user\.structured_output"):
+        FeedbackConfig.from_spec({"feedback": {"structured_output": False}})
+    config = {"benchmarks": {"mb": {"loader": "memorybench", "feedback": {"structured_output": 0}}}}
+    with pytest.raises(ConfigError, match=r"benchmarks\.mb\.feedback.*models\.user\.structured"):
+        check_config(config, repo / "schemas" / "config.schema.yaml")
