@@ -179,6 +179,11 @@ def test_bad_new_keys_fail_in_one_line_naming_the_key(binding, named):
     assert "\n" not in str(caught.value) and "sk-x" not in str(caught.value)
 
 
+def test_extra_body_needs_a_request_body_to_go_in():
+    with pytest.raises(ConfigError, match=r"models\.judge\.extra_body: only the openai backend"):
+        EndpointSpec.from_config("judge", {"extra_body": {"chat_template_kwargs": {}}})
+
+
 def test_extra_body_names_like_skip_special_tokens_are_not_secrets():
     spec = EndpointSpec.from_config(
         "agent", {"base_url": "http://h/v1", "model": "m", "extra_body": {"skip_special_tokens": 0}}

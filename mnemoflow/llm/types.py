@@ -130,6 +130,11 @@ class EndpointSpec:
         raw["backend"] = backend
         if "extra_body" in raw:
             raw["extra_body"] = _check_extra_body(role, raw["extra_body"])
+            if raw["extra_body"] and backend != "openai":
+                raise ConfigError(
+                    f"config models.{role}.extra_body: only the openai backend sends a request "
+                    f"body; models.{role} uses {backend!r}"
+                )
         if not isinstance(raw.get("strip_reasoning", True), bool):
             raise ConfigError(
                 f"config models.{role}.strip_reasoning: true or false, "
