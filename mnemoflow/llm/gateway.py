@@ -411,10 +411,10 @@ class Gateway:
         try:
             reply = await self._complete(request, attempt, probing=True)
         except EndpointError as exc:
-            if not rejects_structured_output(exc):
+            if not (isinstance(exc, RejectedRequest) and rejects_structured_output(exc)):
                 raise
             reply = await self._complete(plain, attempt)  # any other fault fails here, as ever
-            self._learn_unsupported(request, endpoint, f"({exc.detail})")  # type: ignore[attr-defined]
+            self._learn_unsupported(request, endpoint, f"({exc.detail})")
             self.cache.put(
                 _rejection_key(self.request_key(request, attempt)),
                 Completion(_REJECTED, self.specs[request.role].model),
