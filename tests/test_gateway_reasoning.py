@@ -13,6 +13,7 @@ import json
 import pytest
 
 from mnemoflow.config_schema import check_config
+from mnemoflow.environment.base import StageContext, StageLog, ask_validated
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.amemgym_replies import parse_answer
 from mnemoflow.eval.judges import parse_correct_wrong, verdict_parser
@@ -263,3 +264,24 @@ def test_the_old_feedback_switch_names_the_new_key(repo):
     config = {"benchmarks": {"mb": {"loader": "memorybench", "feedback": {"structured_output": 0}}}}
     with pytest.raises(ConfigError, match=r"benchmarks\.mb\.feedback.*models\.user\.structured"):
         check_config(config, repo / "schemas" / "config.schema.yaml")
+
+
+def test_an_environment_stage_asks_through_thinking_and_a_refused_json_object():
+    """AMemGym's generation stages ask with ``{"type": "json_object"}`` (``ask_validated``)."""
+    reply = '{"questions": ["What do you drink?"]}'
+    with OpenAITestServer(reply=reply, think="inline", reject_response_format=True) as server:
+        gateway = gateway_for(server)
+        ctx = StageContext(gateway, {}, "u1", 0, StageLog("questions"))
+
+        async def main():
+            try:
+                return await ask_validated(
+                    ctx, role="agent", task="t", prompt="p", fields={}, validate=lambda r: r
+                )
+            finally:
+                await gateway.aclose()
+
+        value = asyncio.run(main())
+    assert value == {"questions": ["What do you drink?"]}
+    assert (ctx.log.calls, ctx.log.validation_failures) == (1, [])
+    assert gateway.ledger.totals().structured_output_fallbacks == 1
