@@ -39,7 +39,6 @@ for _name in config["run"]["systems"]:
     if _name not in config["systems"]:
         raise ValueError(f"config run.systems: {_name!r} is not defined under systems")
 check_systems(config["systems"])  # each system's parameters against its params_schema
-check_bindings(config["models"])  # every role's endpoint, and its key variable is set
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, BENCHMARKS[_name])  # known protocols only
     for _system in BENCHMARKS[_name].get("systems", []):
@@ -164,6 +163,29 @@ RULE_ROLES = {
     "feedback_step": ("agent", "user", "judge", "memory_writer", "embedder"),
     "feedback_train_performance": ("agent", "judge", "memory_writer", "embedder"),
 }
+
+
+#: The model-calling rules each protocol's chain runs (the roles a run uses, see run_roles).
+PROTOCOL_RULES = {
+    "qa": ("ingest", "answer", "judge"),
+    "interactive": ("dialogues", "upper_bound"),
+    "interactive_replay": ("dialogues", "replay_dialogues", "upper_bound"),
+    **dict.fromkeys(fb.PROTOCOLS, tuple(r for r in RULE_ROLES if r.startswith("feedback"))),
+}
+
+
+def run_roles():
+    """The roles the run's rules bind: those of its protocols' rules (a protocol not listed:
+    every rule's), and the generators' where it generates an environment with a model.
+    """
+    names = {
+        name
+        for b in config["run"]["benchmarks"]
+        for p in protocols_for(b)
+        for name in PROTOCOL_RULES.get(p, RULE_ROLES)
+    }
+    names |= {"generate_user"} if llm_generated() else set()
+    return {role for name in names for role in RULE_ROLES[name]}
 
 
 # Each model endpoint is a global resource whose budget is its concurrency (a --resources value wins);
@@ -492,3 +514,13 @@ def all_normalized():
         if p != "qa"
         for k in steps_of(b, p)
     ]
+
+
+# --- the run's role bindings, checked once every helper above is defined -----------------------
+
+# every role's endpoint and key variable; no role the run uses silently offline beside real models
+check_bindings(
+    config["models"],
+    used=run_roles(),
+    allow_offline=config.get("allow_offline_roles", []),
+)

@@ -29,6 +29,7 @@ from mnemoflow.llm.types import (
     EndpointSpec,
     Reply,
     UnparseableReply,
+    resolved_spec,
 )
 
 #: A caller's reply parser: the value it needs from the text, or raise ``UnparseableReply``.
@@ -207,12 +208,7 @@ class Gateway:
         unknown = sorted(set(models) - set(ROLES))
         if unknown:
             raise ConfigError(f"config models: unknown roles {unknown}; roles are {list(ROLES)}")
-        specs = {
-            role: EndpointSpec.from_config(
-                role, models.get(role, models.get(ROLE_DEFAULTS.get(role, role)))
-            )
-            for role in ROLES
-        }
+        specs = {role: resolved_spec(models, role) for role in ROLES}
         given = {r for r in ROLES if r in models or ROLE_DEFAULTS.get(r) in models}
         unbound = tuple(r for r in ROLES if r not in given) if only_given else ()
         return cls(specs, cache_path, limits, unbound=unbound)

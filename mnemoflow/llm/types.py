@@ -9,7 +9,7 @@ config edit, with the same code path, cache and ledger.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -145,13 +145,29 @@ def _holds_credentials(url: str) -> bool:
     return any("key" in name or "token" in name or "secret" in name for name in names)
 
 
+def resolved_spec(models: Mapping[str, Any], role: str) -> EndpointSpec:
+    """The endpoint ``role`` runs on: its own binding, else its fallback's (``ROLE_DEFAULTS``)."""
+    return EndpointSpec.from_config(
+        role, models.get(role, models.get(ROLE_DEFAULTS.get(role, role)))
+    )
+
+
 def check_bindings(
-    models: Mapping[str, Any] | None, environ: Mapping[str, str] = os.environ
+    models: Mapping[str, Any] | None,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    used: Iterable[str] = (),
+    allow_offline: Iterable[str] = (),
 ) -> None:
-    """Check every role binding before any job runs: the spec, and that its key variable is set.
+    """Check every role binding before any job runs: the spec, that its key variable is set, and
+    that no role the run ``used`` silently runs the offline heuristic beside real models.
 
     The workflow calls this at startup, so a run with a wrong binding or a missing key fails in
     one line before it writes anything, not hours later in the first job that calls the model.
+    When some role calls a real endpoint (the openai backend: a remote server or a local
+    llama.cpp / vLLM one), every role in ``used`` whose endpoint is ``backend: offline`` must be
+    named in ``allow_offline`` (config ``allow_offline_roles``); a local sentence-transformers
+    embedder is a real model, not offline. An all-offline run needs nothing.
     """
     models = dict(models or {})
     unknown = sorted(set(models) - set(ROLES))
@@ -164,6 +180,25 @@ def check_bindings(
                 f"config models.{role}.api_key_env: environment variable {spec.api_key_env} "
                 "is not set"
             )
+    allowed = set(allow_offline)
+    unknown = sorted(allowed - set(ROLES))
+    if unknown:
+        raise ConfigError(
+            f"config allow_offline_roles: unknown roles {unknown}; roles are {list(ROLES)}"
+        )
+    specs = {role: resolved_spec(models, role) for role in ROLES}
+    remote = [role for role, spec in specs.items() if spec.backend == "openai"]
+    offline = [
+        role
+        for role in ROLES
+        if role in set(used) and specs[role].backend == "offline" and role not in allowed
+    ]
+    if remote and offline:
+        raise ConfigError(
+            f"config allow_offline_roles: roles {offline} would run the offline heuristic while "
+            f"{remote} call real models; bind them under models: or name them in "
+            "allow_offline_roles"
+        )
 
 
 @dataclass
