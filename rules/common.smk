@@ -211,6 +211,11 @@ def rule_models(rule):
     return models(*RULE_ROLES[rule])
 
 
+def summary_models():
+    """The bindings summary.md shows: every role the run's rules use or the config names."""
+    return models(*sorted(run_roles() | set(config["models"])))
+
+
 # --- static QA: ingest, answer, judge, score ----------------------------------------------------
 
 
