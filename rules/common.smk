@@ -16,7 +16,7 @@ from mnemoflow.environment.knobs import (
 from mnemoflow.environment.personas import personas_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
-from mnemoflow.llm.types import check_bindings
+from mnemoflow.llm.types import check_bindings, played_by
 from mnemoflow.memory.base import check_systems, stage_roles, stage_spec
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
@@ -212,8 +212,9 @@ def rule_models(rule):
 
 
 def summary_models():
-    """The bindings summary.md shows: every role the run's rules use or the config names."""
-    return models(*sorted(run_roles() | set(config["models"])))
+    """Backend and model of every role the run's rules use or the config names (summary.md):
+    changing one re-renders the summary, a sampling parameter does not."""
+    return played_by(config["models"], run_roles() | set(config["models"]))
 
 
 # --- static QA: ingest, answer, judge, score ----------------------------------------------------

@@ -7,7 +7,6 @@ from typing import Any
 
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
-from mnemoflow.llm.types import ROLES, resolved_spec
 from mnemoflow.report.summary import summarize, summary_markdown
 
 
@@ -21,16 +20,14 @@ class SummarizeFiles:
     generation: list[str] = ()
 
 
-def summarize_runs(files: SummarizeFiles, *, models: dict[str, Any]) -> None:
-    """Every run's scores in one table and summary.md, which opens with the role bindings
-    ``models`` (the roles the run uses or the config names) as backend / model: no key, no key
-    variable (``EndpointSpec.public``)."""
+def summarize_runs(files: SummarizeFiles, *, models: dict[str, dict[str, str]]) -> None:
+    """Every run's scores in one table and summary.md, which opens with ``models``: the backend
+    and model that played each role (``llm.types.played_by``; no key, no key variable)."""
     frame = summarize([read_table(path, "scores") for path in files.scores])
     write_table(read_all(files.diagnoses, "diagnosis"), files.diagnosis, "diagnosis")
     write_table(frame, files.summary, "summary")
     generation = read_all(files.generation, "generation_report") if files.generation else None
-    played = {role: resolved_spec(models, role).public() for role in ROLES if role in models}
-    write_atomic_text(files.table, summary_markdown(frame, generation, played))
+    write_atomic_text(files.table, summary_markdown(frame, generation, models))
     log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))
 
 

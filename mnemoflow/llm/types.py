@@ -152,6 +152,17 @@ def resolved_spec(models: Mapping[str, Any], role: str) -> EndpointSpec:
     )
 
 
+def played_by(models: Mapping[str, Any], roles: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Which backend and model play each of ``roles`` (in ``ROLES`` order), from the public
+    description of its resolved binding: no key, no key variable, no sampling parameters."""
+    wanted = set(roles)
+    return {
+        role: {key: str(resolved_spec(models, role).public()[key]) for key in ("backend", "model")}
+        for role in ROLES
+        if role in wanted
+    }
+
+
 def check_bindings(
     models: Mapping[str, Any] | None,
     environ: Mapping[str, str] = os.environ,
