@@ -80,6 +80,7 @@ def test_a_role_the_run_uses_may_not_run_offline_beside_real_models():
     check_bindings(models, used={"agent", "judge", "user"}, allow_offline=["judge", "user"])
     check_bindings(models, used={"agent", "embedder"})  # unused offline roles do not count
     check_bindings({"agent": {}, "judge": {}}, used={"agent", "judge"})  # all offline: valid
+    check_bindings({"agent": {}, "judge": REMOTE}, used={"agent"})  # the real one is not used
     # an unbound critic takes the judge's binding (ROLE_DEFAULTS): remote with it, not offline
     check_bindings({"judge": REMOTE}, used={"judge", "critic"})
     with pytest.raises(ConfigError, match="allow_offline_roles: unknown roles \\['reader'\\]"):

@@ -175,10 +175,10 @@ def check_bindings(
 
     The workflow calls this at startup, so a run with a wrong binding or a missing key fails in
     one line before it writes anything, not hours later in the first job that calls the model.
-    When some role calls a real endpoint (the openai backend: a remote server or a local
-    llama.cpp / vLLM one), every role in ``used`` whose endpoint is ``backend: offline`` must be
-    named in ``allow_offline`` (config ``allow_offline_roles``); a local sentence-transformers
-    embedder is a real model, not offline. An all-offline run needs nothing.
+    When some role in ``used`` calls a real endpoint (the openai backend: a remote server or a
+    local llama.cpp / vLLM one), every role in ``used`` whose endpoint is ``backend: offline``
+    must be named in ``allow_offline`` (config ``allow_offline_roles``); a local
+    sentence-transformers embedder is a real model, not offline. An all-offline run needs nothing.
     """
     models = dict(models or {})
     unknown = sorted(set(models) - set(ROLES))
@@ -197,13 +197,11 @@ def check_bindings(
         raise ConfigError(
             f"config allow_offline_roles: unknown roles {unknown}; roles are {list(ROLES)}"
         )
-    specs = {role: resolved_spec(models, role) for role in ROLES}
-    remote = [role for role, spec in specs.items() if spec.backend == "openai"]
-    offline = [
-        role
-        for role in ROLES
-        if role in set(used) and specs[role].backend == "offline" and role not in allowed
-    ]
+    used = set(used)
+    runs = [role for role in ROLES if role in used]
+    backend = {role: resolved_spec(models, role).backend for role in runs}
+    remote = [role for role in runs if backend[role] == "openai"]
+    offline = [role for role in runs if backend[role] == "offline" and role not in allowed]
     if remote and offline:
         raise ConfigError(
             f"config allow_offline_roles: roles {offline} would run the offline heuristic while "
