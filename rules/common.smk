@@ -16,7 +16,7 @@ from mnemoflow.environment.knobs import (
 from mnemoflow.environment.personas import personas_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
-from mnemoflow.llm.types import check_bindings
+from mnemoflow.llm.types import check_bindings, played_by
 from mnemoflow.memory.base import check_systems, stage_roles, stage_spec
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
@@ -39,7 +39,6 @@ for _name in config["run"]["systems"]:
     if _name not in config["systems"]:
         raise ValueError(f"config run.systems: {_name!r} is not defined under systems")
 check_systems(config["systems"])  # each system's parameters against its params_schema
-check_bindings(config["models"])  # every role's endpoint, and its key variable is set
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, BENCHMARKS[_name])  # known protocols only
     for _system in BENCHMARKS[_name].get("systems", []):
@@ -166,6 +165,29 @@ RULE_ROLES = {
 }
 
 
+#: The model-calling rules each protocol's chain runs (the roles a run uses, see run_roles).
+PROTOCOL_RULES = {
+    "qa": ("ingest", "answer", "judge"),
+    "interactive": ("dialogues", "upper_bound"),
+    "interactive_replay": ("dialogues", "replay_dialogues", "upper_bound"),
+    **dict.fromkeys(fb.PROTOCOLS, tuple(r for r in RULE_ROLES if r.startswith("feedback"))),
+}
+
+
+def run_roles():
+    """The roles the run's rules bind: those of its protocols' rules (a protocol not listed:
+    every rule's), and the generators' where it generates an environment with a model.
+    """
+    names = {
+        name
+        for b in config["run"]["benchmarks"]
+        for p in protocols_for(b)
+        for name in PROTOCOL_RULES.get(p, RULE_ROLES)
+    }
+    names |= {"generate_user"} if llm_generated() else set()
+    return {role for name in names for role in RULE_ROLES[name]}
+
+
 # Each model endpoint is a global resource whose budget is its concurrency (a --resources value wins);
 # jobs that call it hold a share (endpoint_limits), so limits hold for the whole run (docs/gateway.md).
 for _name, _budget in endpoint_budgets(config["models"]).items():
@@ -187,6 +209,12 @@ def models(*roles):
 
 def rule_models(rule):
     return models(*RULE_ROLES[rule])
+
+
+def summary_models():
+    """Backend and model of every role the run's rules use or the config names (summary.md):
+    changing one re-renders the summary, a sampling parameter does not."""
+    return played_by(config["models"], run_roles() | set(config["models"]))
 
 
 # --- static QA: ingest, answer, judge, score ----------------------------------------------------
@@ -492,3 +520,13 @@ def all_normalized():
         if p != "qa"
         for k in steps_of(b, p)
     ]
+
+
+# --- the run's role bindings, checked once every helper above is defined -----------------------
+
+# every role's endpoint and key variable; no role the run uses silently offline beside real models
+check_bindings(
+    config["models"],
+    used=run_roles(),
+    allow_offline=config.get("allow_offline_roles", []),
+)

@@ -15,6 +15,7 @@ rule summarize:
         mem_mb=1000,
         runtime=10,
     params:
+        models=summary_models(),
         code=code_version("mnemoflow.jobs.summary:summarize_runs"),
     script:
         "../scripts/summarize.py"

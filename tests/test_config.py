@@ -62,3 +62,55 @@ def test_generate_command_writes_tables(tmp_path):
 
     assert main(["generate", "--out", str(tmp_path), "--users", "2", "--periods", "2"]) == 0
     assert read_table(tmp_path / "questions.parquet", "questions").checkpoint.max() == 1
+
+
+REMOTE = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+
+
+def test_a_role_the_run_uses_may_not_run_offline_beside_real_models():
+    from mnemoflow.llm.types import check_bindings
+
+    models = {"agent": REMOTE, "judge": {}, "embedder": {"backend": "sentence_transformers"}}
+    with pytest.raises(ConfigError) as info:
+        check_bindings(models, used={"agent", "judge", "user", "embedder"})
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("config allow_offline_roles: roles ['judge', 'user']")
+    assert "['agent']" in message  # the roles that call real models; a local embedder is neither
+    check_bindings(models, used={"agent", "judge", "user"}, allow_offline=["judge", "user"])
+    check_bindings(models, used={"agent", "embedder"})  # unused offline roles do not count
+    check_bindings({"agent": {}, "judge": {}}, used={"agent", "judge"})  # all offline: valid
+    check_bindings({"agent": {}, "judge": REMOTE}, used={"agent"})  # the real one is not used
+    # an unbound critic takes the judge's binding (ROLE_DEFAULTS): remote with it, not offline
+    check_bindings({"judge": REMOTE}, used={"judge", "critic"})
+    with pytest.raises(ConfigError, match="allow_offline_roles: unknown roles \\['reader'\\]"):
+        check_bindings({}, allow_offline=["reader"])
+
+
+def test_the_workflow_refuses_a_silent_offline_role_unless_allowed(tmp_path):
+    """The default run uses every conversational role; binding only the agent refuses the run
+    in one line naming the offline roles and the key; naming them in allow_offline_roles runs."""
+    (tmp_path / "refused").mkdir()
+    (tmp_path / "allowed").mkdir()
+    result = _dry_run(tmp_path / "refused", {"models": {"agent": REMOTE}})
+    assert result.returncode != 0
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if "config " in line]
+    assert any(
+        line.endswith(
+            "config allow_offline_roles: roles ['judge', 'user', 'memory_writer', "
+            "'generator_high', 'generator_low'] would run the offline heuristic while ['agent'] "
+            "call real models; bind them under models: or name them in allow_offline_roles"
+        )
+        for line in lines
+    ), lines
+    # static QA alone uses agent, judge, memory_writer and embedder (a local model: not offline)
+    static = {
+        "models": {"agent": REMOTE},
+        "run": {"benchmarks": ["synthetic"], "systems": ["none"]},
+    }
+    result = _dry_run(tmp_path / "allowed", {**static, "allow_offline_roles": ["judge"]})
+    assert result.returncode != 0
+    assert "config allow_offline_roles: roles ['memory_writer'] would run" in result.stdout
+    allowed = {**static, "allow_offline_roles": ["judge", "memory_writer"]}
+    result = _dry_run(tmp_path / "allowed", allowed)
+    assert result.returncode == 0, result.stdout[-2000:]

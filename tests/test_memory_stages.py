@@ -113,3 +113,14 @@ def test_an_undeclared_role_is_an_error_not_the_default_binding():
     gateway = _gateway(("agent",))
     with pytest.raises(ConfigError, match="'embedder' is not bound in this job"):
         asyncio.run(gateway.embed(["text"]))
+
+
+def test_a_job_given_only_the_judge_calls_the_critic_with_the_judges_binding():
+    """Only-given gateways keep ROLE_DEFAULTS: an unbound critic takes the judge's binding."""
+    judge = {"base_url": "http://judge/v1", "model": "judge-model"}
+    gateway = Gateway.from_config({"judge": judge}, only_given=True)
+    assert "critic" not in gateway.unbound
+    assert gateway.specs["critic"].model == "judge-model"
+    gateway._check_bound("critic")  # no error
+    with pytest.raises(ConfigError, match="'user' is not bound in this job"):
+        gateway._check_bound("user")

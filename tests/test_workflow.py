@@ -87,6 +87,20 @@ def test_a_writer_binding_change_re_runs_nothing_when_no_system_writes_with_it(f
     assert planned == {"results/report.html", "results/report"}, planned
 
 
+def test_a_role_played_by_another_model_re_renders_the_summary(finished, tmp_path):
+    """summary.md names the model of each role, so the summarize rule re-runs when one changes
+    (the writer's temperature above re-renders nothing: the table shows backend and model)."""
+    override = yaml.safe_load(TINY.read_text())
+    override["models"]["judge"] = {"base_url": "http://127.0.0.1:9/v1", "model": "another-judge"}
+    override["allow_offline_roles"] = ["agent", "memory_writer", "embedder"]
+    path = tmp_path / "override.yaml"
+    path.write_text(yaml.safe_dump(override))
+    planned = set(planned_outputs(snakemake(finished, "--dry-run", configfiles=(TINY, path))))
+    assert "results/summary.md" in planned
+    assert not any(o.endswith("answers.parquet") for o in planned), planned  # the agent is as was
+    assert any(o.endswith("judgements.parquet") for o in planned)
+
+
 def test_forced_rerun_of_answer_and_judge_makes_no_new_model_calls(finished):
     snakemake(finished, "--forcerun", "answer", "judge")
     for name in ("answers.ledger.json", "judgements.ledger.json"):

@@ -35,7 +35,10 @@ def test_agent_and_judge_through_an_openai_compatible_server(tmp_path, monkeypat
             "concurrency": 4,
         }
         override = tmp_path / "endpoint.yaml"
-        override.write_text(json.dumps({"models": {"agent": endpoint, "judge": endpoint}}))
+        # the tiny run's systems write and embed offline, on purpose (docs/gateway.md)
+        bound = {"agent": endpoint, "judge": endpoint}
+        offline = ["memory_writer", "embedder"]
+        override.write_text(json.dumps({"models": bound, "allow_offline_roles": offline}))
         (tmp_path / "run").mkdir()
         wd = workdir(tmp_path / "run")
         snakemake(wd, configfiles=(TINY, override))

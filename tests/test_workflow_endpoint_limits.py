@@ -38,7 +38,13 @@ def test_requests_in_flight_never_exceed_the_endpoint_concurrency(tmp_path):
         endpoint = {"base_url": server.base_url, "model": "m", "concurrency": CONCURRENCY}
         override = tmp_path / "endpoint.yaml"
         override.write_text(
-            json.dumps({"endpoint_jobs": 3, "models": {"agent": endpoint, "judge": endpoint}})
+            json.dumps(
+                {
+                    "endpoint_jobs": 3,
+                    "models": {"agent": endpoint, "judge": endpoint},
+                    "allow_offline_roles": ["memory_writer", "embedder"],  # tiny run, on purpose
+                }
+            )
         )
         (tmp_path / "run").mkdir()
         wd = workdir(tmp_path / "run")

@@ -90,10 +90,16 @@ def _native(record: dict[str, Any]) -> dict[str, Any]:
     return {str(k): (v.item() if hasattr(v, "item") else v) for k, v in record.items()}
 
 
-def personas_file(generate: dict[str, Any]) -> str:
+def personas_file(generate: dict[str, Any], workdir: str | Path | None = None) -> str:
     """The persona source of a ``generate:`` entry: ``personas.path`` (a Nemotron-Personas
-    parquet, say), else the pool shipped in ``data/``."""
-    return str((generate.get("personas") or {}).get("path") or PERSONAS)
+    parquet, say) as given, else the pool shipped in ``data/``, relative to ``workdir`` (default:
+    the working directory) when it lies inside it, so a copied checkout with its results finds
+    its own file and re-plans nothing (a checkout outside the working directory: absolute)."""
+    given = (generate.get("personas") or {}).get("path")
+    if given:
+        return str(given)
+    base = Path(workdir or Path.cwd()).resolve()
+    return str(PERSONAS.relative_to(base) if PERSONAS.is_relative_to(base) else PERSONAS)
 
 
 def run_personas(personas: str, knobs: dict[str, Any]) -> list[dict[str, Any]]:

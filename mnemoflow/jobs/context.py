@@ -69,11 +69,11 @@ class JobEnv:
     cache: str | None = None
     seed: int = 0
 
-    def gateway(self, only_given: bool = False) -> Gateway:
-        """Use it as ``async with env.gateway() as gateway``. ``only_given``: a role the job's
-        params do not bind fails when used (ingest and answer get only the roles their memory
-        system declares, so an undeclared use must not go unnoticed)."""
-        return Gateway.from_config(self.models, self.cache, self.limits, only_given=only_given)
+    def gateway(self) -> Gateway:
+        """Use it as ``async with env.gateway() as gateway``. Only the roles of the job's
+        ``models`` param are bound (and a critic whose judge is): a role the rule does not pass
+        fails when used, never silently runs the default offline binding."""
+        return Gateway.from_config(self.models, self.cache, self.limits, only_given=True)
 
 
 def tick(bar: Progress) -> Callable[[bool | None], None]:

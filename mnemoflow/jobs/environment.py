@@ -43,7 +43,7 @@ def generate_user(
     if not 0 <= run.user < len(pool):
         raise DataError(f"{files.personas}: persona {run.user} asked, {len(pool)} sampled")
     persona = pool[run.user]
-    gateway = env.gateway(only_given=True)
+    gateway = env.gateway()
 
     async def generate() -> tuple[Any, list[dict[str, Any]]]:
         async with gateway:

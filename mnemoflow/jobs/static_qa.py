@@ -33,7 +33,7 @@ def ingest(
     turns = read_table(files.sessions, "sessions")
     episode_map = read_table(files.episode_sessions, "episode_sessions")
     episodes = static_qa.shard_episodes(episode_map.episode_id, run.shard, n_shards)
-    gateway = env.gateway(only_given=True)
+    gateway = env.gateway()
 
     async def ingest_all() -> dict[str, Any]:
         async with gateway:
@@ -84,7 +84,7 @@ def answer(
     turns = read_table(files.sessions, "sessions")
     episode_map = read_table(files.episode_sessions, "episode_sessions")
 
-    gateway = env.gateway(only_given=True)
+    gateway = env.gateway()
 
     async def answer_all():
         async with gateway:

@@ -20,12 +20,14 @@ class SummarizeFiles:
     generation: list[str] = ()
 
 
-def summarize_runs(files: SummarizeFiles) -> None:
+def summarize_runs(files: SummarizeFiles, *, models: dict[str, dict[str, str]]) -> None:
+    """Every run's scores in one table and summary.md, which opens with ``models``: the backend
+    and model that played each role (``llm.types.played_by``; no key, no key variable)."""
     frame = summarize([read_table(path, "scores") for path in files.scores])
     write_table(read_all(files.diagnoses, "diagnosis"), files.diagnosis, "diagnosis")
     write_table(frame, files.summary, "summary")
     generation = read_all(files.generation, "generation_report") if files.generation else None
-    write_atomic_text(files.table, summary_markdown(frame, generation))
+    write_atomic_text(files.table, summary_markdown(frame, generation, models))
     log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))
 
 

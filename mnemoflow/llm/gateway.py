@@ -33,6 +33,7 @@ from mnemoflow.llm.types import (
     RejectedRequest,
     Reply,
     UnparseableReply,
+    resolved_spec,
 )
 
 log = logging.getLogger(__name__)
@@ -265,25 +266,23 @@ class Gateway:
         limits: dict[str, dict[str, Any]] | None = None,
         only_given: bool = False,
     ) -> Gateway:
-        """``only_given``: the roles absent from ``models`` are unbound (see ``unbound``)."""
+        """``only_given``: the roles absent from ``models`` are unbound (see ``unbound``), except a
+        role whose fallback (``ROLE_DEFAULTS``: an unbound critic takes the judge's binding) is
+        given."""
         models = dict(models or {})
         unknown = sorted(set(models) - set(ROLES))
         if unknown:
             raise ConfigError(f"config models: unknown roles {unknown}; roles are {list(ROLES)}")
-        specs = {
-            role: EndpointSpec.from_config(
-                role, models.get(role, models.get(ROLE_DEFAULTS.get(role, role)))
-            )
-            for role in ROLES
-        }
-        unbound = tuple(r for r in ROLES if r not in models) if only_given else ()
+        specs = {role: resolved_spec(models, role) for role in ROLES}
+        given = {r for r in ROLES if r in models or ROLE_DEFAULTS.get(r) in models}
+        unbound = tuple(r for r in ROLES if r not in given) if only_given else ()
         return cls(specs, cache_path, limits, unbound=unbound)
 
     def _check_bound(self, role: str) -> None:
         if role in self.unbound:
             raise ConfigError(
-                f"role {role!r} is not bound in this job: its memory system does not declare it "
-                "(ingest_roles / query_roles of the MemorySystem class)"
+                f"role {role!r} is not bound in this job: its rule does not pass it (RULE_ROLES "
+                "in rules/common.smk, or ingest_roles / query_roles of the MemorySystem class)"
             )
 
     def backend(self, role: str) -> Backend:

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mnemoflow.llm.types import ROLE_DEFAULTS, ROLES, EndpointSpec
+from mnemoflow.llm.types import ROLES, EndpointSpec, resolved_spec
 
 #: Jobs that may call one endpoint at the same time, each with an equal share of its limits.
 DEFAULT_ENDPOINT_JOBS = 4
@@ -41,8 +41,7 @@ def _endpoints(models: dict[str, Any], roles) -> dict[str, list[EndpointSpec]]:
     models = models or {}
     grouped: dict[str, list[EndpointSpec]] = {}
     for role in roles:
-        raw = models.get(role, models.get(ROLE_DEFAULTS.get(role, role)))
-        spec = EndpointSpec.from_config(role, raw)
+        spec = resolved_spec(models, role)
         if spec.backend == "openai" and spec.base_url:
             grouped.setdefault(endpoint_resource(spec.base_url), []).append(spec)
     return grouped

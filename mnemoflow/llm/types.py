@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -250,13 +250,40 @@ def _holds_credentials(url: str) -> bool:
     return any("key" in name or "token" in name or "secret" in name for name in names)
 
 
+def resolved_spec(models: Mapping[str, Any], role: str) -> EndpointSpec:
+    """The endpoint ``role`` runs on: its own binding, else its fallback's (``ROLE_DEFAULTS``)."""
+    return EndpointSpec.from_config(
+        role, models.get(role, models.get(ROLE_DEFAULTS.get(role, role)))
+    )
+
+
+def played_by(models: Mapping[str, Any], roles: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Which backend and model play each of ``roles`` (in ``ROLES`` order), from the public
+    description of its resolved binding: no key, no key variable, no sampling parameters."""
+    wanted = set(roles)
+    return {
+        role: {key: str(resolved_spec(models, role).public()[key]) for key in ("backend", "model")}
+        for role in ROLES
+        if role in wanted
+    }
+
+
 def check_bindings(
-    models: Mapping[str, Any] | None, environ: Mapping[str, str] = os.environ
+    models: Mapping[str, Any] | None,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    used: Iterable[str] = (),
+    allow_offline: Iterable[str] = (),
 ) -> None:
-    """Check every role binding before any job runs: the spec, and that its key variable is set.
+    """Check every role binding before any job runs: the spec, that its key variable is set, and
+    that no role the run ``used`` silently runs the offline heuristic beside real models.
 
     The workflow calls this at startup, so a run with a wrong binding or a missing key fails in
     one line before it writes anything, not hours later in the first job that calls the model.
+    When some role in ``used`` calls a real endpoint (the openai backend: a remote server or a
+    local llama.cpp / vLLM one), every role in ``used`` whose endpoint is ``backend: offline``
+    must be named in ``allow_offline`` (config ``allow_offline_roles``); a local
+    sentence-transformers embedder is a real model, not offline. An all-offline run needs nothing.
     """
     models = dict(models or {})
     unknown = sorted(set(models) - set(ROLES))
@@ -269,6 +296,23 @@ def check_bindings(
                 f"config models.{role}.api_key_env: environment variable {spec.api_key_env} "
                 "is not set"
             )
+    allowed = set(allow_offline)
+    unknown = sorted(allowed - set(ROLES))
+    if unknown:
+        raise ConfigError(
+            f"config allow_offline_roles: unknown roles {unknown}; roles are {list(ROLES)}"
+        )
+    used = set(used)
+    runs = [role for role in ROLES if role in used]
+    backend = {role: resolved_spec(models, role).backend for role in runs}
+    remote = [role for role in runs if backend[role] == "openai"]
+    offline = [role for role in runs if backend[role] == "offline" and role not in allowed]
+    if remote and offline:
+        raise ConfigError(
+            f"config allow_offline_roles: roles {offline} would run the offline heuristic while "
+            f"{remote} call real models; bind them under models: or name them in "
+            "allow_offline_roles"
+        )
 
 
 @dataclass

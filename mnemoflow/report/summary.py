@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pandas as pd
 
 from mnemoflow.data.tables import SUMMARY
@@ -104,17 +107,34 @@ def interactive_markdown(benchmark: str, bench: pd.DataFrame) -> list[str]:
     return parts
 
 
-def summary_markdown(summary: pd.DataFrame, generation: pd.DataFrame | None = None) -> str:
-    """Per benchmark: headline metrics at the last step, per-type scores, and scores per step.
+def models_markdown(models: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """The "Models" table: which backend and model played each role (public fields only)."""
+    if not models:
+        return []
+    table = pd.DataFrame(
+        [[role, spec.get("backend", ""), spec.get("model", "")] for role, spec in models.items()],
+        columns=["role", "backend", "model"],
+    )
+    return ["## Models", "", _markdown(table), ""]
+
+
+def summary_markdown(
+    summary: pd.DataFrame,
+    generation: pd.DataFrame | None = None,
+    models: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """The run's models (role -> backend / model, when given), then per benchmark: headline
+    metrics at the last step, per-type scores, and scores per step.
 
     Per-type tables: the main judged metric, then F1 where the benchmark has it (LoCoMo: J and F1).
 
     Failure rates are shares of the wrong answers: write (evidence never stored), read (stored,
     not retrieved), utilization (retrieved, answer still wrong).
     """
+    opening = ["# mnemoflow summary", "", *models_markdown(models)]
     if summary.empty:
-        return "# mnemoflow summary\n\nNo scores.\n" + "\n".join(generation_markdown(generation))
-    parts = ["# mnemoflow summary", ""]
+        return "\n".join([*opening, "No scores.", *generation_markdown(generation)]) + "\n"
+    parts = opening
     interactive = summary["protocol"].isin(INTERACTIVE_PROTOCOLS)
     # learning-from-feedback protocols: every protocol but static QA and the interactive ones
     feedback = feedback_markdown(summary[~interactive])
