@@ -270,11 +270,19 @@ class MemoryAssistant:
 
 def dialogue_messages(rows: pd.DataFrame, prefix: str = "") -> list[Message]:
     """Dialogue rows (in order) as memory messages: one session per dialogue, each turn
-    "Speaker {role} says: ..."; unparsed and empty user turns hold nothing to remember."""
+    "Speaker {role} says: ...".
+
+    Left out: unparsed and empty user turns (nothing to remember) and the user turn that ends the
+    dialogue (``terminated``, e.g. "Great! That's correct. Thank you..."): the reference breaks
+    before appending it, so the release's dialogues never hold its text (the loader keeps it as an
+    empty row for the rates). Skipping it here gives a generated dialogue the same memory as the
+    released one of the same conversation; the ``dialogues`` table still holds the turn."""
     messages = []
     counter: dict[str, int] = {}
     for row in rows.itertuples(index=False):
         if row.implicit_action == UNPARSED or not str(row.content).strip():
+            continue
+        if row.role == "user" and bool(row.terminated):
             continue
         session = f"{prefix}{row.dialogue_id}"
         index = counter.get(session, 0)
