@@ -18,6 +18,7 @@ from mnemoflow.data.synthetic_feedback import questions as synthetic_questions
 from mnemoflow.data.tables import DIALOGUES, SESSIONS
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
+from mnemoflow.memory.base import Message, build
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols.conversation import Turn, dialogue_rows
 from mnemoflow.protocols.registry import protocol_steps
@@ -328,6 +329,28 @@ def test_generated_and_released_dialogues_of_one_conversation_give_the_same_memo
         "Speaker user says: That doesn't seem quite right.",
         "Speaker assistant says: Canberra.",
     ]
+
+
+def test_memorybench_retrieval_shows_retrieve_k_items_and_no_local_window(gateway):
+    """rag holds 12 messages: 8 written, 4 in its local window; MemoryBench shows only retrieved
+    items (retrieve_k = 5), the window only when ``show_window`` asks for it."""
+    memory = build({"type": "rag", "update_batch": 2, "local_window": 4, "top_k": 30}, gateway)
+    turns = [
+        Message(f"d:{i}", "d", "user", f"Speaker user says: fact {i} about tea", "user")
+        for i in range(12)
+    ]
+    asyncio.run(memory.add(turns))
+    window = {f"d:{i}" for i in range(8, 12)}
+    question = [Turn("user", "What about tea?")]
+
+    def shown(show_window: bool) -> list[str]:
+        assistant = fb.MemoryAssistant(memory, gateway, "en", 5, show_window=show_window)
+        asyncio.run(assistant.act(question))
+        return assistant.last_shown
+
+    default = shown(fb.FeedbackConfig().show_window)
+    assert len(default) == 5 and not window & set(default)
+    assert window <= set(shown(True)) and len(shown(True)) == 5 + len(window)
 
 
 def test_answer_prompt_is_the_references_in_both_languages():

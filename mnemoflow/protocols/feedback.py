@@ -18,7 +18,9 @@ and the whole test split (train split for ``train_performance``) is answered at 
 Memory granularity follows the reference: each dialogue turn is stored as "Speaker {role} says:
 {content}", one dialogue = one session (session-level systems return whole dialogues). Answers use
 the reference's prompt ("Context: ... User: ...", zh variant), the query is the last user message
-and ``retrieve_k`` (5) items are shown. A memory system that returns nothing gets the plain prompt.
+and ``retrieve_k`` (5) items are shown: a buffered system's local window is left out unless
+``show_window`` (the reference has none). A memory system that returns nothing gets the plain
+prompt.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from mnemoflow.eval.benchmark_metric import metric_for
 from mnemoflow.eval.normalize import normalize_set
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemorySystem, Message, build
+from mnemoflow.memory.buffer import is_window
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows
 from mnemoflow.protocols.registry import register_protocol
 from mnemoflow.protocols.snapshot import MANIFEST, publishing, save_episode, write_manifest
@@ -69,6 +72,10 @@ class FeedbackConfig:
     on_policy_steps: int = 10
     train_items: int | None = None  # training items of the set, for stepwise's step count
     structured_output: bool = True  # send response_format json_schema to the user role
+    #: Show a buffered system's local window (rag, agentic_*) after the ``retrieve_k`` items.
+    #: MemoryBench's agent has no local window (its memories are queried, nothing else is in the
+    #: prompt), so by default retrieval shows exactly the retrieved items; AMemGym keeps it.
+    show_window: bool = False
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> FeedbackConfig:
@@ -93,14 +100,14 @@ class FeedbackConfig:
         nothing that does not read it. ``stage``: ``train_dialogues``, ``step`` (one step of
         ``protocol``) or ``train_performance``."""
         if stage == "train_dialogues":
-            return ("max_rounds", "retrieve_k", "structured_output")
+            return ("max_rounds", "retrieve_k", "show_window", "structured_output")
         if stage == "train_performance":
-            return ("retrieve_k",)
+            return ("retrieve_k", "show_window")
         if stage != "step":
             raise ValueError(
                 f"feedback stage {stage!r}: train_dialogues, step or train_performance"
             )
-        names = ["seed", "retrieve_k"]
+        names = ["seed", "retrieve_k", "show_window"]
         if step > 0 and protocol in ("stepwise_off_policy", "on_policy"):
             names.append("batch_size")
         if step > 0 and protocol == "stepwise_off_policy":  # checked: no dialogue left out
@@ -228,6 +235,8 @@ class MemoryAssistant:
 
     It sees the conversation and its memory only, never the item's gold or evaluation context.
     ``every_round`` False: retrieval in round 0 only (the reference's dialogue generation).
+    ``show_window`` False (MemoryBench's default): a buffered system's local window (the last
+    messages not yet written) is left out, so the prompt shows the ``retrieve_k`` retrieved items.
     """
 
     def __init__(
@@ -237,9 +246,11 @@ class MemoryAssistant:
         lang: str = "en",
         retrieve_k: int = 5,
         every_round: bool = True,
+        show_window: bool = False,
     ):
         self.memory, self.gateway, self.lang = memory, gateway, lang
         self.retrieve_k, self.every_round = retrieve_k, every_round
+        self.show_window = show_window
         self.last_shown: list[str] = []
         self.last_reply: Any = None
 
@@ -249,6 +260,8 @@ class MemoryAssistant:
         items = []
         if self.memory is not None and (first_round or self.every_round):
             items = await self.memory.retrieve(query, self.retrieve_k)
+            if not self.show_window:
+                items = [item for item in items if not is_window(item)]
         docs = [item.text for item in items]
         messages = [{"role": t.role, "content": t.content} for t in history]
         messages[-1]["content"] = answer_prompt(query, docs, self.lang)
@@ -350,7 +363,12 @@ async def live_dialogues(
     async def one(item: dict[str, Any]) -> list[dict[str, Any]]:
         lang = str(item.get("lang") or "en")
         assistant = MemoryAssistant(
-            memory_of(item), gateway, lang, config.retrieve_k, every_round=every_round
+            memory_of(item),
+            gateway,
+            lang,
+            config.retrieve_k,
+            every_round=every_round,
+            show_window=config.show_window,
         )
         simulator = FeedbackSimulator(item, gateway, evaluate, config.structured_output)
         turns = await converse(assistant, simulator, item["question"], config.max_rounds)
@@ -533,7 +551,9 @@ async def answer_step(
         episode = question["dataset"] if own_corpus and question["dataset"] in memories else None
         memory = memories[episode or SET_EPISODE]
         lang = str(question.get("lang") or "en")
-        assistant = MemoryAssistant(memory, gateway, lang, config.retrieve_k)
+        assistant = MemoryAssistant(
+            memory, gateway, lang, config.retrieve_k, show_window=config.show_window
+        )
         response = await assistant.act([Turn("user", question["question"])])
         reply = assistant.last_reply
         if progress:
