@@ -17,7 +17,10 @@ Each request passes its contract to the gateway as the parser (:func:`contract_p
 that is not valid JSON of the expected shape is re-asked up to the role's ``max_parse_retries``.
 One still unparseable after the last attempt is counted (by the gateway in the ledger's
 ``parse_failures``, and in the system's own ``parse_failures`` stat) and skipped: the memory keeps
-its previous state and the job goes on, so a report shows how often it happened.
+its previous state and the job goes on, so a report shows how often it happened. A contract
+rejects only what cannot be used: a list or object value becomes text (:func:`value_text`), and
+one bad event of ``memory_update_facts`` is dropped and counted (``dropped_events``) while the
+others apply, as the references (AMemGym AWI's dict merge, mem0's per-event loop) do.
 """
 
 from __future__ import annotations
