@@ -18,6 +18,7 @@ from mnemoflow.errors import ConfigError
 
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
     """Raise :class:`ConfigError` naming the key path of the most relevant schema violation."""
+    check_moved(config)
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
@@ -26,3 +27,14 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
     key = ".".join(str(part) for part in error.absolute_path)
     message = " ".join(error.message.split())  # one line, whatever the value printed
     raise ConfigError(f"config {key}: {message}" if key else f"config: {message}")
+
+
+def check_moved(config: dict[str, Any]) -> None:
+    """Keys that moved: one line naming the new key (the schema would only call them unknown)."""
+    for name, spec in (config.get("benchmarks") or {}).items():
+        feedback = spec.get("feedback") if isinstance(spec, dict) else None
+        if isinstance(feedback, dict) and "structured_output" in feedback:
+            raise ConfigError(
+                f"config benchmarks.{name}.feedback.structured_output: removed; set "
+                "models.user.structured_output (auto | on | off) instead"
+            )

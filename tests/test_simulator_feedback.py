@@ -128,13 +128,25 @@ def test_an_unparseable_user_is_re_asked_then_recorded_and_counted_never_a_silen
     assert bodies[0]["response_format"] == RESPONSE_FORMAT
 
 
-def test_structured_output_can_be_switched_off_for_endpoints_without_it():
+def test_structured_output_is_the_user_bindings_switch():
+    """``models.user.structured_output: off`` drops the simulator's response_format."""
+    bodies = []
+
+    def reply(body):
+        bodies.append(body)
+        return json.dumps(
+            {"reasoning": "r", "implicit_action": "like", "behavior": "end_conversation"}
+        )
+
     item = synthetic_item()
     history = [Turn("user", item["question"]), Turn("assistant", "x")]
-    assert (
-        FeedbackSimulator(item, None, structured_output=False).request(history).response_format
-        is None
-    )
+    with OpenAITestServer(reply=reply) as server:
+        binding = {"base_url": server.base_url, "model": "m", "structured_output": "off"}
+        gateway = Gateway.from_config({"user": binding}, None)
+        turn = asyncio.run(FeedbackSimulator(item, gateway).reply(history))
+        asyncio.run(gateway.aclose())
+    assert turn.implicit_action == "like"
+    assert "response_format" not in bodies[0]
 
 
 def locomo_item(gold: str, category: int) -> dict:

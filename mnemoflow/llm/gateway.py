@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import logging
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,10 +28,14 @@ from mnemoflow.llm.types import (
     ROLES,
     ChatRequest,
     Completion,
+    EndpointError,
     EndpointSpec,
+    RejectedRequest,
     Reply,
     UnparseableReply,
 )
+
+log = logging.getLogger(__name__)
 
 #: A caller's reply parser: the value it needs from the text, or raise ``UnparseableReply``.
 Parser = Callable[[str], Any]
@@ -81,6 +87,48 @@ def _followup(problem: str) -> dict[str, str]:
     return {"role": "user", "content": REASK_FOLLOWUP.format(problem=problem)}
 
 
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
+
+
+def strip_reasoning(text: str) -> str:
+    """The reply without the model's thinking (``models.<role>.strip_reasoning``).
+
+    - a leading ``<think>...</think>`` block (after any whitespace) is removed, with the
+      whitespace after it: what follows is the answer;
+    - a leading ``<think>`` that is never closed (the thinking ran into ``max_tokens``) is all
+      thinking: the reply is ``""``, which no parser accepts, so it is re-asked and, failing
+      that, counted as a parse failure, never scored on a draft;
+    - a ``</think>`` with no ``<think>`` before it (chat templates that open the block in the
+      prompt, as Qwen3's thinking-only and DeepSeek-R1's do) ends the thinking too;
+    - anything else is returned unchanged. Only the thinking at the start is removed: a
+      ``<think>`` later in an answer is the answer's text.
+    """
+    head = text.lstrip()
+    if head.startswith(_THINK_OPEN):
+        end = head.find(_THINK_CLOSE)
+        return "" if end < 0 else head[end + len(_THINK_CLOSE) :].lstrip()
+    close = text.find(_THINK_CLOSE)
+    if close >= 0 and _THINK_OPEN not in text[:close]:
+        return text[close + len(_THINK_CLOSE) :].lstrip()
+    return text
+
+
+#: What an endpoint says when it cannot do structured output (vLLM, llama.cpp, TGI, proxies).
+_STRUCTURED_REJECTION = re.compile(
+    r"response_format|json[_ ]?schema|json_object|guided|structured.output|grammar", re.I
+)
+
+
+def rejects_structured_output(exc: BaseException) -> bool:
+    """Whether ``exc`` is an endpoint refusing ``response_format``: HTTP 400 (or 422) whose
+    message names it, a JSON schema / object, guided decoding, structured output or a grammar."""
+    return (
+        isinstance(exc, RejectedRequest)
+        and exc.status in (400, 422)
+        and bool(_STRUCTURED_REJECTION.search(exc.detail))
+    )
+
+
 def require_text(text: str) -> str:
     """The default parser: any non-blank reply. A null or empty completion is a failure."""
     if not text or not text.strip():
@@ -125,6 +173,19 @@ def _folder_digest(folder: Path) -> str:
 
 
 _FOLDER_DIGESTS: dict[tuple, str] = {}
+
+
+#: The text of the cache record that marks a request whose ``response_format`` was rejected.
+_REJECTED = "response_format rejected by the endpoint"
+
+
+def _rejection_key(key: str) -> str:
+    """Where the cache marks that the request under ``key`` was refused its response_format."""
+    return cache_key({"structured_output_rejected": key})
+
+
+def _endpoint(spec: EndpointSpec) -> tuple[str, str, str]:
+    return (spec.backend, (spec.base_url or "").strip().rstrip("/"), spec.model)
 
 
 class Backend(Protocol):
@@ -191,6 +252,10 @@ class Gateway:
         self.ledger = Ledger()
         self._backends: dict[str, Backend] = {}
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        #: (backend, base_url, model) -> whether it accepts ``response_format`` (absent: not known
+        #: yet); ``structured_output: auto`` learns it once per job and endpoint.
+        self._structured: dict[tuple[str, str, str], bool] = {}
+        self._probe_locks: dict[tuple[str, str, str], tuple[Any, asyncio.Lock]] = {}
 
     @classmethod
     def from_config(
@@ -256,6 +321,8 @@ class Gateway:
             payload["fields"] = request.fields
         if request.response_format is not None:
             payload["response_format"] = request.response_format
+        if spec.extra_body:
+            payload["extra_body"] = spec.extra_body
         if attempt:
             payload["parse_attempt"] = attempt
         return cache_key(payload)
@@ -287,8 +354,8 @@ class Gateway:
         for attempt in range(retries + 1):
             if attempt:
                 self.ledger.record_reask(request.role, request.task)
-            reply = await self._complete(asked, attempt)
-            raw.append(reply.text)
+            reply = await self._attempt(asked, attempt)
+            raw.extend(reply.raw_replies)
             try:
                 parsed = parse(reply.text)
             except ValueError as exc:  # UnparseableReply is a ValueError, so are json errors
@@ -304,8 +371,84 @@ class Gateway:
         reply.latency_s = time.perf_counter() - started
         return reply
 
-    async def _complete(self, request: ChatRequest, attempt: int) -> Reply:
-        """One attempt through the cache; concurrent identical requests share one call."""
+    async def _attempt(self, request: ChatRequest, attempt: int) -> Reply:
+        """One attempt, with or without the request's ``response_format`` as the role's
+        ``structured_output`` says: ``on`` sends it, ``off`` drops it, ``auto`` sends it until the
+        endpoint rejects it (HTTP 400 naming it), then asks that request again without it and
+        drops it for the rest of the job. A reply is cached under the request that produced it;
+        a rejection leaves a marker under the key of the request with ``response_format``, so a
+        rerun learns the same thing from the cache and makes no call."""
+        spec = self.specs[request.role]
+        if request.response_format is None or spec.structured_output == "on":
+            return await self._complete(request, attempt)
+        plain = dataclasses.replace(request, response_format=None)
+        if spec.structured_output == "off":
+            return await self._complete(plain, attempt)
+        endpoint = _endpoint(spec)
+        if endpoint not in self._structured:
+            key = self.request_key(request, attempt)
+            if self.cache.get(key) is not None:
+                return await self._complete(request, attempt)
+            if self.cache.get(_rejection_key(key)) is not None:
+                self._learn_unsupported(request, endpoint, "as the cache records")
+            else:
+                # One request finds out; the others wait for it instead of all being refused.
+                async with self._probe_lock(endpoint):
+                    if endpoint not in self._structured:
+                        return await self._probe(request, plain, attempt, endpoint)
+        if self._structured[endpoint]:
+            return await self._complete(request, attempt)
+        reply = await self._complete(plain, attempt)
+        marker = _rejection_key(self.request_key(request, attempt))
+        if self.cache.get(marker) is None:
+            self.cache.put(marker, Completion(_REJECTED, spec.model))
+        return reply
+
+    async def _probe(
+        self, request: ChatRequest, plain: ChatRequest, attempt: int, endpoint: tuple
+    ) -> Reply:
+        """The first request of the job with ``response_format`` to an endpoint not known yet."""
+        try:
+            reply = await self._complete(request, attempt, probing=True)
+        except EndpointError as exc:
+            if not (isinstance(exc, RejectedRequest) and rejects_structured_output(exc)):
+                raise
+            reply = await self._complete(plain, attempt)  # any other fault fails here, as ever
+            self._learn_unsupported(request, endpoint, f"({exc.detail})")
+            self.cache.put(
+                _rejection_key(self.request_key(request, attempt)),
+                Completion(_REJECTED, self.specs[request.role].model),
+            )
+            return reply
+        self._structured[endpoint] = True
+        return reply
+
+    def _learn_unsupported(self, request: ChatRequest, endpoint: tuple, why: str) -> None:
+        if self._structured.get(endpoint) is False:
+            return
+        self._structured[endpoint] = False
+        self.ledger.record_structured_fallback(request.role, request.task)
+        spec = self.specs[request.role]
+        log.warning(
+            "models.%s (%s at %s) rejects response_format %s; asking without it for the rest "
+            "of this job (models.%s.structured_output: auto; 'off' skips the attempt)",
+            spec.role,
+            spec.model,
+            spec.base_url,
+            why,
+            spec.role,
+        )
+
+    def _probe_lock(self, endpoint: tuple) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        held = self._probe_locks.get(endpoint)
+        if held is None or held[0] is not loop:
+            held = self._probe_locks[endpoint] = (loop, asyncio.Lock())
+        return held[1]
+
+    async def _complete(self, request: ChatRequest, attempt: int, probing: bool = False) -> Reply:
+        """One attempt through the cache; concurrent identical requests share one call.
+        ``probing``: a rejected ``response_format`` is the caller's to handle, not an error."""
         key = self.request_key(request, attempt)
         started = time.perf_counter()
         while True:
@@ -333,7 +476,8 @@ class Gateway:
             future.cancel()  # waiters take over (above); a cancellation is not an endpoint error
             raise
         except Exception as exc:
-            self.ledger.record_error(request.role, request.task)
+            if not (probing and rejects_structured_output(exc)):
+                self.ledger.record_error(request.role, request.task)
             future.set_exception(exc)
             future.exception()  # mark retrieved: waiters re-raise it, nobody else must
             raise
@@ -357,13 +501,17 @@ class Gateway:
             latency_s=latency,
             retries=0 if cache_hit else completion.retries,
         )
+        text = completion.text
+        if self.specs[request.role].strip_reasoning:
+            text = strip_reasoning(text)
         return Reply(
-            text=completion.text,
+            text=text,
             model=completion.model,
             tokens_in=completion.tokens_in,
             tokens_out=completion.tokens_out,
             latency_s=latency,
             cache_hit=cache_hit,
+            raw_replies=[completion.text],
         )
 
     async def embed(self, texts: list[str], role: str = "embedder") -> np.ndarray:
@@ -371,7 +519,10 @@ class Gateway:
         self._check_bound(role)
         spec = self.specs[role]
         model = embedder_identity(spec)
-        keys = [cache_key({"embed": model, "backend": spec.backend, "text": t}) for t in texts]
+        extra = {"extra_body": spec.extra_body} if spec.extra_body else {}
+        keys = [
+            cache_key({"embed": model, "backend": spec.backend, "text": t, **extra}) for t in texts
+        ]
         started = time.perf_counter()
         found = self.cache.get_vectors(sorted(set(keys)))
         missing: dict[str, str] = {}

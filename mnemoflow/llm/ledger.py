@@ -9,6 +9,9 @@ attempts that preceded successful replies; ``errors`` counts calls that failed f
 ``parse_failures`` the calls still unparseable after the last re-ask: they are results, never
 silently replaced by a guess. ``dropped_events`` counts parts of a parsed reply its caller could
 not apply (a memory writer's event naming an unknown id) while the rest of the reply was used.
+``structured_output_fallbacks`` counts the endpoints a job found to reject ``response_format``
+(``models.<role>.structured_output: auto``), under the role and task of the request that found
+out.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ class LedgerEntry:
     parse_failures: int = 0
     reasks: int = 0  # attempts asked again after an unparseable or empty reply
     dropped_events: int = 0  # parts of parsed replies that could not be applied
+    #: endpoints found (once per job) to reject ``response_format``, then asked without it
+    structured_output_fallbacks: int = 0
 
 
 class Ledger:
@@ -67,6 +72,9 @@ class Ledger:
 
     def record_reask(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].reasks += 1
+
+    def record_structured_fallback(self, role: str, task: str) -> None:
+        self.entries[f"{role}/{task}"].structured_output_fallbacks += 1
 
     def record_parse_failure(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].parse_failures += 1

@@ -42,6 +42,7 @@ from mnemoflow.llm.types import (
     Completion,
     EndpointError,
     EndpointSpec,
+    RejectedRequest,
 )
 
 T = TypeVar("T")
@@ -194,6 +195,8 @@ class OpenAIBackend:
             body["seed"] = seed
         if request.response_format is not None:
             body["response_format"] = request.response_format
+        if spec.extra_body:
+            body.update(spec.extra_body)  # config refuses keys that would override the above
         (text, model, tokens_in, tokens_out), retries = await self._post(
             "/chat/completions", body, parse_completion
         )
@@ -215,6 +218,7 @@ class OpenAIBackend:
 
         async def one(batch: list[str]) -> np.ndarray:
             body = {"model": spec.model, "input": batch, "encoding_format": "float"}
+            body.update(spec.extra_body or {})
             matrix, _ = await self._post(
                 "/embeddings", body, lambda data: parse_embeddings(data, len(batch))
             )
@@ -257,8 +261,9 @@ class OpenAIBackend:
                 except openai.APIStatusError as exc:
                     status = exc.status_code
                     if status not in RETRY_STATUSES and status < 500:
-                        raise EndpointError(
-                            f"{self._where()}: HTTP {status}: {self._detail(exc)}"
+                        detail = self._detail(exc)
+                        raise RejectedRequest(
+                            f"{self._where()}: HTTP {status}: {detail}", status, detail
                         ) from None
                     reason = f"HTTP {status}: {self._detail(exc)}"
                     retry_after = parse_retry_after(exc.response.headers)
@@ -326,7 +331,9 @@ def parse_completion(data: dict[str, Any]) -> tuple[str, str, int, int]:
 
     Missing or null content is returned as ``""``: the reply exists but says nothing, and the
     caller records a parse failure rather than the gateway inventing text or retrying forever.
-    A body without ``choices`` is malformed and retried.
+    A body without ``choices`` is malformed and retried. A ``reasoning_content`` (or
+    ``reasoning``) field, where vLLM's ``--reasoning-parser`` puts the model's thinking, is never
+    read: thinking is not the answer, and a reply with thinking only is an empty reply.
     """
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):

@@ -8,7 +8,9 @@ config edit, with the same code path, cache and ledger.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +51,16 @@ class EndpointError(RuntimeError):
     """
 
 
+class RejectedRequest(EndpointError):
+    """The endpoint refused the request itself (a 4xx other than 408/409/429): ``status`` and
+    the server's scrubbed ``detail`` let the gateway tell a rejected ``response_format`` apart."""
+
+    def __init__(self, message: str, status: int, detail: str):
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
 @dataclass(frozen=True)
 class EndpointSpec:
     """One role's endpoint, as bound in config.yaml under ``models.<role>``.
@@ -72,6 +84,15 @@ class EndpointSpec:
     max_retries: int = 6
     #: Re-asks after a reply its caller cannot parse (or an empty one); then counted as a failure.
     max_parse_retries: int = 2
+    #: Sent with every request of the role, merged into the body (e.g. vLLM's
+    #: ``{"chat_template_kwargs": {"enable_thinking": False}}``); part of the cache key.
+    extra_body: Mapping[str, Any] | None = None
+    #: Remove a leading ``<think>...</think>`` block from the reply text before any caller sees
+    #: it (the cache keeps the raw reply, so switching this needs no new model call).
+    strip_reasoning: bool = True
+    #: ``response_format``: ``auto`` (send it; fall back once per endpoint when rejected),
+    #: ``on`` (always send it) or ``off`` (never send it).
+    structured_output: str = "auto"
 
     @classmethod
     def from_config(cls, role: str, raw: dict[str, Any] | None) -> EndpointSpec:
@@ -107,6 +128,23 @@ class EndpointSpec:
         if backend == "offline":
             raw["model"] = OFFLINE_MODEL
         raw["backend"] = backend
+        if "extra_body" in raw:
+            raw["extra_body"] = _check_extra_body(role, raw["extra_body"])
+            if raw["extra_body"] and backend != "openai":
+                raise ConfigError(
+                    f"config models.{role}.extra_body: only the openai backend sends a request "
+                    f"body; models.{role} uses {backend!r}"
+                )
+        if not isinstance(raw.get("strip_reasoning", True), bool):
+            raise ConfigError(
+                f"config models.{role}.strip_reasoning: true or false, "
+                f"got {raw['strip_reasoning']!r}"
+            )
+        if raw.get("structured_output", "auto") not in STRUCTURED_OUTPUT:
+            raise ConfigError(
+                f"config models.{role}.structured_output: one of {list(STRUCTURED_OUTPUT)}, "
+                f"got {raw['structured_output']!r}"
+            )
         for key in ("concurrency", "max_tokens", "max_retries", "max_parse_retries"):
             least = 0 if key.endswith("retries") else 1  # no retries is a valid choice
             if key in raw and (
@@ -126,14 +164,81 @@ class EndpointSpec:
         }
 
     def public(self) -> dict[str, Any]:
-        """What may be recorded in results: everything except where the key lives."""
+        """What may be recorded in results: everything except where the key lives (``extra_body``
+        holds no secret: :meth:`from_config` refuses key-like names in it)."""
         return {
             "role": self.role,
             "backend": self.backend,
             "model": self.model,
             "base_url": self.base_url,
             **self.sampling(),
+            "extra_body": dict(self.extra_body) if self.extra_body else None,
+            "strip_reasoning": self.strip_reasoning,
+            "structured_output": self.structured_output,
         }
+
+
+#: Values of ``models.<role>.structured_output``.
+STRUCTURED_OUTPUT = ("auto", "on", "off")
+
+#: Body fields the gateway sets from their own keys; ``extra_body`` may not override them.
+OWN_BODY_FIELDS = {
+    "model": "model",
+    "messages": None,
+    "input": None,
+    "temperature": "temperature",
+    "max_tokens": "max_tokens",
+    "top_p": "top_p",
+    "seed": "seed",
+    "response_format": "structured_output",
+}
+
+
+def _check_extra_body(role: str, value: Any) -> dict[str, Any] | None:
+    """``models.<role>.extra_body``: a JSON mapping that overrides none of the fields the gateway
+    sets itself and names no secret (it is shown with the results)."""
+    where = f"config models.{role}.extra_body"
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: a mapping, got {type(value).__name__}")
+    for name, own in OWN_BODY_FIELDS.items():
+        if name in value:
+            instead = f"set models.{role}.{own} instead" if own else "the gateway sets it"
+            raise ConfigError(f"{where}.{name}: {instead}")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: not JSON ({exc})") from None
+    secret = _secret_name(value)
+    if secret:
+        raise ConfigError(
+            f"{where}.{secret}: looks like a secret, which would be recorded with every result; "
+            "put the key in an env var and name it api_key_env"
+        )
+    return dict(value)
+
+
+#: Names of credentials (``api_key``, ``token``, ``x_secret``, ...), not ``skip_special_tokens``.
+_SECRET_NAME = re.compile(r"(^|[_-])(api_?key|key|token|secret|password|authorization|auth)$")
+
+
+def _secret_name(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first mapping key in ``value`` named like a credential."""
+    if isinstance(value, Mapping):
+        for name, item in value.items():
+            here = f"{path}.{name}" if path else str(name)
+            if _SECRET_NAME.search(str(name).lower()):
+                return here
+            found = _secret_name(item, here)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for item in value:
+            found = _secret_name(item, path)
+            if found:
+                return found
+    return None
 
 
 def _holds_credentials(url: str) -> bool:

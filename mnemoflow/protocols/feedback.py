@@ -60,6 +60,13 @@ ITEM_CONCURRENCY = 64
 T = TypeVar("T")
 
 
+#: The error of a config that still sets the old switch (the gateway decides for every role now).
+MOVED_STRUCTURED_OUTPUT = (
+    "config benchmarks.<name>.feedback.structured_output: removed; set "
+    "models.user.structured_output (auto | on | off) instead"
+)
+
+
 @dataclass(frozen=True)
 class FeedbackConfig:
     """A benchmark's ``feedback:`` block (defaults = the reference's)."""
@@ -71,7 +78,6 @@ class FeedbackConfig:
     seed: int = 42
     on_policy_steps: int = 10
     train_items: int | None = None  # training items of the set, for stepwise's step count
-    structured_output: bool = True  # send response_format json_schema to the user role
     #: Show a buffered system's local window (rag, agentic_*) after the ``retrieve_k`` items.
     #: MemoryBench's agent has no local window (its memories are queried, nothing else is in the
     #: prompt), so by default retrieval shows exactly the retrieved items; AMemGym keeps it.
@@ -80,6 +86,8 @@ class FeedbackConfig:
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> FeedbackConfig:
         raw = dict(spec.get("feedback") or {})
+        if "structured_output" in raw:
+            raise ConfigError(MOVED_STRUCTURED_OUTPUT)
         reject_unknown(raw, (f.name for f in fields(cls)), "config benchmarks.<name>.feedback")
         if raw.get("dialogues", "generated") not in ("data", "generated"):
             raise ConfigError(
@@ -100,7 +108,7 @@ class FeedbackConfig:
         nothing that does not read it. ``stage``: ``train_dialogues``, ``step`` (one step of
         ``protocol``) or ``train_performance``."""
         if stage == "train_dialogues":
-            return ("max_rounds", "retrieve_k", "show_window", "structured_output")
+            return ("max_rounds", "retrieve_k", "show_window")
         if stage == "train_performance":
             return ("retrieve_k", "show_window")
         if stage != "step":
@@ -113,7 +121,7 @@ class FeedbackConfig:
         if step > 0 and protocol == "stepwise_off_policy":  # checked: no dialogue left out
             names.append("train_items")
         if is_live(protocol, step):
-            names += ["max_rounds", "structured_output"]
+            names.append("max_rounds")
         return tuple(names)
 
 
@@ -370,7 +378,7 @@ async def live_dialogues(
             every_round=every_round,
             show_window=config.show_window,
         )
-        simulator = FeedbackSimulator(item, gateway, evaluate, config.structured_output)
+        simulator = FeedbackSimulator(item, gateway, evaluate)
         turns = await converse(assistant, simulator, item["question"], config.max_rounds)
         if progress:
             progress(None)

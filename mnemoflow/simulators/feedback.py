@@ -311,12 +311,10 @@ class FeedbackSimulator:
         question: dict[str, Any],
         gateway: Any,
         evaluate: Evaluate | None = None,
-        structured_output: bool = True,
     ):
         self.question = question
         self.gateway = gateway
         self.evaluate = evaluate
-        self.structured_output = structured_output
         self.dataset = str(question.get("dataset", ""))
         self.parse_failures = 0
 
@@ -354,7 +352,7 @@ class FeedbackSimulator:
                 "lang": lang,
                 "round": len([t for t in history if t.role == "assistant"]),
             },
-            response_format=RESPONSE_FORMAT if self.structured_output else None,
+            response_format=RESPONSE_FORMAT,
         )
 
     async def _llm_based(self, history: list[Any]) -> tuple[str, str, bool]:

@@ -70,6 +70,22 @@ _ANSWERING_FAULTS = ("", "timeout", "null_content", "garbled")
 
 Reply = str | Callable[[dict[str, Any]], str] | None
 
+#: ``think="inline"``: what every reply's content starts with, as Qwen3 served with thinking on
+#: writes it; a wrong draft in every format a parser might look for (a ```json block, a bare
+#: object, a verdict word, an option number), so a parser that reads the thinking gets it wrong.
+THINK_DRAFT = (
+    "Let me draft an answer first.\n"
+    '```json\n{"answer": 1, "implicit_action": "dislike", "behavior": "draft", "response": '
+    '"DRAFT", "score": 1, "rating": 1, "reasoning": "draft"}\n```\n'
+    "Verdict: WRONG. Option 1. Hmm, let me check that again."
+)
+
+#: ``reject_response_format=True``: the 400 message (as vLLM words it without guided decoding).
+RESPONSE_FORMAT_REJECTED = (
+    "1 validation error for ChatCompletionRequest: response_format json_schema is not "
+    "supported by this server (guided decoding is disabled)"
+)
+
 
 def request_id(body: dict[str, Any]) -> str:
     """Identity of a distinct request: sha256 of its canonical JSON body (first 16 hex digits)."""
@@ -160,7 +176,11 @@ class OpenAITestServer:
     body it re-asks, see the module docstring). ``retry_after`` is sent with 429 and 503
     (seconds; ``retry_after_date=True`` sends it as an HTTP date instead). ``hang`` is how long a
     ``"timeout"`` fault sleeps. ``api_key``, when set, is required as a Bearer token (401
-    otherwise); it is compared and never stored or logged.
+    otherwise); it is compared and never stored or logged. ``think="inline"`` puts
+    ``<think>`` + :data:`THINK_DRAFT` + ``</think>`` before every reply's content (Qwen3 on vLLM
+    with thinking on), ``think="field"`` puts the draft in ``reasoning_content`` (vLLM's
+    ``--reasoning-parser``); ``reject_response_format=True`` answers HTTP 400 to any chat request
+    carrying ``response_format``, counted as fault ``response_format``.
     """
 
     def __init__(
@@ -179,7 +199,11 @@ class OpenAITestServer:
         model: str = DEFAULT_MODEL,
         embed_dim: int = 64,
         api_key: str | None = None,
+        think: str = "",
+        reject_response_format: bool = False,
     ):
+        if think not in ("", "inline", "field"):
+            raise ValueError(f"openai test server: think is '', 'inline' or 'field', got {think!r}")
         if not _is_loopback(host):
             raise ValueError(f"openai test server: host must be a loopback address, got {host!r}")
         fault_rates = dict(fault_rates or {})
@@ -208,6 +232,8 @@ class OpenAITestServer:
         self.reply = reply
         self.model = model
         self.embed_dim = embed_dim
+        self.think = think
+        self.reject_response_format = reject_response_format
         self._api_key = api_key
         self._stats = ServerStats()
         self._lock = threading.Lock()
@@ -372,6 +398,9 @@ class OpenAITestServer:
             invalid = check(body)
             if invalid is not None:
                 return _error(400, "invalid_request_error", invalid)
+            if self.reject_response_format and body.get("response_format") is not None:
+                fault = "response_format"
+                return _error(400, "BadRequestError", RESPONSE_FORMAT_REJECTED)
             fault = self._fault(rid, attempt)
             # A "timeout" fault sleeps past the client's timeout; the client hangs up and the
             # handler is cancelled here. A client patient enough to wait gets a normal answer.
@@ -464,7 +493,14 @@ class OpenAITestServer:
             tokens = text.split()
             if len(tokens) > max_tokens:
                 text, finish = " ".join(tokens[:max_tokens]), "length"
-        usage_out = count_tokens(text)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if self.think == "inline":
+            message["content"] = f"<think>\n{THINK_DRAFT}\n</think>\n\n{text}"
+        elif self.think == "field":  # vLLM's --reasoning-parser moves the thinking here
+            message["reasoning_content"] = THINK_DRAFT
+        if fault == "null_content":
+            message["content"] = None
+        usage_out = count_tokens(f"{THINK_DRAFT} {text}" if self.think else text)
         usage_in = prompt_tokens(body["messages"])
         rid = request_id(body)
         return web.json_response(
@@ -477,10 +513,7 @@ class OpenAITestServer:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {
-                            "role": "assistant",
-                            "content": None if fault == "null_content" else text,
-                        },
+                        "message": message,
                         "finish_reason": finish,
                         "logprobs": None,
                     }
@@ -610,6 +643,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reply", default=None, help="fixed reply text (default: echo)")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="model id listed by /v1/models")
     parser.add_argument(
+        "--think",
+        choices=("inline", "field"),
+        default="",
+        help="a wrong draft as thinking: inline (<think>...</think> before the content, as "
+        "Qwen3 on vLLM without --reasoning-parser) or field (in reasoning_content)",
+    )
+    parser.add_argument(
+        "--reject-response-format",
+        action="store_true",
+        help="answer HTTP 400 to any request with response_format (no structured output)",
+    )
+    parser.add_argument(
         "--api-key-env", default=None, help="require the key held in this env var as Bearer token"
     )
     args = parser.parse_args(argv)
@@ -641,6 +686,8 @@ def main(argv: list[str] | None = None) -> int:
             reply=args.reply,
             model=args.model,
             api_key=api_key,
+            think=args.think,
+            reject_response_format=args.reject_response_format,
         )
     except ValueError as exc:
         parser.error(str(exc))
