@@ -12,12 +12,15 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from mnemoflow.data.memorybench import dialogue_rows as released_dialogue_rows
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.synthetic_feedback import questions as synthetic_questions
 from mnemoflow.data.tables import DIALOGUES, SESSIONS
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
+from mnemoflow.memory.base import Message, build
 from mnemoflow.protocols import feedback as fb
+from mnemoflow.protocols.conversation import Turn, dialogue_rows
 from mnemoflow.protocols.registry import protocol_steps
 
 BM25 = {"type": "bm25_message", "top_k": 5}
@@ -285,13 +288,69 @@ def test_dialogues_become_speaker_messages_one_session_each_and_skip_unparsed_tu
             {"dialogue_id": "q1", "role": "user", "content": "", "implicit_action": "unparsed"},
             {"dialogue_id": "q2", "role": "user", "content": "Yo", "implicit_action": ""},
         ]
-    )
+    ).assign(terminated=[False, False, True, False])
     messages = fb.dialogue_messages(rows, prefix="s1:")
     assert [(m.turn_id, m.session_id, m.content) for m in messages] == [
         ("s1:q1:0", "s1:q1", "Speaker user says: Hi"),
         ("s1:q1:1", "s1:q1", "Speaker assistant says: Hello"),
         ("s1:q2:0", "s1:q2", "Speaker user says: Yo"),
     ]
+
+
+def test_generated_and_released_dialogues_of_one_conversation_give_the_same_memory():
+    """The user's closing turn ends the dialogue: kept in the table (rates), never memorized."""
+    closing = "Great! That's correct. Thank you for your help."
+    generated = [
+        Turn("user", "What is the capital of Australia?", 0),
+        Turn("assistant", "Sydney.", 0),
+        Turn("user", "That doesn't seem quite right.", 1, "dislike"),
+        Turn("assistant", "Canberra.", 1),
+        Turn("user", closing, 2, "like", terminated=True),
+    ]
+    keys = {"dialogue_id": "WritingBench-Politics&Law:4", "source": "generated"}
+    live = pd.DataFrame(dialogue_rows(generated, **keys))
+    release = {
+        "test_idx": 4,
+        "dialog": [{"role": t.role, "content": t.content} for t in generated[:4]],
+        "implicit_feedback": [
+            {"round": 1, "implicit_action": "dislike", "terminated": False},
+            {"round": 2, "implicit_action": "like", "terminated": True},
+        ],
+    }
+    rows, notes = released_dialogue_rows("WritingBench-Politics&Law", release, "record 0", "e")
+    data = pd.DataFrame(rows)
+    assert notes == [] and closing in set(live.content)  # the table keeps the closing turn
+    assert live.terminated.tolist() == data.terminated.tolist()  # same rates
+    memorized = fb.dialogue_messages(live, prefix="s1:")
+    assert memorized == fb.dialogue_messages(data, prefix="s1:")
+    assert [m.content for m in memorized] == [
+        "Speaker user says: What is the capital of Australia?",
+        "Speaker assistant says: Sydney.",
+        "Speaker user says: That doesn't seem quite right.",
+        "Speaker assistant says: Canberra.",
+    ]
+
+
+def test_memorybench_retrieval_shows_retrieve_k_items_and_no_local_window(gateway):
+    """rag holds 12 messages: 8 written, 4 in its local window; MemoryBench shows only retrieved
+    items (retrieve_k = 5), the window only when ``show_window`` asks for it."""
+    memory = build({"type": "rag", "update_batch": 2, "local_window": 4, "top_k": 30}, gateway)
+    turns = [
+        Message(f"d:{i}", "d", "user", f"Speaker user says: fact {i} about tea", "user")
+        for i in range(12)
+    ]
+    asyncio.run(memory.add(turns))
+    window = {f"d:{i}" for i in range(8, 12)}
+    question = [Turn("user", "What about tea?")]
+
+    def shown(show_window: bool) -> list[str]:
+        assistant = fb.MemoryAssistant(memory, gateway, "en", 5, show_window=show_window)
+        asyncio.run(assistant.act(question))
+        return assistant.last_shown
+
+    default = shown(fb.FeedbackConfig().show_window)
+    assert len(default) == 5 and not window & set(default)
+    assert window <= set(shown(True)) and len(shown(True)) == 5 + len(window)
 
 
 def test_answer_prompt_is_the_references_in_both_languages():

@@ -231,6 +231,16 @@ def test_each_family_gets_its_own_privileged_context():
     )
 
 
+def test_limitgen_target_aspect_comes_from_the_category():
+    """The release's LimitGen items carry only ``category``; the reference derives the aspect."""
+    info = {"ground_truth": "No ablation of the attention module.", "category": "ablation"}
+    item = {"dataset": "LimitGen-Syn", "answer": "", "meta": json.dumps({"info": info})}
+    assert evaluation_context(item) == (
+        "Expected limitation type: No ablation of the attention module.\n"
+        "Target category: ablation\nTarget aspect: experimental design"
+    )
+
+
 @pytest.mark.parametrize(
     ("dataset", "family"),
     [

@@ -28,7 +28,7 @@ from typing import Any
 
 from mnemoflow.llm.types import Reply, prompt_request
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message
-from mnemoflow.memory.buffer import MessageBuffer
+from mnemoflow.memory.buffer import MessageBuffer, is_window
 
 ACT_TASK = "interactive_act"
 
@@ -111,7 +111,7 @@ class InteractiveAgent:
             turns = [{"role": m.role, "content": m.content} for m in history]
             return SYSTEM_NATIVE, turns, items
         if self.policy in ("in_context", "retrieved"):
-            stored = [item for item in items if not item.id.startswith("window:")]
+            stored = [item for item in items if not is_window(item)]
             window = self.memory.buffer.messages
             turns = [{"role": m.role, "content": m.content} for m in window]
             template = SYSTEM_IN_CONTEXT if self.policy == "in_context" else SYSTEM_RETRIEVED

@@ -22,6 +22,7 @@ import asyncio
 import json
 from typing import Any
 
+from mnemoflow.data.limitgen import ERROR_TYPES
 from mnemoflow.eval.judged_score import JudgedScore, json_rating, unfenced
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 
@@ -61,21 +62,6 @@ SUBTYPES: dict[str, list[tuple[str, str]]] = {
         ("others", "none of the above"),
     ],
 }
-#: The item's ``info.category`` (error type) -> (aspect, ground-truth subtype).
-ERROR_TYPES: dict[str, tuple[str, str]] = {
-    "data": ("methodology", "low data quality"),
-    "inappropriate": ("methodology", "inappropriate method"),
-    "baseline": ("experimental design", "insufficient baseline"),
-    "dataset": ("experimental design", "limited datasets"),
-    "replace": ("experimental design", "inappropriate datasets"),
-    "ablation": ("experimental design", "ablation study"),
-    "metric": ("result analysis", "insufficient metric"),
-    "analysis": ("result analysis", "limited analysis"),
-    "review": ("literature review", "limited scope"),
-    "citation": ("literature review", "irrelevant citations"),
-    "description": ("literature review", "inaccurate description"),
-}
-
 ASPECT_PROMPT = (
     "Does the following limitation of a scientific paper concern the paper's {aspect}?\n\n"
     'Answer "yes" or "no" only.'

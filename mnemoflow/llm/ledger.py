@@ -7,9 +7,11 @@ cost account, so a fully cached rerun shows calls with zero tokens. ``retries`` 
 attempts that preceded successful replies; ``errors`` counts calls that failed for good.
 ``reasks`` counts requests asked again because their reply could not be parsed (or was empty);
 ``parse_failures`` the calls still unparseable after the last re-ask: they are results, never
-silently replaced by a guess. ``structured_output_fallbacks`` counts the endpoints a job found
-to reject ``response_format`` (``models.<role>.structured_output: auto``), under the role and
-task of the request that found out.
+silently replaced by a guess. ``dropped_events`` counts parts of a parsed reply its caller could
+not apply (a memory writer's event naming an unknown id) while the rest of the reply was used.
+``structured_output_fallbacks`` counts the endpoints a job found to reject ``response_format``
+(``models.<role>.structured_output: auto``), under the role and task of the request that found
+out.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class LedgerEntry:
     errors: int = 0
     parse_failures: int = 0
     reasks: int = 0  # attempts asked again after an unparseable or empty reply
+    dropped_events: int = 0  # parts of parsed replies that could not be applied
     #: endpoints found (once per job) to reject ``response_format``, then asked without it
     structured_output_fallbacks: int = 0
 
@@ -75,6 +78,9 @@ class Ledger:
 
     def record_parse_failure(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].parse_failures += 1
+
+    def record_dropped_events(self, role: str, task: str, n: int) -> None:
+        self.entries[f"{role}/{task}"].dropped_events += n
 
     def totals(self) -> LedgerEntry:
         total = LedgerEntry()

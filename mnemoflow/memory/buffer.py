@@ -15,6 +15,15 @@ from pathlib import Path
 
 from mnemoflow.memory.base import MemoryItem, Message, load_messages, save_messages
 
+#: Id prefix of the items :meth:`MessageBuffer.items` returns (``window:<turn id>``).
+WINDOW_PREFIX = "window:"
+
+
+def is_window(item: MemoryItem) -> bool:
+    """Whether ``item`` is a buffered message of the local window, not a retrieved memory: a
+    protocol whose reference has no local window (MemoryBench) leaves these out."""
+    return item.id.startswith(WINDOW_PREFIX)
+
 
 def render(message: Message) -> str:
     """How a raw message reads as a memory, and what is embedded for it: "speaker: content"."""
@@ -53,7 +62,7 @@ class MessageBuffer:
         """The buffered messages as items, in conversation order (score 0: not retrieved)."""
         return [
             MemoryItem(
-                id=f"window:{m.turn_id}",
+                id=f"{WINDOW_PREFIX}{m.turn_id}",
                 text=render(m),
                 score=0.0,
                 source_ids=[m.turn_id],

@@ -17,7 +17,10 @@ Each request passes its contract to the gateway as the parser (:func:`contract_p
 that is not valid JSON of the expected shape is re-asked up to the role's ``max_parse_retries``.
 One still unparseable after the last attempt is counted (by the gateway in the ledger's
 ``parse_failures``, and in the system's own ``parse_failures`` stat) and skipped: the memory keeps
-its previous state and the job goes on, so a report shows how often it happened.
+its previous state and the job goes on, so a report shows how often it happened. A contract
+rejects only what cannot be used: a list or object value becomes text (:func:`value_text`), and
+one bad event of ``memory_update_facts`` is dropped and counted (``dropped_events``) while the
+others apply, as the references (AMemGym AWI's dict merge, mem0's per-event loop) do.
 """
 
 from __future__ import annotations
@@ -124,25 +127,62 @@ def update_facts_request(facts: list[str], memories: list[dict[str, str]]) -> Ch
     return prompt_request(ROLE, UPDATE_FACTS, prompt, fields, system=UPDATE_FACTS_SYSTEM)
 
 
-def parse_events(data: Any, n_facts: int, ids: set[str]) -> list[dict[str, Any]] | None:
-    """Validated events; None when the reply's shape is wrong (unknown ids are a wrong shape)."""
+def parse_events(data: Any, n_facts: int, ids: set[str]) -> tuple[list[dict[str, Any]], int] | None:
+    """(valid events, number of dropped events); None when the reply's shape is wrong.
+
+    Events are validated one by one, as mem0 applies them: an event with an unknown kind, an id
+    the writer was not shown (UPDATE / DELETE / NONE) or no text (ADD / UPDATE) is dropped and
+    counted, and the batch's other events still apply. Rejecting the whole reply for one bad event
+    would re-ask and finally skip every good decision with it. Only a reply that is not
+    ``{"memory": [...]}`` is unparseable (re-asked, then skipped).
+    """
     if not isinstance(data, dict) or not isinstance(data.get("memory"), list):
         return None
-    events = []
+    events, dropped = [], 0
     for event in data["memory"]:
-        if not isinstance(event, dict) or event.get("event") not in EVENTS:
-            return None
-        kind = event["event"]
-        text = event.get("text")
-        target = None if event.get("id") is None else str(event["id"])
-        if kind != "ADD" and target not in ids:
-            return None
-        if kind in ("ADD", "UPDATE") and not (isinstance(text, str) and text.strip()):
-            return None
-        fact = event.get("fact")
-        fact = fact if isinstance(fact, int) and 0 <= fact < n_facts else None
-        events.append({"event": kind, "id": target, "text": (text or "").strip(), "fact": fact})
-    return events
+        valid = _event(event, n_facts, ids)
+        if valid is None:
+            dropped += 1
+        else:
+            events.append(valid)
+    return events, dropped
+
+
+def _event(event: Any, n_facts: int, ids: set[str]) -> dict[str, Any] | None:
+    """One validated event, or None when it cannot be applied."""
+    if not isinstance(event, dict) or event.get("event") not in EVENTS:
+        return None
+    kind = event["event"]
+    text = event.get("text")
+    target = None if event.get("id") is None else str(event["id"])
+    if kind != "ADD" and target not in ids:
+        return None
+    if kind in ("ADD", "UPDATE") and not (isinstance(text, str) and text.strip()):
+        return None
+    fact = event.get("fact")
+    fact = fact if isinstance(fact, int) and 0 <= fact < n_facts else None
+    return {"event": kind, "id": target, "text": (text or "").strip(), "fact": fact}
+
+
+def value_text(value: Any) -> str:
+    """A JSON value written as a memory value, as text that keeps all of it.
+
+    gpt-4.1-mini often writes a category's information as a list (or an object). AMemGym's AWI
+    merges whatever ``json.loads`` returns (``memories |= reply``) and its prompt shows the value
+    with Python's ``str``, so the reader sees every element; here the value becomes text holding
+    the same information: a list's elements joined by "; ", an object as "key: value" pairs joined
+    by "; " (one line, as the memory prompt shows one entry per line), numbers and booleans as
+    JSON, null as "" (the reference's None overwrites the old value too). Nested values recurse.
+    """
+    if isinstance(value, str):
+        return value.strip()
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "; ".join(text for text in (value_text(v) for v in value) if text)
+    if isinstance(value, dict):
+        return "; ".join(f"{str(k).strip()}: {value_text(v)}" for k, v in value.items())
+    return json.dumps(value, ensure_ascii=False)
 
 
 # --- memory_kv_update (agentic_incontext, tiered) ---------------------------------------------
@@ -180,12 +220,12 @@ def parse_kv(
         if not isinstance(entry, dict):
             return None
         key, value = entry.get("key"), entry.get("value")
-        if not isinstance(key, str) or not isinstance(value, str) or not key.strip():
+        if not isinstance(key, str) or value is None or not key.strip():
             return None
         sources = [
             int(n) for n in entry.get("from") or [] if isinstance(n, int) and 1 <= n <= n_messages
         ]
-        out.append((key.strip(), value.strip(), sources))
+        out.append((key.strip(), value_text(value), sources))
     if not all(isinstance(k, str) for k in deletes):
         return None
     return out, [k.strip() for k in deletes]
@@ -259,14 +299,17 @@ def organize_request(
 
 
 def parse_organized(data: Any) -> tuple[list[tuple[str, str, list[int]]], list[str]] | None:
-    """A flat {type: information} reply as (sets, no deletes): a dict union never deletes."""
+    """A flat {type: information} reply as (sets, no deletes): a dict union never deletes.
+
+    Any JSON value is kept (:func:`value_text`), as the reference merges whatever the model wrote;
+    only a reply that is not an object, or a blank type name, is unparseable."""
     if not isinstance(data, dict):
         return None
     sets = []
     for key, value in data.items():
-        if not isinstance(value, str) or not str(key).strip():
+        if not str(key).strip():
             return None
-        sets.append((str(key).strip(), value.strip(), []))
+        sets.append((str(key).strip(), value_text(value), []))
     return sets, []
 
 
@@ -338,7 +381,8 @@ def contract_parser(contract: Callable[[Any], Any]) -> Callable[[str], Any]:
 
 
 class WriterClient:
-    """Sends writer requests for one memory system and counts calls and parse failures."""
+    """Sends writer requests for one memory system and counts calls, parse failures and dropped
+    events."""
 
     def __init__(self, llm: Any):
         if llm is None:
@@ -346,6 +390,14 @@ class WriterClient:
         self.llm = llm
         self.calls = 0
         self.parse_failures = 0
+        self.dropped_events = 0
+
+    def drop_events(self, task: str, n: int) -> None:
+        """Count ``n`` events of a parsed reply that could not be applied, here and in the job's
+        ledger (``dropped_events`` of ``memory_writer/<task>``), beside the parse failures."""
+        if n:
+            self.dropped_events += n
+            self.llm.ledger.record_dropped_events(ROLE, task, n)
 
     async def ask(self, request: ChatRequest, parse: Callable[[Any], Any]) -> Any:
         """The parsed reply, or None (counted, skipped) when no attempt matches the contract."""

@@ -18,7 +18,9 @@ and the whole test split (train split for ``train_performance``) is answered at 
 Memory granularity follows the reference: each dialogue turn is stored as "Speaker {role} says:
 {content}", one dialogue = one session (session-level systems return whole dialogues). Answers use
 the reference's prompt ("Context: ... User: ...", zh variant), the query is the last user message
-and ``retrieve_k`` (5) items are shown. A memory system that returns nothing gets the plain prompt.
+and ``retrieve_k`` (5) items are shown: a buffered system's local window is left out unless
+``show_window`` (the reference has none). A memory system that returns nothing gets the plain
+prompt.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from mnemoflow.eval.benchmark_metric import metric_for
 from mnemoflow.eval.normalize import normalize_set
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemorySystem, Message, build
+from mnemoflow.memory.buffer import is_window
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows
 from mnemoflow.protocols.registry import register_protocol
 from mnemoflow.protocols.snapshot import MANIFEST, publishing, save_episode, write_manifest
@@ -75,6 +78,10 @@ class FeedbackConfig:
     seed: int = 42
     on_policy_steps: int = 10
     train_items: int | None = None  # training items of the set, for stepwise's step count
+    #: Show a buffered system's local window (rag, agentic_*) after the ``retrieve_k`` items.
+    #: MemoryBench's agent has no local window (its memories are queried, nothing else is in the
+    #: prompt), so by default retrieval shows exactly the retrieved items; AMemGym keeps it.
+    show_window: bool = False
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> FeedbackConfig:
@@ -101,14 +108,14 @@ class FeedbackConfig:
         nothing that does not read it. ``stage``: ``train_dialogues``, ``step`` (one step of
         ``protocol``) or ``train_performance``."""
         if stage == "train_dialogues":
-            return ("max_rounds", "retrieve_k")
+            return ("max_rounds", "retrieve_k", "show_window")
         if stage == "train_performance":
-            return ("retrieve_k",)
+            return ("retrieve_k", "show_window")
         if stage != "step":
             raise ValueError(
                 f"feedback stage {stage!r}: train_dialogues, step or train_performance"
             )
-        names = ["seed", "retrieve_k"]
+        names = ["seed", "retrieve_k", "show_window"]
         if step > 0 and protocol in ("stepwise_off_policy", "on_policy"):
             names.append("batch_size")
         if step > 0 and protocol == "stepwise_off_policy":  # checked: no dialogue left out
@@ -236,6 +243,8 @@ class MemoryAssistant:
 
     It sees the conversation and its memory only, never the item's gold or evaluation context.
     ``every_round`` False: retrieval in round 0 only (the reference's dialogue generation).
+    ``show_window`` False (MemoryBench's default): a buffered system's local window (the last
+    messages not yet written) is left out, so the prompt shows the ``retrieve_k`` retrieved items.
     """
 
     def __init__(
@@ -245,9 +254,11 @@ class MemoryAssistant:
         lang: str = "en",
         retrieve_k: int = 5,
         every_round: bool = True,
+        show_window: bool = False,
     ):
         self.memory, self.gateway, self.lang = memory, gateway, lang
         self.retrieve_k, self.every_round = retrieve_k, every_round
+        self.show_window = show_window
         self.last_shown: list[str] = []
         self.last_reply: Any = None
 
@@ -257,6 +268,8 @@ class MemoryAssistant:
         items = []
         if self.memory is not None and (first_round or self.every_round):
             items = await self.memory.retrieve(query, self.retrieve_k)
+            if not self.show_window:
+                items = [item for item in items if not is_window(item)]
         docs = [item.text for item in items]
         messages = [{"role": t.role, "content": t.content} for t in history]
         messages[-1]["content"] = answer_prompt(query, docs, self.lang)
@@ -278,11 +291,19 @@ class MemoryAssistant:
 
 def dialogue_messages(rows: pd.DataFrame, prefix: str = "") -> list[Message]:
     """Dialogue rows (in order) as memory messages: one session per dialogue, each turn
-    "Speaker {role} says: ..."; unparsed and empty user turns hold nothing to remember."""
+    "Speaker {role} says: ...".
+
+    Left out: unparsed and empty user turns (nothing to remember) and the user turn that ends the
+    dialogue (``terminated``, e.g. "Great! That's correct. Thank you..."): the reference breaks
+    before appending it, so the release's dialogues never hold its text (the loader keeps it as an
+    empty row for the rates). Skipping it here gives a generated dialogue the same memory as the
+    released one of the same conversation; the ``dialogues`` table still holds the turn."""
     messages = []
     counter: dict[str, int] = {}
     for row in rows.itertuples(index=False):
         if row.implicit_action == UNPARSED or not str(row.content).strip():
+            continue
+        if row.role == "user" and bool(row.terminated):
             continue
         session = f"{prefix}{row.dialogue_id}"
         index = counter.get(session, 0)
@@ -350,7 +371,12 @@ async def live_dialogues(
     async def one(item: dict[str, Any]) -> list[dict[str, Any]]:
         lang = str(item.get("lang") or "en")
         assistant = MemoryAssistant(
-            memory_of(item), gateway, lang, config.retrieve_k, every_round=every_round
+            memory_of(item),
+            gateway,
+            lang,
+            config.retrieve_k,
+            every_round=every_round,
+            show_window=config.show_window,
         )
         simulator = FeedbackSimulator(item, gateway, evaluate)
         turns = await converse(assistant, simulator, item["question"], config.max_rounds)
@@ -533,7 +559,9 @@ async def answer_step(
         episode = question["dataset"] if own_corpus and question["dataset"] in memories else None
         memory = memories[episode or SET_EPISODE]
         lang = str(question.get("lang") or "en")
-        assistant = MemoryAssistant(memory, gateway, lang, config.retrieve_k)
+        assistant = MemoryAssistant(
+            memory, gateway, lang, config.retrieve_k, show_window=config.show_window
+        )
         response = await assistant.act([Turn("user", question["question"])])
         reply = assistant.last_reply
         if progress:

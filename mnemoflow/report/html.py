@@ -312,6 +312,7 @@ _LEDGER_HEADERS = {
     "retries": "retries",
     "errors": "errors",
     "parse_failures": "parse failures",
+    "dropped_events": "dropped events",
     "cost_usd": "cost (USD)",
 }
 

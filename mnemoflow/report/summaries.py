@@ -33,6 +33,7 @@ _LEDGER_COUNTERS = (
     "retries",
     "errors",
     "parse_failures",
+    "dropped_events",
 )
 #: Largest difference between a summary value and the mean of its judgements still called equal.
 _TOLERANCE = 1e-6

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mnemoflow.data.limitgen import aspect_of
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 
 ACTIONS = ("like", "dislike", "copy", "none")
@@ -197,10 +198,12 @@ def evaluation_context(question: dict[str, Any]) -> str:
             f"Reference Paper Title: {info.get('title', '')}\n"
             f"Reference Paper Abstract: {info.get('abstract', gold)}"
         )
-    if family == "limitgen":
+    if family == "limitgen":  # the release has no aspect field: the category's (data.limitgen)
+        category = str(info.get("category", ""))
+        aspect = info.get("aspect") or aspect_of(category)
         return (
             f"Expected limitation type: {info.get('ground_truth', gold)}\n"
-            f"Target category: {info.get('category', '')}\nTarget aspect: {info.get('aspect', '')}"
+            f"Target category: {category}\nTarget aspect: {aspect}"
         )
     return (
         f"Reference Answer: {gold}\n"

@@ -5,7 +5,9 @@ leaves the buffer goes to the ``memory_writer`` in two calls, as in mem0: extrac
 facts, then decide ADD / UPDATE / DELETE / NONE for each fact against the ``similar_k`` most similar
 stored facts (shown to the writer with short local ids, so it cannot invent real ones). Facts are
 stored with the conversation time of their source messages in a dense index; an UPDATE replaces
-the old text (the newer statement wins) and keeps both statements' turn ids as sources. Retrieval
+the old text (the newer statement wins) and keeps both statements' turn ids as sources. An event
+the writer got wrong (an id it was not shown, no text) is dropped alone and counted
+(``dropped_events``), as mem0 skips it and applies the others. Retrieval
 returns the ``top_k`` facts most similar to the query, then the local window.
 """
 
@@ -69,12 +71,14 @@ class AgenticExternal(BufferedStore):
         ordered = sorted(candidates, key=lambda i: self.store.position(i))
         local = {str(n): real for n, real in enumerate(ordered)}
         shown = [{"id": n, "text": self.store.get(real).text} for n, real in local.items()]
-        events = await self.writer.ask(
+        decided = await self.writer.ask(
             writer.update_facts_request(texts, shown),
             lambda d: writer.parse_events(d, len(texts), set(local)),
         )
-        if events is None:
+        if decided is None:
             return
+        events, dropped = decided
+        self.writer.drop_events(writer.UPDATE_FACTS, dropped)
         await self._apply(events, facts, vectors, batch, local)
 
     async def _apply(self, events, facts, vectors, batch, local) -> None:
@@ -127,6 +131,7 @@ class AgenticExternal(BufferedStore):
             "events": self.events,
             "writer_calls": self.writer.calls,
             "parse_failures": self.writer.parse_failures,
+            "dropped_events": self.writer.dropped_events,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -135,11 +140,13 @@ class AgenticExternal(BufferedStore):
         self.events = state["events"]
         self.writer.calls = state["writer_calls"]
         self.writer.parse_failures = state["parse_failures"]
+        self.writer.dropped_events = state.get("dropped_events", 0)  # snapshots before the count
 
     def stats(self) -> dict[str, Any]:
         return {
             **super().stats(),
             "writer_calls": self.writer.calls,
             "parse_failures": self.writer.parse_failures,
+            "dropped_events": self.writer.dropped_events,
             **{f"events_{k.lower()}": v for k, v in self.events.items()},
         }
