@@ -93,6 +93,22 @@ def test_memory_score_undefined_where_upper_bound_equals_random():
     assert metric(scores, "memory_score_undefined") == 1.0
     n = scores[scores["period"].isna() & (scores["metric"] == "memory_score")]["n"].iloc[0]
     assert n == 1
+    assert metric(scores, "upper_below_random") == 0.0
+
+
+def test_upper_below_random_counts_pairs_whose_bound_is_under_random():
+    # A: 2 options, the upper-bound reply picks the wrong state -> b = 0 < r = 1/2 (counted);
+    # B: upper bound 1 > 1/2 (not counted)
+    a = make_user("A", [{"x": "x1"}], [(["x"], [["x1"], ["x2"]])])
+    b = make_user("B", [{"x": "x1"}], [(["x"], [["x1"], ["x2"]])])
+    _, scores = score_replies(
+        [a, b],
+        replies([("A", 0, 0, answer(1)), ("B", 0, 0, answer(1))]),
+        upper_rows([("A", 0, 0, answer(2)), ("B", 0, 0, answer(1))]),
+    )
+    assert metric(scores, "upper_below_random") == 1.0
+    assert metric(scores, "upper_below_random", 0) == 1.0
+    assert metric(scores, "memory_score") == pytest.approx((-1.0 + 1.0) / 2)
 
 
 def test_random_baseline_with_varying_option_counts():

@@ -35,8 +35,9 @@ Definitions, following the reference (see docs/amemgym.md for every difference):
 ``scores`` has one row per (period, metric) and a mean row per metric with ``period`` null:
 accuracy / random / upper_bound over every (user, period, question), memory_score over every
 defined (user, period), failure rates the mean of the per-period rates (as the reference reports
-them), counts (``parse_failures``, ``memory_score_undefined``, ``upper_parse_failures``,
-``recall_parse_failures``) summed.
+them), counts (``parse_failures``, ``memory_score_undefined``, ``upper_below_random``: (user,
+period) pairs whose upper bound is below random, where the memory score's sign is reversed;
+``upper_parse_failures``, ``recall_parse_failures``) summed.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ SCORE_ORDER = (
     *FAILURE_METRICS,
     "parse_failures",
     "memory_score_undefined",
+    "upper_below_random",
     "upper_parse_failures",
     "recall_parse_failures",
 )
@@ -201,8 +203,14 @@ def _score_rows(period, group: pd.DataFrame, memory: pd.DataFrame | None) -> lis
             _row(period, "upper_bound", _mean(group["upper_bound"].astype(float)), n),
             _row(period, "memory_score", _mean(scored), len(scored)),
             _row(period, "memory_score_undefined", float(len(memory) - len(scored)), len(memory)),
+            _row(period, "upper_below_random", float(_below(memory)), len(memory)),
         ]
     return rows
+
+
+def _below(memory: pd.DataFrame) -> int:
+    """(user, period) pairs whose upper bound is below random: their memory score's sign flips."""
+    return int((memory["upper_bound"] < memory["random"] - 1e-12).sum())
 
 
 def _counts(period, group: pd.DataFrame, has_upper: bool, has_recall: bool) -> list[dict]:
