@@ -122,3 +122,82 @@ def test_html_report_has_the_interactive_section(tmp_path):
     assert "Interactive memory (per period)" in page
     assert "On- vs off-policy ranking" in page
     assert [f.name for f in data.figures if f.section == "interactive"] == ["interactive-failures"]
+
+
+def baseline_summary(below_in_period_1: float = 0.0) -> pd.DataFrame:
+    """Systems none and native, two periods. Random 0.25 throughout; upper bound 0.30 in period
+    0 (gap 0.05 < 0.1: not meaningful) and 0.75 in period 1 (mean 0.525)."""
+    accuracy = {"none": (0.25, 0.25, 0.25), "native": (0.5, 0.75, 0.625)}
+    memory = {"none": (0.0, 0.0, 0.0), "native": (5.0, 1.0, 3.0)}
+    frames = []
+    for system in ("none", "native"):
+        per_period = pd.DataFrame(
+            [
+                *(("accuracy", p, v) for p, v in zip((0, 1, None), accuracy[system], strict=True)),
+                *(
+                    ("memory_score", p, v)
+                    for p, v in zip((0, 1, None), memory[system], strict=True)
+                ),
+                ("random", 0, 0.25),
+                ("random", 1, 0.25),
+                ("random", None, 0.25),
+                ("upper_bound", 0, 0.30),
+                ("upper_bound", 1, 0.75),
+                ("upper_bound", None, 0.525),
+                ("upper_below_random", 0, 0.0),
+                ("upper_below_random", 1, below_in_period_1),
+                ("upper_below_random", None, below_in_period_1),
+            ],
+            columns=["metric", "period", "value"],
+        )
+        keys = {"benchmark": "amem", "system": system, "protocol": "interactive"}
+        frames += [summary_rows(per_period, {**keys, "step": k}, {0: 4, 1: 4}) for k in (0, 1)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_summary_markdown_shows_random_upper_bound_and_marks_scores_not_meaningful():
+    text = summary_markdown(baseline_summary())
+    assert "## amem: random and upper bound per period" in text
+    assert "| runs | baseline | period 0 | period 1 | mean |" in text
+    assert "| all | random | 0.250 | 0.250 | 0.250 |" in text
+    assert "| all | upper bound | 0.300 | 0.750 | 0.525 |" in text
+    assert "| all | upper bound - random | 0.050 | 0.500 | 0.275 |" in text
+    assert (
+        "| all | (user, period) pairs with upper bound < random | 0.000 | 0.000 | 0.000 |" in text
+    )
+    assert "| system | protocol | period 0 | period 1 | mean | not meaningful |" in text
+    assert "| native | interactive | 5.000 | 1.000 | 3.000 | period 0 |" in text
+    assert "| none | interactive | 0.000 | 0.000 | 0.000 | period 0 |" in text
+    assert "not meaningful: the periods where upper bound - random < 0.1" in text
+    # the baselines table comes between accuracy and the memory score
+    order = ["overall accuracy per period", "random and upper bound", "memory score per period"]
+    assert sorted(order, key=text.index) == order
+
+
+def test_a_pair_with_upper_bound_below_random_marks_its_period_and_the_mean():
+    text = summary_markdown(baseline_summary(below_in_period_1=1.0))
+    assert (
+        "| all | (user, period) pairs with upper bound < random | 0.000 | 1.000 | 1.000 |" in text
+    )
+    assert "| native | interactive | 5.000 | 1.000 | 3.000 | period 0, period 1, mean |" in text
+
+
+def test_runs_with_different_baselines_get_a_row_each():
+    from mnemoflow.report.interactive import baseline_table
+
+    rows = baseline_summary()
+    moved = (rows["system"] == "none") & (rows["metric"] == "upper_bound")
+    table = baseline_table(rows.assign(value=rows["value"].where(~moved, 0.9)))
+    upper = table[table["baseline"] == "upper bound"]
+    assert sorted(upper["runs"]) == ["native · interactive", "none · interactive"]
+    assert table[table["baseline"] == "random"]["runs"].tolist() == ["all"]
+
+
+def test_html_report_shows_baselines_and_the_not_meaningful_mark():
+    from mnemoflow.report.html import collect, render_html
+
+    data = collect(baseline_summary(), pd.DataFrame(), [], {})
+    assert data.interactive["memory_score"]["not meaningful"].tolist() == ["period 0", "period 0"]
+    page = render_html(data)
+    assert "Random and upper bound per period" in page
+    assert "<b>not meaningful</b>" in page

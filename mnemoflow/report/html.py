@@ -247,7 +247,8 @@ def collect(
 def interactive_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {
         "accuracy": interactive_report.period_table(summary, "accuracy"),
-        "memory_score": interactive_report.period_table(summary, "memory_score"),
+        "baselines": interactive_report.baseline_table(summary),
+        "memory_score": interactive_report.memory_score_table(summary),
         "failures": interactive_report.failure_table(summary),
         "ranks": interactive_report.rank_table(summary),
         "evolution": evolution_table(summary),
@@ -434,9 +435,22 @@ def render_html(
 
     if any(not frame.empty for frame in data.interactive.values()):
         body = ""
-        for name, heading in (("accuracy", "Overall accuracy"), ("memory_score", "Memory score")):
-            if not data.interactive[name].empty:
+        for name, heading in (
+            ("accuracy", "Overall accuracy"),
+            ("baselines", "Random and upper bound"),
+            ("memory_score", "Memory score"),
+        ):
+            if not data.interactive.get(name, pd.DataFrame()).empty:
                 body += f"<h3>{heading} per period</h3>" + table_html(data.interactive[name])
+        if interactive_report.NOT_MEANINGFUL in data.interactive["memory_score"].columns:
+            body += (
+                f"<p>Memory score = (accuracy - random) / (upper bound - random) per (user, "
+                f"period). <b>{interactive_report.NOT_MEANINGFUL}</b> names the periods where "
+                f"upper bound - random &lt; {interactive_report.MIN_GAP} or some (user, period) "
+                "has an upper bound below random: there the ratio magnifies a few questions or "
+                "reverses its sign; compare accuracy with random and with the <code>none</code> "
+                "system instead.</p>"
+            )
         body += figures("interactive")
         if not data.interactive["ranks"].empty:
             body += (

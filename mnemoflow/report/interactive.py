@@ -2,7 +2,9 @@
 on- vs off-policy ranking, computed from the summary and diagnosis tables only.
 
 - Per period: overall accuracy and memory score of each run (system · protocol), plus the mean
-  over periods, AMemGym's reported number.
+  over periods, AMemGym's reported number; beside them the random baseline and the upper bound
+  the memory score is measured between, and which memory scores are not meaningful (upper bound
+  - random below :data:`MIN_GAP`, or some (user, period) with upper bound below random).
 - Failures per period: write / read / utilization as shares of all questions of the period, which
   stack up to 1 - accuracy (the reference's published per-period figures).
 - Reuse bias (the paper's on- vs off-policy question): each system's rank by memory score when it
@@ -34,6 +36,97 @@ STAGE_NAMES = {
 
 def interactive_rows(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[summary["protocol"].isin(PROTOCOLS)]
+
+
+#: The memory score's baselines (scorer metrics) and their labels.
+BASELINES = (
+    ("random", "random"),
+    ("upper_bound", "upper bound"),
+    ("upper_below_random", "(user, period) pairs with upper bound < random"),
+)
+#: Below this gap between upper bound and random, (accuracy - random) / (upper bound - random)
+#: magnifies a few questions into large scores: the memory score is marked not meaningful.
+MIN_GAP = 0.1
+NOT_MEANINGFUL = "not meaningful"
+_RUN = ["benchmark", "system", "protocol"]
+
+
+def baseline_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """benchmark, runs, baseline, ``period k`` columns and ``mean``: random, upper bound, their
+    gap and the pairs with upper bound < random. They depend on the environment and the agent's
+    model, not on the memory system: runs that agree share one row (``runs`` = ``all``), runs
+    that differ get a row each (``runs`` = ``system · protocol``)."""
+    parts = []
+    for metric, label in BASELINES:
+        table = period_table(summary, metric)
+        if not table.empty:
+            parts.append(table.assign(baseline=label))
+    if len(parts) < 2:
+        return pd.DataFrame()
+    random, upper = parts[0].set_index(_RUN), parts[1].set_index(_RUN)
+    values = [c for c in upper.columns if c != "baseline"]
+    gap = (upper[values] - random[values]).assign(baseline="upper bound - random").reset_index()
+    frames = [parts[0], parts[1], gap, *parts[2:]]
+    table = pd.concat(frames, ignore_index=True)
+    values = [c for c in table.columns if c not in (*_RUN, "baseline")]
+    out = []
+    for (benchmark, label), group in table.groupby(["benchmark", "baseline"], sort=False):
+        distinct = group.drop_duplicates(subset=values)
+        if len(distinct) == 1:
+            out.append({"benchmark": benchmark, "runs": "all", "baseline": label,
+                        **distinct[values].iloc[0].to_dict()})  # fmt: skip
+            continue
+        for row in group.to_dict("records"):
+            runs = f"{row['system']} · {row['protocol']}"
+            out.append({"benchmark": benchmark, "runs": runs, "baseline": label,
+                        **{c: row[c] for c in values}})  # fmt: skip
+    return pd.DataFrame(out, columns=["benchmark", "runs", "baseline", *values])
+
+
+def not_meaningful(summary: pd.DataFrame) -> pd.Series:
+    """True per (benchmark, system, protocol, step, aggregate) whose memory score is not
+    meaningful: upper bound - random < :data:`MIN_GAP` over the same questions, or at least one
+    (user, period) with upper bound < random. Only where both baselines are in the rows."""
+    rows = interactive_rows(summary)
+    rows = rows[rows["metric"].isin([metric for metric, _ in BASELINES])]
+    keys = [*_RUN, "step", "aggregate"]
+    if rows.empty:
+        return pd.Series(dtype=bool)
+    wide = rows.pivot_table(index=keys, columns="metric", values="value", aggfunc="first")
+    if not {"random", "upper_bound"} <= set(wide.columns):
+        return pd.Series(dtype=bool)
+    gap = wide["upper_bound"] - wide["random"]
+    below = wide["upper_below_random"] if "upper_below_random" in wide.columns else 0.0
+    flags = (gap < MIN_GAP) | (pd.Series(below, index=wide.index).fillna(0.0) > 0)
+    return flags[gap.notna()]
+
+
+def memory_score_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """:func:`period_table` of the memory score, plus a ``not meaningful`` column naming the
+    periods (and ``mean``) whose score is not meaningful (:func:`not_meaningful`); empty text
+    when none is, ``unknown`` for a run without baselines (no column when no run has them)."""
+    table = period_table(summary, "memory_score")
+    if table.empty:
+        return table
+    flags = not_meaningful(summary)
+    if flags.empty:
+        return table
+    rows = interactive_rows(summary)
+    means = rows[(rows["metric"] == "memory_score") & (rows["aggregate"] == "mean_over_periods")]
+    last = means.groupby(_RUN)["step"].max()
+    marks = []
+    for row in table.to_dict("records"):
+        run = tuple(row[k] for k in _RUN)
+        cells = [(c, (*run, int(c.removeprefix("period ")), "micro"))
+                 for c in table.columns if c.startswith("period ")]  # fmt: skip
+        if run in last.index:
+            cells.append(("mean", (*run, int(last[run]), "mean_over_periods")))
+        known = [(c, key) for c, key in cells if key in flags.index and pd.notna(row[c])]
+        if not known:
+            marks.append("unknown")
+            continue
+        marks.append(", ".join(c for c, key in known if flags[key]))
+    return table.assign(**{NOT_MEANINGFUL: marks})
 
 
 def period_table(summary: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -11,6 +11,13 @@ from mnemoflow.data.tables import SUMMARY
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_markdown
 from mnemoflow.report.generation import generation_markdown
+from mnemoflow.report.interactive import (
+    MIN_GAP,
+    NOT_MEANINGFUL,
+    baseline_table,
+    memory_score_table,
+    period_table,
+)
 
 
 def summarize(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -65,34 +72,40 @@ PER_TYPE_ALSO = ("f1",)
 
 #: Protocols whose steps are AMemGym periods (mnemoflow/protocols/interactive.py).
 INTERACTIVE_PROTOCOLS = ("interactive", "interactive_replay")
-#: Metrics shown per period for them: overall accuracy and AMemGym's memory score.
-PERIOD_METRICS = (("accuracy", "overall accuracy"), ("memory_score", "memory score"))
+BASELINE_NOTE = (
+    "Random: the share of options holding the true state; upper bound: the agent's model without "
+    "memory, told the true state; both over the same questions as accuracy."
+)
+MEMORY_SCORE_NOTE = (
+    "Memory score = (overall - random) / (upper bound - random) per (user, period), "
+    "then averaged (AMemGym's order)."
+)
+NOT_MEANINGFUL_NOTE = (
+    f"{NOT_MEANINGFUL}: the periods where upper bound - random < {MIN_GAP} (the ratio magnifies "
+    "a few questions) or some (user, period) has upper bound < random (its score's sign is "
+    "reversed); compare accuracy with the random row and the `none` system there instead."
+)
 
 
 def interactive_markdown(benchmark: str, bench: pd.DataFrame) -> list[str]:
-    """Per metric, one row per (system, protocol): each period's value, then the mean over
-    periods (AMemGym's reported number; the memory score is averaged per (user, period) first)."""
+    """One row per (system, protocol): each period's overall accuracy, then the mean over periods
+    (AMemGym's reported number); the random baseline and upper bound per period; the memory score
+    likewise (averaged per (user, period) first), with the periods where it is not meaningful."""
     parts: list[str] = []
-    for metric, label in PERIOD_METRICS:
-        rows = bench[bench["metric"] == metric]
-        per_period = rows[rows["aggregate"] == "micro"]
-        if per_period.empty:
-            continue
-        table = per_period.pivot_table(
-            index=["system", "protocol"], columns="step", values="value", aggfunc="first"
-        )
-        table.columns = [f"period {c}" for c in table.columns]
-        means = rows[rows["aggregate"] == "mean_over_periods"]
-        final = means.groupby(["system", "protocol"])["step"].transform("max")
-        last = means[means["step"] == final]
-        table["mean"] = last.set_index(["system", "protocol"])["value"]
-        parts += [f"## {benchmark}: {label} per period", "", _markdown(table.reset_index()), ""]
-    if parts:
-        parts += [
-            "Memory score = (overall - random) / (upper bound - random) per (user, period), "
-            "then averaged (AMemGym's order).",
-            "",
-        ]
+    rows = bench.assign(benchmark=benchmark)
+    accuracy = period_table(rows, "accuracy").drop(columns=["benchmark"], errors="ignore")
+    if not accuracy.empty:
+        parts += [f"## {benchmark}: overall accuracy per period", "", _markdown(accuracy), ""]
+    baselines = baseline_table(rows).drop(columns=["benchmark"], errors="ignore")
+    if not baselines.empty:
+        parts += [f"## {benchmark}: random and upper bound per period", "", _markdown(baselines)]
+        parts += ["", BASELINE_NOTE, ""]
+    memory = memory_score_table(rows).drop(columns=["benchmark"], errors="ignore")
+    if not memory.empty:
+        parts += [f"## {benchmark}: memory score per period", "", _markdown(memory), ""]
+        parts += [MEMORY_SCORE_NOTE, ""]
+        if NOT_MEANINGFUL in memory.columns:
+            parts += [NOT_MEANINGFUL_NOTE, ""]
     evolution = evolution_table(bench.assign(benchmark=benchmark))
     if not evolution.empty:
         parts += [
