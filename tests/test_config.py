@@ -114,3 +114,17 @@ def test_the_workflow_refuses_a_silent_offline_role_unless_allowed(tmp_path):
     allowed = {**static, "allow_offline_roles": ["judge", "memory_writer"]}
     result = _dry_run(tmp_path / "allowed", allowed)
     assert result.returncode == 0, result.stdout[-2000:]
+
+
+def test_every_interactive_benchmark_of_the_default_config_runs_the_memoryless_control():
+    """`none` beside the memory systems: accuracy without memory is the baseline a reader needs
+    where the memory score is not meaningful (upper bound about random)."""
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    interactive = {
+        name: spec
+        for name, spec in config["benchmarks"].items()
+        if "interactive" in spec.get("protocols", [])
+    }
+    assert {"amemgym_procedural", "amemgym_generated"} <= set(interactive)
+    for name, spec in interactive.items():
+        assert "none" in spec.get("systems", config["run"]["systems"]), name
