@@ -201,6 +201,23 @@ def test_direct_systems_store_every_pair_after_each_act(users, tmp_path):
     assert results[1].manifest["stats"]["ben"]["pairs_written"] == 4
 
 
+def test_native_sends_no_system_prompt_the_other_policies_do():
+    """The reference's native agent sends the history and the message only."""
+    for spec, system in (({"type": "full_context"}, False), (RAG, True), ({"type": "none"}, True)):
+        llm = Recording(gateway())
+        agent = InteractiveAgent(build(spec, llm=gateway()), llm)
+        agent.begin_session("s0", "2025-01-01")
+        asyncio.run(agent.act([Turn("user", "I moved to Lyon.")]))
+        asyncio.run(agent.act([Turn("user", "Any tips?")]))
+        fields = {"question": "Which city?", "options": ["Lyon", "Oslo"]}
+        asyncio.run(agent.ask("Which city?", "amemgym_choice", fields, lambda t: t))
+        for request in llm.requests:
+            assert (request.messages[0]["role"] == "system") is system, spec
+        if not system:  # native: the earlier round as chat turns, then the new message
+            roles = [m["role"] for m in llm.requests[1].messages]
+            assert roles == ["user", "assistant", "user"]
+
+
 def test_policy_of_each_system_family():
     llm = gateway()
     assert policy_of(build({"type": "full_context"}, llm=llm)) == "native"
@@ -319,6 +336,8 @@ def test_upper_bound_asks_once_per_user_question_option(users):
     # 2 users x 2 questions x 4 options
     assert len(frame) == 16 and len(llm.requests) == 16
     assert all(r.role == "agent" and r.task == "amemgym_choice" for r in llm.requests)
+    # JSON mode, as the reference's call_llm(json=True)
+    assert all(r.response_format == {"type": "json_object"} for r in llm.requests)
     first = llm.requests[0].messages[0]["content"]
     assert "Given that my current relevant preferences and state information are as" in first
     assert '{\n  "diet": "vegan"\n}' in first

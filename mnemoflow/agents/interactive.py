@@ -4,7 +4,7 @@ Every memory system can be the memory of an interactive assistant; the prompt sh
 reference agent the system stands for (AMemGym ``assistants/*``, see docs/interactive.md):
 
 - ``full_context`` is *native*: the whole history (what ``retrieve`` returns; configure no
-  truncation with a large ``max_tokens``) as chat turns, then the new message.
+  truncation with a large ``max_tokens``) as chat turns, then the new message; no system prompt.
 - systems with the AMemGym write buffer (``rag``, ``agentic_external``, ``agentic_incontext``) are
   RAG / AWE / AWI: a system prompt with the memories (``agentic_incontext``: all of them; the
   others: ``top_k`` retrieved for the query), ordered by time, then the buffered messages (the
@@ -40,7 +40,6 @@ SYSTEM_RETRIEVED = (
     "You are a helpful AI. Respond according to retrieved memories.\n"
     "Relevant user memories ordered by time (earliest to latest):\n{memories}"
 )
-SYSTEM_NATIVE = "You are a helpful AI."
 
 #: Speakers under which ``rag`` stores messages: its rendering "speaker: content" then reads as
 #: the reference's prefixed memory text.
@@ -102,14 +101,15 @@ class InteractiveAgent:
 
     async def _context(
         self, query: str, session_turns: list[dict[str, str]]
-    ) -> tuple[str, list[dict[str, str]], list[MemoryItem]]:
-        """(system prompt, chat turns before the new message, memory items shown)."""
+    ) -> tuple[str | None, list[dict[str, str]], list[MemoryItem]]:
+        """(system prompt, None for native; chat turns before the new message; memory items
+        shown)."""
         items = await self.memory.retrieve(query)
         if self.policy == "native":
             shown = {item.id for item in items}
             history = [m for m in self.memory.messages if m.turn_id in shown]
             turns = [{"role": m.role, "content": m.content} for m in history]
-            return SYSTEM_NATIVE, turns, items
+            return None, turns, items  # the reference's native agent sends no system prompt
         if self.policy in ("in_context", "retrieved"):
             stored = [item for item in items if not is_window(item)]
             window = self.memory.buffer.messages

@@ -520,7 +520,8 @@ async def upper_bound(
     schedule: Schedule,
     progress: Callable[[bool | None], None] | None = None,
 ) -> pd.DataFrame:
-    """One reply per (user, question, option) with that option's state given and no memory.
+    """One reply per (user, question, option) with that option's state given and no memory, asked
+    in JSON mode (``response_format`` json_object) as the reference does.
 
     It depends on the agent's model only, not on the memory system: computed once per benchmark.
     """
@@ -537,6 +538,8 @@ async def upper_bound(
                     task=CHOICE_TASK,
                     messages=[{"role": "user", "content": prompt}],
                     fields={"question": question.query, "options": options, "context": [state]},
+                    # the reference's call_llm(json=True); the role's structured_output decides
+                    response_format={"type": "json_object"},
                 )
                 reply = await gateway.chat(request, parse=lambda t, n=n: parse_answer(t, n))
                 rows.append(
