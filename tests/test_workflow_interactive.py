@@ -110,4 +110,12 @@ def test_real_run_with_the_offline_backend_reaches_the_summary(tmp_path):
     assert "## amemgym_tiny: overall accuracy per period" in text
     assert "## amemgym_tiny: memory score per period" in text
     assert "| rag | interactive_replay |" in text
-    assert "On- vs off-policy ranking" in (wd / "results/report.html").read_text()
+    # the memory score's baselines come from the scorer's rows, beside it
+    assert "## amemgym_tiny: random and upper bound per period" in text
+    assert "| all | random |" in text and "| all | upper bound |" in text
+    assert "| system | protocol | period 0 | period 1 | period 2 | mean | not meaningful |" in text
+    baselines = summary[summary["metric"].isin(["random", "upper_bound", "upper_below_random"])]
+    assert set(baselines["metric"]) == {"random", "upper_bound", "upper_below_random"}
+    page = (wd / "results/report.html").read_text()
+    assert "On- vs off-policy ranking" in page
+    assert "Random and upper bound per period" in page
