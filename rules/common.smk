@@ -170,7 +170,9 @@ PROTOCOL_RULES = {
     "qa": ("ingest", "answer", "judge"),
     "interactive": ("dialogues", "upper_bound"),
     "interactive_replay": ("dialogues", "replay_dialogues", "upper_bound"),
-    **dict.fromkeys(fb.PROTOCOLS, tuple(r for r in RULE_ROLES if r.startswith("feedback"))),
+    **dict.fromkeys(
+        fb.PROTOCOLS, tuple(r for r in RULE_ROLES if r.startswith("feedback"))
+    ),
 }
 
 
