@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pandas as pd
 import pytest
 
 from mnemoflow.data.synthetic_feedback import questions as synthetic_questions
+from mnemoflow.data.tables import DIALOGUES, SESSIONS
 from mnemoflow.eval import memorybench_metrics
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import UnparseableReply
@@ -216,6 +218,42 @@ def test_the_simulator_sees_the_gold_and_the_agent_never_does():
     for request in agent:
         text = json.dumps([request.messages, request.fields])
         assert "EVALUATION CONTEXT" not in text and "Reference" not in text
+
+
+def test_a_test_items_gold_never_reaches_the_agent_in_any_round_or_when_it_is_asked(tmp_path):
+    """Training gold reaches the agent through the user's corrections (the benchmark's signal); a
+    test item's gold must not, neither while conversing nor when the item is asked."""
+    frame = synthetic_questions({"params": {"items": 4, "seed": 1}})
+    test = frame["split"] == "test"
+    gold = {qid: f"zq{n}gold" for n, qid in enumerate(frame.loc[test, "question_id"])}
+    frame.loc[test, "answer"] = frame.loc[test, "question_id"].map(gold)
+    frame.loc[test, "meta"] = [
+        json.dumps({**json.loads(meta), "reference": gold[qid]})
+        for qid, meta in zip(frame.loc[test, "question_id"], frame.loc[test, "meta"], strict=True)
+    ]
+    gateway = Recording()
+    config = fb.FeedbackConfig(batch_size=4, max_rounds=3)
+    keys = {"benchmark": "b", "system": "bm25_message", "protocol": "on_policy", "step": 1}
+    system = {"type": "bm25_message", "top_k": 5}
+    none = pd.DataFrame(columns=SESSIONS.names)
+    begin, after = tmp_path / "step0", tmp_path / "step1"
+    metrics = fb.metrics_module("synthetic_feedback")
+
+    async def step():
+        empty = pd.DataFrame(columns=DIALOGUES.names)
+        await fb.ingest_step("on_policy", 0, empty, frame, none, system, None, begin, gateway)
+        dialogues = await fb.live_step(1, frame, begin, system, keys, gateway, config, metrics)
+        await fb.ingest_step("on_policy", 1, dialogues, frame, none, system, begin, after, gateway)
+        return await fb.answer_step("on_policy", frame, none, after, system, keys, gateway, config)
+
+    answers = asyncio.run(step())
+    assert sorted(answers.question_id) == sorted(gold)
+    agent = [r for r in gateway.requests if r.role == "agent"]
+    seen = json.dumps([[r.messages, r.fields] for r in agent], default=str)
+    assert len(agent) > len(gold)  # conversation rounds and the answers to the test items
+    assert not [g for g in gold.values() if g in seen]
+    train_gold = frame.loc[~test, "answer"]
+    assert any(g in seen for g in train_gold)  # the corrections did reach it
 
 
 def test_each_family_gets_its_own_privileged_context():
