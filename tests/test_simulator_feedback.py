@@ -265,8 +265,15 @@ def test_each_family_gets_its_own_privileged_context():
     }
     assert evaluation_context(lexeval).startswith("Reference Answer: Article 5\n")
     assert evaluation_context(limitgen) == (
-        "Expected limitation type: data\nTarget category: c\nTarget aspect: a"
+        "Expected limitation type: data\nTarget category: c\nTarget aspect: a\n" + LIMITGEN_USE
     )
+
+
+#: The reference's closing line of LimitGen's EVALUATION CONTEXT (limitgen_evaluator.py, 59d1b60).
+LIMITGEN_USE = (
+    "Use this information to evaluate the accuracy and appropriateness of the identified "
+    "limitations."
+)
 
 
 def test_limitgen_target_aspect_comes_from_the_category():
@@ -275,7 +282,7 @@ def test_limitgen_target_aspect_comes_from_the_category():
     item = {"dataset": "LimitGen-Syn", "answer": "", "meta": json.dumps({"info": info})}
     assert evaluation_context(item) == (
         "Expected limitation type: No ablation of the attention module.\n"
-        "Target category: ablation\nTarget aspect: experimental design"
+        "Target category: ablation\nTarget aspect: experimental design\n" + LIMITGEN_USE
     )
 
 
@@ -305,5 +312,6 @@ def test_lexeval_judge_gets_the_reference_answer_not_a_judgment_document():
     item = {"dataset": "LexEval-Judge", "answer": "判处有期徒刑三年", "meta": "{}"}
     assert evaluation_context(item).startswith("Reference Answer: 判处有期徒刑三年\n")
     assert system_prompt("LexEval-Judge").startswith(
-        "You are a knowledgeable user seeking legal information."
+        "You are an AI assistant simulating a knowledgeable user seeking legal information or "
+        "assistance.\n\n"
     )

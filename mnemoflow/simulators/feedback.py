@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from mnemoflow.data.limitgen import aspect_of
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
@@ -56,82 +56,262 @@ RESPONSE_FORMAT = {
 }
 
 
-# ---- families: persona and privileged evaluation context ----------------------------------------
+# ---- families: persona, expertise, criteria and privileged evaluation context -------------------
+#
+# The texts below are transcribed from the reference, LittleDinoC/MemoryBench-code at commit
+# 59d1b60 (src/agent/evaluators/*_evaluator.py for the per-family texts, src/agent/user_simulator.py
+# for how they are assembled). They are data the benchmark defines; keep them verbatim.
 
-#: (name patterns, persona, task description, criteria), tested in the reference's order
-#: (``evaluator_factory._normalize_dataset_name``): first match wins, so LexEval-Judge is LexEval
-#: (not JuDGE); an unknown name falls back to LexEval.
-FAMILIES: list[tuple[tuple[str, ...], str, str, list[str]]] = [
-    (
+#: The reference's WritingBench domains (``_extract_criteria_info``), matched here against the
+#: release's spelling ("WritingBench-Politics&Law"); the reference looks for "Politics & Law" and so
+#: always says "General Writing" (memorybench.md 5.7), a bug not copied.
+WRITINGBENCH_DOMAINS = (
+    ("Politics&Law", "Politics & Law"),
+    ("Academic&Engineering", "Academic & Engineering"),
+    ("Literature&Arts", "Literature & Arts"),
+    ("Education", "Education"),
+)
+
+
+class Family(NamedTuple):
+    """One simulated-user family: the arguments of the reference's ``build_base_system_prompt``
+    (persona, expertise, criteria, additional context) and ``build_base_user_prompt``'s task."""
+
+    key: str
+    patterns: tuple[str, ...]
+    persona: str
+    expertise: str
+    criteria: tuple[str, ...]
+    additional_context: str
+    task: str
+
+
+#: Tested in the reference's order (``evaluator_factory._normalize_dataset_name``): first match
+#: wins, so LexEval-Judge is LexEval (not JuDGE). The nine reference families, then mnemoflow's
+#: built-in synthetic benchmark; an unknown name falls back to LexEval. WritingBench's "{domain}" is
+#: filled from the dataset name (:func:`writingbench_domain`).
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "lexeval",
         ("lexeval", "legal"),
-        "You are a knowledgeable user seeking legal information.",
-        "asking a legal question",
-        ["legal accuracy", "completeness", "clarity"],
+        "You are an AI assistant simulating a knowledgeable user seeking legal information or "
+        "assistance.",
+        "You have domain expertise to recognize quality legal information without revealing "
+        "specific ground truth details.",
+        (
+            "Legal accuracy and correctness of information provided",
+            "Completeness in addressing the legal question or issue",
+            "Clarity and understandability for a non-lawyer",
+            "Practical usefulness of the advice or information",
+            "Whether the assistant properly acknowledged limitations or suggested consulting a "
+            "lawyer when appropriate",
+        ),
+        "Natural conversation flow and user satisfaction with legal guidance received",
+        "seeking accurate legal information or guidance",
     ),
-    (
+    Family(
+        "writingbench",
         ("writingbench",),
-        "You are a user who requested writing help in the General Writing domain.",
-        "asking for a piece of writing",
-        ["meets the stated requirements", "structure", "style and fluency"],
+        "You are an AI assistant simulating a user who requested writing assistance in the "
+        "{domain} domain.",
+        "You have specific evaluation criteria that the writing must meet and can recognize "
+        "quality writing.",
+        (
+            "Criteria compliance",
+            "Overall writing quality",
+            "Task completeness",
+            "User satisfaction",
+        ),
+        "Consider: criteria compliance, overall quality, task completeness, and user satisfaction.",
+        "requesting writing assistance in the {domain} domain",
     ),
-    (
+    Family(
+        "hellobench",
         ("hellobench",),
-        "You are a user seeking high-quality content.",
-        "asking for a long, high-quality answer",
-        ["covers the checklist", "depth", "clarity"],
+        "You are an AI assistant simulating a user seeking high-quality content.",
+        "You have expertise to recognize well-crafted content that meets the specified standards "
+        "and can evaluate responses based on quality criteria provided in the checklist.",
+        (
+            "Overall content quality",
+            "Adherence to user requirements",
+            "User satisfaction",
+        ),
+        "Evaluate based on the specific checklist criteria provided, being fair and constructive.",
+        "seeking high-quality content",
     ),
-    (
+    Family(
+        "ideabench",
         ("ideabench", "idea"),
-        "You are a biomedical researcher.",
-        "asking for research hypotheses",
-        ["novelty", "feasibility", "closeness to the target paper"],
+        "You are simulating a biomedical researcher who requested AI assistance to generate novel "
+        "research hypotheses based on background literature abstracts.",
+        "You have expertise across diverse biomedical subdomains including genomics, COVID-19 "
+        "research, cancer immunotherapy, traumatic brain injury, plant biology, vitamin D and "
+        "immune systems, heart failure studies, and other biomedical fields. You understand what "
+        "makes hypotheses novel, feasible, and scientifically sound across these domains.",
+        (
+            "Novel and distinct from existing work in the specific biomedical subdomain",
+            "Scientifically feasible and testable given current methodologies",
+            "Well-reasoned based on the provided abstracts and domain knowledge",
+            "Properly formatted according to requirements (3 hypotheses with ---IDEA-SEPARATOR---)",
+            "Scientific rigor and methodological soundness",
+            "Domain-specific novelty assessment",
+            "Overall research value and potential impact",
+        ),
+        "Consider: scientific rigor, domain-specific novelty assessment, proper separation "
+        "formatting, and overall research value.",
+        "seeking novel hypotheses based on literature abstracts across diverse biomedical "
+        "subdomains (genomics, COVID-19, cancer, TBI, plant biology, etc.)",
     ),
-    (
+    Family(
+        "jre-l",
         ("jre-l", "jrel", "journalist"),
-        "You are a science journalist or editor.",
-        "asking for a popular-science title and abstract",
-        ["faithful to the paper", "readable by the public", "engaging"],
+        "You are simulating a science journalist or editor who requested AI assistance to write "
+        "journalistic reports of scientific papers for general audiences.",
+        "You have expertise in science journalism across diverse fields including computer "
+        "science, cybersecurity, privacy research, mobile computing, cloud services, encryption "
+        "technologies, biomedical research, environmental science, and other technical domains. "
+        "You understand what makes scientific writing accessible to the general public while "
+        "maintaining accuracy.",
+        (
+            "Accessible and readable for general audiences without technical background",
+            "Accurate to the original scientific work without oversimplification",
+            "Engaging and newsworthy in its presentation style",
+            "Well-structured with appropriate journalistic elements (headlines, lead paragraphs, "
+            "context)",
+            "Properly balancing technical detail with readability",
+            "Readability for lay audiences",
+            "Journalistic style and structure",
+            "Engagement factor and clarity of technical concepts",
+        ),
+        "Your evaluation focuses on the journalistic transformation of academic content rather "
+        "than the underlying research quality. Consider: readability for lay audiences, accuracy "
+        "to source material, journalistic style and structure, engagement factor, and clarity of "
+        "technical concepts.",
+        "seeking to transform scientific papers into accessible journalistic reports for general "
+        "audiences",
     ),
-    (
+    Family(
+        "limitgen",
         ("limitgen", "limit"),
-        "You are an expert reviewer.",
-        "asking for the limitations of a paper",
-        ["identifies the expected limitation", "specific", "well argued"],
+        "You are simulating an expert scientific reviewer evaluating an AI system's ability to "
+        "identify limitations in research papers.",
+        "You understand scientific research methodology, experimental design, result analysis, "
+        "and literature review standards. You can assess whether identified limitations are "
+        "accurate, relevant, and appropriately categorized.",
+        (
+            "Accuracy of limitation identification in the specified aspect",
+            "Appropriateness of the limitation category",
+            "Quality and specificity of limitation descriptions",
+            "Avoidance of limitations explicitly mentioned in the paper",
+            "Adherence to the requested JSON format",
+        ),
+        "Focus on whether the AI correctly identifies 3 major limitations in the specified aspect "
+        "(methodology, experimental design, result analysis, or literature review) without "
+        "revealing limitations already mentioned in the paper.",
+        "seeking identification of scientific paper limitations in a specific research aspect",
     ),
-    (
+    Family(
+        "judge",
         ("judge", "judgment"),
-        "You are a Chinese legal professional or law student who asked for a judgment document.",
-        "asking for a criminal judgment document",
-        ["legal accuracy", "completeness of reasoning", "correct statutes and sentence"],
+        "You are simulating a Chinese legal professional or law student seeking assistance with "
+        "legal document generation.",
+        "You understand Chinese legal procedures, judgment document structure, and legal "
+        "reasoning. You can assess whether a generated legal judgment document follows proper "
+        "format, includes necessary legal elements, and demonstrates sound legal reasoning based "
+        "on the provided case facts.",
+        (
+            "Structural completeness of the legal judgment document",
+            "Accurate application of relevant Chinese laws and regulations",
+            "Logical consistency between case facts and legal conclusions",
+            "Proper legal document formatting and professional language use",
+            "Completeness of required legal elements (case summary, legal analysis, verdict, etc.)",
+            "Accuracy of legal reasoning and citation of appropriate statutes",
+        ),
+        "Focus on evaluating the assistant's ability to generate comprehensive, legally sound "
+        "Chinese criminal judgment documents. Consider whether the response demonstrates "
+        "understanding of Chinese legal procedures and produces a document that would be "
+        "acceptable in actual legal practice.",
+        "requesting generation of a complete Chinese criminal judgment document based on provided "
+        "case facts",
     ),
-    (
-        ("writingprompts",),
-        "You are a creative-writing enthusiast.",
-        "asking for a story about a prompt",
-        ["creativity", "coherence", "fits the prompt"],
+    Family(
+        "writingprompts",
+        ("writingprompts", "writing_prompts"),
+        "You are simulating a creative writing enthusiast who has requested a story based on a "
+        "specific prompt.",
+        "You have experience reading and evaluating creative writing, and can recognize engaging "
+        "storytelling, character development, and narrative structure.",
+        (
+            "Creativity and originality in interpreting the prompt",
+            "Narrative coherence and flow",
+            "Engaging characters and dialogue",
+            "Imaginative world-building and setting",
+            "Emotional engagement and impact",
+            "Writing quality and style",
+        ),
+        "Focus on natural user responses that reflect appreciation for creative storytelling. "
+        "Consider how well the story captures the essence of the original prompt while being "
+        "entertaining and well-written.",
+        "requesting a creative story based on a writing prompt",
     ),
-    (
-        ("nfcats",),
-        "You are a user asking non-factoid questions.",
-        "asking a non-factoid question",
-        ["helpfulness", "correctness", "concision"],
+    Family(
+        "nfcats",
+        ("nfcats", "nf-cats"),
+        "You are an AI assistant simulating a knowledgeable user asking various types of "
+        "non-factoid questions that require thoughtful, comprehensive responses.",
+        "You can evaluate the quality of responses to different question types including "
+        "comparisons, debates, evidence-based explanations, instructions, and experience-based "
+        "questions.",
+        (
+            "Appropriateness of response type to the question category (comparison, debate, "
+            "evidence-based, instruction, etc.)",
+            "Completeness and thoroughness of the answer",
+            "Logical structure and clarity of explanation",
+            "Relevance and accuracy of information provided",
+            "Practical usefulness and helpfulness to the questioner",
+            "Balanced perspective when addressing debatable topics",
+            "Clear step-by-step guidance for instructional questions",
+        ),
+        "The questions span multiple categories including COMPARISON, DEBATE, EVIDENCE-BASED, "
+        "INSTRUCTION, EXPERIENCE, REASON, and FACTOID. Each requires a different approach to "
+        "provide a satisfactory response.",
+        "asking a non-factoid question that requires a thoughtful, comprehensive answer tailored "
+        "to the question type",
     ),
-    (
+    # mnemoflow's own built-in benchmark (data/synthetic_feedback.py); not in the reference.
+    Family(
+        "synthetic",
         ("synthetic",),
-        "You are a user who expects the assistant to remember your preferences and house rules.",
+        "You are an AI assistant simulating a user who expects the assistant to remember your "
+        "preferences, house rules and facts you told it.",
+        "You know exactly what you told the assistant and can recognize whether its answer "
+        "matches it.",
+        (
+            "Whether the answer matches what you told the assistant",
+            "Precision of the answer",
+        ),
+        "",
         "asking about your own preferences, house rules and facts",
-        ["matches what you told the assistant", "precise"],
     ),
-]
+)
+DEFAULT_FAMILY = FAMILIES[0]
 
 
-def family_of(dataset: str) -> tuple[str, str, str, list[str]]:
-    """(family key, persona, task description, criteria) of a dataset name (LexEval default)."""
+def family_of(dataset: str) -> Family:
+    """The simulated-user family of a dataset name (LexEval for an unknown name)."""
     name = dataset.lower()
-    for patterns, persona, task, criteria in FAMILIES:
-        if any(p in name for p in patterns):
-            return patterns[0], persona, task, criteria
-    return "lexeval", *FAMILIES[0][1:]
+    for family in FAMILIES:
+        if any(p in name for p in family.patterns):
+            return family
+    return DEFAULT_FAMILY
+
+
+def writingbench_domain(dataset: str) -> str:
+    """The WritingBench domain the reference means to name (its 5.7 bug not copied)."""
+    for spelled, domain in WRITINGBENCH_DOMAINS:
+        if spelled.replace("&", "").lower() in dataset.replace(" ", "").replace("&", "").lower():
+            return domain
+    return "General Writing"
 
 
 def is_rule_based(dataset: str) -> bool:
@@ -161,94 +341,188 @@ def reference_of(question: dict[str, Any]) -> str:
 
 
 def evaluation_context(question: dict[str, Any]) -> str:
-    """The EVALUATION CONTEXT block of the family (privileged; never shown to the assistant)."""
-    family = family_of(str(question.get("dataset", "")))[0]
+    """The EVALUATION CONTEXT block of the family (privileged; never shown to the assistant).
+
+    The reference's texts (59d1b60, each evaluator's ``generate_user_prompt``); empty where the
+    reference's is (no gold / no checklist), and then :func:`user_prompt` leaves the block out.
+    """
+    dataset = str(question.get("dataset", ""))
+    family = family_of(dataset).key
     info, gold = _info(question), reference_of(question)
     if family == "judge":
-        return f"Reference judgment document: {gold}"
+        if not gold:
+            return ""
+        return (
+            f"Reference judgment document: {gold}\n"
+            "Use this reference to evaluate the completeness, structure, and legal accuracy of "
+            "the generated judgment document."
+        )
     if family == "writingbench":
-        criteria = info.get("criteria") or info.get("checklist") or []
-        lines = [
-            f"{i}. {c.get('name', '')}: {c.get('criteria_description', '')}"
-            if isinstance(c, dict)
-            else f"{i}. {c}"
-            for i, c in enumerate(criteria, 1)
-        ]
-        return "Domain: General Writing\nEvaluation Criteria:\n" + "\n".join(lines)
+        text = f"Domain: {writingbench_domain(dataset)}\n"
+        criteria = info.get("criteria") or []
+        if criteria:
+            text += "Evaluation Criteria:\n"
+            for i, c in enumerate(criteria, 1):
+                if isinstance(c, dict):
+                    text += f"{i}. {c.get('name', f'Criterion {i}')}: "
+                    text += f"{c.get('criteria_description', '')}\n"
+                else:
+                    text += f"{i}. {c}\n"
+            text += (
+                "\nUse these criteria to evaluate writing quality and provide feedback based on "
+                "how well the writing meets these standards."
+            )
+        return text
     if family == "hellobench":
         checklist = info.get("checklist") or []
-        items = [c.get("checklist_content", c) if isinstance(c, dict) else c for c in checklist]
-        return "Quality Criteria the response should satisfy:\n" + "\n".join(
-            f"- {c}" for c in items
+        if not checklist:
+            return ""
+        text = "Quality Criteria (evaluate the response based on these standards):\n"
+        for item in checklist:
+            content = item.get("checklist_content", "") if isinstance(item, dict) else item
+            text += f"- {content}\n"
+        return text + (
+            "\nUse these criteria to evaluate the response quality and provide feedback based on "
+            "how well the content meets these standards."
         )
     if family == "writingprompts":
+        if not gold:
+            return ""
         return (
-            f"Reference Story for Comparison:\n{gold}\n"
-            "Compare creativity, coherence and fit to the prompt with the reference."
+            f"Reference Story for Comparison:\n{gold}\n\n"
+            "Use this reference story to evaluate how well the generated response interprets the "
+            "prompt. Consider creativity, narrative quality, character development, and overall "
+            "storytelling compared to this reference. Provide constructive feedback on strengths "
+            "and areas for improvement."
         )
     if family == "nfcats":
-        return "The question is non-factoid: a good answer is concise, informative and correct."
+        return (
+            "This dataset contains non-factoid questions from various categories (COMPARISON, "
+            "DEBATE, EVIDENCE-BASED, INSTRUCTION, EXPERIENCE, REASON, FACTOID). Evaluate whether "
+            "the assistant's response appropriately addresses the type and nature of the question "
+            "asked."
+        )
     if family == "jre-l":
         return (
             f"Reference Popular Title: {info.get('pr-title', '')}\n"
-            f"Reference Popular Abstract: {info.get('pr-abstract', gold)}"
+            f"Reference Popular Abstract: {info.get('pr-abstract', gold)}\n\n"
+            "Use this reference to evaluate the quality of the journalistic transformation. "
+            "Consider how well the generated content compares to this reference in terms of "
+            "accessibility, accuracy, and engagement for general audiences."
         )
     if family == "ideabench":
         return (
             f"Reference Paper Title: {info.get('title', '')}\n"
-            f"Reference Paper Abstract: {info.get('abstract', gold)}"
+            f"Reference Paper Abstract: {info.get('abstract', gold)}\n\n"
+            "Use this reference to evaluate the quality and relevance of the generated "
+            "hypotheses. Consider how well the hypotheses relate to the research direction and "
+            "findings represented by this reference paper."
         )
     if family == "limitgen":  # the release has no aspect field: the category's (data.limitgen)
         category = str(info.get("category", ""))
         aspect = info.get("aspect") or aspect_of(category)
-        return (
-            f"Expected limitation type: {info.get('ground_truth', gold)}\n"
-            f"Target category: {category}\nTarget aspect: {aspect}"
-        )
+        text = ""
+        if info.get("ground_truth", gold):
+            text += f"Expected limitation type: {info.get('ground_truth', gold)}\n"
+        if category:
+            text += f"Target category: {category}\n"
+        if aspect:
+            text += f"Target aspect: {aspect}\n"
+        if text:
+            text += (
+                "Use this information to evaluate the accuracy and appropriateness of the "
+                "identified limitations."
+            )
+        return text
+    if not gold:  # LexEval (and the default, and the synthetic benchmark)
+        return ""
     return (
         f"Reference Answer: {gold}\n"
-        "Use the reference answer to judge whether the assistant's answer is correct and complete."
+        "Use this reference to evaluate the accuracy and completeness of the legal information "
+        "provided."
     )
 
 
 def _language_line(lang: str) -> str:
+    head = (
+        "IMPORTANT: If you provide a response (when behavior is continue_conversation), it must be"
+    )
     if lang == "zh":
-        return "Your response must be in Chinese (中文)."
+        return f"{head} in Chinese (中文)."
     if lang == "en":
-        return "Your response must be in English."
-    return f"Respond in the conversation language (lang: {lang})."
+        return f"{head} in English."
+    return f"{head} in the conversation language (lang: {lang})."
 
 
 def system_prompt(dataset: str) -> str:
-    _, persona, _, criteria = family_of(dataset)
-    return (
-        f"{persona}\n\n"
+    """The reference's ``build_base_system_prompt`` for the dataset's family (59d1b60)."""
+    family = family_of(dataset)
+    domain = writingbench_domain(dataset)
+    criteria = "\n".join(f"- {c}" for c in family.criteria)
+    prompt = (
+        f"{family.persona.format(domain=domain)}\n\n"
+        f"{family.expertise}\n\n"
         "CRITICAL: Always focus on the initial prompt/request as the primary context for "
-        "evaluation.\nIMPORTANT: DO NOT REPEAT QUESTIONS OR REQUESTS you already made.\n"
-        "IMPORTANT: Always start your reasoning process first.\n"
-        "Decide, in order:\n1. Reasoning\n2. Implicit action (like, dislike, copy, none)\n"
-        "3. Behavior decision (continue_conversation or end_conversation)\n"
-        "4. Response (only if continuing)\n\nConsider factors like:\n"
-        + "\n".join(f"- {c}" for c in criteria)
+        "evaluation. The conversation should stay aligned with the original user intent.\n\n"
+        "IMPORTANT: DO NOT REPEAT QUESTIONS OR REQUESTS that have already been asked in the "
+        "conversation. Avoid asking the same question multiple times.\n\n"
+        "IMPORTANT: Always start your reasoning process first, then provide the other feedback "
+        "elements.\n\n"
+        "Your response should include:\n"
+        "1. Reasoning: Detailed analysis of the assistant's response quality and accuracy (always "
+        "consider how well it addresses the initial prompt)\n"
+        "2. Implicit action: What the user would likely do (like, dislike, copy, none)\n"
+        "3. Behavior decision: Whether to continue or end the conversation\n"
+        "4. Response: What the user would say (only if continuing the conversation)\n\n"
+        f"Consider factors like:\n{criteria}"
     )
+    if family.additional_context:
+        prompt += f"\n\n{family.additional_context}"
+    return prompt
+
+
+#: The reference's JSON template and requirements (``build_base_user_prompt``, 59d1b60), verbatim
+#: (the behavior line's trailing space included).
+JSON_TEMPLATE = (
+    "Please provide a realistic user response in strict JSON format:\n\n"
+    "{\n"
+    '  "reasoning": "Detailed analysis of the assistant\'s response quality and accuracy (MUST '
+    'evaluate how well it addresses the initial request)",\n'
+    '  "implicit_action": "like" | "dislike" | "copy" | "none",\n'
+    '  "behavior": "continue_conversation" | "end_conversation", \n'
+    '  "response": "What the user would say next (string or null if ending)"\n'
+    "}\n\n"
+    "Requirements:\n"
+    "- reasoning: Always provide detailed analysis first. CRITICAL: Always assess how well the "
+    "assistant's response addresses the initial request and stays focused on the original user "
+    "intent.\n"
+    "- implicit_action: Must be exactly one of: like, dislike, copy, none\n"
+    "- behavior: Must be exactly: continue_conversation or end_conversation\n"
+    "- response: Text if continuing, null if ending conversation. Must match the conversation "
+    "language. IMPORTANT: Do not repeat questions or requests that have already been made in the "
+    "conversation.\n\n"
+    "Respond with valid JSON only."
+)
 
 
 def user_prompt(dataset: str, history: list[Any], context: str, lang: str) -> str:
-    task = family_of(dataset)[2]
-    lines = [
-        f"{'User' if turn.role == 'user' else 'Assistant'}: {turn.content.strip()}"
-        for turn in history
-    ]
-    return (
+    """The reference's ``build_base_user_prompt`` (59d1b60): task, conversation, the privileged
+    EVALUATION CONTEXT (left out when empty), the language line, the JSON template."""
+    task = family_of(dataset).task.format(domain=writingbench_domain(dataset))
+    names = {"user": "User", "assistant": "Assistant"}
+    conversation = "".join(
+        f"{names[turn.role]}: {turn.content}\n" for turn in history if turn.role in names
+    ).strip()
+    prompt = (
         "Analyze this conversation and predict the user's response:\n\n"
-        f"The user is {task}. CRITICAL: Focus on the initial request as the core topic.\n\n"
-        "Conversation History:\n" + "\n".join(lines) + "\n\n"
-        f"EVALUATION CONTEXT:\n{context}\n\n{_language_line(lang)}\n\n"
-        'Respond with JSON: {"reasoning": "...", "implicit_action": "like|dislike|copy|none", '
-        '"behavior": "continue_conversation|end_conversation", "response": "... or null"}\n'
-        "Requirements: response is null when ending; otherwise what the user says next.\n"
-        "Respond with valid JSON only."
+        f"The user is {task}. CRITICAL: Focus on the initial request as the core topic that "
+        "should be the primary focus throughout this entire conversation. All responses should "
+        "be evaluated based on how well they address this original user intent.\n\n"
+        f"Conversation History:\n{conversation}\n\n"
     )
+    if context:
+        prompt += f"EVALUATION CONTEXT:\n{context}\n\n"
+    return prompt + f"{_language_line(lang)}\n\n{JSON_TEMPLATE}"
 
 
 # ---- strict parsing -----------------------------------------------------------------------------
