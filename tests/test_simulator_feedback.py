@@ -315,3 +315,208 @@ def test_lexeval_judge_gets_the_reference_answer_not_a_judgment_document():
         "You are an AI assistant simulating a knowledgeable user seeking legal information or "
         "assistance.\n\n"
     )
+
+
+# ---- the reference's prompt texts (LittleDinoC/MemoryBench-code 59d1b60, src/agent/evaluators/ and
+# src/agent/user_simulator.py), transcribed here independently of the module's table -------------
+
+#: (a dataset name of the family, the reference's user_persona, its number of evaluation criteria)
+REFERENCE_FAMILIES = [
+    (
+        "LexEval-QA",
+        "You are an AI assistant simulating a knowledgeable user seeking legal information or "
+        "assistance.",
+        5,
+    ),
+    (
+        "JuDGE",
+        "You are simulating a Chinese legal professional or law student seeking assistance with "
+        "legal document generation.",
+        6,
+    ),
+    (
+        "WritingBench-Politics&Law",
+        "You are an AI assistant simulating a user who requested writing assistance in the "
+        "Politics & Law domain.",
+        4,
+    ),
+    (
+        "HelloBench-Academic&Knowledge-Writing",
+        "You are an AI assistant simulating a user seeking high-quality content.",
+        3,
+    ),
+    (
+        "WritingPrompts",
+        "You are simulating a creative writing enthusiast who has requested a story based on a "
+        "specific prompt.",
+        6,
+    ),
+    (
+        "NFCats",
+        "You are an AI assistant simulating a knowledgeable user asking various types of "
+        "non-factoid questions that require thoughtful, comprehensive responses.",
+        7,
+    ),
+    (
+        "JRE-L",
+        "You are simulating a science journalist or editor who requested AI assistance to write "
+        "journalistic reports of scientific papers for general audiences.",
+        8,
+    ),
+    (
+        "IdeaBench",
+        "You are simulating a biomedical researcher who requested AI assistance to generate novel "
+        "research hypotheses based on background literature abstracts.",
+        7,
+    ),
+    (
+        "LimitGen-Syn",
+        "You are simulating an expert scientific reviewer evaluating an AI system's ability to "
+        "identify limitations in research papers.",
+        5,
+    ),
+    # an unknown name gets LexEval's user (the reference's intended default)
+    (
+        "Unknown",
+        "You are an AI assistant simulating a knowledgeable user seeking legal information or "
+        "assistance.",
+        5,
+    ),
+]
+
+LEXEVAL_SYSTEM = (
+    "You are an AI assistant simulating a knowledgeable user seeking legal information or "
+    "assistance.\n\n"
+    "You have domain expertise to recognize quality legal information without revealing specific "
+    "ground truth details.\n\n"
+    "CRITICAL: Always focus on the initial prompt/request as the primary context for evaluation. "
+    "The conversation should stay aligned with the original user intent.\n\n"
+    "IMPORTANT: DO NOT REPEAT QUESTIONS OR REQUESTS that have already been asked in the "
+    "conversation. Avoid asking the same question multiple times.\n\n"
+    "IMPORTANT: Always start your reasoning process first, then provide the other feedback "
+    "elements.\n\n"
+    "Your response should include:\n"
+    "1. Reasoning: Detailed analysis of the assistant's response quality and accuracy (always "
+    "consider how well it addresses the initial prompt)\n"
+    "2. Implicit action: What the user would likely do (like, dislike, copy, none)\n"
+    "3. Behavior decision: Whether to continue or end the conversation\n"
+    "4. Response: What the user would say (only if continuing the conversation)\n\n"
+    "Consider factors like:\n"
+    "- Legal accuracy and correctness of information provided\n"
+    "- Completeness in addressing the legal question or issue\n"
+    "- Clarity and understandability for a non-lawyer\n"
+    "- Practical usefulness of the advice or information\n"
+    "- Whether the assistant properly acknowledged limitations or suggested consulting a lawyer "
+    "when appropriate\n\n"
+    "Natural conversation flow and user satisfaction with legal guidance received"
+)
+
+JSON_TEMPLATE_REFERENCE = """Please provide a realistic user response in strict JSON format:
+
+{
+  "reasoning": "Detailed analysis of the assistant's response quality and accuracy (MUST evaluate how well it addresses the initial request)",
+  "implicit_action": "like" | "dislike" | "copy" | "none",
+  "behavior": "continue_conversation" | "end_conversation",\x20
+  "response": "What the user would say next (string or null if ending)"
+}
+
+Requirements:
+- reasoning: Always provide detailed analysis first. CRITICAL: Always assess how well the assistant's response addresses the initial request and stays focused on the original user intent.
+- implicit_action: Must be exactly one of: like, dislike, copy, none
+- behavior: Must be exactly: continue_conversation or end_conversation
+- response: Text if continuing, null if ending conversation. Must match the conversation language. IMPORTANT: Do not repeat questions or requests that have already been made in the conversation.
+
+Respond with valid JSON only."""  # noqa: E501
+
+
+@pytest.mark.parametrize(("dataset", "persona", "n_criteria"), REFERENCE_FAMILIES)
+def test_each_family_has_the_reference_persona_and_criteria_count(dataset, persona, n_criteria):
+    prompt = system_prompt(dataset)
+    assert prompt.startswith(persona + "\n\n")
+    criteria = prompt.split("Consider factors like:\n", 1)[1].split("\n\n", 1)[0]
+    assert len(criteria.splitlines()) == n_criteria
+    assert all(line.startswith("- ") for line in criteria.splitlines())
+    assert len(family_of(dataset).criteria) == n_criteria
+
+
+def test_lexeval_system_prompt_is_the_reference_text():
+    """Persona, the no-reveal expertise line, the fixed block, all five criteria, the additional
+    context, in the reference's order and separators."""
+    prompt = system_prompt("LexEval-QA")
+    assert "without revealing specific ground truth details" in prompt
+    assert prompt == LEXEVAL_SYSTEM
+
+
+def test_system_prompts_carry_the_reference_expertise_and_additional_context():
+    judge = system_prompt("JuDGE")
+    assert "\n\nYou understand Chinese legal procedures, judgment document structure" in judge
+    assert judge.endswith("produces a document that would be acceptable in actual legal practice.")
+    assert system_prompt("NFCats").endswith(
+        "\n\nThe questions span multiple categories including COMPARISON, DEBATE, EVIDENCE-BASED, "
+        "INSTRUCTION, EXPERIENCE, REASON, and FACTOID. Each requires a different approach to "
+        "provide a satisfactory response."
+    )
+    assert (
+        "- Properly formatted according to requirements (3 hypotheses with "
+        "---IDEA-SEPARATOR---)\n" in system_prompt("IdeaBench")
+    )
+
+
+def test_lexeval_user_prompt_is_assembled_as_the_reference():
+    item = {"dataset": "LexEval-QA", "answer": "Article 5", "meta": "{}", "lang": "en"}
+    history = [Turn("user", "Which article applies?"), Turn("assistant", "Article 7.")]
+    request = FeedbackSimulator(item, offline()).request(history)
+    assert request.messages[0]["content"] == LEXEVAL_SYSTEM
+    assert request.messages[1]["content"] == (
+        "Analyze this conversation and predict the user's response:\n\n"
+        "The user is seeking accurate legal information or guidance. CRITICAL: Focus on the "
+        "initial request as the core topic that should be the primary focus throughout this "
+        "entire conversation. All responses should be evaluated based on how well they address "
+        "this original user intent.\n\n"
+        "Conversation History:\nUser: Which article applies?\nAssistant: Article 7.\n\n"
+        "EVALUATION CONTEXT:\nReference Answer: Article 5\n"
+        "Use this reference to evaluate the accuracy and completeness of the legal information "
+        "provided.\n\n"
+        "IMPORTANT: If you provide a response (when behavior is continue_conversation), it must "
+        "be in English.\n\n" + JSON_TEMPLATE_REFERENCE
+    )
+    # the offline user reads these fields, not the prompt: unchanged by the prompt texts
+    assert request.fields == {
+        "question": "Which article applies?",
+        "response": "Article 7.",
+        "reference": "Article 5",
+        "lang": "en",
+        "round": 1,
+    }
+
+
+def test_language_line_and_empty_context_as_the_reference():
+    history = [Turn("user", "写一份判决书"), Turn("assistant", "……")]
+    zh = FeedbackSimulator({"dataset": "JuDGE", "answer": "", "meta": "{}", "lang": "zh"}, None)
+    text = zh.request(history).messages[1]["content"]
+    assert "EVALUATION CONTEXT" not in text  # no gold: the reference leaves the block out
+    assert (
+        "\n\nIMPORTANT: If you provide a response (when behavior is continue_conversation), "
+        "it must be in Chinese (中文).\n\nPlease provide" in text
+    )
+    assert text.endswith(JSON_TEMPLATE_REFERENCE)
+
+
+def test_writingbench_names_its_domain_from_the_dataset_name():
+    """The reference always says "General Writing" (memorybench.md 5.7); mnemoflow names the
+    domain the reference's table means for the release's spelling."""
+    info = {"criteria": [{"name": "Tone", "criteria_description": "formal"}]}
+    item = {
+        "dataset": "WritingBench-Politics&Law",
+        "answer": "",
+        "meta": json.dumps({"info": info}),
+    }
+    assert evaluation_context(item) == (
+        "Domain: Politics & Law\nEvaluation Criteria:\n1. Tone: formal\n\n"
+        "Use these criteria to evaluate writing quality and provide feedback based on how well "
+        "the writing meets these standards."
+    )
+    assert "in the Academic & Engineering domain." in system_prompt(
+        "WritingBench-Academic&Engineering"
+    )
+    assert "in the General Writing domain." in system_prompt("WritingBench-Creative&Design")

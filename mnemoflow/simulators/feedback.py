@@ -434,8 +434,14 @@ def evaluation_context(question: dict[str, Any]) -> str:
                 "identified limitations."
             )
         return text
-    if not gold:  # LexEval (and the default, and the synthetic benchmark)
+    if not gold:  # LexEval (and the default), the synthetic benchmark
         return ""
+    if family == "synthetic":  # mnemoflow's own benchmark: not legal information
+        return (
+            f"Reference Answer: {gold}\n"
+            "Use this reference to evaluate whether the assistant's answer matches what you told "
+            "it."
+        )
     return (
         f"Reference Answer: {gold}\n"
         "Use this reference to evaluate the accuracy and completeness of the legal information "
