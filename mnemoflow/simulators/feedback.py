@@ -5,12 +5,15 @@ Two kinds, as in the reference (``FeedbackAgent.get_feedback``):
 - rule-based for corpus datasets (Locomo-k, DialSim-*): the last answer is scored with the
   dataset's own metric (LoCoMo correct iff F1 > 0.5, DialSim iff its accuracy, which may cost a
   judge call); the reply texts and like / dislike actions are the official ones.
-- LLM-based for every other dataset: a persona and the privileged evaluation context of the
-  dataset's family (reference answer, checklist, criteria ...), the conversation so far and the
-  item's language; the reply is JSON {reasoning, implicit_action, behavior, response}, asked with a
-  ``response_format`` json_schema where the endpoint supports it, parsed strictly. The gateway
-  re-asks an unparseable reply; one that still does not parse ends the dialogue with a recorded
-  ``implicit_action`` of ``unparsed`` (counted in the ledger), never a silent "end".
+- LLM-based for every other dataset: the family's persona, expertise, criteria and additional
+  context (system prompt) and its task, the conversation so far, the privileged evaluation context
+  (reference answer, checklist, criteria ...), the item's language and the JSON template (user
+  prompt), all with the reference's texts (LittleDinoC/MemoryBench-code 59d1b60, see
+  :data:`FAMILIES`; docs/feedback.md lists the few differences); the reply is JSON
+  {reasoning, implicit_action, behavior, response}, asked with a ``response_format`` json_schema
+  where the endpoint supports it, parsed strictly. The gateway re-asks an unparseable reply; one
+  that still does not parse ends the dialogue with a recorded ``implicit_action`` of ``unparsed``
+  (counted in the ledger), never a silent "end".
 
 The simulator sees the gold (``question['answer']`` and ``meta.info``); the assistant never does:
 it only gets the conversation. This layer knows no metric module: the scorer of the rule-based kind
