@@ -48,9 +48,8 @@ class RunKeys:
 
     @classmethod
     def from_wildcards(cls, wildcards: Any) -> RunKeys:
-        given = dict(wildcards.items())
-        known = {f.name: f.type for f in dataclasses.fields(cls)}
-        return cls(**{k: int(v) if known[k] == "int" else str(v) for k, v in given.items()})
+        types = typing.get_type_hints(cls)
+        return cls(**{name: types[name](value) for name, value in wildcards.items()})
 
     def row(self) -> dict[str, Any]:
         """The run-key columns of every table (``data.tables.RUN_KEYS``)."""

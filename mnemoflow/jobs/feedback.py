@@ -185,7 +185,7 @@ def train_performance(
     settings: dict[str, Any],
 ) -> None:
     """The training split asked of the off-policy memory (no memory of its own)."""
-    keys = dataclasses.replace(run, protocol="train_performance", step=0).row()
+    keys = run.row()  # the rule's own wildcards: protocol train_performance, step 0
     gateway = env.gateway()
     asked = read_table(files.questions, "questions")
     metrics = fb.metrics_module(loader)
