@@ -392,15 +392,18 @@ def test_replay_rejects_a_dialogue_of_another_environment(users, tmp_path):
 # --- offline handlers ------------------------------------------------------------------------
 
 
-def test_offline_choice_prefers_the_option_the_latest_context_supports():
+def test_offline_choice_prefers_the_option_the_latest_user_statement_supports():
     _load_handlers()
-    reply = HANDLERS["amemgym_choice"](
-        {
-            "options": ["A vegan recipe", "A keto recipe", "A raw food salad"],
-            "context": ["user: My diet is vegan now.", "user: My diet is keto now."],
-        }
-    )
+    options = ["A vegan recipe", "A keto recipe", "A raw food salad"]
+    latest = ["user: My diet is vegan now.", "user: My diet is keto now."]
+    reply = HANDLERS["amemgym_choice"]({"options": options, "context": latest})
     assert reply == '```json\n{"answer": 2}\n```'
+    # the assistant's own words are not the user's state: the user's latest statement wins
+    echoed = [*latest, "assistant: From what I remember, your diet is vegan."]
+    assert HANDLERS["amemgym_choice"]({"options": options, "context": echoed}) == reply
+    # nothing known: the first option (chance under the seeded option order)
+    blank = HANDLERS["amemgym_choice"]({"options": options, "context": []})
+    assert blank == '```json\n{"answer": 1}\n```'
 
 
 def test_offline_recall_leaves_out_a_type_the_context_never_mentions():
@@ -428,14 +431,24 @@ def test_offline_user_follow_up_names_a_schema_type_and_no_value():
     )
 
 
-def test_offline_assistant_brings_up_what_its_memory_holds():
+def test_offline_assistant_acknowledges_a_new_value_and_recalls_the_believed_one():
     _load_handlers()
-    message = "[Current Time: 2024-02-26 19:30:00]\nMy diet is keto now. What should I cook?"
-    stale = ["USER INPUT: [Current Time: 2024-01-26 19:30:00]\nMy diet is vegan now. Ideas?"]
-    with_memory = HANDLERS["interactive_act"]({"message": message, "memories": stale})
-    without = HANDLERS["interactive_act"]({"message": message, "memories": []})
-    assert without == "Thanks for sharing. Here are some suggestions about diet, keto, cook."
-    assert with_memory == without + " From what I remember, your diet is vegan now."
+    act = HANDLERS["interactive_act"]
+    stale = [{"role": "", "text": "USER INPUT: [Current Time: t]\nMy diet is vegan now. Ideas?"}]
+    update = "[Current Time: 2024-02-26 19:30:00]\nMy diet is keto now. What should I cook?"
+    # a message that states a value is acknowledged with it, never answered with the old one
+    assert act({"message": update, "context": stale}) == (
+        "Thanks for sharing. Here are some suggestions about diet, keto, cook. "
+        "Noted: your diet is keto now."
+    )
+    # a message about the type brings up what the memory holds; nothing held, nothing said
+    ask = "[Current Time: 2024-02-26 19:30:00]\nAnything else about my diet?"
+    base = "Thanks for sharing. Here are some suggestions about anything, else, diet."
+    assert act({"message": ask, "context": []}) == base
+    assert (
+        act({"message": ask, "context": stale})
+        == base + " From what I remember, your diet is vegan."
+    )
 
 
 def test_dialogue_rows_keep_session_order_past_ten_sessions(tmp_path):

@@ -16,9 +16,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
 
 #: Sub-package -> the mnemoflow sub-packages and modules it may import (itself always allowed).
 #: ``errors``, ``lexical`` (text normalization, token counts), ``intervals``, ``grouping`` (random
-#: groups of names), ``codeversion`` (source fingerprints) and ``registry`` (things found by name)
-#: serve every layer.
-SHARED = {"errors", "lexical", "intervals", "grouping", "codeversion", "registry"}
+#: groups of names), ``codeversion`` (source fingerprints), ``registry`` (things found by name) and
+#: ``amemgym_world`` (the topic world the offline AMemGym writer and assistant share) serve every
+#: layer.
+SHARED = {
+    "errors",
+    "lexical",
+    "intervals",
+    "grouping",
+    "codeversion",
+    "registry",
+    "amemgym_world",
+}
 ALLOWED = {
     "llm": SHARED,
     "data": SHARED,

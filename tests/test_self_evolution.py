@@ -222,7 +222,7 @@ def test_complete_feedback_letter_matches_the_checkpoint_answer(users, tmp_path)
 
 def test_evolution_changes_what_gets_remembered(tmp_path):
     """On a procedural environment the offline writer also remembers sentences naming an evolved
-    type ("Stress-wise, ..." under "stress"): the evolved memory holds more types."""
+    type (the screen-time statement under "evening"): the evolved memory holds more types."""
     data = amemgym_procedural.generate({"users": 1, "periods": 2, "seed": 7})
     amemgym_procedural.write_data(data, tmp_path)
     users = read_environment(tmp_path / "data.json")
@@ -236,8 +236,9 @@ def test_evolution_changes_what_gets_remembered(tmp_path):
     added = set(evolved.memory) - set(control.memory)
     named = {t for t, _ in section_types(evolved.memory_types)}
     assert added <= named
-    assert sorted(added) == ["commute", "cook", "evening", "weeknights"]
-    assert evolved.memory["cook"]["value"] == "On weeknights I have over an hour to cook."
+    assert sorted(added) == ["evening"]
+    said = "My screen time outside work is most of the evening each day."
+    assert evolved.memory["evening"]["value"] == said
 
 
 def test_no_evolution_keeps_the_section_and_sends_awis_exact_prompts(users, tmp_path):

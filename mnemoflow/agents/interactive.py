@@ -122,12 +122,19 @@ class InteractiveAgent:
         memories = "\n".join(f"- {item.text}" for item in ordered)
         return template.format(memories=memories), turns, ordered
 
+    def _shown(self, items: list[MemoryItem], turns: list[dict[str, str]]) -> list[dict[str, str]]:
+        """What the model is shown, oldest first, with who said it where that is known: the
+        memory items (a stored message's speaker label names its role; a note has none), then
+        the chat turns (native: the whole history, which the items only point to)."""
+        shown = [] if self.policy == "native" else [{"role": "", "text": i.text} for i in items]
+        return shown + [{"role": t["role"], "text": t["content"]} for t in turns]
+
     async def act(self, history: list[Any]) -> str:
         """Answer the last user turn of the session ``history``, then memorize the round."""
         message = history[-1].content
         earlier = [{"role": t.role, "content": t.content} for t in history[:-1]]
         system, turns, items = await self._context(message, earlier)
-        fields = {"message": message, "memories": [item.text for item in items], "local": turns}
+        fields = {"message": message, "context": self._shown(items, turns)}
         request = prompt_request("agent", ACT_TASK, message, fields, system=system, history=turns)
         reply = await self.gateway.chat(request)
         await self.memorize(message, reply.text)
@@ -147,10 +154,8 @@ class InteractiveAgent:
         parse: Callable[[str], Any],
     ) -> Reply:
         """A checkpoint question or recall probe: memory is read (query = the whole prompt),
-        never written. ``fields`` get ``context``: the texts the model is shown, oldest first."""
+        never written. ``fields`` get ``context``: what the model is shown, oldest first."""
         system, turns, items = await self._context(prompt, [])
-        context = [item.text for item in items] if self.policy != "native" else []
-        context += [t["content"] for t in turns]
-        fields = {**fields, "context": context}
+        fields = {**fields, "context": self._shown(items, turns)}
         request = prompt_request("agent", task, prompt, fields, system=system, history=turns)
         return await self.gateway.chat(request, parse=parse)

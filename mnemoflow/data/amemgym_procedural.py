@@ -37,19 +37,17 @@ import json
 import random
 import uuid
 from datetime import date, datetime, timedelta
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mnemoflow import amemgym_world as world
 from mnemoflow.data.validate import DataError
 from mnemoflow.grouping import shuffled_groups
 
 #: The shipped templates and persona pool (the repository's ``data/`` folder).
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 PERSONAS = DATA_DIR / "amemgym_personas.jsonl"
-TOPICS = DATA_DIR / "amemgym_topics.yaml"
+TOPICS = world.TOPICS
 
 #: Knobs, named after the reference's config (v1.base values where they apply).
 DEFAULTS: dict[str, Any] = {
@@ -83,11 +81,6 @@ def formatted_profile(profile: dict[str, Any]) -> str:
     return "\n".join(f"{key}: {profile[key]}" for key in PROFILE_KEYS)
 
 
-@cache
-def _topics(path: Path = TOPICS) -> dict[str, Any]:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
-
-
 def read_personas(path: str | Path = PERSONAS) -> list[dict[str, Any]]:
     """The persona pool: one JSON object per line with every key of :data:`PROFILE_KEYS`."""
     path = Path(path)
@@ -112,7 +105,7 @@ def generate(params: dict[str, Any] | None = None, personas: str | Path = PERSON
     unknown = sorted(set(p) - set(DEFAULTS))
     if unknown:
         raise DataError(f"amemgym generator: unknown parameters {unknown}")
-    topics = _topics()
+    topics = world.topics()
     pool = read_personas(personas)
     if not 1 <= p["users"] <= len(pool):
         raise DataError(f"amemgym generator: users must be 1..{len(pool)} (the persona pool)")
@@ -172,11 +165,6 @@ def _profile(persona: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return profile
 
 
-def _query(types: dict[str, Any], exposed: dict[str, str], first: str) -> str:
-    sentences = [types[name]["sentence"].format(value=value) for name, value in exposed.items()]
-    return " ".join(sentences) + " " + types[first]["request"]
-
-
 def _label(name: str) -> str:
     return name.replace("_", " ")
 
@@ -216,7 +204,7 @@ def _user(persona, rng: random.Random, start: date, p: dict[str, Any], topics) -
     state = _initial(rng, schema)
     counts = dict.fromkeys(schema, 0)
     sessions = [
-        {"event": None, "exposed_states": exposed, "query": _query(types, exposed, group[0])}
+        {"event": None, "exposed_states": exposed, "query": world.query(exposed)}
         for group in shuffled_groups(rng, list(schema), 3)
         for exposed in [{name: state[name] for name in group}]
     ]
@@ -248,7 +236,7 @@ def _user(persona, rng: random.Random, start: date, p: dict[str, Any], topics) -
                 f"{first_name}'s {_label(name)} changed from {updates[name]['old']} to {value}"
                 for name, value in exposed.items()
             )
-            query = "Quick update on my side. " + _query(types, exposed, group[0])
+            query = world.query(exposed, "Quick update on my side. ")
             sessions.append({"event": event + ".", "exposed_states": exposed, "query": query})
         for session, when in zip(sessions, session_times(rng, end, len(sessions)), strict=True):
             session.update(messages=[], session_time=when)
@@ -278,17 +266,6 @@ def _user(persona, rng: random.Random, start: date, p: dict[str, Any], topics) -
         "periods": periods,
         "qas": qas,
     }
-
-
-def _advice(types, required: list[str], values: list[str]) -> str:
-    parts = [
-        types[name]["advice"][types[name]["choices"].index(v)]
-        for name, v in zip(required, values, strict=True)
-    ]
-    text = parts[0][0].upper() + parts[0][1:]
-    for part in parts[1:]:
-        text += f", and {part}"
-    return text + "."
 
 
 def state_variants(
@@ -325,7 +302,7 @@ def _qa(rng, question, schema, states, types, p) -> dict[str, Any]:
         "answer_choices": [
             {
                 "state": list(variant),
-                "answer": _advice(types, required, list(variant)),
+                "answer": world.advice(required, schema, list(variant)),
                 "type": "experience" if variant in seen else "random",
             }
             for variant in variants

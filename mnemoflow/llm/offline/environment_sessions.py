@@ -2,7 +2,8 @@
 checks, queries and their checks): deterministic template choices that satisfy the validators
 for real.
 
-Every handler reads only the request's ``fields``. Answers are built from one advice fragment per
+Every handler reads only the request's ``fields`` and the world knowledge it shares with the
+offline assistant (:mod:`mnemoflow.amemgym_world`). Answers are built from one advice fragment per
 value (the topic templates' ``advice`` where the type and value are known, else a generic stance
 by the value's position); the answer checker recovers the variant by finding those fragments in
 the text, and the query checker predicts each value from the choice strings the query contains,
@@ -14,77 +15,25 @@ from __future__ import annotations
 import json
 import random
 import re
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mnemoflow import amemgym_world as world
 from mnemoflow.grouping import shuffled_groups
 from mnemoflow.llm.offline import handles
 
-#: The topic templates (the llm layer reads them by path; it may not import ``mnemoflow.data``).
-TOPICS = Path(__file__).resolve().parents[3] / "data" / "amemgym_topics.yaml"
-
-#: Stances for a value of a type without templates, by the value's position among its choices.
-GENERIC_STANCES = (
-    "keep everything about {label} at the simplest, lowest-effort level",
-    "take a balanced, middle-of-the-road approach to {label}",
-    "plan for the most demanding, all-in version of {label}",
-    "try an unconventional angle on {label} rather than the usual routine",
-    "revisit {label} every few weeks and adjust in small steps",
-    "hand {label} over to a fixed weekly schedule you never skip",
-)
-
-
-@cache
-def _types() -> dict[str, Any]:
-    return yaml.safe_load(TOPICS.read_text(encoding="utf-8"))["types"]
-
-
-def _label(name: str) -> str:
-    return name.replace("_", " ")
-
-
-def fragment(name: str, choices: list[str], value: str) -> str:
-    """The advice fragment for ``name = value``; it does not name the value."""
-    template = _types().get(name)
-    if (
-        template
-        and value in template["choices"]
-        and len(template["advice"]) == len(template["choices"])
-    ):
-        return template["advice"][template["choices"].index(value)]
-    index = choices.index(value)
-    stance = GENERIC_STANCES[index % len(GENERIC_STANCES)].format(label=_label(name))
-    return stance if index < len(GENERIC_STANCES) else f"{stance} (variation {index + 1})"
+TOPICS = world.TOPICS
+_label = world.label
+fragment = world.fragment
 
 
 def _advice(required: list[str], choices: dict[str, list[str]], variant: list[str]) -> str:
-    parts = [fragment(n, choices[n], v) for n, v in zip(required, variant, strict=True)]
-    text = parts[0][0].upper() + parts[0][1:]
-    for part in parts[1:]:
-        text += f", and {part}"
-    return text + ". That combination fits where you are right now."
-
-
-def _sentence(name: str, value: str) -> str:
-    template = _types().get(name)
-    if template and value in template["choices"]:
-        return template["sentence"].format(value=value)
-    return f"As for my {_label(name)}, it's {value}."
-
-
-def _request(name: str) -> str:
-    template = _types().get(name)
-    if template:
-        return template["request"]
-    return f"What would you suggest given my {_label(name)}?"
+    return (
+        world.advice(required, choices, variant) + " That combination fits where you are right now."
+    )
 
 
 def _query(exposed: dict[str, str], opening: str = "") -> str:
-    sentences = [_sentence(n, v) for n, v in exposed.items()]
-    return opening + " ".join(sentences) + " " + _request(next(iter(exposed)))
+    return world.query(exposed, opening)
 
 
 @handles("env-state-updates", reads=(TOPICS,))
@@ -206,5 +155,5 @@ def query_refine(fields: dict[str, Any]) -> str:
     """The query rewritten to name each intended value next to its variable."""
     exposed: dict[str, str] = fields["exposed_states"]
     sentences = [f"As for my {_label(n)}, it's {v}." for n, v in exposed.items()]
-    query = " ".join(sentences) + " " + _request(next(iter(exposed)))
+    query = " ".join(sentences) + " " + world.request(next(iter(exposed)))
     return json.dumps({"query": query}, ensure_ascii=False)

@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 import random
 import re
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mnemoflow import amemgym_world as world
 from mnemoflow.lexical import sentences
 from mnemoflow.llm.offline import handles
 
-#: The procedural environment's templates (read by path: the llm layer does not import data).
-TOPICS = Path(__file__).resolve().parents[3] / "data" / "amemgym_topics.yaml"
+#: The procedural environment's templates, the world knowledge shared with the offline assistant.
+TOPICS = world.TOPICS
 #: The offline summary stays well under any word limit a prompt sets.
 SUMMARY_WORDS = 150
 #: Persona texts the basic profile or the name already cover (not summarized again).
@@ -25,11 +22,6 @@ COVERED = ("skills_and_expertise", "hobbies_and_interests", "name")
 
 _WORD = r"[A-ZÀ-ÖØ-Þ](?:[^\W\d_]|['\u2019-])+"  # a capitalized word, accents included (Tomás)
 _NAME = re.compile(rf"({_WORD}(?:\s+{_WORD}){{1,2}})")
-
-
-@cache
-def _topics() -> dict[str, Any]:
-    return yaml.safe_load(TOPICS.read_text(encoding="utf-8"))
 
 
 def _name(texts: list[str]) -> str:
@@ -71,7 +63,7 @@ def env_questions(fields: dict[str, Any]) -> str:
     questions about two not yet paired types. Choices are the template's first
     ``num_choices_per_state``; a template has three, so more cannot be met (the stage fails).
     """
-    topics = _topics()
+    topics = world.topics()
     types: dict[str, Any] = topics["types"]
     n_states = int(fields["num_states_per_question"])
     n_choices = int(fields["num_choices_per_state"])

@@ -1,27 +1,33 @@
 """Offline handlers of the interactive family (AMemGym): the state-revealing user, the assistant's
 turn in a session, a multiple-choice pick and a state recall.
 
-Honest heuristics that read only the request's structured fields:
+Honest heuristics that read only the request's structured fields, with the world knowledge the
+environment's writer has too (:mod:`mnemoflow.amemgym_world`: which sentence states which value,
+which advice suits which value) and nothing of the environment itself:
 
 - the user continues with a templated follow-up about one of the schema's *type names* (which the
   reference shows it; never a value, and nothing repeated from the first query);
-- the assistant acknowledges the message's topic words and brings up the remembered user
-  statement that best matches it (so what it says depends on its memory, as a real assistant's);
-- a multiple-choice pick is the option whose words the context covers best (ties: the first);
-- a recall picks, per info type, the choice mentioned latest in the context, and leaves out a type
-  the context never mentions (a missing type is a wrong recall, not a guess).
+- the assistant *believes*, per type, the value of the latest statement in its context that is
+  not its own (:func:`~mnemoflow.amemgym_world.belief`); in a session it acknowledges the values
+  the message states ("Noted: your diet is vegetarian now") and otherwise brings up what it
+  believes about the types the message is about, never an older value the message replaces;
+- a multiple-choice pick decodes each shown option into the values its advice implies and picks
+  the option most consistent with the belief (ties: the first shown, so an assistant that knows
+  nothing is at chance);
+- a recall reports the belief for the schema's types and leaves out a type it holds no belief
+  about (a missing type is a wrong recall, not a guess). Recall and pick read the same belief, so
+  the diagnosis and the accuracy agree.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any
 
-from mnemoflow.lexical import content_words, sentences, stems
+from mnemoflow import amemgym_world as world
+from mnemoflow.lexical import content_words, stems
 from mnemoflow.llm.offline import handles
-from mnemoflow.llm.offline.reader import pick, rank_sentences
 
 FOLLOWUPS = (
     "That's helpful! Could you also tell me what else I should consider about my {topic}?",
@@ -45,94 +51,51 @@ def user_followup(fields: dict[str, Any]) -> str:
     return FOLLOWUPS[_pick(key, len(FOLLOWUPS))].format(topic=topic)
 
 
-#: Share of the message's idf mass a remembered sentence must cover to be brought up.
-RECALL_COVERAGE = 0.15
-_SPEAKER = re.compile(r"^(?:USER INPUT|ASSISTANT RESPONSE|user|assistant)\s*:\s*", re.IGNORECASE)
-_SECOND_PERSON = (
-    (re.compile(r"\bI'm\b|\bI am\b", re.IGNORECASE), "you're"),
-    (re.compile(r"\bI'd\b", re.IGNORECASE), "you'd"),
-    (re.compile(r"\bmy\b", re.IGNORECASE), "your"),
-    (re.compile(r"\bme\b", re.IGNORECASE), "you"),
-    (re.compile(r"\bI\b"), "you"),
-)
-
-
 def _without_time(text: str) -> str:
     """A message without the session's "[Current Time: ...]" line (it is no topic)."""
-    text = _SPEAKER.sub("", text.strip())
+    text = text.strip()
     return text.partition("\n")[2] if text.startswith("[Current Time:") else text
 
 
-def _to_second_person(sentence: str) -> str:
-    for pattern, replacement in _SECOND_PERSON:
-        sentence = pattern.sub(replacement, sentence)
-    return sentence
+def _said(pairs: dict[str, str], tense: str) -> str:
+    return ", and ".join(
+        f"your {world.label(name)} is {value}{tense}" for name, value in pairs.items()
+    )
 
 
-@handles("interactive_act")
+@handles("interactive_act", reads=(world.TOPICS,))
 def act(fields: dict[str, Any]) -> str:
-    """Fields: message, memories (texts shown). Acknowledge the message's topic and bring up the
-    remembered user statement that best matches it (in the second person), as an assistant with
-    a memory would; nothing when no memory matches well enough."""
+    """Fields: message, context (what the assistant is shown: {role, text}, oldest first).
+    Acknowledge the message's topic and the values it states; otherwise bring up the believed
+    values of the types the message is about, as an assistant with a memory would."""
     message = _without_time(fields["message"])
     topic = list(dict.fromkeys(content_words(message)))[:4]
     about = ", ".join(topic) if topic else "your question"
     reply = f"Thanks for sharing. Here are some suggestions about {about}."
-    said = set(sentences(message))
-    candidates = [
-        sentence
-        for text in fields.get("memories") or []
-        if not _SPEAKER.match(text)
-        or not text.lower().startswith(("assistant", "assistant response"))
-        for sentence in sentences(_without_time(text))
-        if sentence not in said and not sentence.endswith("?")
-    ]
-    best = pick(rank_sentences(message, candidates))
-    if best is not None and best[0] >= RECALL_COVERAGE:
-        reply += f" From what I remember, {_to_second_person(candidates[best[1]])}"
+    told = world.belief([{"role": "user", "text": message}]).current
+    if told:
+        return reply + f" Noted: {_said(told, ' now')}."
+    asked = set(stems(message))
+    believed = world.belief(fields["context"]).current
+    related = {name: value for name, value in believed.items() if world.cues(name) & asked}
+    if related:
+        reply += f" From what I remember, {_said(related, '')}."
     return reply
 
 
-def _texts(context: list[Any]) -> list[str]:
-    return [c["text"] if isinstance(c, dict) else str(c) for c in context]
-
-
-@handles("amemgym_choice")
+@handles("amemgym_choice", reads=(world.TOPICS,))
 def choice(fields: dict[str, Any]) -> str:
-    """Fields: options (shown order), context (texts, oldest first). Reply ```json {"answer": n}```.
-
-    Each option is scored by the context text that covers most of its words; among equal
-    coverage the later text wins (newer statements supersede older ones), then the first option.
-    """
-    bags = [set(stems(text)) for text in _texts(fields["context"])]
-    best, best_key = 1, (-1.0, -1)
-    for number, option in enumerate(fields["options"], start=1):
-        words = set(stems(option))
-        key = (0.0, -1)
-        for position, bag in enumerate(bags):
-            share = len(words & bag) / len(words) if words else 0.0
-            if share > 0 and (share, position) > key:
-                key = (share, position)
-        if key > best_key:
-            best, best_key = number, key
+    """Fields: options (shown order), context (oldest first). Reply ```json {"answer": n}```:
+    the option whose implied values agree most with the belief (ties: the first)."""
+    believed = world.belief(fields["context"])
+    scores = [world.consistency(option, believed) for option in fields["options"]]
+    best = scores.index(max(scores)) + 1 if scores else 1
     return "```json\n" + json.dumps({"answer": best}) + "\n```"
 
 
-@handles("amemgym_recall")
+@handles("amemgym_recall", reads=(world.TOPICS,))
 def recall(fields: dict[str, Any]) -> str:
-    """Fields: schema {type: [choices]}, context (texts, oldest first). Latest mention wins."""
-    texts = _texts(fields["context"])
-    bags = [set(stems(text)) for text in texts]
-    out: dict[str, str] = {}
-    for info_type, choices in fields["schema"].items():
-        latest, picked = -1, None
-        for value in choices:
-            words = set(stems(str(value)))
-            if not words:
-                continue
-            for position, bag in enumerate(bags):
-                if words <= bag and position >= latest:
-                    latest, picked = position, value
-        if picked is not None:
-            out[info_type] = picked
+    """Fields: schema {type: [choices]}, context (oldest first). The belief per schema type."""
+    believed = world.belief(fields["context"], fields["schema"]).current
+    out = {name: believed[name] for name in fields["schema"] if name in believed}
     return "```json\n" + json.dumps(out, ensure_ascii=False) + "\n```"
