@@ -96,7 +96,8 @@ def _judge(prompt: str) -> str:
     if "\nCorrect answer: " in prompt:
         gold = prompt.split("\nCorrect answer: ", 1)[1].split("\n", 1)[0]
         return "yes" if gold.lower() in response.lower() else "no"
-    return "yes" if response == DONT_KNOW else "no"  # an abstention question
+    abstains = re.search(r"\b(?:don't|do not) know\b|never (?:told|mentioned)", response, re.I)
+    return "yes" if abstains else "no"  # an abstention question
 
 
 # ---- MemoryBench-style feedback (the synthetic_feedback benchmark) ----------------------------

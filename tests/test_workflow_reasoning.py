@@ -72,8 +72,9 @@ OVERRIDE = {
 
 def finished_run(tmp_path: Path, rerun: bool, **server_options) -> tuple[Path, dict]:
     """A run of the three families against a server made with ``server_options``; returns its
-    working directory and the server's counters: ``first``, and with ``rerun`` those of a rerun
-    of every model-calling job (the cache kept). The report is not made: it calls no model."""
+    working directory and the server's counters: ``first`` (with the first run's ``ledgers``),
+    and with ``rerun`` those of a rerun of every model-calling job (the cache kept). The report
+    is not made: it calls no model."""
     wd = workdir(tmp_path)
     user = environment()[0]
     user["periods"] = user["periods"][:2]  # one user, periods 0 and 1
@@ -86,6 +87,7 @@ def finished_run(tmp_path: Path, rerun: bool, **server_options) -> tuple[Path, d
         override.write_text(json.dumps({**OVERRIDE, "models": models}))
         snakemake(wd, targets=SUMMARY, configfiles=(TINY, override))
         counts["first"] = server.stats()
+        counts["ledgers"] = every_ledger(wd)  # the first run's (a rerun rewrites them)
         if rerun:
             server.reset()
             # the model-calling jobs only (their ledgers as targets): not the scoring after them
@@ -150,16 +152,17 @@ def assert_right_answers(wd: Path) -> None:
     assert accuracy == {(s, "interactive", k): 1.0 for s in ("native", "awi") for k in (0, 1)}
     replies = frames(wd, "amemgym_tiny", "checkpoint_replies.parquet")
     assert len(replies) == 8 and replies.parse_ok.all()
+    assert not replies.reply.str.contains("<think>").any()  # the reply, its thinking stripped
     # the draft's {"answer": 1} would be wrong: the right option is not always shown first
-    assert not replies.reply.str.contains('"answer": 1\n').all()
+    chosen = {int(reply.split('"answer": ')[1].split()[0]) for reply in replies.reply}
+    assert chosen - {1}
     recall = frames(wd, "amemgym_tiny", "recall_replies.parquet")
     assert len(recall) > 0 and recall.parse_ok.all()
     diagnosis = summary_value(wd, "amemgym_tiny", "recall_parse_failures")
     assert set(diagnosis.values()) <= {0.0}
 
 
-def assert_no_parse_failure(wd: Path) -> None:
-    every = every_ledger(wd)
+def assert_no_parse_failure(every: list[dict]) -> None:
     assert len(every) >= 10
     # every chat role answered through the server, and its models are the server's
     called = {
@@ -181,16 +184,16 @@ def assert_no_parse_failure(wd: Path) -> None:
 def test_a_reasoning_model_answers_right_in_every_family(think_run):
     wd, counts = think_run
     assert_right_answers(wd)
-    assert_no_parse_failure(wd)
+    assert_no_parse_failure(counts["ledgers"])
     assert counts["first"].total > 0 and not counts["first"].faults
 
 
 def test_an_endpoint_without_structured_output_answers_right_in_every_family(refusing_run):
     wd, counts = refusing_run
     assert_right_answers(wd)
-    assert_no_parse_failure(wd)
+    assert_no_parse_failure(counts["ledgers"])
     refused = counts["first"].faults["response_format"]
-    every = every_ledger(wd)
+    every = counts["ledgers"]
     fallbacks = [ledger["totals"]["structured_output_fallbacks"] for ledger in every]
     # the upper bound (json_object) and the feedback user (json_schema) fell back: one refused
     # request per job, then none (a job whose replies all came from the cache would send none
@@ -204,6 +207,12 @@ def test_an_endpoint_without_structured_output_answers_right_in_every_family(ref
 def test_a_rerun_is_all_cache_hits(refusing_run):
     wd, counts = refusing_run
     assert counts["rerun"].total == 0
-    totals = [ledger["totals"] for ledger in every_ledger(wd)]
-    assert sum(t["calls"] for t in totals) > 0
+    rerun = every_ledger(wd)
+    assert_no_parse_failure(rerun)
+    totals = [ledger["totals"] for ledger in rerun]
     assert all(t["cache_hits"] == t["calls"] for t in totals)
+    # the fallbacks are learnt from the cache: the same counts, with no request refused
+    fallbacks = [t["structured_output_fallbacks"] for t in totals]
+    assert fallbacks == [
+        ledger["totals"]["structured_output_fallbacks"] for ledger in counts["ledgers"]
+    ]
