@@ -78,3 +78,18 @@ def test_the_models_table_comes_before_the_benchmarks():
     text = summary_markdown(summary, models=models)
     assert text.index("## Models") < text.index("## locomo")
     assert "## Models" not in summary_markdown(summary)  # no bindings given: no table
+
+
+def test_a_run_whose_every_judgement_failed_still_gets_its_summary():
+    """No accuracy row at all (every judge reply unparseable): the headline says so and the
+    count of failed judge replies is shown, instead of the summary job failing."""
+    keys = {"benchmark": "synthetic", "system": "bm25_message", "protocol": "qa", "step": 0}
+    summary = pd.DataFrame(
+        [
+            {**keys, "metric": "judge_parse_failures", "aggregate": "count", "value": 3.0, "n": 3},
+            {**keys, "metric": "turn_evidence_recall", "aggregate": "micro", "value": 1.0, "n": 2},
+        ]
+    )
+    text = summary_markdown(summary)
+    assert "## synthetic: last step (0), no answer scored" in text
+    assert "Judge replies that could not be parsed: 3" in text

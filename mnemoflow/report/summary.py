@@ -166,13 +166,15 @@ def summary_markdown(
         systems = sorted(last["system"].unique())
         columns = [c for c in HEADLINE if any((s, c[0], c[1]) in value for s in systems)]
         main = next((m for m in MAIN_METRICS if (bench["metric"] == m).any()), None)
-        n = int(last.loc[(last["metric"] == main) & (last["aggregate"] == "micro"), "n"].max())
+        scored = last.loc[(last["metric"] == main) & (last["aggregate"] == "micro"), "n"]
+        # no main metric: no answer was scored (e.g. every judge reply failed to parse)
+        asked = f"{int(scored.max())} questions" if not scored.empty else "no answer scored"
         step = int(last["step"].max())
         table = pd.DataFrame(
             [[s, *(value.get((s, m, a), float("nan")) for m, a, _ in columns)] for s in systems],
             columns=["system", *(label for _, _, label in columns)],
         )
-        parts += [f"## {benchmark}: last step ({step}), {n} questions", "", _markdown(table), ""]
+        parts += [f"## {benchmark}: last step ({step}), {asked}", "", _markdown(table), ""]
         if any(label.endswith(" fail") for label in table.columns):
             parts += ["Failure rates are shares of the wrong answers (not of all questions).", ""]
         if main is None:
