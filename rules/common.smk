@@ -13,7 +13,8 @@ from mnemoflow.environment.knobs import (
     generated_with,
     resolved_benchmarks,
 )
-from mnemoflow.environment.personas import personas_file
+from mnemoflow.amemgym_world import TOPICS
+from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by

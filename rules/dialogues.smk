@@ -8,8 +8,8 @@
 rule generate_amemgym:
     input:
         # the generator's templates and persona pool: editing them re-generates
-        topics="data/amemgym_topics.yaml",
-        personas="data/amemgym_personas.jsonl",
+        topics=shipped_path(TOPICS),
+        personas=shipped_path(PERSONAS),
     output:
         environment=ENVIRONMENT,
     log:

@@ -40,7 +40,7 @@ def headline(tmp_path_factory) -> pd.DataFrame:
     override.write_text(yaml.safe_dump(OVERRIDE))
     snakemake(wd, configfiles=[override], targets=["results/summary.parquet"], timeout=900)
     summary = pd.read_parquet(wd / "results" / "summary.parquet")
-    summary = summary[summary.aggregate == "mean_over_periods"]
+    summary = summary[summary["aggregate"] == "mean_over_periods"]
     last = summary.groupby("benchmark").step.transform("max")
     return summary[summary.step == last].set_index(["benchmark", "system", "metric"]).value
 

@@ -98,8 +98,16 @@ def personas_file(generate: dict[str, Any], workdir: str | Path | None = None) -
     given = (generate.get("personas") or {}).get("path")
     if given:
         return str(given)
+    return shipped_path(PERSONAS, workdir)
+
+
+def shipped_path(path: Path, workdir: str | Path | None = None) -> str:
+    """A file shipped in the checkout (``data/``), named relative to ``workdir`` (default: the
+    working directory) when it lies inside it, so a copied checkout with its results finds its
+    own file and re-plans nothing; else absolute, so a workflow run in another directory
+    (``snakemake --directory SCRATCH``) still finds it."""
     base = Path(workdir or Path.cwd()).resolve()
-    return str(PERSONAS.relative_to(base) if PERSONAS.is_relative_to(base) else PERSONAS)
+    return str(path.relative_to(base) if path.is_relative_to(base) else path)
 
 
 def run_personas(personas: str, knobs: dict[str, Any]) -> list[dict[str, Any]]:
