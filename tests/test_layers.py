@@ -16,9 +16,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
 
 #: Sub-package -> the mnemoflow sub-packages and modules it may import (itself always allowed).
 #: ``errors``, ``lexical`` (text normalization, token counts), ``intervals``, ``grouping`` (random
-#: groups of names), ``codeversion`` (source fingerprints) and ``registry`` (things found by name)
-#: serve every layer.
-SHARED = {"errors", "lexical", "intervals", "grouping", "codeversion", "registry"}
+#: groups of names), ``codeversion`` (source fingerprints), ``registry`` (things found by name) and
+#: ``prices`` (model prices and context windows) serve every layer.
+SHARED = {"errors", "lexical", "intervals", "grouping", "codeversion", "registry", "prices"}
 ALLOWED = {
     "llm": SHARED,
     "data": SHARED,
