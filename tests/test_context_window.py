@@ -135,3 +135,36 @@ def test_bad_settings_fail_in_one_line_naming_the_key(binding, message):
         raw = binding
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         EndpointSpec.from_config("agent", raw)
+
+
+def test_amemgyms_native_agent_truncates_by_default_the_others_fail(tmp_path):
+    """The reference's native agent ran "with FIFO truncation after context overflow": with no
+    ``overflow`` set, its growing history is cut oldest-first; a RAG agent's prompt fails."""
+    from mnemoflow.agents.interactive import InteractiveAgent
+    from mnemoflow.memory.base import build
+    from mnemoflow.protocols.conversation import Turn
+
+    long = "I moved to Lyon last spring and the flat has a balcony facing the river. " * 6
+    with OpenAITestServer() as server:
+        binding = {"base_url": server.base_url, "model": "m", "context_window": 400,
+                   "max_tokens": MAX_TOKENS}  # fmt: skip
+        for spec, fails in (({"type": "full_context", "max_tokens": 10**9}, False),
+                            ({"type": "rag"}, True)):  # fmt: skip
+            offline = Gateway.from_config({}, None)
+            gateway = Gateway.from_config({"agent": binding}, tmp_path / spec["type"])
+            agent = InteractiveAgent(build(spec, llm=offline), gateway)
+            agent.begin_session("s0", "2025-01-01")
+
+            async def chat(agent=agent, gateway=gateway):
+                async with gateway:
+                    with item_scope("user u1"):
+                        for _ in range(4):
+                            await agent.act([Turn("user", long)])
+
+            if fails:
+                with pytest.raises(ContextOverflow, match=r"task interactive_act, user u1: "):
+                    asyncio.run(chat())
+                continue
+            asyncio.run(chat())
+            assert gateway.ledger.entries["agent/interactive_act"].truncated_calls > 0
+            assert set(gateway.ledger.truncated_items) == {"user u1"}

@@ -23,14 +23,17 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import warnings
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from mnemoflow import lexical
 from mnemoflow.llm.types import ChatRequest, ContextOverflow, EndpointSpec
 from mnemoflow.prices import context_window
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Tokens the chat format adds per message and before the reply (OpenAI's published count).
 PER_MESSAGE = 3
@@ -52,6 +55,18 @@ def item_scope(item: str) -> Iterator[None]:
 
 def current_item() -> str:
     return _ITEM.get()
+
+
+def scoped(
+    worker: Callable[[T], Awaitable[R]], label: Callable[[T], str]
+) -> Callable[[T], Awaitable[R]]:
+    """``worker`` run inside :func:`item_scope` of ``label(item)``."""
+
+    async def run(item: T) -> R:
+        with item_scope(label(item)):
+            return await worker(item)
+
+    return run
 
 
 @lru_cache(maxsize=1)
