@@ -37,7 +37,8 @@ TABLE_KEYS = (*PRICE_KEYS, "context_window", "date", "source")
 #: Backends that run on this machine: their calls cost no dollars.
 FREE_BACKENDS = ("offline", "sentence_transformers")
 
-_DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
+#: A snapshot date or a "-latest" alias after a model's name.
+_DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
 @lru_cache(maxsize=1)
@@ -108,8 +109,9 @@ def price_table(user: Mapping[str, Any] | None = None) -> dict[str, dict[str, fl
 
 
 def lookup(model: str, table: Mapping[str, Any]) -> Any:
-    """``table``'s entry for ``model``: its own name first, then without a date suffix
-    (``gpt-4o-2024-08-06`` -> ``gpt-4o``, ``claude-sonnet-4-20250514`` -> ``claude-sonnet-4``)."""
+    """``table``'s entry for ``model``: its own name first, then without a date or ``-latest``
+    suffix (``gpt-4o-2024-08-06`` -> ``gpt-4o``, ``claude-sonnet-4-20250514`` ->
+    ``claude-sonnet-4``, ``claude-3-5-haiku-latest`` -> ``claude-3-5-haiku``)."""
     if model in table:
         return table[model]
     base = _DATED.sub("", model)

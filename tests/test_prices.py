@@ -48,6 +48,8 @@ def test_usd_worked_example():
     assert usd("gpt-4o-2024-08-06", 1_000_000, 0, 0) == 2.50
     assert usd("gpt-4o-2024-05-13", 1_000_000, 0, 0) == 5.00
     assert lookup("claude-sonnet-4-20250514", shipped())["input"] == 3.0
+    assert lookup("claude-3-5-haiku-latest", shipped())["output"] == 4.0
+    assert lookup("gpt-4o-mini-tts", shipped()) is None  # another model, not a snapshot
 
 
 @pytest.mark.parametrize(
