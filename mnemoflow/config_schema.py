@@ -14,6 +14,7 @@ import jsonschema
 import yaml
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.prices import price_table
 
 
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
@@ -23,6 +24,7 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if error is None:
+        price_table(config.get("prices"))  # each entry against the shipped table
         return
     key = ".".join(str(part) for part in error.absolute_path)
     message = " ".join(error.message.split())  # one line, whatever the value printed
@@ -31,6 +33,12 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
 
 def check_moved(config: dict[str, Any]) -> None:
     """Keys that moved: one line naming the new key (the schema would only call them unknown)."""
+    report = config.get("report")
+    if isinstance(report, dict) and "prices" in report:
+        raise ConfigError(
+            "config report.prices: moved to the top-level key prices "
+            "({MODEL: {input, cached_input, output}}, USD per million tokens)"
+        )
     for name, spec in (config.get("benchmarks") or {}).items():
         feedback = spec.get("feedback") if isinstance(spec, dict) else None
         if isinstance(feedback, dict) and "structured_output" in feedback:

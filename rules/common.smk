@@ -214,6 +214,12 @@ def rule_models(rule):
     return models(*RULE_ROLES[rule])
 
 
+def user_prices():
+    """The config's prices: (over the shipped table): the summary re-prices the ledgers with
+    them, so a price edit re-renders the summary and re-runs no model job."""
+    return config.get("prices")
+
+
 def summary_models():
     """Backend and model of every role the run's rules use or the config names (summary.md):
     changing one re-renders the summary, a sampling parameter does not."""
@@ -297,11 +303,28 @@ def all_judgements():
 
 
 def all_ledgers():
+    return (
+        [
+            f"{SHARD.format(**run)}/{name}.ledger.json"
+            for run in all_runs()
+            for name in ("ingest", "answers", "judgements")
+        ]
+        + all_interactive_ledgers()
+        + all_feedback_ledgers()
+    )
+
+
+def all_feedback_ledgers():
+    """step.ledger.json of every step of the run's feedback protocols (the training dialogues'
+    own ledger is left out: not every protocol runs that rule)."""
     return [
-        f"{SHARD.format(**run)}/{name}.ledger.json"
-        for run in all_runs()
-        for name in ("ingest", "answers", "judgements")
-    ] + all_interactive_ledgers()
+        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/step.ledger.json"
+        for b in config["run"]["benchmarks"]
+        for s in systems_for(b)
+        for p in protocols_for(b)
+        if p in fb.PROTOCOLS
+        for k in steps_of(b, p)
+    ]
 
 
 # --- interactive protocols (AMemGym): `protocols: [interactive, interactive_replay]` ----------

@@ -3,6 +3,7 @@ rule summarize:
         scores=all_step_files("scores.parquet") + all_normalized(),
         diagnoses=all_step_files("diagnosis.parquet"),
         generation=all_generation_reports(),
+        ledgers=all_ledgers(),
     output:
         summary="results/summary.parquet",
         diagnosis="results/diagnosis.parquet",
@@ -16,6 +17,7 @@ rule summarize:
         runtime=10,
     params:
         models=summary_models(),
+        prices=user_prices(),
         code=code_version("mnemoflow.jobs.summary:summarize_runs"),
     script:
         "../scripts/summarize.py"

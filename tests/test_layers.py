@@ -16,9 +16,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
 
 #: Sub-package -> the mnemoflow sub-packages and modules it may import (itself always allowed).
 #: ``errors``, ``lexical`` (text normalization, token counts), ``intervals``, ``grouping`` (random
-#: groups of names), ``codeversion`` (source fingerprints), ``registry`` (things found by name) and
-#: ``amemgym_world`` (the topic world the offline AMemGym writer and assistant share) serve every
-#: layer.
+#: groups of names), ``codeversion`` (source fingerprints), ``registry`` (things found by name),
+#: ``prices`` (model prices and context windows) and ``amemgym_world`` (the topic world the offline
+#: AMemGym writer and assistant share) serve every layer.
 SHARED = {
     "errors",
     "lexical",
@@ -26,6 +26,7 @@ SHARED = {
     "grouping",
     "codeversion",
     "registry",
+    "prices",
     "amemgym_world",
 }
 ALLOWED = {

@@ -23,8 +23,10 @@ from mnemoflow.report.summaries import (
     diagnosis_overall,
     ledger_tables,
     load_ledger,
+    run_costs,
     with_intervals,
 )
+from mnemoflow.report.summary import summary_markdown
 from tests.system_packages import apt_install
 
 # --- worked examples ---------------------------------------------------------------------------
@@ -217,6 +219,37 @@ def test_ledger_tables_sum_tokens_and_price_only_known_models(tmp_path):
     assert per_file["tokens_in"].sum() == 1250
 
 
+def test_run_costs_price_each_run_beside_its_accuracy_and_per_correct_answer(tmp_path):
+    """A run's ledgers (named by their folders) are summed and priced with the config's prices
+    over the shipped table, keyed by the model the role binds; the offline judge is free."""
+    shard = tmp_path / "results" / "locomo" / "bm25" / "qa" / "step0" / "shard0"
+    shard.mkdir(parents=True)
+    roles = {"agent": {"backend": "openai", "model": "gpt-x"}, "judge": {"backend": "offline"}}
+    for name, role, model in (("answers", "agent", "gpt-x-2025-01-01"),
+                              ("judgements", "judge", "offline-heuristic")):  # fmt: skip
+        ledger = Ledger()
+        for _ in range(3):
+            ledger.record(role, name, model=model, cache_hit=False, tokens_in=100_000,
+                          tokens_out=10_000, latency_s=0.1, cached_in=50_000)  # fmt: skip
+        (shard / f"{name}.ledger.json").write_text(ledger.to_json({"roles": roles}))
+    summary = pd.DataFrame(
+        [("locomo", "bm25", "qa", 0, "accuracy", "micro", 0.5, 60)],
+        columns=["benchmark", "system", "protocol", "step", "metric", "aggregate", "value", "n"],
+    )
+    ledgers = [load_ledger(path) for path in sorted(shard.glob("*.json"))]
+    prices = {"gpt-x": {"input": 2.0, "cached_input": 1.0, "output": 10.0}}
+    costs = run_costs(ledgers, summary, prices).set_index("system")
+    # 3 calls x (50k fresh x $2 + 50k cached x $1 + 10k out x $10) / 1M = 3 x 0.25 = $0.75
+    assert costs.loc["bm25", "usd"] == pytest.approx(0.75)
+    assert costs.loc["bm25", "calls"] == 6 and costs.loc["bm25", "accuracy"] == 0.5
+    assert costs.loc["bm25", "usd_per_correct"] == pytest.approx(0.75 / 30)
+    text = summary_markdown(summary, costs=run_costs(ledgers, summary, prices))
+    assert "## Cost" in text
+    assert "| locomo | bm25 | qa | accuracy 0.500 | 0.7500 | 0.0250 | 0 |" in text
+    # without a price for the agent's model the run's cost is unknown, not smaller
+    assert math.isnan(run_costs(ledgers, summary).set_index("system").loc["bm25", "usd"])
+
+
 def test_a_malformed_ledger_is_named(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"models": {}, "totals": {}, "by_role_task": {"agent": {}}}))
@@ -324,7 +357,7 @@ CONFIG = {
     "benchmarks": {"locomo": {"loader": "locomo", "source": {"path": "data/locomo10.json"}}},
     "systems": {"bm25_message": {"k": 10}},
     "models": {"agent": {"backend": "openai", "model": "gpt-4o-mini", "api_key_env": "OPENAI_KEY"}},
-    "report": {"prices": {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}},
+    "prices": {"gpt-4o-mini": {"input": 0.15, "output": 0.6}},
 }
 
 

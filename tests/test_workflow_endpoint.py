@@ -38,7 +38,10 @@ def test_agent_and_judge_through_an_openai_compatible_server(tmp_path, monkeypat
         # the tiny run's systems write and embed offline, on purpose (docs/gateway.md)
         bound = {"agent": endpoint, "judge": endpoint}
         offline = ["memory_writer", "embedder"]
-        override.write_text(json.dumps({"models": bound, "allow_offline_roles": offline}))
+        prices = {"mnemoflow-test": {"input": 1.0, "output": 2.0}}  # USD per million tokens
+        override.write_text(
+            json.dumps({"models": bound, "allow_offline_roles": offline, "prices": prices})
+        )
         (tmp_path / "run").mkdir()
         wd = workdir(tmp_path / "run")
         snakemake(wd, configfiles=(TINY, override))
@@ -55,6 +58,14 @@ def test_agent_and_judge_through_an_openai_compatible_server(tmp_path, monkeypat
     misses = sum(ledger["totals"]["calls"] - ledger["totals"]["cache_hits"] for ledger in every)
     # Every request that missed the shared cache reached the server exactly once.
     assert sum(stats.answered.values()) == stats.total == misses > 0
+    # Dollars in every ledger, at the config's prices; the offline roles cost nothing.
+    for ledger in every:
+        totals = ledger["totals"]
+        expected = (totals["tokens_in"] * 1.0 + totals["tokens_out"] * 2.0) / 1e6
+        assert totals["usd"] == pytest.approx(expected)
+    assert sum(ledger["totals"]["usd"] for ledger in every) > 0
+    summary = (wd / "results" / "summary.md").read_text()
+    assert "## Cost" in summary and "USD / correct" in summary
     leaked = [
         str(path) for path in wd.rglob("*") if path.is_file() and KEY.encode() in path.read_bytes()
     ]

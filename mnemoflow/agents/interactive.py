@@ -41,6 +41,12 @@ SYSTEM_RETRIEVED = (
     "Relevant user memories ordered by time (earliest to latest):\n{memories}"
 )
 
+#: What a native agent's prompt that outgrows the model's context window does when the role sets
+#: no ``overflow``: drop the oldest turns, as the AMemGym authors ran a model "with FIFO
+#: truncation after context overflow" (their published results table). The other agents put
+#: their memories into the system prompt, which is not cut: they fail instead (docs/gateway.md).
+NATIVE_OVERFLOW = "truncate_oldest"
+
 #: Speakers under which ``rag`` stores messages: its rendering "speaker: content" then reads as
 #: the reference's prefixed memory text.
 RAW_SPEAKERS = {"user": "USER INPUT", "assistant": "ASSISTANT RESPONSE"}
@@ -136,6 +142,7 @@ class InteractiveAgent:
         system, turns, items = await self._context(message, earlier)
         fields = {"message": message, "context": self._shown(items, turns)}
         request = prompt_request("agent", ACT_TASK, message, fields, system=system, history=turns)
+        request.overflow = self._overflow()
         reply = await self.gateway.chat(request)
         await self.memorize(message, reply.text)
         return reply.text
@@ -158,4 +165,10 @@ class InteractiveAgent:
         system, turns, items = await self._context(prompt, [])
         fields = {**fields, "context": self._shown(items, turns)}
         request = prompt_request("agent", task, prompt, fields, system=system, history=turns)
+        request.overflow = self._overflow()
         return await self.gateway.chat(request, parse=parse)
+
+    def _overflow(self) -> str | None:
+        """The family default for a prompt too long for the model (``models.agent.overflow``
+        wins): the native agent truncates its oldest turns, the others fail."""
+        return NATIVE_OVERFLOW if self.policy == "native" else None

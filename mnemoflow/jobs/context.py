@@ -61,18 +61,27 @@ class RunKeys:
 
 @dataclass(frozen=True)
 class JobEnv:
-    """The models a job calls, its share of their endpoints, the shared response cache, the seed."""
+    """The models a job calls, its share of their endpoints, the shared response cache, the seed,
+    and the config's ``prices:`` (the ledger's dollars).
+
+    ``cache`` and ``prices`` are read from the config, not from params: neither changes a result,
+    so changing them re-runs no job (a price changed later is applied by the summary and report,
+    which re-price the ledgers' tokens).
+    """
 
     models: dict[str, Any] = dataclasses.field(default_factory=dict)
     limits: dict[str, Any] | None = None
     cache: str | None = None
     seed: int = 0
+    prices: dict[str, Any] | None = None
 
     def gateway(self) -> Gateway:
         """Use it as ``async with env.gateway() as gateway``. Only the roles of the job's
         ``models`` param are bound (and a critic whose judge is): a role the rule does not pass
         fails when used, never silently runs the default offline binding."""
-        return Gateway.from_config(self.models, self.cache, self.limits, only_given=True)
+        return Gateway.from_config(
+            self.models, self.cache, self.limits, only_given=True, prices=self.prices
+        )
 
 
 def tick(bar: Progress) -> Callable[[bool | None], None]:
@@ -175,7 +184,10 @@ def run(smk: Any, job: Callable[..., Any]) -> None:
                 arguments[name] = RunKeys.from_wildcards(smk.wildcards)
             elif name == "env":
                 env = {k: params[k] for k in ENV_PARAMS if k in params}
-                arguments[name] = JobEnv(cache=smk.config.get("cache"), **env)
+                config = smk.config
+                arguments[name] = JobEnv(
+                    cache=config.get("cache"), prices=config.get("prices"), **env
+                )
             elif name in params:
                 arguments[name] = params[name]
         unused = sorted(set(params) - set(arguments) - set(ENV_PARAMS))

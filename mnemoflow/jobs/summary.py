@@ -7,6 +7,7 @@ from typing import Any
 
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
+from mnemoflow.report.summaries import ledger_labels, load_ledger, run_costs
 from mnemoflow.report.summary import summarize, summary_markdown
 
 
@@ -18,16 +19,26 @@ class SummarizeFiles:
     diagnosis: str
     table: str
     generation: list[str] = ()
+    ledgers: list[str] = ()
 
 
-def summarize_runs(files: SummarizeFiles, *, models: dict[str, dict[str, str]]) -> None:
+def summarize_runs(
+    files: SummarizeFiles,
+    *,
+    models: dict[str, dict[str, str]],
+    prices: dict[str, Any] | None = None,
+) -> None:
     """Every run's scores in one table and summary.md, which opens with ``models``: the backend
-    and model that played each role (``llm.types.played_by``; no key, no key variable)."""
+    and model that played each role (``llm.types.played_by``; no key, no key variable), and ends
+    with each run's cost from its ledgers at ``prices`` (the config's, over the shipped table)."""
     frame = summarize([read_table(path, "scores") for path in files.scores])
     write_table(read_all(files.diagnoses, "diagnosis"), files.diagnosis, "diagnosis")
     write_table(frame, files.summary, "summary")
     generation = read_all(files.generation, "generation_report") if files.generation else None
-    write_atomic_text(files.table, summary_markdown(frame, generation, models))
+    paths = list(files.ledgers)
+    ledgers = [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
+    costs = run_costs(ledgers, frame, prices) if ledgers else None
+    write_atomic_text(files.table, summary_markdown(frame, generation, models, costs))
     log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.cache import ResponseCache, cache_key
+from mnemoflow.llm.context import current_item, fit
 from mnemoflow.llm.ledger import Ledger
 from mnemoflow.llm.types import (
     ROLE_DEFAULTS,
@@ -35,6 +36,7 @@ from mnemoflow.llm.types import (
     UnparseableReply,
     resolved_spec,
 )
+from mnemoflow.prices import FREE_BACKENDS, price_table
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +235,10 @@ class Gateway:
         cache_path: str | Path | None = None,
         limits: dict[str, dict[str, Any]] | None = None,
         unbound: tuple[str, ...] = (),
+        prices: dict[str, Any] | None = None,
     ):
+        """``prices``: the config's ``prices:`` entries, merged over the shipped table for the
+        ledger's ``usd`` (:mod:`mnemoflow.prices`)."""
         for role, fallback in ROLE_DEFAULTS.items():
             if specs.get(role) is None and specs.get(fallback) is not None:
                 specs = {**specs, role: dataclasses.replace(specs[fallback], role=role)}
@@ -250,7 +255,7 @@ class Gateway:
         #: error, never a silent fall-back to the default binding.
         self.unbound = frozenset(unbound)
         self.cache = ResponseCache(cache_path)
-        self.ledger = Ledger()
+        self.ledger = Ledger(price_table(prices))
         self._backends: dict[str, Backend] = {}
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
         #: (backend, base_url, model) -> whether it accepts ``response_format`` (absent: not known
@@ -265,6 +270,7 @@ class Gateway:
         cache_path: str | Path | None = None,
         limits: dict[str, dict[str, Any]] | None = None,
         only_given: bool = False,
+        prices: dict[str, Any] | None = None,
     ) -> Gateway:
         """``only_given``: the roles absent from ``models`` are unbound (see ``unbound``), except a
         role whose fallback (``ROLE_DEFAULTS``: an unbound critic takes the judge's binding) is
@@ -276,7 +282,7 @@ class Gateway:
         specs = {role: resolved_spec(models, role) for role in ROLES}
         given = {r for r in ROLES if r in models or ROLE_DEFAULTS.get(r) in models}
         unbound = tuple(r for r in ROLES if r not in given) if only_given else ()
-        return cls(specs, cache_path, limits, unbound=unbound)
+        return cls(specs, cache_path, limits, unbound=unbound, prices=prices)
 
     def _check_bound(self, role: str) -> None:
         if role in self.unbound:
@@ -340,12 +346,21 @@ class Gateway:
         calls). What still does not parse after the last attempt comes back with
         ``parse_ok=False`` and is counted as a parse failure in the ledger: the caller scores it
         as a failure, never as a guess.
+
+        A prompt that does not fit the role's context window is cut or refused before anything
+        is sent (``models.<role>.overflow``, :func:`mnemoflow.llm.context.fit`); a re-ask, which
+        adds the rejected reply and the follow-up, is checked again (its own prompt kept whole).
         """
         if request.role not in self.specs:
             raise ConfigError(f"unknown role {request.role!r}; roles are {list(ROLES)}")
         self._check_bound(request.role)
+        spec = self.specs[request.role]
+        request, dropped = fit(request, spec)
+        if dropped:
+            item = current_item() or "(unnamed)"
+            self.ledger.record_truncation(request.role, request.task, item, dropped)
         parse = parse or require_text
-        retries = self.specs[request.role].max_parse_retries
+        retries = spec.max_parse_retries
         raw: list[str] = []
         started = time.perf_counter()
         reply: Reply | None = None
@@ -360,6 +375,8 @@ class Gateway:
             except ValueError as exc:  # UnparseableReply is a ValueError, so are json errors
                 messages = reask_messages(request.messages, reply.text, str(exc))
                 asked = dataclasses.replace(request, messages=messages)
+                keep = len(messages) - len(request.messages) + 1  # the prompt and the re-ask
+                asked, _ = fit(asked, spec, keep_last=keep)
                 continue
             reply.parsed, reply.attempts, reply.raw_replies = parsed, attempt + 1, raw
             reply.latency_s = time.perf_counter() - started
@@ -490,6 +507,7 @@ class Gateway:
         self, request: ChatRequest, completion: Completion, started: float, cache_hit: bool
     ) -> Reply:
         latency = time.perf_counter() - started
+        spec = self.specs[request.role]
         self.ledger.record(
             request.role,
             request.task,
@@ -499,6 +517,8 @@ class Gateway:
             tokens_out=completion.tokens_out,
             latency_s=latency,
             retries=0 if cache_hit else completion.retries,
+            cached_in=completion.cached_in,
+            priced_as=None if spec.backend in FREE_BACKENDS else spec.model,
         )
         text = completion.text
         if self.specs[request.role].strip_reasoning:
@@ -528,20 +548,29 @@ class Gateway:
         for key, text in zip(keys, texts, strict=True):
             if key not in found:
                 missing.setdefault(key, text)
+        usage: list[int] = []
         if missing:
+            backend = self.backend(role)
             try:
-                vectors = await self.backend(role).embed(list(missing.values()), spec)
+                if spec.backend == "openai":  # it reports the prompt tokens of each batch
+                    vectors = await backend.embed(list(missing.values()), spec, usage=usage)
+                else:
+                    vectors = await backend.embed(list(missing.values()), spec)
             except Exception:
                 self.ledger.record_error(role, "embed")
                 raise
             computed = dict(zip(missing, np.asarray(vectors, dtype=np.float32), strict=True))
             self.cache.put_vectors(computed)
             found.update(computed)
-        entry = self.ledger.entries[f"{role}/embed"]
-        entry.calls += len(texts)
-        entry.cache_hits += len(texts) - len(missing)
-        entry.latency_s += time.perf_counter() - started
-        self.ledger.models[role] = spec.model
+        self.ledger.record_embeddings(
+            role,
+            model=spec.model,
+            texts=len(texts),
+            computed=len(missing),
+            tokens_in=sum(usage),
+            latency_s=time.perf_counter() - started,
+            priced_as=None if spec.backend in FREE_BACKENDS else spec.model,
+        )
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[key] for key in keys])

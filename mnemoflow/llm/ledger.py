@@ -12,14 +12,25 @@ not apply (a memory writer's event naming an unknown id) while the rest of the r
 ``structured_output_fallbacks`` counts the endpoints a job found to reject ``response_format``
 (``models.<role>.structured_output: auto``), under the role and task of the request that found
 out.
+
+``cached_in`` counts the prompt tokens the provider served from its own prompt cache (part of
+``tokens_in``), and ``usd`` the dollars of the tokens the endpoint processed, at the prices known
+when the job ran (:func:`mnemoflow.prices.usd`, keyed by the model the role binds): 0 for local
+backends and for cache hits, ``None`` (unknown) once a call to a model without a price processed
+tokens. ``truncated_calls`` / ``truncated_messages`` count the prompts cut to the role's context
+window (``overflow: truncate_oldest``) and the history messages dropped; ``truncated_items`` names
+the items (questions, users) they belonged to, with the messages dropped for each.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from mnemoflow.prices import usd
 
 
 @dataclass
@@ -36,14 +47,27 @@ class LedgerEntry:
     dropped_events: int = 0  # parts of parsed replies that could not be applied
     #: endpoints found (once per job) to reject ``response_format``, then asked without it
     structured_output_fallbacks: int = 0
+    cached_in: int = 0  # prompt tokens served by the provider's prompt cache (in tokens_in)
+    usd: float | None = 0.0  # dollars of what the endpoint processed; None: a model without price
+    truncated_calls: int = 0  # prompts cut to the context window (overflow: truncate_oldest)
+    truncated_messages: int = 0  # history messages dropped from them
+
+    def add_usd(self, dollars: float | None) -> None:
+        self.usd = None if self.usd is None or dollars is None else round(self.usd + dollars, 9)
 
 
 class Ledger:
-    """Accumulates :class:`LedgerEntry` counters keyed by ``role/task``."""
+    """Accumulates :class:`LedgerEntry` counters keyed by ``role/task``.
 
-    def __init__(self) -> None:
+    ``prices``: the price table (``mnemoflow.prices.price_table``) the ``usd`` counters use.
+    """
+
+    def __init__(self, prices: Mapping[str, Mapping[str, float]] | None = None) -> None:
         self.entries: dict[str, LedgerEntry] = defaultdict(LedgerEntry)
         self.models: dict[str, str] = {}
+        self.prices = prices
+        #: item -> history messages dropped from its prompts (``overflow: truncate_oldest``)
+        self.truncated_items: dict[str, int] = defaultdict(int)
 
     def record(
         self,
@@ -56,16 +80,56 @@ class Ledger:
         tokens_out: int,
         latency_s: float,
         retries: int = 0,
+        cached_in: int = 0,
+        priced_as: str | None = None,
     ) -> None:
+        """``priced_as``: the model name the role binds, which prices are keyed by (``None``: a
+        local backend, which costs nothing)."""
         entry = self.entries[f"{role}/{task}"]
         entry.calls += 1
         entry.cache_hits += int(cache_hit)
         if not cache_hit:  # tokens the endpoint processed; a cache hit costs none
             entry.tokens_in += tokens_in
             entry.tokens_out += tokens_out
+            entry.cached_in += cached_in
+            self._charge(entry, priced_as, tokens_in, cached_in, tokens_out)
         entry.latency_s += latency_s
         entry.retries += retries
         self.models[role] = model
+
+    def record_embeddings(
+        self,
+        role: str,
+        *,
+        model: str,
+        texts: int,
+        computed: int,
+        tokens_in: int,
+        latency_s: float,
+        priced_as: str | None,
+    ) -> None:
+        """``texts`` embedded, ``computed`` of them by the endpoint (``tokens_in`` its reported
+        prompt tokens), the rest from the cache."""
+        entry = self.entries[f"{role}/embed"]
+        entry.calls += texts
+        entry.cache_hits += texts - computed
+        entry.tokens_in += tokens_in
+        entry.latency_s += latency_s
+        if computed:
+            self._charge(entry, priced_as, tokens_in, 0, 0)
+        self.models[role] = model
+
+    def _charge(
+        self, entry: LedgerEntry, model: str | None, tokens_in: int, cached: int, out: int
+    ) -> None:
+        if model is not None:
+            entry.add_usd(usd(model, tokens_in, cached, out, self.prices))
+
+    def record_truncation(self, role: str, task: str, item: str, dropped: int) -> None:
+        entry = self.entries[f"{role}/{task}"]
+        entry.truncated_calls += 1
+        entry.truncated_messages += dropped
+        self.truncated_items[item] += dropped
 
     def record_error(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].errors += 1
@@ -86,16 +150,22 @@ class Ledger:
         total = LedgerEntry()
         for entry in self.entries.values():
             for name, value in asdict(entry).items():
-                setattr(total, name, getattr(total, name) + value)
+                if name == "usd":
+                    total.add_usd(value)
+                else:
+                    setattr(total, name, getattr(total, name) + value)
         return total
 
     def to_dict(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {
+        data = {
             **(extra or {}),
             "models": dict(self.models),
             "totals": asdict(self.totals()),
             "by_role_task": {key: asdict(value) for key, value in sorted(self.entries.items())},
         }
+        if self.truncated_items:
+            data["truncated_items"] = dict(sorted(self.truncated_items.items()))
+        return data
 
     def to_json(self, extra: dict[str, Any] | None = None) -> str:
         return json.dumps(self.to_dict(extra), indent=2, sort_keys=True) + "\n"

@@ -197,7 +197,7 @@ class OpenAIBackend:
             body["response_format"] = request.response_format
         if spec.extra_body:
             body.update(spec.extra_body)  # config refuses keys that would override the above
-        (text, model, tokens_in, tokens_out), retries = await self._post(
+        (text, model, tokens_in, tokens_out, cached_in), retries = await self._post(
             "/chat/completions", body, parse_completion
         )
         return Completion(
@@ -206,9 +206,14 @@ class OpenAIBackend:
             tokens_in=tokens_in,
             tokens_out=tokens_out,
             retries=retries,
+            cached_in=cached_in,
         )
 
-    async def embed(self, texts: list[str], spec: EndpointSpec) -> np.ndarray:
+    async def embed(
+        self, texts: list[str], spec: EndpointSpec, usage: list[int] | None = None
+    ) -> np.ndarray:
+        """The texts' vectors, in batches; ``usage`` (when given) gets each batch's
+        ``usage.prompt_tokens``, which the gateway's ledger counts and prices."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         batches = [
@@ -219,9 +224,11 @@ class OpenAIBackend:
         async def one(batch: list[str]) -> np.ndarray:
             body = {"model": spec.model, "input": batch, "encoding_format": "float"}
             body.update(spec.extra_body or {})
-            matrix, _ = await self._post(
-                "/embeddings", body, lambda data: parse_embeddings(data, len(batch))
+            (matrix, tokens), _ = await self._post(
+                "/embeddings", body, lambda data: (parse_embeddings(data, len(batch)), _usage(data))
             )
+            if usage is not None:
+                usage.append(tokens)
             return matrix
 
         parts = await asyncio.gather(*(one(batch) for batch in batches))
@@ -326,8 +333,10 @@ def _parse_json(content: bytes) -> dict[str, Any]:
     return data
 
 
-def parse_completion(data: dict[str, Any]) -> tuple[str, str, int, int]:
-    """Text, model and usage of a chat completion body.
+def parse_completion(data: dict[str, Any]) -> tuple[str, str, int, int, int]:
+    """Text, model and usage of a chat completion body: prompt tokens, completion tokens, and
+    the prompt tokens the provider served from its own prompt cache (OpenAI's
+    ``usage.prompt_tokens_details.cached_tokens``; 0 where the endpoint does not say).
 
     Missing or null content is returned as ``""``: the reply exists but says nothing, and the
     caller records a parse failure rather than the gateway inventing text or retrying forever.
@@ -345,7 +354,16 @@ def parse_completion(data: dict[str, Any]) -> tuple[str, str, int, int]:
     text = content if isinstance(content, str) else ""
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     model = data.get("model") if isinstance(data.get("model"), str) else ""
-    return text, model, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+    details = usage.get("prompt_tokens_details")
+    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    prompt = _int(usage.get("prompt_tokens"))
+    return text, model, prompt, _int(usage.get("completion_tokens")), min(cached, prompt)
+
+
+def _usage(data: dict[str, Any]) -> int:
+    """Prompt tokens of an /embeddings body (0 where the endpoint does not say)."""
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return _int(usage.get("prompt_tokens"))
 
 
 def parse_embeddings(data: dict[str, Any], expected: int) -> np.ndarray:

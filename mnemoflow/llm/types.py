@@ -93,6 +93,12 @@ class EndpointSpec:
     #: ``response_format``: ``auto`` (send it; fall back once per endpoint when rejected),
     #: ``on`` (always send it) or ``off`` (never send it).
     structured_output: str = "auto"
+    #: Tokens of prompt + completion the model accepts; ``None``: the shipped table's value for
+    #: ``model`` (``data/model_prices.yaml``), else unknown and never checked.
+    context_window: int | None = None
+    #: A prompt that does not fit: ``fail`` (before the call) or ``truncate_oldest`` (drop the
+    #: oldest history messages until it fits); ``None``: the caller's family default, else fail.
+    overflow: str | None = None
 
     @classmethod
     def from_config(cls, role: str, raw: dict[str, Any] | None) -> EndpointSpec:
@@ -145,6 +151,15 @@ class EndpointSpec:
                 f"config models.{role}.structured_output: one of {list(STRUCTURED_OUTPUT)}, "
                 f"got {raw['structured_output']!r}"
             )
+        if raw.get("overflow") not in (None, *OVERFLOW):
+            raise ConfigError(
+                f"config models.{role}.overflow: one of {list(OVERFLOW)}, got {raw['overflow']!r}"
+            )
+        if raw.get("context_window") is not None and backend != "openai":
+            raise ConfigError(
+                f"config models.{role}.context_window: only the openai backend has one; "
+                f"models.{role} uses {backend!r}"
+            )
         for key in ("concurrency", "max_tokens", "max_retries", "max_parse_retries"):
             least = 0 if key.endswith("retries") else 1  # no retries is a valid choice
             if key in raw and (
@@ -152,6 +167,13 @@ class EndpointSpec:
             ):
                 kind = "a non-negative" if least == 0 else "a positive"
                 raise ConfigError(f"config models.{role}.{key}: {kind} integer, got {raw[key]!r}")
+        window = raw.get("context_window")
+        if window is not None and (
+            not isinstance(window, int) or isinstance(window, bool) or window < 1
+        ):
+            raise ConfigError(
+                f"config models.{role}.context_window: a positive integer, got {window!r}"
+            )
         return cls(role=role, **raw)
 
     def sampling(self) -> dict[str, Any]:
@@ -175,11 +197,16 @@ class EndpointSpec:
             "extra_body": dict(self.extra_body) if self.extra_body else None,
             "strip_reasoning": self.strip_reasoning,
             "structured_output": self.structured_output,
+            "context_window": self.context_window,
+            "overflow": self.overflow,
         }
 
 
 #: Values of ``models.<role>.structured_output``.
 STRUCTURED_OUTPUT = ("auto", "on", "off")
+
+#: Values of ``models.<role>.overflow``.
+OVERFLOW = ("fail", "truncate_oldest")
 
 #: Body fields the gateway sets from their own keys; ``extra_body`` may not override them.
 OWN_BODY_FIELDS = {
@@ -327,6 +354,10 @@ class ChatRequest:
     #: OpenAI ``response_format`` (e.g. a json_schema) for endpoints with structured output; the
     #: offline backend ignores it.
     response_format: dict[str, Any] | None = None
+    #: What a prompt that does not fit the role's context window does when the role sets no
+    #: ``overflow``: the caller's reference (``truncate_oldest`` for AMemGym's native agent, which
+    #: its authors ran "with FIFO truncation after context overflow"); ``None``: fail.
+    overflow: str | None = None
 
 
 def prompt_request(
@@ -354,6 +385,14 @@ class Completion:
     tokens_in: int = 0
     tokens_out: int = 0
     retries: int = 0  # how many failed attempts preceded this completion
+    #: prompt tokens the provider served from its own prompt cache (``usage.prompt_tokens_details
+    #: .cached_tokens``), priced at ``cached_input``; part of ``tokens_in``
+    cached_in: int = 0
+
+
+class ContextOverflow(ConfigError):
+    """A prompt does not fit its role's context window (``overflow: fail``, or nothing left to
+    drop); raised before the call, so nothing is sent. One line naming the role, item and sizes."""
 
 
 class UnparseableReply(ValueError):

@@ -40,6 +40,7 @@ from mnemoflow.data.tables import ANSWERS, DIALOGUES, JUDGEMENTS, QUESTION_SCORE
 from mnemoflow.errors import ConfigError, reject_unknown
 from mnemoflow.eval.benchmark_metric import metric_for
 from mnemoflow.eval.normalize import normalize_set
+from mnemoflow.llm.context import scoped
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemorySystem, Message, build
 from mnemoflow.memory.buffer import is_window
@@ -355,6 +356,11 @@ def _meta(question: dict[str, Any]) -> dict[str, Any]:
     return json.loads(meta) if isinstance(meta, str) else dict(meta)
 
 
+def _item_label(item: dict[str, Any]) -> str:
+    """How a dataset item is named in errors and the ledger's ``truncated_items``."""
+    return f"{item.get('dataset', '')} item {item['question_id']}".strip()
+
+
 async def live_dialogues(
     items: list[dict[str, Any]],
     memory_of: Callable[[dict[str, Any]], MemorySystem | None],
@@ -390,7 +396,7 @@ async def live_dialogues(
             source="generated",
         )
 
-    groups = await bounded(items, one, ITEM_CONCURRENCY)
+    groups = await bounded(items, scoped(one, _item_label), ITEM_CONCURRENCY)
     return pd.DataFrame([r for g in groups for r in g], columns=DIALOGUES.names)
 
 
@@ -582,7 +588,7 @@ async def answer_step(
             "latency_s": reply.latency_s,
         }
 
-    rows = await bounded(asked, one, ITEM_CONCURRENCY)
+    rows = await bounded(asked, scoped(one, _item_label), ITEM_CONCURRENCY)
     frame = pd.DataFrame(rows, columns=ANSWERS.names)
     return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
 

@@ -42,6 +42,7 @@ from mnemoflow.data.tables import DIALOGUES
 from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError, reject_unknown
 from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
+from mnemoflow.llm.context import scoped
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import build
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows, turns_of
@@ -488,7 +489,7 @@ async def run_step(
     with publishing(snapshot) as staging:  # the folder ``one`` saves into
         # Users are sequential inside, independent of each other: keep as many in flight as the
         # agent's endpoint takes requests, so a real endpoint's concurrency is used.
-        await bounded(users, one, users_in_flight(gateway))
+        await bounded(users, scoped(one, lambda user: f"user {user.id}"), users_in_flight(gateway))
         manifest = {
             "system": system_spec,
             "step": step,

@@ -33,6 +33,7 @@ from mnemoflow.eval.rescore import (
     read_retrievals,
     score_judged,
 )
+from mnemoflow.llm.context import item_scope
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.memory.base import MemorySystem, Message, build, full_spec
 from mnemoflow.protocols.snapshot import (
@@ -223,9 +224,9 @@ async def answer(
                 items, log_ids = [], log[question["question_id"]]
             else:
                 items = await memory.retrieve(question["question"])
-            result = await read(
-                reader_name, reader_options, question, items, turns, gateway, use_options, log_ids
-            )
+            reading = (reader_name, reader_options, question, items, turns, gateway)
+            with item_scope(f"question {question['question_id']}"):
+                result = await read(*reading, use_options, log_ids)
             rows.append(
                 {
                     **keys,

@@ -43,6 +43,7 @@ from mnemoflow.report.summaries import (
     ledger_tables,
     load_ledger,
     lower_is_better,
+    run_costs,
     score_table,
     step_table,
     type_table,
@@ -80,6 +81,8 @@ class ReportData:
     ledger_files: pd.DataFrame
     ledger_tasks: pd.DataFrame
     config: dict[str, Any]
+    #: Per run: dollars, correct answers and dollars per correct answer (summaries.run_costs).
+    costs: pd.DataFrame
     versions: dict[str, str]
     figures: list[ReportFigure]
     sources: dict[str, list[str]]
@@ -224,8 +227,9 @@ def collect(
             ReportFigure("interactive-failures", "interactive", caption, plots.to_svg(figure))
         )
 
-    config_prices = (config.get("report") or {}).get("prices") if isinstance(config, dict) else None
+    config_prices = config.get("prices") if isinstance(config, dict) else None
     ledger_files, ledger_tasks = ledger_tables(list(ledgers), config_prices)
+    costs = run_costs(list(ledgers), summary, config_prices)
     return ReportData(
         scored=scored,
         scores=scores,
@@ -235,6 +239,7 @@ def collect(
         ledger_files=ledger_files,
         ledger_tasks=ledger_tasks,
         config=redact(config),
+        costs=costs,
         versions=versions(),
         figures=figures,
         sources=sources or {},
@@ -291,6 +296,9 @@ _FORMATS = {
     "hit_rate": "{:.1%}",
     "latency_s": "{:.1f}",
     "cost_usd": "{:.4f}",
+    "usd": "{:.4f}",
+    "usd_per_correct": "{:.5f}",
+    "accuracy": "{:.3f}",
     "write": "{:.1%}",
     "read": "{:.1%}",
     "utilization": "{:.1%}",
@@ -314,6 +322,9 @@ _LEDGER_HEADERS = {
     "errors": "errors",
     "parse_failures": "parse failures",
     "dropped_events": "dropped events",
+    "cached_in": "provider-cached in",
+    "truncated_calls": "truncated prompts",
+    "truncated_messages": "messages dropped",
     "cost_usd": "cost (USD)",
 }
 
@@ -371,6 +382,34 @@ def _headers(frame: pd.DataFrame) -> dict[str, str]:
     return {name: _LEDGER_HEADERS.get(name, name) for name in frame.columns}
 
 
+def _costs_html(costs: pd.DataFrame) -> str:
+    """Dollars per run beside its accuracy, and per correct answer (nothing without ledgers)."""
+    if costs.empty:
+        return ""
+    columns = {
+        "benchmark": "benchmark",
+        "system": "system",
+        "protocol": "protocol",
+        "metric": "metric",
+        "accuracy": "last step",
+        "usd": "cost (USD)",
+        "usd_per_correct": "USD per correct answer",
+        "calls": "calls",
+        "tokens_in": "tokens in",
+        "tokens_out": "tokens out",
+        "truncated_calls": "truncated prompts",
+    }
+    return (
+        "<h3>Cost per run</h3><p>Dollars of the tokens the endpoints processed for each run (all "
+        "its steps and shards: memory writing, answering, judging), at the prices of "
+        "<code>prices:</code> over the shipped table (<code>data/model_prices.yaml</code>); "
+        "local backends cost nothing, a response-cache hit nothing, and a model without a price "
+        "makes the run's cost unknown (–). Per correct answer: over the answers judged correct "
+        "at all of the run's steps. <i>(shared)</i>: a benchmark's upper bound and environment "
+        "generation.</p>" + table_html(costs, columns)
+    )
+
+
 def _note(text: str) -> str:
     return f'<p class="note">{html.escape(text)}</p>'
 
@@ -411,6 +450,7 @@ def render_html(
         "of the wrongly answered questions: its <i>n</i> is the number of wrong answers.</p>"
         + table_html(_score_rows(data.scores), columns)
         + figures("scores")
+        + _costs_html(data.costs)
     )
     sections.append(("summary", "Summary", body))
 
@@ -546,9 +586,11 @@ def render_html(
         body = (
             f"<p>{calls:,} model calls ({hits:,} answered from the cache), "
             f"{int(totals['tokens_in']):,} tokens in and {int(totals['tokens_out']):,} out; "
-            f"cost from scratch: {html.escape(cost_text)}. Token counts include cache hits; the "
-            "cost is what all calls would cost without the cache, from <code>report.prices</code> "
-            "in the config (USD per million tokens).</p>"
+            f"cost: {html.escape(cost_text)}. Tokens are what the endpoints processed (a "
+            "response-cache hit has none, so a rerun from the cache costs nothing); the cost "
+            "prices them with <code>prices:</code> in the config over the shipped table "
+            "(USD per million tokens; provider-cached prompt tokens at <code>cached_input</code>; "
+            "local backends free).</p>"
             "<h3>By role and task</h3>"
             + table_html(data.ledger_tasks, _headers(data.ledger_tasks))
             + "<h3>By ledger file</h3>"
@@ -613,6 +655,7 @@ def _write_derived(data: ReportData, folder: Path) -> list[str]:
         "steps.tsv": data.steps,
         "ledger_files.tsv": data.ledger_files,
         "ledger_tasks.tsv": data.ledger_tasks,
+        "costs.tsv": data.costs,
     }
     if not data.types.empty:
         tables["types.tsv"] = data.types.reset_index()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import MEMORY_FAILURES
+from mnemoflow.prices import FREE_BACKENDS, price_table, usd
 from mnemoflow.report.stats import mean_interval, wilson_interval
 
 RUN = ["benchmark", "system", "protocol", "step"]
@@ -34,6 +36,9 @@ _LEDGER_COUNTERS = (
     "errors",
     "parse_failures",
     "dropped_events",
+    "cached_in",
+    "truncated_calls",
+    "truncated_messages",
 )
 #: Largest difference between a summary value and the mean of its judgements still called equal.
 _TOLERANCE = 1e-6
@@ -222,6 +227,7 @@ def diagnosis_overall(diagnosis: pd.DataFrame) -> pd.DataFrame:
 class LedgerFile:
     label: str
     data: dict[str, Any]
+    path: str = ""  # where it was read: its folders name the run (see run_of)
 
 
 def load_ledger(path: str | Path, label: str | None = None) -> LedgerFile:
@@ -245,7 +251,7 @@ def load_ledger(path: str | Path, label: str | None = None) -> LedgerFile:
                 raise ReportError(
                     f"{path}: by_role_task[{key!r}].{counter} must be a number >= 0, got {value!r}"
                 )
-    return LedgerFile(label or str(path), data)
+    return LedgerFile(label or str(path), data, str(path))
 
 
 def ledger_labels(paths: list[Path]) -> list[str]:
@@ -259,25 +265,38 @@ def ledger_labels(paths: list[Path]) -> list[str]:
     return [str(p.relative_to(common)) for p in resolved]
 
 
-def _cost(model: str, tokens_in: float, tokens_out: float, prices: dict[str, Any]) -> float:
-    price = prices.get(model)
-    if not price:
-        return math.nan
-    return (
-        tokens_in * float(price.get("input", 0)) + tokens_out * float(price.get("output", 0))
-    ) / 1e6
+def _cost(ledger: LedgerFile, role: str, counters: dict[str, Any], prices: Mapping) -> float:
+    """Dollars of one role/task entry at ``prices``, keyed by the model the role binds (the
+    ``roles`` the gateway described; older ledgers: the model the endpoint named). A local
+    backend costs nothing; a model without a price is NaN, never a guess."""
+    binding = (ledger.data.get("roles") or {}).get(role) or {}
+    if binding.get("backend") in FREE_BACKENDS:
+        return 0.0
+    model = binding.get("model") or ledger.data["models"].get(role, "?")
+    tokens_in, tokens_out = int(counters["tokens_in"]), int(counters["tokens_out"])
+    dollars = usd(model, tokens_in, int(counters["cached_in"]), tokens_out, prices)
+    if dollars is None:
+        return 0.0 if tokens_in == tokens_out == 0 else math.nan
+    return dollars
+
+
+def _sum_known(costs: pd.Series) -> float:
+    """A sum that includes a model without a price is unknown, not a smaller number."""
+    return costs.sum() if costs.notna().all() else math.nan
 
 
 def ledger_tables(
-    ledgers: list[LedgerFile], prices: dict[str, Any] | None = None
+    ledgers: list[LedgerFile], prices: Mapping[str, Any] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-file totals and per role/task/model totals over all files.
 
-    ``prices`` maps a model name to USD per million tokens, ``{"input": .., "output": ..}``; the
-    cost column is then what the calls would cost from scratch (ledger tokens include cache hits,
-    which cost nothing on a rerun). Models without a price get no cost rather than a guess.
+    ``prices`` is the config's ``prices:`` (USD per million tokens, merged over the shipped
+    table, :func:`mnemoflow.prices.price_table`); the cost column prices the tokens the
+    endpoints processed (a response-cache hit has none) at those prices, so a price added after
+    the run counts without re-running anything. Models without a price get no cost rather than a
+    guess; local backends (offline, sentence_transformers) cost nothing.
     """
-    prices = prices or {}
+    table = price_table(prices)
     rows = []
     for ledger in ledgers:
         models = ledger.data["models"]
@@ -285,19 +304,92 @@ def ledger_tables(
             role, task = key.split("/", 1)
             counters = {name: entry.get(name, 0) for name in _LEDGER_COUNTERS}
             model = models.get(role, "?")
-            cost = _cost(model, counters["tokens_in"], counters["tokens_out"], prices)
+            cost = _cost(ledger, role, counters, table)
             rows.append({"ledger": ledger.label, "role": role, "task": task, "model": model,
                          **counters, "cost_usd": cost})  # fmt: skip
     columns = ["ledger", "role", "task", "model", *_LEDGER_COUNTERS, "cost_usd"]
     flat = pd.DataFrame(rows, columns=columns)
-    # A sum that includes a model without a price is unknown, not a smaller number.
     sums: dict[str, Any] = {name: "sum" for name in _LEDGER_COUNTERS}
-    sums["cost_usd"] = lambda costs: costs.sum() if costs.notna().all() else math.nan
+    sums["cost_usd"] = _sum_known
     per_file = flat.groupby("ledger", sort=True).agg(sums).reset_index()
     per_task = flat.groupby(["role", "task", "model"], sort=True).agg(sums).reset_index()
-    for table in (per_file, per_task):
-        calls = table["calls"].where(table["calls"] > 0)
-        table.insert(
-            table.columns.get_loc("cache_hits") + 1, "hit_rate", table["cache_hits"] / calls
+    for table_ in (per_file, per_task):
+        calls = table_["calls"].where(table_["calls"] > 0)
+        table_.insert(
+            table_.columns.get_loc("cache_hits") + 1, "hit_rate", table_["cache_hits"] / calls
         )
     return per_file, per_task
+
+
+#: A ledger's run, from its path: ``<benchmark>/<system>/<protocol>/step<k>/...``
+#: (static QA, interactive and feedback steps alike).
+_RUN_PATH = re.compile(r"(?:^|/)([^/]+)/([^/]+)/([^/]+)/step\d+/[^/]*(?:/[^/]*)?$")
+#: Ledgers of a benchmark's shared work: the upper bound, environment generation.
+_SHARED_PATH = re.compile(r"(?:^|/)([^/]+)/(upper_bound\.ledger\.json|environment/.*)$")
+
+
+def run_of(path: str) -> tuple[str, str, str] | None:
+    """(benchmark, system, protocol) of a run's ledger, from its path; ``(benchmark, "(shared)",
+    "")`` for a benchmark's shared work; None for a path of neither shape."""
+    path = path.replace(os.sep, "/")
+    shared = _SHARED_PATH.search(path)
+    if shared:
+        return shared.group(1), "(shared)", ""
+    found = _RUN_PATH.search(path)
+    return (found.group(1), found.group(2), found.group(3)) if found else None
+
+
+#: The metric whose correct answers a run is priced per: the first one a run has.
+CORRECT_METRICS = ("accuracy", "j")
+
+
+def run_costs(
+    ledgers: list[LedgerFile], summary: pd.DataFrame, prices: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
+    """One row per run (benchmark, system, protocol): its calls, tokens and dollars over all of
+    its ledgers (every step and shard, ingest, answer and judge alike), its last-step accuracy,
+    and dollars per correct answer.
+
+    ``correct`` is the sum over the run's steps of the micro ``accuracy`` (else ``j``) times its
+    ``n``: the answers judged correct that the run paid for. A benchmark's shared work (the
+    upper bound, environment generation) is a row of its own, system ``(shared)``. Columns:
+    benchmark, system, protocol, calls, tokens_in, tokens_out, usd, truncated_calls, metric,
+    accuracy, correct, usd_per_correct.
+    """
+    table = price_table(prices)
+    rows = []
+    for ledger in ledgers:
+        run = run_of(ledger.path or ledger.label)
+        if run is None:
+            continue
+        for key, entry in ledger.data["by_role_task"].items():
+            role = key.split("/", 1)[0]
+            counters = {name: entry.get(name, 0) for name in _LEDGER_COUNTERS}
+            rows.append({"benchmark": run[0], "system": run[1], "protocol": run[2],
+                         **counters, "usd": _cost(ledger, role, counters, table)})  # fmt: skip
+    keys = ["benchmark", "system", "protocol"]
+    columns = [*keys, "calls", "tokens_in", "tokens_out", "usd", "truncated_calls"]
+    if not rows:
+        return pd.DataFrame(columns=[*columns, "metric", "accuracy", "correct", "usd_per_correct"])
+    flat = pd.DataFrame(rows)
+    sums: dict[str, Any] = {name: "sum" for name in columns[3:]}
+    sums["usd"] = _sum_known
+    costs = flat.groupby(keys, sort=True).agg(sums).reset_index()[columns]
+    metrics, accuracy, correct = [], [], []
+    micro = summary[summary["aggregate"] == "micro"]
+    by_run = {run: group for run, group in micro.groupby(keys)}
+    for row in costs.itertuples(index=False):
+        mine = by_run.get((row.benchmark, row.system, row.protocol), micro.iloc[:0])
+        metric = next((m for m in CORRECT_METRICS if (mine["metric"] == m).any()), None)
+        if metric is None:
+            metrics.append(""), accuracy.append(math.nan), correct.append(math.nan)
+            continue
+        scored = mine[mine["metric"] == metric]
+        last = scored[scored["step"] == scored["step"].max()]
+        metrics.append(metric)
+        accuracy.append(float(last["value"].iloc[0]))
+        correct.append(float((scored["value"] * scored["n"]).sum()))
+    costs["metric"], costs["accuracy"], costs["correct"] = metrics, accuracy, correct
+    per = costs["usd"] / costs["correct"].where(costs["correct"] > 0)
+    costs["usd_per_correct"] = per
+    return costs

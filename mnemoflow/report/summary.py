@@ -131,13 +131,52 @@ def models_markdown(models: Mapping[str, Mapping[str, Any]] | None) -> list[str]
     return ["## Models", "", _markdown(table), ""]
 
 
+def costs_markdown(costs: pd.DataFrame | None) -> list[str]:
+    """The "Cost" table: per run, its last-step accuracy (or J), its dollars, dollars per correct
+    answer, and the prompts cut to the context window (``summaries.run_costs``)."""
+    if costs is None or costs.empty:
+        return []
+    table = pd.DataFrame(
+        {
+            "benchmark": costs["benchmark"],
+            "system": costs["system"],
+            "protocol": costs["protocol"],
+            "score": [
+                f"{metric} {value:.3f}" if metric else "–"
+                for metric, value in zip(costs["metric"], costs["accuracy"], strict=True)
+            ],
+            "USD": [_usd(v) for v in costs["usd"]],
+            "USD / correct": [_usd(v) for v in costs["usd_per_correct"]],
+            "truncated prompts": costs["truncated_calls"].astype(int),
+        }
+    )
+    return [
+        "## Cost",
+        "",
+        _markdown(table),
+        "",
+        "USD: the tokens the endpoints processed for the run (every step; memory writing, "
+        "answering, judging), at `prices:` over data/model_prices.yaml; local backends and "
+        "response-cache hits cost nothing; – : a model without a price. USD / correct: per answer "
+        "judged correct over all of the run's steps. Truncated prompts: cut to the context "
+        "window (`overflow: truncate_oldest`); the ledgers name the items.",
+        "",
+    ]
+
+
+def _usd(value: float) -> str:
+    return "–" if pd.isna(value) else f"{value:.4f}"
+
+
 def summary_markdown(
     summary: pd.DataFrame,
     generation: pd.DataFrame | None = None,
     models: Mapping[str, Mapping[str, Any]] | None = None,
+    costs: pd.DataFrame | None = None,
 ) -> str:
     """The run's models (role -> backend / model, when given), then per benchmark: headline
-    metrics at the last step, per-type scores, and scores per step.
+    metrics at the last step, per-type scores, and scores per step; then the cost of each run
+    (``costs``, when given).
 
     Per-type tables: the main judged metric, then F1 where the benchmark has it (LoCoMo: J and F1).
 
@@ -146,7 +185,8 @@ def summary_markdown(
     """
     opening = ["# mnemoflow summary", "", *models_markdown(models)]
     if summary.empty:
-        return "\n".join([*opening, "No scores.", *generation_markdown(generation)]) + "\n"
+        parts = [*opening, "No scores.", *generation_markdown(generation), *costs_markdown(costs)]
+        return "\n".join(parts) + "\n"
     parts = opening
     interactive = summary["protocol"].isin(INTERACTIVE_PROTOCOLS)
     # learning-from-feedback protocols: every protocol but static QA and the interactive ones
@@ -200,4 +240,5 @@ def summary_markdown(
     if not failures.empty and failures["value"].sum() > 0:
         count = int(failures["value"].sum())
         parts += [f"Judge replies that could not be parsed: {count}", ""]
+    parts += costs_markdown(costs)
     return "\n".join(parts) + "\n"

@@ -180,7 +180,9 @@ class OpenAITestServer:
     ``<think>`` + :data:`THINK_DRAFT` + ``</think>`` before every reply's content (Qwen3 on vLLM
     with thinking on), ``think="field"`` puts the draft in ``reasoning_content`` (vLLM's
     ``--reasoning-parser``); ``reject_response_format=True`` answers HTTP 400 to any chat request
-    carrying ``response_format``, counted as fault ``response_format``.
+    carrying ``response_format``, counted as fault ``response_format``. ``prompt_cache=True``
+    imitates a provider's prompt cache: ``usage.prompt_tokens_details.cached_tokens`` is the
+    prompt tokens of the longest run of leading messages an earlier request already sent.
     """
 
     def __init__(
@@ -201,6 +203,7 @@ class OpenAITestServer:
         api_key: str | None = None,
         think: str = "",
         reject_response_format: bool = False,
+        prompt_cache: bool = False,
     ):
         if think not in ("", "inline", "field"):
             raise ValueError(f"openai test server: think is '', 'inline' or 'field', got {think!r}")
@@ -234,6 +237,8 @@ class OpenAITestServer:
         self.embed_dim = embed_dim
         self.think = think
         self.reject_response_format = reject_response_format
+        self.prompt_cache = prompt_cache
+        self._prefixes: set[str] = set()  # digests of the leading messages sent so far
         self._api_key = api_key
         self._stats = ServerStats()
         self._lock = threading.Lock()
@@ -502,6 +507,15 @@ class OpenAITestServer:
             message["content"] = None
         usage_out = count_tokens(f"{THINK_DRAFT} {text}" if self.think else text)
         usage_in = prompt_tokens(body["messages"])
+        usage: dict[str, Any] = {
+            "prompt_tokens": usage_in,
+            "completion_tokens": usage_out,
+            "total_tokens": usage_in + usage_out,
+        }
+        if self.prompt_cache:
+            usage["prompt_tokens_details"] = {
+                "cached_tokens": self._cached_prefix(body["messages"])
+            }
         rid = request_id(body)
         return web.json_response(
             {
@@ -518,13 +532,22 @@ class OpenAITestServer:
                         "logprobs": None,
                     }
                 ],
-                "usage": {
-                    "prompt_tokens": usage_in,
-                    "completion_tokens": usage_out,
-                    "total_tokens": usage_in + usage_out,
-                },
+                "usage": usage,
             }
         )
+
+    def _cached_prefix(self, messages: list[dict[str, Any]]) -> int:
+        """Prompt tokens of the longest run of leading messages (not all of them) that an
+        earlier request sent; then remember every run of this request's."""
+        digests = [
+            hashlib.sha256(json.dumps(messages[:n], sort_keys=True).encode()).hexdigest()
+            for n in range(1, len(messages) + 1)
+        ]
+        with self._lock:
+            seen = max((n for n in range(1, len(messages)) if digests[n - 1] in self._prefixes),
+                       default=0)  # fmt: skip
+            self._prefixes.update(digests)
+        return prompt_tokens(messages[:seen]) - 3 if seen else 0
 
     def _embedding_reply(self, body: dict[str, Any], fault: str) -> web.StreamResponse:
         texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
