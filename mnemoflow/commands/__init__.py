@@ -22,5 +22,6 @@ COMMANDS = Registry(
         "mnemoflow.commands.serve",
         "mnemoflow.commands.metric",
         "mnemoflow.commands.cache",
+        "mnemoflow.commands.compare",
     ],
 )
