@@ -28,6 +28,7 @@ from mnemoflow.report.compare import (
     markdown_table,
     paired_systems,
 )
+from mnemoflow.report.summaries import last_step
 
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "paper"
 
@@ -65,7 +66,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--paired", action="store_true", help="paired tests between the systems of RESULTS"
     )
     parser.add_argument(
-        "--all", action="store_true", help="also list published cells the run has no value for"
+        "--all",
+        action="store_true",
+        help="list every published cell (also those the run has no value for) / every step",
     )
     parser.add_argument("--out", type=Path, help="write compare.md and the tables as TSV here")
     parser.set_defaults(func=run)
@@ -123,7 +126,13 @@ def run(args: argparse.Namespace) -> int:
             f"{len(cells)} shared summary rows; B's value outside A's 95 % interval in {outside}.",
             "",
         ]
-        sections += _section("Values (diff = B - A)", cells, "No summary row in common.")
+        shown = cells if args.all else last_step(cells)
+        sections += _section(
+            "Values (diff = B - A)"
+            + ("" if args.all else ", each run's last step (--all: every step)"),
+            shown,
+            "No summary row in common.",
+        )
         sections += _section("Rank agreement (Kendall tau)", taus, "Fewer than two systems.")
         sections += _section("Rank changes (▲k: B ranks it k places higher)", ranks, "None.")
         tables.update(runs=cells, taus=taus, ranks=ranks)

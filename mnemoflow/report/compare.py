@@ -396,7 +396,9 @@ def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 # ---------------------------------------------------------------- run A vs run B
 
 
-PAIRED_COLUMNS = ["test", "n_paired", "p_value", "diff_low", "diff_high", "b", "c"]
+PAIRED_COLUMNS = ["test", "n_paired", "p_value", "significant", "diff_low", "diff_high", "b", "c"]
+#: A paired test's difference is called more than noise below this p-value.
+ALPHA = 0.05
 
 
 def _paired(sample_a: pd.DataFrame, sample_b: pd.DataFrame) -> dict:
@@ -407,14 +409,16 @@ def _paired(sample_a: pd.DataFrame, sample_b: pd.DataFrame) -> dict:
     if len(shared) == 0:
         return {}
     test = paired_test(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
+    mcnemar = test.test == "mcnemar"
     return {
         "test": test.test,
         "n_paired": test.n,
         "p_value": test.p_value,
+        "significant": "yes" if test.p_value < ALPHA else "no",
         "diff_low": test.low,
         "diff_high": test.high,
-        "b": test.b,
-        "c": test.c,
+        "b": test.b if mcnemar else None,
+        "c": test.c if mcnemar else None,
     }
 
 
@@ -457,7 +461,7 @@ def compare_runs(a: Run, b: Run) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
             view = _RowView(pd.Series({k: getattr(row, k) for k in keys}))
             result = _paired(_sample(a, view), _sample(b, view))
         tests.append(result)
-    tested = pd.DataFrame(tests, index=cells.index, columns=PAIRED_COLUMNS)
+    tested = _counts(pd.DataFrame(tests, index=cells.index, columns=PAIRED_COLUMNS))
     cells = pd.concat([cells, tested], axis=1)
     return (cells, *_run_ranks(cells))
 
@@ -565,17 +569,27 @@ def paired_systems(run: Run) -> pd.DataFrame:
                         **result,
                     }
                 )
-    return pd.DataFrame(rows, columns=SYSTEMS_COLUMNS)
+    return _counts(pd.DataFrame(rows, columns=SYSTEMS_COLUMNS))
+
+
+def _counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Integer columns that are empty where no test (or not McNemar's) ran."""
+    for name in ("n_paired", "b", "c"):
+        frame[name] = frame[name].astype("Int64")
+    return frame
 
 
 # ---------------------------------------------------------------- Markdown
 
 
 def _fmt(value) -> str:
+    if value is None or value is pd.NA:
+        return "–"
     if isinstance(value, float):
         if math.isnan(value):
             return "–"
-        return f"{value:.3f}" if abs(value) >= 1e-3 or value == 0 else f"{value:.1e}"
+        text = f"{value:.3f}"
+        return "0.000" if text == "-0.000" else text
     return str(value)
 
 
