@@ -300,3 +300,18 @@ def test_cli_two_runs_and_errors(run_a, tmp_path, capsys):
     assert "no summary table" in capsys.readouterr().err
     assert main(["compare", str(run_a), "--published", "amemgym", "--map", "bad"]) == 2
     assert "expected OURS=THEIRS" in capsys.readouterr().err
+
+
+def test_report_section_published_vs_ours(run_a, published_csv):
+    """``mnemoflow report --published`` adds the section and its tables to the page's folder."""
+    args = ["report", "--results", str(run_a), "--published", "paper/t"]
+    args += ["--published-dir", str(published_csv)]
+    args += [f"--map={ours}={theirs}" for ours, theirs in MAP]
+    assert main(args) == 0
+    page = (run_a / "report.html").read_text(encoding="utf-8")
+    assert "Published vs ours</h2>" in page
+    assert "<b>outside our 95 % interval</b> in 1 of the 3 with an interval" in page
+    assert "[0.057, 0.510]" in page  # rag's Wilson interval beside the published .7
+    assert "Rank agreement (Kendall τ-b)" in page
+    cells = pd.read_csv(run_a / "report" / "published_cells.tsv", sep="\t")
+    assert len(cells) == 5

@@ -41,6 +41,22 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results_b", type=Path, nargs="?", help="a second run: compare it against the first"
     )
+    add_published_arguments(parser)
+    parser.add_argument(
+        "--paired", action="store_true", help="paired tests between the systems of RESULTS"
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="list every published cell (also those the run has no value for) / every step",
+    )
+    parser.add_argument("--out", type=Path, help="write compare.md and the tables as TSV here")
+    parser.set_defaults(func=run)
+
+
+def add_published_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options naming published tables and pairing our systems with their rows (shared
+    with ``mnemoflow report``)."""
     parser.add_argument(
         "--published", help="PAPER or PAPER/TABLE of data/published (comma-separated for several)"
     )
@@ -62,16 +78,18 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="pair our system OURS with the published row THEIRS (repeatable)",
     )
     parser.add_argument("--benchmark", help="our benchmark name for the published rows")
-    parser.add_argument(
-        "--paired", action="store_true", help="paired tests between the systems of RESULTS"
-    )
-    parser.add_argument(
-        "--all",
-        action="store_true",
-        help="list every published cell (also those the run has no value for) / every step",
-    )
-    parser.add_argument("--out", type=Path, help="write compare.md and the tables as TSV here")
-    parser.set_defaults(func=run)
+
+
+def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
+    """(the published filter, (cells, taus, ranks)) for ``--published`` or ``--preset``."""
+    if args.published and args.preset:
+        raise ConfigError("--published and --preset both name the tables; give one")
+    pairs, benchmark, spec = _pairs(args.map), args.benchmark, args.published
+    if args.preset:
+        spec, preset_pairs, preset_benchmark = read_preset(args.preset, args.presets)
+        pairs, benchmark = preset_pairs + pairs, benchmark or preset_benchmark
+    published = select_published(load_published(args.published_dir), spec)
+    return spec, compare_published(run, published, pairs, benchmark)
 
 
 def _pairs(items: list[str]) -> list[tuple[str, str]]:
@@ -137,15 +155,7 @@ def run(args: argparse.Namespace) -> int:
         sections += _section("Rank changes (▲k: B ranks it k places higher)", ranks, "None.")
         tables.update(runs=cells, taus=taus, ranks=ranks)
     elif args.published or args.preset:
-        if args.published and args.preset:
-            raise ConfigError("compare: --published and --preset both name the tables; give one")
-        pairs, benchmark = _pairs(args.map), args.benchmark
-        spec = args.published
-        if args.preset:
-            spec, preset_pairs, preset_benchmark = read_preset(args.preset, args.presets)
-            pairs, benchmark = preset_pairs + pairs, benchmark or preset_benchmark
-        published = select_published(load_published(args.published_dir), spec)
-        cells, taus, ranks = compare_published(run_a, published, pairs, benchmark)
+        spec, (cells, taus, ranks) = published_comparison(args, run_a)
         paired = cells[cells["ours"].notna()]
         outside = int((paired["outside"] == "yes").sum())
         with_ci = int((paired["outside"] != "").sum())
