@@ -315,3 +315,34 @@ def test_report_section_published_vs_ours(run_a, published_csv):
     assert "Rank agreement (Kendall τ-b)" in page
     cells = pd.read_csv(run_a / "report" / "published_cells.tsv", sep="\t")
     assert len(cells) == 5
+
+
+def test_published_as_labels_a_system_without_being_a_parameter(
+    run_a, published_csv, tmp_path, capsys
+):
+    """``systems.<name>.published_as`` passes the config schema and the system's own parameter
+    check, is no stage's parameter (a change re-runs nothing), and pairs the system in compare."""
+    from pathlib import Path
+
+    import yaml
+
+    from mnemoflow.config_schema import check_config
+    from mnemoflow.errors import ConfigError
+    from mnemoflow.memory.base import check_systems, stage_spec, without_labels
+
+    spec = {"type": "bm25_message", "top_k": 5, "published_as": "AWE-(2,4,30)"}
+    check_systems({"awe": spec})
+    repo = Path(__file__).resolve().parents[1]
+    default = yaml.safe_load((repo / "config.yaml").read_text(encoding="utf-8"))
+    default["systems"]["bm25_message"]["published_as"] = "BM25"
+    check_config(default, repo / "schemas" / "config.schema.yaml")
+    default["systems"]["bm25_message"]["published_as"] = 3
+    with pytest.raises(ConfigError, match="systems.bm25_message.published_as: 3 is not of type"):
+        check_config(default, repo / "schemas" / "config.schema.yaml")
+    assert without_labels(spec) == {"type": "bm25_message", "top_k": 5}
+    assert "published_as" not in {**stage_spec(spec, "ingest"), **stage_spec(spec, "query")}
+    config = tmp_path / "config.yaml"
+    config.write_text("systems:\n  awe: {type: bm25_message, published_as: 'AWE-(2,4,30)'}\n")
+    args = ["compare", str(run_a), "--published", "paper/t", "--config", str(config)]
+    assert main([*args, "--published-dir", str(published_csv)]) == 0
+    assert "5 published cells; 1 paired with the run" in capsys.readouterr().out

@@ -54,9 +54,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def add_published_arguments(parser: argparse.ArgumentParser) -> None:
+def add_published_arguments(parser: argparse.ArgumentParser, config: bool = True) -> None:
     """The options naming published tables and pairing our systems with their rows (shared
-    with ``mnemoflow report``)."""
+    with ``mnemoflow report``, whose own ``--config`` is the run's config: ``config=False``)."""
     parser.add_argument(
         "--published", help="PAPER or PAPER/TABLE of data/published (comma-separated for several)"
     )
@@ -78,6 +78,10 @@ def add_published_arguments(parser: argparse.ArgumentParser) -> None:
         help="pair our system OURS with the published row THEIRS (repeatable)",
     )
     parser.add_argument("--benchmark", help="our benchmark name for the published rows")
+    if config:
+        parser.add_argument(
+            "--config", type=Path, help="the run's config: its systems' published_as pair them"
+        )
 
 
 def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
@@ -85,6 +89,12 @@ def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
     if args.published and args.preset:
         raise ConfigError("--published and --preset both name the tables; give one")
     pairs, benchmark, spec = _pairs(args.map), args.benchmark, args.published
+    if args.config is not None:
+        try:
+            config = yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{args.config}: not valid YAML: {exc}") from exc
+        pairs = published_as(config) + pairs
     if args.preset:
         spec, preset_pairs, preset_benchmark = read_preset(args.preset, args.presets)
         pairs, benchmark = preset_pairs + pairs, benchmark or preset_benchmark
@@ -117,12 +127,16 @@ def read_preset(name: str, presets: Path) -> tuple[str, list[tuple[str, str]], s
     published = compare.get("published")
     if not isinstance(published, str) or not published:
         raise ConfigError(f"{path}: compare.published must name PAPER[/TABLE]")
-    pairs = [
+    return published, published_as(config), compare.get("benchmark")
+
+
+def published_as(config: dict) -> list[tuple[str, str]]:
+    """(system, published name) of every ``systems.<name>.published_as`` of a config."""
+    return [
         (system, str(spec["published_as"]))
         for system, spec in (config.get("systems") or {}).items()
         if isinstance(spec, dict) and spec.get("published_as")
     ]
-    return published, pairs, compare.get("benchmark")
 
 
 def _section(title: str, frame: pd.DataFrame, empty: str) -> list[str]:

@@ -35,13 +35,17 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--diagnosis", type=Path, help="diagnosis table (default: RESULTS/diagnosis.parquet if any)"
     )
-    parser.add_argument("--config", type=Path, help="the config the results came from (YAML)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="the config the results came from (YAML); its systems' published_as pair them",
+    )
     parser.add_argument("--out", type=Path, help="the page (default: RESULTS/report.html)")
     parser.add_argument("--title", default="mnemoflow report")
     parser.add_argument(
         "--screenshot", type=Path, help="also render the page in headless Chromium to this PNG"
     )
-    add_published_arguments(parser)  # --published / --preset: the "Published vs ours" section
+    add_published_arguments(parser, config=False)  # the "Published vs ours" section
     parser.set_defaults(func=run)
 
 
