@@ -19,6 +19,7 @@ import pandas as pd
 import yaml
 
 from mnemoflow.commands import COMMANDS
+from mnemoflow.data.memorybench_results import read_results
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
 from mnemoflow.errors import ConfigError
 from mnemoflow.report.compare import (
@@ -77,6 +78,12 @@ def add_published_arguments(parser: argparse.ArgumentParser, config: bool = True
         metavar="OURS=THEIRS",
         help="pair our system OURS with the published row THEIRS (repeatable)",
     )
+    parser.add_argument(
+        "--memorybench-results",
+        type=Path,
+        help="a local copy of THUIR/MemoryBench-Results (manifest.jsonl): its summaries join the "
+        "published rows as paper memorybench-results",
+    )
     parser.add_argument("--benchmark", help="our benchmark name for the published rows")
     if config:
         parser.add_argument(
@@ -98,7 +105,12 @@ def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
     if args.preset:
         spec, preset_pairs, preset_benchmark = read_preset(args.preset, args.presets)
         pairs, benchmark = preset_pairs + pairs, benchmark or preset_benchmark
-    published = select_published(load_published(args.published_dir), spec)
+    published = load_published(args.published_dir)
+    if args.memorybench_results is not None:
+        published = pd.concat(
+            [published, read_results(args.memorybench_results)], ignore_index=True
+        )
+    published = select_published(published, spec)
     return spec, compare_published(run, published, pairs, benchmark)
 
 

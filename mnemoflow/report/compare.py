@@ -40,6 +40,9 @@ from mnemoflow.report.summaries import ReportError, is_proportion, lower_is_bett
 RUN = ["benchmark", "system", "protocol", "step"]
 #: The aggregate of an AMemGym summary row that is the mean over periods 0..step.
 MEAN_OVER_PERIODS = "mean_over_periods"
+#: The aggregate a published ``mean`` cell is compared with, the first the run has: AMemGym's
+#: mean over periods, a static benchmark's micro score, a MemoryBench set's normalized summary.
+MEAN_AGGREGATES = (MEAN_OVER_PERIODS, "micro", "normalized")
 #: Aggregates a paired test is run for (a per-item sample stands behind them).
 TESTED = ("micro", MEAN_OVER_PERIODS)
 _TOLERANCE = 1e-6
@@ -238,7 +241,7 @@ def _pairing(published: pd.DataFrame, systems: set[str], mapping: list[tuple[str
 
 def _our_row(summary: pd.DataFrame, benchmark, system, protocol, period, metric):
     """Our summary row for a published cell, or None: period ``mean`` is the run's last step's
-    mean over periods (its micro row for a benchmark without periods), period k step k."""
+    row of the first of :data:`MEAN_AGGREGATES` it has, period k step k's micro row."""
     run = summary[
         (summary["benchmark"] == benchmark)
         & (summary["system"] == system)
@@ -249,9 +252,10 @@ def _our_row(summary: pd.DataFrame, benchmark, system, protocol, period, metric)
         return None
     if period == MEAN:
         last = run[run["step"] == run["step"].max()]
-        hit = last[last["aggregate"] == MEAN_OVER_PERIODS]
-        if hit.empty:
-            hit = last[last["aggregate"] == "micro"]
+        for aggregate in MEAN_AGGREGATES:
+            hit = last[last["aggregate"] == aggregate]
+            if not hit.empty:
+                break
     else:
         hit = run[(run["step"] == int(period)) & (run["aggregate"] == "micro")]
     return None if hit.empty else next(hit.itertuples(index=False))
