@@ -193,7 +193,7 @@ def test_compare_two_runs(tmp_path):
     )
     cells, taus, ranks = compare_runs(load_run(a), load_run(b))
     x = cells.set_index("system").loc["x"]
-    assert (x["a"], x["b_value"], x["diff"], x["outside"]) == (0.5, 0.75, 0.25, "yes")
+    assert (x["a_value"], x["b_value"], x["diff"], x["outside"]) == (0.5, 0.75, 0.25, "yes")
     assert (round(x["a_low"], 3), round(x["a_high"], 3)) == (0.299, 0.701)
     assert (x["test"], x["b"], x["c"], x["p_value"], x["n_paired"]) == ("mcnemar", 1, 6, 0.125, 20)
     assert taus["tau"].tolist() == [1.0]

@@ -26,6 +26,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -426,7 +427,7 @@ def _paired(sample_a: pd.DataFrame, sample_b: pd.DataFrame) -> dict:
     }
 
 
-RUNS_COLUMNS = [*RUN, "metric", "aggregate", "a", "a_low", "a_high", "a_ci_method", "n_a"]
+RUNS_COLUMNS = [*RUN, "metric", "aggregate", "a_value", "a_low", "a_high", "a_ci_method", "n_a"]
 RUNS_COLUMNS += ["b_value", "n_b", "diff", "outside", *PAIRED_COLUMNS]
 
 
@@ -439,46 +440,31 @@ def compare_runs(a: Run, b: Run) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     joined = a.summary.merge(b.summary, on=keys, suffixes=("_a", "_b"))
     last = joined.groupby(["benchmark", "system", "protocol"])["step"].transform("max")
     cells = []
-    for row in joined.itertuples(index=False):
-        a_row = pd.Series(
-            {**{k: getattr(row, k) for k in keys}, "value": row.value_a, "n": row.n_a}
-        )
-        low, high, method = interval(a, _RowView(a_row))
+    for row, last_step in zip(joined.to_dict("records"), last, strict=True):
+        key = {k: row[k] for k in keys}
+        a_row = SimpleNamespace(**key, value=row["value_a"], n=row["n_a"])
+        low, high, method = interval(a, a_row)
         cell = {
-            **{k: getattr(row, k) for k in keys},
-            "a": row.value_a,
+            **key,
+            "a_value": row["value_a"],
             "a_low": low,
             "a_high": high,
             "a_ci_method": method,
-            "n_a": int(row.n_a),
-            "b_value": row.value_b,
-            "n_b": int(row.n_b),
-            "diff": row.value_b - row.value_a,
-            "outside": _outside(row.value_b, low, high),
+            "n_a": int(row["n_a"]),
+            "b_value": row["value_b"],
+            "n_b": int(row["n_b"]),
+            "diff": row["value_b"] - row["value_a"],
+            "outside": _outside(row["value_b"], low, high),
         }
+        if row["aggregate"] in TESTED and row["step"] == last_step:
+            cell.update(_paired(_sample(a, a_row), _sample(b, a_row)))
         cells.append(cell)
-    cells = pd.DataFrame(cells, columns=[c for c in RUNS_COLUMNS if c not in PAIRED_COLUMNS])
-    tests = []
-    for i, row in enumerate(joined.itertuples(index=False)):
-        result = {}
-        if row.aggregate in TESTED and row.step == last.iloc[i]:
-            view = _RowView(pd.Series({k: getattr(row, k) for k in keys}))
-            result = _paired(_sample(a, view), _sample(b, view))
-        tests.append(result)
-    tested = _counts(pd.DataFrame(tests, index=cells.index, columns=PAIRED_COLUMNS))
-    cells = pd.concat([cells, tested], axis=1)
+    cells = _counts(pd.DataFrame(cells, columns=RUNS_COLUMNS))
     return (cells, *_run_ranks(cells))
 
 
-class _RowView:
-    """Attribute access to a row's fields (the shape :func:`interval` and :func:`_sample` read)."""
-
-    def __init__(self, row: pd.Series):
-        self.__dict__.update(row.to_dict())
-
-
 RUN_TAU_COLUMNS = ["benchmark", "protocol", "metric", "aggregate", "n", "tau"]
-RUN_RANK_COLUMNS = ["benchmark", "protocol", "metric", "aggregate", "system", "a", "b_value"]
+RUN_RANK_COLUMNS = ["benchmark", "protocol", "metric", "aggregate", "system", "a_value", "b_value"]
 RUN_RANK_COLUMNS += ["rank_a", "rank_b", "rank_change"]
 
 
@@ -504,16 +490,18 @@ def _run_ranks(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "metric": metric,
             "aggregate": aggregate,
         }
-        taus.append({**key, "n": len(group), "tau": kendall_tau(group["a"], group["b_value"])})
-        group = group.sort_values("a", ascending=not higher, kind="stable")
-        rank_a, rank_b = rank_of(group["a"], higher), rank_of(group["b_value"], higher)
-        marks = rank_marks(group["a"], group["b_value"], higher)
+        taus.append(
+            {**key, "n": len(group), "tau": kendall_tau(group["a_value"], group["b_value"])}
+        )
+        group = group.sort_values("a_value", ascending=not higher, kind="stable")
+        rank_a, rank_b = rank_of(group["a_value"], higher), rank_of(group["b_value"], higher)
+        marks = rank_marks(group["a_value"], group["b_value"], higher)
         for i, row in enumerate(group.itertuples(index=False)):
             ranks.append(
                 {
                     **key,
                     "system": row.system,
-                    "a": row.a,
+                    "a_value": row.a_value,
                     "b_value": row.b_value,
                     "rank_a": rank_a[i],
                     "rank_b": rank_b[i],
