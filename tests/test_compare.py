@@ -346,3 +346,34 @@ def test_published_as_labels_a_system_without_being_a_parameter(
     args = ["compare", str(run_a), "--published", "paper/t", "--config", str(config)]
     assert main([*args, "--published-dir", str(published_csv)]) == 0
     assert "5 published cells; 1 paired with the run" in capsys.readouterr().out
+
+
+def test_our_on_to_off_policy_rank_change_beside_the_published_one(tmp_path):
+    """On-policy x .3 > y .2 (ranks 1, 2); off-policy y .2 > x .1 (x 2nd, y 1st). Our changes,
+    on rank - off rank (▲ = higher off-policy): x 1 - 2 = -1, y 2 - 1 = +1; against the printed
+    -3 and +2 the differences are +2 and -1."""
+    root = tmp_path / "run"
+    rows = []
+    for system, on, off in (("x", 0.3, 0.1), ("y", 0.2, 0.2)):
+        for protocol, value in (("interactive", on), ("interactive_replay", off)):
+            row = summary_row(system, value, 4, "memory_score", 2, "mean_over_periods")
+            rows.append({**row, "protocol": protocol})
+    write_table(pd.DataFrame(rows), root / "summary.parquet", SUMMARY)
+    published = tmp_path / "p.csv"
+    lines = [",".join(COLUMNS)]
+    for row, on, off, change in (("X", 0.29, 0.25, -3), ("Y", 0.27, 0.27, 2)):
+        for protocol, metric, value in (
+            ("interactive", "memory_score", on),
+            ("interactive_replay", "memory_score", off),
+            ("interactive", "rank_change", change),
+        ):
+            lines.append(f"amemgym,onoff,v1,amemgym,{row},,{protocol},mean,{metric},{value},s,")
+    published.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cells, taus, _ = compare_published(
+        load_run(root), load_published(published), [("x", "X"), ("y", "Y")]
+    )
+    change = cells[cells["metric"] == "rank_change"].set_index("row")
+    assert change["ours"].to_dict() == {"X": -1.0, "Y": 1.0}
+    assert change["diff"].to_dict() == {"X": 2.0, "Y": -1.0}
+    assert set(change["n"]) == {2}
+    assert len(taus) == 2  # one per protocol; rank_change cells are not ranked themselves

@@ -2,9 +2,10 @@
 
 - :func:`compare_published`: for every published cell (``mnemoflow.data.published``) our value
   with its 95 % interval, the published value, the difference (ours - published) and a flag where
-  the published value lies outside our interval; per table, Kendall's τ between the paper's
-  ranking of the rows and ours, and each row's rank change marked as the AMemGym paper marks its
-  on- vs off-policy table (``▲k``: we rank it k places higher than the paper).
+  the published value lies outside our interval (for a published ``rank_change``, our own on- to
+  off-policy rank change); per table, Kendall's τ between the paper's ranking of the rows and
+  ours, and each row's rank change marked as the AMemGym paper marks its on- vs off-policy table
+  (``▲k``: we rank it k places higher than the paper).
 - :func:`compare_runs`: every summary row two runs share, B's value against A's interval, the
   paired test where both runs scored the same items, and τ per (benchmark, protocol, metric).
 - :func:`paired_systems`: between the systems of one run on the same items, whether a
@@ -294,8 +295,7 @@ def compare_published(
     summary = run.summary
     ours_benchmarks = sorted(summary["benchmark"].unique())
     cells = []
-    scored = published[published["metric"] != RANK_CHANGE]
-    for name, part in scored.groupby("benchmark", sort=True):
+    for name, part in published.groupby("benchmark", sort=True):
         ours = benchmark or name
         if ours not in ours_benchmarks:
             raise ReportError(
@@ -310,7 +310,7 @@ def compare_published(
             system = pairing.get(cell["row"], "")
             found = (
                 _our_row(summary, ours, system, cell["protocol"], cell["period"], cell["metric"])
-                if system
+                if system and cell["metric"] != RANK_CHANGE
                 else None
             )
             out = {
@@ -326,7 +326,7 @@ def compare_published(
                 "outside": "",
                 "note": "not paired" if not system else "",
             }
-            if system and found is None:
+            if system and found is None and cell["metric"] != RANK_CHANGE:
                 out["note"] = "not in the run"
             if found is not None:
                 low, high, method = interval(run, found)
@@ -345,9 +345,54 @@ def compare_published(
                         f"ours: mean over periods 0-{found.step}, the paper's 0-{paper_last}"
                     )
             cells.append(out)
-    cells = pd.DataFrame(cells, columns=CELL_COLUMNS)
-    taus, ranks = _rank_tables(cells)
+    cells = _rank_change_cells(pd.DataFrame(cells, columns=CELL_COLUMNS))
+    taus, ranks = _rank_tables(cells[cells["metric"] != RANK_CHANGE])
     return cells, taus, ranks
+
+
+#: The protocols whose rankings a published ``rank_change`` compares (AMemGym's on- vs
+#: off-policy table: ▲k = k places higher off-policy).
+ON_POLICY, OFF_POLICY = "interactive", "interactive_replay"
+
+
+def _rank_change_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    """Our own on- to off-policy rank change beside each published ``rank_change``: the rows of
+    the table with our value under both protocols at period ``mean``, ranked by the table's
+    score under each (``on rank - off rank``: positive = higher off-policy, as ▲ reads)."""
+    changes = cells["metric"] == RANK_CHANGE
+    if not changes.any():
+        return cells
+    cells = cells.copy()
+    scores = cells[~changes & (cells["period"] == MEAN) & cells["ours"].notna()]
+    for (paper, table), group in cells[changes].groupby(["paper", "table"], sort=True):
+        part = scores[(scores["paper"] == paper) & (scores["table"] == table)]
+        if part.empty:
+            continue
+        metric = sorted(part["metric"].unique())[0]
+        part = part[part["metric"] == metric]
+        on = part[part["protocol"] == ON_POLICY].set_index("row")["ours"]
+        off = part[part["protocol"] == OFF_POLICY].set_index("row")["ours"]
+        rows = sorted(set(on.index) & set(off.index))
+        if len(rows) < 2:
+            continue
+        higher = not lower_is_better(metric)
+        on_rank = dict(zip(rows, rank_of(on.loc[rows], higher), strict=True))
+        off_rank = dict(zip(rows, rank_of(off.loc[rows], higher), strict=True))
+        for index in group.index:
+            row = cells.at[index, "row"]
+            if row not in on_rank:
+                continue
+            change = on_rank[row] - off_rank[row]
+            cells.loc[index, ["ours", "diff", "n"]] = [
+                float(change),
+                change - cells.at[index, "published"],
+                len(rows),
+            ]
+            cells.at[index, "note"] = (
+                f"ours: {metric} rank change from {ON_POLICY} to {OFF_POLICY} among the "
+                f"{len(rows)} paired rows"
+            )
+    return cells
 
 
 TAU_COLUMNS = ["paper", "table", "protocol", "metric", "n", "tau"]
