@@ -377,3 +377,12 @@ def test_our_on_to_off_policy_rank_change_beside_the_published_one(tmp_path):
     assert change["diff"].to_dict() == {"X": 2.0, "Y": -1.0}
     assert set(change["n"]) == {2}
     assert len(taus) == 2  # one per protocol; rank_change cells are not ranked themselves
+
+
+def test_unreadable_item_tables_are_named(tmp_path, published_csv):
+    root = write_run(tmp_path / "r", [summary_row("awe", 0.5, 2)], {})
+    odd = root / "amemgym" / "awe" / "interactive" / "step0" / "question_scores.parquet"
+    odd.parent.mkdir(parents=True)
+    pd.DataFrame({"question": ["q1"], "score": [1.0]}).to_parquet(odd)
+    with pytest.raises(ValueError, match=r"step0/question_scores.parquet: columns \['question'"):
+        load_run(root)

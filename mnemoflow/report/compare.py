@@ -135,7 +135,10 @@ def read_items(root: Path) -> pd.DataFrame:
             if len(frame):
                 frames.append(_amemgym_items(frame, keys))
         else:
-            raise ReportError(f"{path}: columns {list(frame.columns)} are neither QUESTION_SCORES'")
+            raise ReportError(
+                f"{path}: columns {list(frame.columns)} are neither QUESTION_SCORES' nor "
+                "AMemGym's per-question scores' (user_id, period, question_id, correct, ...)"
+            )
     if not frames:
         return pd.DataFrame(columns=ITEM_COLUMNS)
     items = pd.concat(frames, ignore_index=True)
