@@ -360,8 +360,20 @@ def _score_rows(scores: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+def _number(value: float, signed: bool = False) -> str:
+    text = f"{value:+.3f}" if signed else f"{value:.3f}"
+    return text.replace("-0.000", "0.000").replace("+-0.000", "0.000")
+
+
+def _rank_text(value: float) -> str:
+    """A rank change as the AMemGym paper prints it (▲k, ▼k, —)."""
+    k = int(round(value))
+    return f"▲{k}" if k > 0 else f"▼{-k}" if k < 0 else "—"
+
+
 def _published_html(published: dict[str, pd.DataFrame]) -> str:
-    """The published cells the run has a value for, the rank agreement and the rank changes."""
+    """The published cells the run has a value for (one table per published table), the rank
+    agreement and the rank changes."""
     cells = published["cells"]
     paired = cells[cells["ours"].notna()].copy()
     with_ci = paired[paired["outside"] != ""]
@@ -373,20 +385,27 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
         f"<b>outside our 95 % interval</b> in {outside} of the {len(with_ci)} with an interval. "
         "Period <i>mean</i> is the run's mean over its periods at its last step (the paper's over "
         "its own periods: the note says when they differ). Rank changes are marked as the AMemGym "
-        "paper marks them: ▲k, we rank the row k places higher than the paper; ▼k lower.</p>"
+        "paper marks them: ▲k, we rank the row k places higher than the paper; ▼k lower; a "
+        "printed on- vs off-policy ∆Rank (▲k: k places higher off-policy) is set beside our own "
+        "among the rows paired.</p>"
     )
     if paired.empty:
         return text + _note("No published cell is paired with a run: name the systems with --map.")
+    rank = paired["metric"] == "rank_change"
     paired["ours_ci"] = [
-        f"[{low:.3f}, {high:.3f}]" if pd.notna(low) else (method or "–")
+        f"[{_number(low)}, {_number(high)}]" if pd.notna(low) else (method or "–")
         for low, high, method in zip(
             paired["ci_low"], paired["ci_high"], paired["ci_method"], strict=True
         )
     ]
     for name in ("published", "ours", "diff"):
-        paired[name] = [f"{v:+.3f}" if name == "diff" else f"{v:.3f}" for v in paired[name]]
+        paired[name] = [
+            (f"{int(round(v)):+d}" if name == "diff" else _rank_text(v))
+            if is_rank
+            else _number(v, signed=name == "diff")
+            for v, is_rank in zip(paired[name], rank, strict=True)
+        ]
     columns = {
-        "table": "table",
         "row": "row",
         "system": "ours",
         "protocol": "protocol",
@@ -399,9 +418,11 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
         "outside": "outside CI",
         "note": "note",
     }
-    text += table_html(paired, columns)
+    for (paper, table), part in paired.groupby(["paper", "table"], sort=True):
+        text += f"<h3>{html.escape(paper)}/{html.escape(table)}</h3>" + table_html(part, columns)
     if not published["taus"].empty:
-        text += "<h3>Rank agreement (Kendall τ-b)</h3>" + table_html(published["taus"])
+        taus = published["taus"].assign(tau=[_number(t) for t in published["taus"]["tau"]])
+        text += "<h3>Rank agreement (Kendall τ-b)</h3>" + table_html(taus)
         text += "<h3>Rank changes</h3>" + table_html(published["ranks"])
     return text
 
