@@ -23,5 +23,6 @@ COMMANDS = Registry(
         "mnemoflow.commands.metric",
         "mnemoflow.commands.cache",
         "mnemoflow.commands.compare",
+        "mnemoflow.commands.export",
     ],
 )

@@ -344,6 +344,15 @@ def _chosen(record: dict[str, Any], n: int, loc: str) -> int | None:
         return None
 
 
+def chosen_option(record: dict[str, Any], n: int, kind: str) -> int | None:
+    """The data.json index a reply row picks, as the scorer reads it: an upper-bound row by its
+    reply and shown order alone (the workflow passes the scorer no ``parse_ok`` for those), a
+    checkpoint row also honouring ``parse_ok``; None when it does not parse."""
+    if kind == "upper":
+        record = {k: v for k, v in record.items() if k != "parse_ok"}
+    return _chosen(record, n, kind)
+
+
 def _upper_scores(by_id, upper: pd.DataFrame) -> dict[tuple[str, int, int], tuple[float, bool]]:
     """(user, question, option) -> (1.0 if the model picked that option's state, parse_ok)."""
     out = {}
