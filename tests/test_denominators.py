@@ -147,12 +147,12 @@ def test_summary_shows_both_figures_where_accuracy_is_shown():
     assert "all items" not in plain and "unscored" not in plain
 
 
-def test_feedback_step_writes_the_rows(tmp_path):
-    """The workflow's feedback step scorer emits them for a judged dataset (offline NFCats judge:
-    every reply parses, so scored and all agree and none is unscored)."""
+def test_feedback_step_writes_the_rows():
+    """The workflow's feedback step scorer, with an NFCats judge that never gives a score for one
+    answer (re-asked, then a counted failure at the bottom of the 1-5 scale)."""
     from mnemoflow.data.registry import load_benchmark
     from mnemoflow.eval import memorybench_metrics
-    from mnemoflow.llm.gateway import Gateway
+    from tests.scripted_backend import scripted_gateway
     from tests.shared_data import shared_file
     from tests.test_export import answer_rows
 
@@ -164,21 +164,25 @@ def test_feedback_step_writes_the_rows(tmp_path):
     }
     questions = load_benchmark(spec).questions
     asked = questions[questions["split"] == "test"][:3]
-    answers = answer_rows("nf", "s", "off_policy", asked, ["", "An answer.", "Another."])
-    gateway = Gateway.from_config({}, cache_path=tmp_path / "cache")
+    answers = answer_rows("nf", "s", "off_policy", asked, ["Short.", "An answer.", "GARBLE ME"])
+    gateway, _ = scripted_gateway(
+        lambda request, n: "no score here" if "GARBLE ME" in str(request.messages) else "4"
+    )
     keys = {"benchmark": "nf", "system": "s", "protocol": "off_policy", "step": 0}
     empty = pd.DataFrame(columns=["role", "implicit_action", "terminated", "dialogue_id"])
 
     async def run():
         async with gateway:
-            return await fb.score_step(
-                answers, asked, empty, keys, gateway, memorybench_metrics, "j"
-            )
+            metrics = memorybench_metrics
+            return await fb.score_step(answers, asked, empty, keys, gateway, metrics, "j")
 
     try:
         got = values(asyncio.run(run()).scores)
     finally:
         gateway.close()
-    assert got[("item_value:unscored", "micro")] == (0.0, 3)
+    assert got[("item_value:unscored", "micro")] == (1.0, 3)
+    assert got[("item_value:all", "micro")] == (pytest.approx((4 + 4 + 1) / 3), 3)
     assert got[("item_value:all", "micro")] == got[("item_value", "micro")]
-    assert got[("score:scored", "micro")] == got[("score", "micro")]
+    assert got[("item_value:scored", "micro")] == (pytest.approx(4.0), 2)
+    assert got[("score:scored", "micro")] == (pytest.approx(4.0), 2)
+    assert got[("score:unscored", "micro")] == (1.0, 3)

@@ -33,7 +33,7 @@ from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
 from mnemoflow.registry import Entry
-from tests.eval_fixtures import longmemeval_tables
+from tests.eval_fixtures import locomo_tables, longmemeval_tables
 from tests.shared_data import shared_file
 
 
@@ -365,6 +365,20 @@ def test_export_errors_name_what_is_wrong(tmp_path, capsys):
     assert "no longmemeval runs under" in capsys.readouterr().err
     assert export(results, "longmemeval", tmp_path / "out", "--benchmark", "lme") == 2
     assert "has no benchmark 'lme'" in capsys.readouterr().err
+    # a LoCoMo run exported against samples that are not its data
+    _, questions = locomo_tables()
+    write_table(questions, results / "locomo" / "prepared" / "questions.parquet", "questions")
+    answers = answer_rows("locomo", "none", "qa", questions, ["x"] * len(questions))
+    write_table(answers, results / "locomo/none/qa/step0/shard0/answers.parquet", "answers")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([{"sample_id": "conv-9", "qa": [{"question": "?"}]}]))
+    assert export(results, "locomo", tmp_path / "out", "--data", other) == 2
+    assert f"question_id 'conv-1_q0' of the run is not in {other}" in capsys.readouterr().err
+    other.write_text(json.dumps([{"sample_id": "conv-9"}]))
+    assert export(results, "locomo", tmp_path / "out", "--data", other) == 2
+    assert f"{other}: record 0: missing field 'qa'" in capsys.readouterr().err
+    assert export(results, "memorybench", tmp_path / "out", "--benchmark", "locomo") == 2
+    assert "benchmark 'locomo' was loaded by 'locomo', not 'memorybench'" in capsys.readouterr().err
     bad = tmp_path / "eval.json"
     bad.write_text(json.dumps({"u1": {"overall_results": [[{"raw_response": "x"}]]}}))
     with pytest.raises(ConfigError, match=r"user u1 overall_results\[0\]\[0\]: missing field 'js"):

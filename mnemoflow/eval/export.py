@@ -75,14 +75,14 @@ def find_runs(results: Path, fmt: str, benchmarks: list[str] | None = None) -> l
     """Every run under ``results`` whose benchmark's loader is ``fmt`` (only ``benchmarks`` when
     given), one per (benchmark, system, protocol, step), in that order."""
     if fmt not in FORMATS:
-        raise ConfigError(f"export: format must be one of {list(FORMATS)}, got {fmt!r}")
+        raise ConfigError(f"format must be one of {list(FORMATS)}, got {fmt!r}")
     if not results.is_dir():
-        raise ConfigError(f"export: {results} is not a directory")
+        raise ConfigError(f"{results} is not a directory")
     names = sorted(p.name for p in results.iterdir() if p.is_dir())
     if benchmarks:
         missing = [b for b in benchmarks if b not in names]
         if missing:
-            raise ConfigError(f"export: {results} has no benchmark {missing[0]!r}")
+            raise ConfigError(f"{results} has no benchmark {missing[0]!r}")
         names = [b for b in names if b in benchmarks]
     runs: dict[tuple, list[Path]] = {}
     pattern = "*/*/step*/shard*/checkpoint_replies.parquet" if fmt == "amemgym" else None
@@ -90,9 +90,7 @@ def find_runs(results: Path, fmt: str, benchmarks: list[str] | None = None) -> l
         loader = loader_of(results, benchmark)
         if loader != fmt:
             if benchmarks and loader is not None:
-                raise ConfigError(
-                    f"export: benchmark {benchmark!r} was loaded by {loader!r}, not {fmt!r}"
-                )
+                raise ConfigError(f"benchmark {benchmark!r} was loaded by {loader!r}, not {fmt!r}")
             continue
         if pattern:
             for path in (results / benchmark).glob(pattern):
@@ -120,7 +118,7 @@ def answers_of(run: Run) -> pd.DataFrame:
     repeated = frame["question_id"][frame["question_id"].duplicated()]
     if len(repeated):
         raise ConfigError(
-            f"export: {run.files[0].parent}: question_id {repeated.iloc[0]!r} is answered twice "
+            f"{run.files[0].parent}: question_id {repeated.iloc[0]!r} is answered twice "
             f"in run {run.name}"
         )
     return frame
@@ -186,25 +184,28 @@ def locomo_samples(
         out.append(sample)
     stray = sorted(set(by_id) - known)
     if stray:
-        raise ConfigError(f"export: question_id {stray[0]!r} of the run is not in {source}")
+        raise ConfigError(f"question_id {stray[0]!r} of the run is not in {source}")
     return out, unanswered
 
 
 # ---- MemoryBench ------------------------------------------------------------------------------
 
 
-def memorybench_lines(answers: pd.DataFrame, questions: pd.DataFrame) -> list[dict[str, Any]]:
-    """``{dataset, test_idx, response}`` per answer, in (dataset, test_idx) order."""
+def memorybench_lines(
+    answers: pd.DataFrame, questions: pd.DataFrame, source: Path | str = "questions"
+) -> list[dict[str, Any]]:
+    """``{dataset, test_idx, response}`` per answer, in (dataset, test_idx) order; ``source``
+    names the questions' file in errors."""
     by_id = {str(q["question_id"]): q for q in questions.to_dict("records")}
     lines = []
     for answer in answers.to_dict("records"):
         qid = str(answer["question_id"])
         if qid not in by_id:
-            raise ConfigError(f"export: question_id {qid!r} is not in the prepared questions")
+            raise ConfigError(f"{source}: no question {qid!r} (answered in the run)")
         question = by_id[qid]
         meta = json.loads(question["meta"]) if question["meta"] else {}
         if "test_idx" not in meta:
-            raise ConfigError(f"export: question {qid}: missing field 'meta.test_idx'")
+            raise ConfigError(f"{source}: question {qid}: missing field 'meta.test_idx'")
         lines.append(
             {
                 "dataset": str(question["dataset"]),
@@ -337,9 +338,7 @@ def amemgym_data(results: Path, benchmark: str, data: Path | None) -> Path:
         return data
     generated = results / benchmark / "environment" / "data.json"
     if not generated.exists():
-        raise ConfigError(
-            f"export: {benchmark} has no generated {generated}; pass its data.json as --data"
-        )
+        raise ConfigError(f"{benchmark} has no generated {generated}; pass its data.json as --data")
     return generated
 
 
@@ -351,7 +350,7 @@ def amemgym_replies(results: Path, run: Run) -> pd.DataFrame:
         for path in sorted(folder.glob("shard*/checkpoint_replies.parquet")):
             frames.append(pd.read_parquet(path))
     if not frames:
-        raise ConfigError(f"export: run {run.name} has no checkpoint replies")
+        raise ConfigError(f"run {run.name} has no checkpoint replies")
     return pd.concat(frames, ignore_index=True)
 
 
@@ -375,9 +374,9 @@ def export(results: Path, fmt: str, out: Path, *, data: Path | None = None,
     """Write one file per run of ``fmt`` under ``results`` into ``out``; what was written."""
     runs = find_runs(results, fmt, benchmarks)
     if not runs:
-        raise ConfigError(f"export: no {fmt} runs under {results}")
+        raise ConfigError(f"no {fmt} runs under {results}")
     if fmt == "locomo" and data is None:
-        raise ConfigError("export --format locomo needs --data (the samples JSON, locomo10.json)")
+        raise ConfigError("--format locomo needs --data (the samples JSON, locomo10.json)")
     samples = read_samples(data) if fmt == "locomo" else None
     written = []
     for run in runs:
@@ -397,10 +396,9 @@ def export(results: Path, fmt: str, out: Path, *, data: Path | None = None,
             if fmt == "longmemeval":
                 text = _jsonl(longmemeval_lines(answers))
             elif fmt == "memorybench":
-                questions = read_table(
-                    results / run.benchmark / "prepared" / "questions.parquet", "questions"
-                )
-                text = _jsonl(memorybench_lines(answers, questions))
+                prepared = results / run.benchmark / "prepared" / "questions.parquet"
+                questions = read_table(prepared, "questions")
+                text = _jsonl(memorybench_lines(answers, questions, prepared))
             else:
                 chosen, unanswered = locomo_samples(samples, answers, run.system, data)
                 text = json.dumps(chosen, ensure_ascii=False, indent=1) + "\n"
