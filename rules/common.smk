@@ -18,7 +18,7 @@ from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
-from mnemoflow.memory.base import check_systems, stage_roles, stage_spec
+from mnemoflow.memory.base import check_systems, stage_roles, stage_spec, without_labels
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
@@ -91,7 +91,8 @@ def benchmark_source(wildcards):
 
 
 def system_spec(wildcards):
-    return config["systems"][wildcards.system]
+    # labels (published_as) are for comparisons: a job never reads them, a change re-runs nothing
+    return without_labels(config["systems"][wildcards.system])
 
 
 def n_shards(wildcards):

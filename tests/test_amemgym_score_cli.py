@@ -172,6 +172,8 @@ def test_missing_replies_and_predictions_are_named(run, tmp_path, capsys):
     _, data, _, _ = run
     base = ["score", "--data", str(data), "--out", str(tmp_path)]
     assert cli.main([*base, "--benchmark", "amemgym"]) == 2
-    assert capsys.readouterr().err.endswith("--benchmark amemgym needs --replies\n")
+    assert capsys.readouterr().err.endswith(
+        "--benchmark amemgym needs --replies (or --eval-output)\n"
+    )
     assert cli.main([*base, "--benchmark", "locomo"]) == 2
     assert capsys.readouterr().err.endswith("--benchmark locomo needs --predictions\n")

@@ -22,5 +22,7 @@ COMMANDS = Registry(
         "mnemoflow.commands.serve",
         "mnemoflow.commands.metric",
         "mnemoflow.commands.cache",
+        "mnemoflow.commands.compare",
+        "mnemoflow.commands.export",
     ],
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from mnemoflow.commands import COMMANDS
+from mnemoflow.commands.compare import add_published_arguments, published_comparison
 
 
 @COMMANDS.register("report", help="build results/report.html from result tables")
@@ -34,12 +35,17 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--diagnosis", type=Path, help="diagnosis table (default: RESULTS/diagnosis.parquet if any)"
     )
-    parser.add_argument("--config", type=Path, help="the config the results came from (YAML)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="the config the results came from (YAML); its systems' published_as pair them",
+    )
     parser.add_argument("--out", type=Path, help="the page (default: RESULTS/report.html)")
     parser.add_argument("--title", default="mnemoflow report")
     parser.add_argument(
         "--screenshot", type=Path, help="also render the page in headless Chromium to this PNG"
     )
+    add_published_arguments(parser, config=False)  # the "Published vs ours" section
     parser.set_defaults(func=run)
 
 
@@ -61,6 +67,12 @@ def run(args: argparse.Namespace) -> int:
         except yaml.YAMLError as exc:
             raise ValueError(f"{args.config}: not valid YAML: {exc}") from exc
     out = args.out or results / "report.html"
+    published = None
+    if args.published or args.preset:
+        from mnemoflow.report.compare import load_run
+
+        _, (cells, taus, ranks) = published_comparison(args, load_run(summary))
+        published = {"cells": cells, "taus": taus, "ranks": ranks}
     page = build_report(
         summary,
         sorted(results.glob(args.judgements)),
@@ -69,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         out,
         diagnosis_path=diagnosis,
         title=args.title,
+        published=published,
     )
     print(f"{page}: open it in a browser (derived TSV/SVG in {page.with_suffix('')}/)")
     if args.screenshot is not None:

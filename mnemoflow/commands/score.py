@@ -2,8 +2,15 @@
 
     mnemoflow score --benchmark longmemeval --data PATH --predictions FILE --out DIR
                     [--retrievals FILE] [--config FILE] [--repeats N]
-    mnemoflow score --benchmark amemgym --data data.json --replies FILE --out DIR
-                    [--upper-bound FILE] [--recall FILE] [--reference-upper-bound]
+    mnemoflow score --benchmark locomo --data locomo10.json --predictions SAMPLES.json --out DIR
+                    [--prediction-key KEY]
+    mnemoflow score --benchmark amemgym --data data.json (--replies FILE | --eval-output FILE)
+                    --out DIR [--upper-bound FILE] [--recall FILE] [--reference-upper-bound]
+
+LoCoMo's samples JSON (the official script's format: ``<KEY>_prediction`` beside each question
+of ``qa``, optionally ``<KEY>_prediction_context`` with ranked dia_ids, read as the retrieval
+ranking) is recognised by its shape. AMemGym's ``--eval-output`` is the file ``mnemoflow export
+--format amemgym`` writes (per user the reference's overall and utilization results).
 
 AMemGym needs no judge: raw checkpoint replies (and the upper-bound and recall replies) are
 parsed and scored by :mod:`mnemoflow.eval.amemgym_score`, the same code as the workflow's score
@@ -29,6 +36,7 @@ from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.amemgym_score import read_reply_file, score_replies, score_table
+from mnemoflow.eval.export import is_locomo_samples, read_eval_output, read_locomo_samples
 from mnemoflow.eval.judges import judge_provenance
 from mnemoflow.eval.rescore import (
     BENCHMARKS,
@@ -88,12 +96,22 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="first seed of judge repeats")
     parser.add_argument("--system", default="predictions", help="system name in the tables")
     parser.add_argument(
+        "--prediction-key",
+        help="locomo samples JSON: read <KEY>_prediction (default: the one such field there)",
+    )
+    parser.add_argument(
         "--official-turn-sessions",
         action="store_true",
         help="session metrics from turns count only evidence turns (official noans labelling)",
     )
     amemgym = parser.add_argument_group("amemgym (JSONL; period, question_index 0-based)")
     amemgym.add_argument("--replies", type=Path, help="user_id, period, question_index, reply")
+    amemgym.add_argument(
+        "--eval-output",
+        type=Path,
+        help="instead of --replies: an eval-output JSON (mnemoflow export --format amemgym); "
+        "its utilization_results are the upper bound unless --upper-bound is given",
+    )
     amemgym.add_argument(
         "--upper-bound", type=Path, help="user_id, question_index, option_index, reply"
     )
@@ -108,14 +126,21 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run_amemgym(args: argparse.Namespace) -> int:
     """Score raw AMemGym replies against data.json; no model is called."""
-    if args.replies is None:
-        raise ConfigError("--benchmark amemgym needs --replies")
+    if args.replies is not None and args.eval_output is not None:
+        raise ConfigError("--benchmark amemgym takes --replies or --eval-output, not both")
+    if args.replies is None and args.eval_output is None:
+        raise ConfigError("--benchmark amemgym needs --replies (or --eval-output)")
     users = read_environment(args.data)
-    upper = read_reply_file(args.upper_bound, "upper") if args.upper_bound else None
+    if args.eval_output is not None:
+        replies, upper = read_eval_output(args.eval_output)
+    else:
+        replies, upper = read_reply_file(args.replies, "replies"), None
+    if args.upper_bound:
+        upper = read_reply_file(args.upper_bound, "upper")
     recall = read_reply_file(args.recall, "recall") if args.recall else None
     question_scores, scores = score_replies(
         users,
-        read_reply_file(args.replies, "replies"),
+        replies,
         upper,
         recall,
         reference_upper_bound=args.reference_upper_bound,
@@ -160,8 +185,13 @@ def run(args: argparse.Namespace) -> int:
     prepared = load_benchmark({"loader": args.benchmark, "source": {"path": str(args.data)}})
     questions, sessions = prepared.questions, prepared.sessions
     known = set(questions["question_id"])
-    predictions = read_predictions(args.predictions, known)
     rankings = read_retrievals(args.retrievals, known) if args.retrievals else None
+    if args.benchmark == "locomo" and is_locomo_samples(args.predictions):
+        predictions, context = read_locomo_samples(args.predictions, known, args.prediction_key)
+        if rankings is None and context:
+            rankings = context
+    else:
+        predictions = read_predictions(args.predictions, known)
     answers = answers_from_predictions(
         args.benchmark, questions, predictions, rankings, system=args.system
     )

@@ -121,6 +121,13 @@ def run(args: argparse.Namespace, models: dict) -> int:
         print(f"  {row['dataset']:<28} {row['metric']:<9} {row['value']:.4f}  (n={row['n']})")
     if failures:
         print(f"  judge replies never parsed: {failures} (scored as failures, see parse_ok)")
+        scored = means[means["metric"].str.endswith(":scored")]
+        for row in scored.to_dict("records"):
+            metric = row["metric"].removesuffix(":scored")
+            print(
+                f"  {row['dataset']:<28} {metric:<9} {row['value']:.4f}  (n={row['n']}, "
+                "over the judged items only)"
+            )
     if normalized is not None:
         print(format_summary(normalized))
         if note:

@@ -37,7 +37,9 @@ accuracy / random / upper_bound over every (user, period, question), memory_scor
 defined (user, period), failure rates the mean of the per-period rates (as the reference reports
 them), counts (``parse_failures``, ``memory_score_undefined``, ``upper_below_random``: (user,
 period) pairs whose upper bound is below random, where the memory score's sign is reversed;
-``upper_parse_failures``, ``recall_parse_failures``) summed.
+``upper_parse_failures``, ``recall_parse_failures``) summed. Accuracy is also given both ways:
+``accuracy:scored`` over the replies that parsed, ``accuracy:all`` over all of them (= accuracy)
+and ``accuracy:unscored``, the parse failures (= ``parse_failures``).
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ FAILURE_METRICS = ("write_failure_rate", "read_failure_rate", "utilization_failu
 #: Column order of the printed table.
 SCORE_ORDER = (
     "accuracy",
+    "accuracy:scored",
     "random",
     "upper_bound",
     "memory_score",
@@ -193,9 +196,15 @@ def _score_rows(period, group: pd.DataFrame, memory: pd.DataFrame | None) -> lis
     """Accuracy and random over the group's questions; with upper replies the upper bound over
     them and the memory score over the (user, period) pairs of ``memory`` (already per pair)."""
     n = len(group)
+    parsed = group["parse_ok"].astype(bool)
     rows = [
         _row(period, "accuracy", _mean(group["correct"]), n),
         _row(period, "random", _mean(group["random"]), n),
+        # the two denominators: parsed replies only, and every reply (= accuracy: the reference's
+        # convention, a parse failure counted wrong), with the number of parse failures
+        _row(period, "accuracy:scored", _mean(group["correct"][parsed]), int(parsed.sum())),
+        _row(period, "accuracy:all", _mean(group["correct"]), n),
+        _row(period, "accuracy:unscored", float((~parsed).sum()), n),
     ]
     if memory is not None:
         scored = memory["memory_score"].dropna()
@@ -342,6 +351,15 @@ def _chosen(record: dict[str, Any], n: int, loc: str) -> int | None:
         return order[parse_answer(reply if isinstance(reply, str) else "", n) - 1]
     except UnparseableReply:
         return None
+
+
+def chosen_option(record: dict[str, Any], n: int, kind: str) -> int | None:
+    """The data.json index a reply row picks, as the scorer reads it: an upper-bound row by its
+    reply and shown order alone (the workflow passes the scorer no ``parse_ok`` for those), a
+    checkpoint row also honouring ``parse_ok``; None when it does not parse."""
+    if kind == "upper":
+        record = {k: v for k, v in record.items() if k != "parse_ok"}
+    return _chosen(record, n, kind)
 
 
 def _upper_scores(by_id, upper: pd.DataFrame) -> dict[tuple[str, int, int], tuple[float, bool]]:

@@ -127,6 +127,12 @@ def _family(dataset: str) -> MetricFamily:
     return FAMILIES.get(family_of(dataset))()
 
 
+def is_judged(dataset: str) -> bool:
+    """Whether a dataset's value comes from a judge that can fail to give one (its family has a
+    ``failure_value``): there, a mean over the judged items and one over all items can differ."""
+    return _family(dataset).failure_value is not None
+
+
 def metric_of(dataset: str) -> tuple[str, bool]:
     """(the metric whose value normalization uses, whether mnemoflow computes it: always)."""
     return _family(dataset).value, True

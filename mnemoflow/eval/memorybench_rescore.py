@@ -22,6 +22,7 @@ from mnemoflow.data.validate import DataError
 from mnemoflow.eval.memorybench_metrics import (
     check_supported,
     evaluate_item_all,
+    is_judged,
     item_value,
     metric_of,
 )
@@ -169,4 +170,28 @@ def dataset_means(scores: pd.DataFrame, set_name: str) -> pd.DataFrame:
             grouped.index, grouped["mean"], grouped["count"], strict=True
         )
     ]
+    rows += denominator_rows(scores, set_name)
     return pd.DataFrame(rows, columns=["set", "dataset", "metric", "value", "n"])
+
+
+def denominator_rows(scores: pd.DataFrame, set_name: str) -> list[dict[str, Any]]:
+    """For each judged dataset (``is_judged``), its primary metric both ways:
+    ``<metric>:scored`` over the items whose judge gave a value, ``<metric>:all`` over every
+    item (a failed judge at the bottom of its scale, the primary row's value) and
+    ``<metric>:unscored``, how many failed (``n`` = all items)."""
+    rows = []
+    primary = scores[scores["primary"].astype(bool)]
+    for (dataset, metric), group in primary.groupby(["dataset", "metric"], sort=False):
+        if not is_judged(dataset):
+            continue
+        ok = group["parse_ok"].astype(bool)
+        base = {"set": set_name, "dataset": dataset}
+        if ok.any():
+            scored = group[ok]["value"]
+            rows.append({**base, "metric": f"{metric}:scored", "value": float(scored.mean()),
+                         "n": int(scored.count())})  # fmt: skip
+        rows.append({**base, "metric": f"{metric}:all", "value": float(group["value"].mean()),
+                     "n": len(group)})  # fmt: skip
+        rows.append({**base, "metric": f"{metric}:unscored", "value": float((~ok).sum()),
+                     "n": len(group)})  # fmt: skip
+    return rows

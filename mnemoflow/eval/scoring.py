@@ -16,7 +16,11 @@ retrieval metrics (level "session" / "turn"). Aggregates go to the SCORES schema
 - retrieval metrics are named ``<level>_<metric>`` (``session_recall_all@5``).
 
 Values that are NaN (a judge reply that did not parse) are left out of every mean; the
-``judge_parse_failures`` score counts them.
+``judge_parse_failures`` score counts them. Because the two denominators can differ for the
+LLM-judged metrics, each of them is also reported both ways (:func:`denominator_rows`):
+``<metric>:scored`` (micro, over the judged questions: the plain metric's own convention),
+``<metric>:all`` (micro, macro, per type, abstention, CI: over every question, an unjudged one
+counted wrong) and ``<metric>:unscored`` (micro: how many were not judged, ``n`` = all).
 """
 
 from __future__ import annotations
@@ -65,11 +69,11 @@ def _aggregates(keys: dict[str, Any], name: str, frame: pd.DataFrame, benchmark:
     rows.append(_row(keys, name, "macro", means.mean(), len(valid)))
     for qtype, mean in means.items():
         rows.append(_row(keys, name, f"type:{qtype}", mean, by_type.size()[qtype]))
-    if name in (*LLM_JUDGED, "judge_agreement"):
+    if name.removesuffix(ALL) in (*LLM_JUDGED, "judge_agreement"):
         low, high = wilson_interval(valid["value"].sum(), len(valid))
         rows.append(_row(keys, name, "ci95_low", low, len(valid)))
         rows.append(_row(keys, name, "ci95_high", high, len(valid)))
-    if benchmark == "longmemeval" and name == "accuracy":
+    if benchmark == "longmemeval" and name.removesuffix(ALL) == "accuracy":
         abstain = valid[valid["question_id"].map(is_abstention)]
         if not abstain.empty:
             rows.append(_row(keys, name, "abstention", abstain["value"].mean(), len(abstain)))
@@ -77,6 +81,26 @@ def _aggregates(keys: dict[str, Any], name: str, frame: pd.DataFrame, benchmark:
         plain = valid[valid["question_type"] != "adversarial"]
         if not plain.empty:
             rows.append(_row(keys, name, "micro:no-adversarial", plain["value"].mean(), len(plain)))
+    return rows
+
+
+#: Name suffixes of the two denominators of a metric some items of which may go unscored.
+SCORED, ALL, UNSCORED = ":scored", ":all", ":unscored"
+
+
+def denominator_rows(
+    keys: dict[str, Any], name: str, frame: pd.DataFrame, benchmark: str
+) -> list[dict]:
+    """A judged metric both ways: ``name:scored`` (micro over the items with a value),
+    ``name:all`` (every aggregate over all items, a NaN counted as 0, i.e. wrong) and
+    ``name:unscored`` (the number of NaN items, ``n`` = all items)."""
+    valid = frame["value"].dropna()
+    unscored = int(frame["value"].isna().sum())
+    rows = []
+    if len(valid):
+        rows.append(_row(keys, name + SCORED, "micro", valid.mean(), len(valid)))
+    rows.extend(_aggregates(keys, name + ALL, frame.fillna({"value": 0.0}), benchmark))
+    rows.append(_row(keys, name + UNSCORED, "micro", unscored, len(frame)))
     return rows
 
 
@@ -91,6 +115,7 @@ def aggregate(per_question: pd.DataFrame, benchmark: str) -> pd.DataFrame:
             if level == "answer" and metric in LLM_JUDGED:
                 failed = int(group["value"].isna().sum())
                 rows.append(_row(keys, "judge_parse_failures", "count", failed, len(group)))
+                rows.extend(denominator_rows(keys, name, group, benchmark))
     return pd.DataFrame(rows, columns=SCORES.names)
 
 

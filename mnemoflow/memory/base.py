@@ -158,8 +158,19 @@ def resolve(type_name: str) -> type[MemorySystem]:
     return SYSTEMS.get(type_name)
 
 
+#: Keys of a ``systems:`` entry that label the system for comparisons (``published_as``: the
+#: name a paper prints for it, docs/reproduce.md); no stage reads them, so they are neither
+#: parameters nor job params.
+LABEL_KEYS = ("published_as",)
+
+
+def without_labels(spec: dict[str, Any]) -> dict[str, Any]:
+    """A ``systems:`` entry without its :data:`LABEL_KEYS` (what the jobs are given)."""
+    return {key: value for key, value in spec.items() if key not in LABEL_KEYS}
+
+
 def _split_spec(spec: dict[str, Any], where: str) -> tuple[str, dict[str, Any]]:
-    params = dict(spec)
+    params = without_labels(spec)
     type_name = params.pop("type", None) or params.pop("class", None)
     if not type_name:
         raise ConfigError(f"{where}: needs 'type' (or 'class'), got {spec}")

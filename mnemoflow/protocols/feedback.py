@@ -702,6 +702,7 @@ async def score_step(
 
     results = await bounded(answers.to_dict("records"), one, ITEM_CONCURRENCY)
     judged, per_q, values = [], [], []
+    flags = []
     for question, item, value in results:
         raw = float(item.value) if item.value is not None else float("nan")
         base = {**keys, "question_id": question["question_id"]}
@@ -719,8 +720,10 @@ async def score_step(
         per_q.append({**base, "metric": item.metric, "value": raw, "level": "answer"})
         per_q.append({**base, "metric": MAIN_METRIC, "value": value, "level": "answer"})
         values.append((question["dataset"], item.metric, raw, value))
+        flags.append(bool(item.parse_ok))
     rows = []
     frame = pd.DataFrame(values, columns=["dataset", "metric", "value", "score"])
+    frame["parse_ok"] = pd.Series(flags, index=frame.index, dtype=bool)
     for metric, group in frame.groupby("metric", sort=True):  # n = items with a value
         rows.append({**keys, "metric": metric, "aggregate": "micro", "value": group.value.mean(),
                      "n": int(group.value.count())})  # fmt: skip
@@ -730,6 +733,7 @@ async def score_step(
         for dataset, group in frame.groupby("dataset", sort=True):
             rows.append({**keys, "metric": MAIN_METRIC, "aggregate": f"dataset:{dataset}",
                          "value": group.score.mean(), "n": len(group)})  # fmt: skip
+    rows += denominator_rows(keys, frame, judged, metrics)
     failures = sum(not j["parse_ok"] for j in judged)
     rows.append({**keys, "metric": "judge_parse_failures", "aggregate": "micro",
                  "value": float(failures), "n": len(judged)})  # fmt: skip
@@ -740,6 +744,33 @@ async def score_step(
         pd.DataFrame(per_q, columns=QUESTION_SCORES.names),
         pd.DataFrame(rows, columns=SCORES.names),
     )
+
+
+def denominator_rows(
+    keys: dict[str, Any], frame: pd.DataFrame, judged: list[dict[str, Any]], metrics: Any
+) -> list[dict[str, Any]]:
+    """Where a judge may fail (``metrics.is_judged`` of a dataset), each judged metric and the
+    main score both ways: ``<metric>:scored`` (micro, over the items whose judge gave a value),
+    ``<metric>:all`` (micro, over every item, a failed one at the bottom of its scale as
+    ``item_value`` counts it) and ``<metric>:unscored`` (how many failed, ``n`` = all items)."""
+    is_judged = getattr(metrics, "is_judged", None)
+    if is_judged is None or frame.empty:
+        return []
+    frame = frame[[bool(is_judged(d)) for d in frame["dataset"]]]
+    rows: list[dict[str, Any]] = []
+    groups = [(m, g, "value") for m, g in frame.groupby("metric", sort=True)]
+    if not frame.empty:
+        groups.append((MAIN_METRIC, frame, "score"))
+    for metric, group, column in groups:
+        scored = group[group["parse_ok"]]
+        if len(scored):
+            rows.append({**keys, "metric": f"{metric}:scored", "aggregate": "micro",
+                         "value": float(scored[column].mean()), "n": len(scored)})  # fmt: skip
+        rows.append({**keys, "metric": f"{metric}:all", "aggregate": "micro",
+                     "value": float(group["score"].mean()), "n": len(group)})  # fmt: skip
+        rows.append({**keys, "metric": f"{metric}:unscored", "aggregate": "micro",
+                     "value": float((~group["parse_ok"]).sum()), "n": len(group)})  # fmt: skip
+    return rows
 
 
 def set_name(select: Any) -> str:

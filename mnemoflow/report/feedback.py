@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from mnemoflow.report.denominators import denominator_table
+
 #: The main value of a feedback run: the mean per-item score (MemoryBench's summary value).
 MAIN = "item_value"
 RATES = (("like_rate", "like"), ("dislike_rate", "dislike"), ("end_rate", "ended"))
@@ -104,6 +106,19 @@ def user_parse_failures(bench: pd.DataFrame) -> int:
     return int(live + training)
 
 
+DENOMINATOR_NOTE = (
+    "At each run's last step, over the datasets scored by a judge: the mean per-item score over "
+    "the items the judge scored, over all items (a judge that never gave a value at the bottom "
+    "of its scale, as the main score counts it), and how many the judge did not score."
+)
+
+
+def denominators(bench: pd.DataFrame) -> pd.DataFrame:
+    """The main score both ways at each (system, protocol)'s last step; empty for a benchmark
+    without judged datasets."""
+    return denominator_table(bench, MAIN, "micro")
+
+
 def feedback_markdown(summary: pd.DataFrame) -> str:
     """Per benchmark: the main score per step and system for each protocol (``none`` beside the
     memory systems), like / dislike / end rates per step, normalized scores, and each system's
@@ -135,6 +150,11 @@ def feedback_markdown(summary: pd.DataFrame) -> str:
         if not normalized.empty:
             parts += [f"### {benchmark}: normalized (official statistics)", ""]
             parts += _table(normalized)
+        judged = denominators(bench)
+        if not judged.empty:
+            parts += [f"### {benchmark}: score over the judged items and over all", ""]
+            parts += _table(judged)
+            parts += [DENOMINATOR_NOTE, ""]
         side = _part(tables["protocols"], benchmark=benchmark)
         if not side.empty:
             parts += [f"### {benchmark}: last-step score per protocol", ""]

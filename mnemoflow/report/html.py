@@ -92,6 +92,9 @@ class ReportData:
     feedback: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: Environment generation (report/generation.py): per-stage totals and failed users.
     generation: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: Published numbers against the run (report/compare.py): cells, taus, ranks; empty when
+    #: the report was built without ``--published`` / ``--preset``.
+    published: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -368,6 +371,73 @@ def _score_rows(scores: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+def _number(value: float, signed: bool = False) -> str:
+    text = f"{value:+.3f}" if signed else f"{value:.3f}"
+    return text.replace("-0.000", "0.000").replace("+-0.000", "0.000")
+
+
+def _rank_text(value: float) -> str:
+    """A rank change as the AMemGym paper prints it (▲k, ▼k, —)."""
+    k = int(round(value))
+    return f"▲{k}" if k > 0 else f"▼{-k}" if k < 0 else "—"
+
+
+def _published_html(published: dict[str, pd.DataFrame]) -> str:
+    """The published cells the run has a value for (one table per published table), the rank
+    agreement and the rank changes."""
+    cells = published["cells"]
+    paired = cells[cells["ours"].notna()].copy()
+    with_ci = paired[paired["outside"] != ""]
+    outside = int((with_ci["outside"] == "yes").sum())
+    tables = html.escape(", ".join(sorted(set(cells["paper"] + "/" + cells["table"]))))
+    text = (
+        f"<p>{len(cells)} published cells ({tables}); "
+        f"{len(paired)} paired with a run of these results; the published value lies "
+        f"<b>outside our 95 % interval</b> in {outside} of the {len(with_ci)} with an interval. "
+        "Period <i>mean</i> is the run's mean over its periods at its last step (the paper's over "
+        "its own periods: the note says when they differ). Rank changes are marked as the AMemGym "
+        "paper marks them: ▲k, we rank the row k places higher than the paper; ▼k lower; a "
+        "printed on- vs off-policy ∆Rank (▲k: k places higher off-policy) is set beside our own "
+        "among the rows paired.</p>"
+    )
+    if paired.empty:
+        return text + _note("No published cell is paired with a run: name the systems with --map.")
+    rank = paired["metric"] == "rank_change"
+    paired["ours_ci"] = [
+        f"[{_number(low)}, {_number(high)}]" if pd.notna(low) else (method or "–")
+        for low, high, method in zip(
+            paired["ci_low"], paired["ci_high"], paired["ci_method"], strict=True
+        )
+    ]
+    for name in ("published", "ours", "diff"):
+        paired[name] = [
+            (f"{int(round(v)):+d}" if name == "diff" else _rank_text(v))
+            if is_rank
+            else _number(v, signed=name == "diff")
+            for v, is_rank in zip(paired[name], rank, strict=True)
+        ]
+    columns = {
+        "row": "row",
+        "system": "ours",
+        "protocol": "protocol",
+        "period": "period",
+        "metric": "metric",
+        "published": "published",
+        "ours": "our value",
+        "ours_ci": "95 % CI",
+        "diff": "diff",
+        "outside": "outside CI",
+        "note": "note",
+    }
+    for (paper, table), part in paired.groupby(["paper", "table"], sort=True):
+        text += f"<h3>{html.escape(paper)}/{html.escape(table)}</h3>" + table_html(part, columns)
+    if not published["taus"].empty:
+        taus = published["taus"].assign(tau=[_number(t) for t in published["taus"]["tau"]])
+        text += "<h3>Rank agreement (Kendall τ-b)</h3>" + table_html(taus)
+        text += "<h3>Rank changes</h3>" + table_html(published["ranks"])
+    return text
+
+
 def _figure_html(figure: ReportFigure, number: int) -> str:
     data = base64.b64encode(figure.svg.encode("utf-8")).decode("ascii")
     caption = html.escape(figure.caption)
@@ -453,6 +523,9 @@ def render_html(
         + _costs_html(data.costs)
     )
     sections.append(("summary", "Summary", body))
+
+    if data.published:
+        sections.append(("published", "Published vs ours", _published_html(data.published)))
 
     if not data.types.empty:
         body = figures("types")
@@ -670,6 +743,8 @@ def _write_derived(data: ReportData, folder: Path) -> list[str]:
     for name, frame in data.generation.items():
         if not frame.empty:
             tables[f"generation_{name}.tsv"] = frame
+    for name, frame in data.published.items():
+        tables[f"published_{name}.tsv"] = frame
     names = []
     for name, frame in tables.items():
         frame.to_csv(folder / name, sep="\t", index=False, float_format="%.6g")
@@ -697,11 +772,14 @@ def build_report(
     diagnosis_path: str | os.PathLike | None = None,
     generation_paths: Iterable[str | os.PathLike] = (),
     title: str = "mnemoflow report",
+    published: dict[str, pd.DataFrame] | None = None,
 ) -> Path:
     """Read the result tables and ledgers, write ``out_html`` and its derived-files folder.
 
     The folder is ``out_html`` without its suffix (``results/report.html`` ->
     ``results/report/``); it is replaced as a whole, after everything in it was written.
+    ``published`` (cells, taus, ranks of :func:`mnemoflow.report.compare.compare_published`)
+    adds the "Published vs ours" section.
     """
     out_html = Path(out_html)
     judgements_paths = [Path(p) for p in judgements_paths]
@@ -728,6 +806,7 @@ def build_report(
     }
     generation = _read_all(generation_paths, "generation_report") if generation_paths else None
     data = collect(summary, judgements, ledgers, config, diagnosis, sources, generation)
+    data.published = dict(published or {})
 
     folder = out_html.with_suffix("")
     out_html.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import SUMMARY
+from mnemoflow.report.denominators import denominator_table
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_markdown
 from mnemoflow.report.generation import generation_markdown
@@ -48,11 +49,15 @@ def _markdown(frame: pd.DataFrame) -> str:
 #: Headline columns of the summary table, in order, when a run has them: (metric, aggregate, label).
 HEADLINE = (
     ("accuracy", "micro", "accuracy"),
+    ("accuracy:all", "micro", "accuracy (all items)"),
+    ("accuracy:unscored", "micro", "unscored"),
     ("accuracy", "ci95_low", "95% CI low"),
     ("accuracy", "ci95_high", "95% CI high"),
     ("accuracy", "macro", "task-avg acc"),
     ("accuracy", "abstention", "abstention acc"),
     ("j", "micro", "J"),
+    ("j:all", "micro", "J (all items)"),
+    ("j:unscored", "micro", "J unscored"),
     ("f1", "micro", "F1"),
     ("f1", "micro:no-adversarial", "F1 (cat 1-4)"),
     ("turn_evidence_recall", "micro", "evidence recall"),
@@ -63,6 +68,11 @@ HEADLINE = (
     ("read_failure_rate", "micro", "read fail"),
     ("utilization_failure_rate", "micro", "util fail"),
 )
+DENOMINATOR_NOTE = (
+    "{metric}: over the questions the judge scored; (all items): over every question, one whose "
+    "judge reply never parsed counted wrong; unscored: how many that is."
+)
+
 #: The judged metric shown per question type and per step (the first one a benchmark has).
 MAIN_METRICS = ("accuracy", "j", "f1")
 #: Also shown per question type where a run has them: LoCoMo's official metric is F1 per category,
@@ -87,6 +97,12 @@ NOT_MEANINGFUL_NOTE = (
 )
 
 
+DENOMINATOR_PERIODS_NOTE = (
+    "Means over periods at the last step. All items is AMemGym's accuracy (a reply that did not "
+    "parse counted wrong); scored items leaves those out; unscored: how many replies that is."
+)
+
+
 def interactive_markdown(benchmark: str, bench: pd.DataFrame) -> list[str]:
     """One row per (system, protocol): each period's overall accuracy, then the mean over periods
     (AMemGym's reported number); the random baseline and upper bound per period; the memory score
@@ -96,6 +112,10 @@ def interactive_markdown(benchmark: str, bench: pd.DataFrame) -> list[str]:
     accuracy = period_table(rows, "accuracy").drop(columns=["benchmark"], errors="ignore")
     if not accuracy.empty:
         parts += [f"## {benchmark}: overall accuracy per period", "", _markdown(accuracy), ""]
+    both = denominator_table(bench, "accuracy", "mean_over_periods")
+    if not both.empty:
+        parts += [f"### {benchmark}: accuracy over the parsed replies and over all", ""]
+        parts += [_markdown(both), "", DENOMINATOR_PERIODS_NOTE, ""]
     baselines = baseline_table(rows).drop(columns=["benchmark"], errors="ignore")
     if not baselines.empty:
         parts += [f"## {benchmark}: random and upper bound per period", "", _markdown(baselines)]
@@ -206,7 +226,8 @@ def summary_markdown(
         systems = sorted(last["system"].unique())
         columns = [c for c in HEADLINE if any((s, c[0], c[1]) in value for s in systems)]
         main = next((m for m in MAIN_METRICS if (bench["metric"] == m).any()), None)
-        scored = last.loc[(last["metric"] == main) & (last["aggregate"] == "micro"), "n"]
+        counted = last["metric"].isin([main, f"{main}:all"]) & (last["aggregate"] == "micro")
+        scored = last.loc[counted, "n"]  # all questions, judged or not
         # no main metric: no answer was scored (e.g. every judge reply failed to parse)
         asked = f"{int(scored.max())} questions" if not scored.empty else "no answer scored"
         step = int(last["step"].max())
@@ -214,7 +235,13 @@ def summary_markdown(
             [[s, *(value.get((s, m, a), float("nan")) for m, a, _ in columns)] for s in systems],
             columns=["system", *(label for _, _, label in columns)],
         )
+        for label in ("unscored", "J unscored"):  # counts, not shares
+            if label in table.columns:
+                table[label] = table[label].map(lambda v: "–" if pd.isna(v) else str(int(v)))
         parts += [f"## {benchmark}: last step ({step}), {asked}", "", _markdown(table), ""]
+        for label in ("accuracy", "J"):
+            if f"{label} (all items)" in table.columns:
+                parts += [DENOMINATOR_NOTE.format(metric=label), ""]
         if any(label.endswith(" fail") for label in table.columns):
             parts += ["Failure rates are shares of the wrong answers (not of all questions).", ""]
         if main is None:

@@ -1,0 +1,225 @@
+"""``mnemoflow compare``: a run against the published numbers, or against another run.
+
+    mnemoflow compare RESULTS --published PAPER[/TABLE] [--map OURS=THEIRS ...] [--benchmark B]
+    mnemoflow compare RESULTS --preset NAME          # configs/paper/NAME.yaml (issue 21 item 1)
+    mnemoflow compare RESULTS_A RESULTS_B            # two runs: B against A
+    mnemoflow compare RESULTS --paired               # systems of one run, paired tests
+
+RESULTS is a results folder (``summary.parquet`` and the per-item ``question_scores.parquet``
+under it) or a ``summary.parquet``. Prints Markdown; ``--out DIR`` also writes ``compare.md``
+and the tables as TSV. See docs/reproduce.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from mnemoflow.commands import COMMANDS
+from mnemoflow.data.memorybench_results import read_results
+from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
+from mnemoflow.errors import ConfigError
+from mnemoflow.report.compare import (
+    compare_published,
+    compare_runs,
+    load_run,
+    markdown_table,
+    paired_systems,
+)
+from mnemoflow.report.summaries import last_step
+
+PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "paper"
+
+
+@COMMANDS.register(
+    "compare", help="a run against the published numbers (CIs, Kendall tau), or two runs"
+)
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", type=Path, help="results folder (or its summary.parquet)")
+    parser.add_argument(
+        "results_b", type=Path, nargs="?", help="a second run: compare it against the first"
+    )
+    add_published_arguments(parser)
+    parser.add_argument(
+        "--paired", action="store_true", help="paired tests between the systems of RESULTS"
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="list every published cell (also those the run has no value for) / every step",
+    )
+    parser.add_argument("--out", type=Path, help="write compare.md and the tables as TSV here")
+    parser.set_defaults(func=run)
+
+
+def add_published_arguments(parser: argparse.ArgumentParser, config: bool = True) -> None:
+    """The options naming published tables and pairing our systems with their rows (shared
+    with ``mnemoflow report``, whose own ``--config`` is the run's config: ``config=False``)."""
+    parser.add_argument(
+        "--published", help="PAPER or PAPER/TABLE of data/published (comma-separated for several)"
+    )
+    parser.add_argument(
+        "--preset", help="NAME of configs/paper/NAME.yaml: its compare.published and published_as"
+    )
+    parser.add_argument("--presets", type=Path, default=PRESETS_DIR, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--published-dir",
+        type=Path,
+        default=PUBLISHED_DIR,
+        help="folder (or one CSV) of published numbers (default: data/published)",
+    )
+    parser.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="OURS=THEIRS",
+        help="pair our system OURS with the published row THEIRS (repeatable)",
+    )
+    parser.add_argument(
+        "--memorybench-results",
+        type=Path,
+        help="a local copy of THUIR/MemoryBench-Results (manifest.jsonl): its summaries join the "
+        "published rows as paper memorybench-results",
+    )
+    parser.add_argument("--benchmark", help="our benchmark name for the published rows")
+    if config:
+        parser.add_argument(
+            "--config", type=Path, help="the run's config: its systems' published_as pair them"
+        )
+
+
+def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
+    """(the published filter, (cells, taus, ranks)) for ``--published`` or ``--preset``."""
+    if args.published and args.preset:
+        raise ConfigError("--published and --preset both name the tables; give one")
+    pairs, benchmark, spec = _pairs(args.map), args.benchmark, args.published
+    if args.config is not None:
+        try:
+            config = yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{args.config}: not valid YAML: {exc}") from exc
+        pairs = published_as(config) + pairs
+    if args.preset:
+        spec, preset_pairs, preset_benchmark = read_preset(args.preset, args.presets)
+        pairs, benchmark = preset_pairs + pairs, benchmark or preset_benchmark
+    published = load_published(args.published_dir)
+    if args.memorybench_results is not None:
+        published = pd.concat(
+            [published, read_results(args.memorybench_results)], ignore_index=True
+        )
+    published = select_published(published, spec)
+    return spec, compare_published(run, published, pairs, benchmark)
+
+
+def _pairs(items: list[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items:
+        ours, sep, theirs = item.partition("=")
+        if not sep or not ours or not theirs:
+            raise ConfigError(f"--map {item!r}: expected OURS=THEIRS")
+        pairs.append((ours, theirs))
+    return pairs
+
+
+def read_preset(name: str, presets: Path) -> tuple[str, list[tuple[str, str]], str | None]:
+    """A preset's published filter (``compare.published``), its ``systems.<name>.published_as``
+    pairs and its ``compare.benchmark``."""
+    path = presets / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in presets.glob("*.yaml")) if presets.is_dir() else []
+        raise ConfigError(
+            f"{path}: no such preset (known: {', '.join(known) or 'none yet'}); "
+            "use --published PAPER[/TABLE] and --map OURS=THEIRS instead"
+        )
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    compare = config.get("compare") or {}
+    published = compare.get("published")
+    if not isinstance(published, str) or not published:
+        raise ConfigError(f"{path}: compare.published must name PAPER[/TABLE]")
+    return published, published_as(config), compare.get("benchmark")
+
+
+def published_as(config: dict) -> list[tuple[str, str]]:
+    """(system, published name) of every ``systems.<name>.published_as`` of a config."""
+    return [
+        (system, str(spec["published_as"]))
+        for system, spec in (config.get("systems") or {}).items()
+        if isinstance(spec, dict) and spec.get("published_as")
+    ]
+
+
+def _section(title: str, frame: pd.DataFrame, empty: str) -> list[str]:
+    return [f"## {title}", "", markdown_table(frame) if len(frame) else empty, ""]
+
+
+def run(args: argparse.Namespace) -> int:
+    run_a = load_run(args.results)
+    sections: list[str] = []
+    tables: dict[str, pd.DataFrame] = {}
+    if args.results_b is not None:
+        if args.published or args.preset:
+            raise ConfigError("compare: give a second run or --published / --preset, not both")
+        cells, taus, ranks = compare_runs(run_a, load_run(args.results_b))
+        outside = int((cells["outside"] == "yes").sum())
+        sections += [
+            f"# {args.results_b} against {args.results}",
+            "",
+            f"{len(cells)} shared summary rows; B's value outside A's 95 % interval in {outside}.",
+            "",
+        ]
+        shown = cells if args.all else last_step(cells)
+        sections += _section(
+            "Values (diff = B - A)"
+            + ("" if args.all else ", each run's last step (--all: every step)"),
+            shown,
+            "No summary row in common.",
+        )
+        sections += _section("Rank agreement (Kendall tau)", taus, "Fewer than two systems.")
+        sections += _section("Rank changes (▲k: B ranks it k places higher)", ranks, "None.")
+        tables.update(runs=cells, taus=taus, ranks=ranks)
+    elif args.published or args.preset:
+        spec, (cells, taus, ranks) = published_comparison(args, run_a)
+        paired = cells[cells["ours"].notna()]
+        outside = int((paired["outside"] == "yes").sum())
+        with_ci = int((paired["outside"] != "").sum())
+        sections += [
+            f"# {args.results} against the published {spec}",
+            "",
+            f"{len(cells)} published cells; {len(paired)} paired with the run; the published value "
+            f"lies outside our 95 % interval in {outside} of the {with_ci} with an interval.",
+            "",
+        ]
+        shown = cells if args.all else paired
+        sections += _section(
+            "Published vs ours (diff = ours - published)",
+            shown,
+            "No published cell is paired with the run: name our systems with --map OURS=THEIRS.",
+        )
+        sections += _section("Rank agreement (Kendall tau)", taus, "Fewer than two paired rows.")
+        sections += _section(
+            "Rank changes (▲k: we rank it k places higher than the paper)", ranks, "None."
+        )
+        tables.update(published=cells, taus=taus, ranks=ranks)
+    elif not args.paired:
+        raise ConfigError(
+            "compare: give a second run, --published PAPER[/TABLE], --preset NAME or --paired"
+        )
+    if args.paired:
+        paired = paired_systems(run_a)
+        sections += _section(
+            f"Paired tests between the systems of {args.results} (last step, shared items)",
+            paired,
+            "No two systems scored the same items.",
+        )
+        tables["paired"] = paired
+    text = "\n".join(sections).rstrip() + "\n"
+    print(text, end="")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "compare.md").write_text(text, encoding="utf-8")
+        for name, frame in tables.items():
+            frame.to_csv(args.out / f"{name}.tsv", sep="\t", index=False)
+    return 0

@@ -1,0 +1,145 @@
+"""The MemoryBench maintainers' published runs (``THUIR/MemoryBench-Results`` on Hugging Face),
+read from a local copy as published-number rows (the columns of ``mnemoflow.data.published``).
+
+The release's layout, as its own client reads it (``MemoryBenchResults.from_local`` in
+THUIR/MemoryBench ``memorybench.py``): ``manifest.jsonl`` at the root, one JSON object per run with
+``exp`` and ``model`` (or one ``setting`` "<exp>-<model>", e.g. "off-policy-Qwen3-8B"),
+``dataset_type`` (domain | task | single), ``set_name``, ``baseline`` (the reference's memory
+system code name: wo_memory, bm25_message, bm25_dialog, embedder_message, embedder_dialog,
+a_mem, mem0, memoryos), ``run_id``, ``relative_dir`` and ``files``; each run's folder holds
+``summary.json``, whose ``summary`` object maps a metric to its value (a set's ``average``,
+``weighted_average``, ``z_score``, ...), and predictions, evaluation details and its config.
+
+Every number of every ``summary`` becomes one row: paper ``memorybench-results``, table
+``<exp>/<model>/<dataset_type>:<set_name>``, row the baseline, protocol ``off_policy`` for
+``off-policy`` (mnemoflow's name), period ``mean``, the metric and value, the exact file as
+source and the run id as note (the release states no data version: ``version`` "unstated").
+A malformed manifest or summary fails with one line naming the file, the line or key and the
+field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from mnemoflow.data.published import COLUMNS, MEAN
+from mnemoflow.data.validate import DataError
+
+PAPER = "memorybench-results"
+#: The release's experiment names -> mnemoflow's protocol names.
+PROTOCOLS = {
+    "off-policy": "off_policy",
+    "stepwise_off-policy": "stepwise_off_policy",
+    "on-policy": "on_policy",
+    "train_performance": "train_performance",
+}
+#: The release's ``setting`` prefixes, as its client parses them.
+_EXPS = ("off-policy",)
+_FIELDS = ("dataset_type", "set_name", "baseline", "run_id", "relative_dir")
+
+
+def _entry(item: object, where: str) -> dict:
+    if not isinstance(item, dict):
+        raise DataError(f"{where}: expected a JSON object")
+    if "exp" in item and "model" in item:
+        exp, model = item["exp"], item["model"]
+    elif isinstance(item.get("setting"), str):
+        setting = item["setting"]
+        prefix = next((e for e in _EXPS if setting.startswith(f"{e}-")), None)
+        if prefix is None:
+            raise DataError(f"{where}: field 'setting' {setting!r} is not '<exp>-<model>'")
+        exp, model = prefix, setting[len(prefix) + 1 :]
+    else:
+        raise DataError(f"{where}: missing field 'exp' and 'model' (or 'setting')")
+    entry = {"exp": exp, "model": model}
+    for name in _FIELDS:
+        value = item.get(name)
+        if not isinstance(value, str) or not value:
+            raise DataError(f"{where}: field '{name}' must be a non-empty string, got {value!r}")
+        entry[name] = value
+    for name in ("exp", "model"):
+        if not isinstance(entry[name], str) or not entry[name]:
+            raise DataError(f"{where}: field '{name}' must be a non-empty string")
+    if entry["exp"] not in PROTOCOLS:
+        raise DataError(f"{where}: field 'exp' must be one of {sorted(PROTOCOLS)}, got {exp!r}")
+    files = item.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise DataError(f"{where}: field 'files' must be a list of file names")
+    entry["files"] = files
+    return entry
+
+
+def read_manifest(root: str | Path) -> list[dict]:
+    """The runs of ``root/manifest.jsonl``, each checked (file and line in every error)."""
+    path = Path(root) / "manifest.jsonl"
+    if not path.is_file():
+        raise DataError(f"{path}: no manifest (is {root} a copy of MemoryBench-Results?)")
+    entries = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}: line {number}"
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{where}: not JSON: {exc.msg}") from None
+            entries.append(_entry(item, where))
+    return entries
+
+
+def read_results(root: str | Path) -> pd.DataFrame:
+    """Every summary number of a local MemoryBench-Results copy as published-number rows (with
+    the ``file`` and ``line`` columns of :func:`mnemoflow.data.published.load_published`)."""
+    root = Path(root)
+    rows = []
+    seen: dict[tuple, str] = {}
+    for entry in read_manifest(root):
+        key = tuple(entry[k] for k in ("exp", "model", "dataset_type", "set_name", "baseline"))
+        if key in seen:
+            raise DataError(
+                f"{root / 'manifest.jsonl'}: run {entry['run_id']!r} repeats {seen[key]!r} "
+                f"(exp, model, dataset_type, set_name, baseline = {key})"
+            )
+        seen[key] = entry["run_id"]
+        if "summary.json" not in entry["files"]:
+            continue
+        path = root / entry["relative_dir"] / "summary.json"
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DataError(f"{path}: listed in the manifest but missing") from None
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: not JSON: {exc.msg}") from None
+        scores = summary.get("summary") if isinstance(summary, dict) else None
+        if not isinstance(scores, dict):
+            raise DataError(f"{path}: missing field 'summary' (an object of metric: value)")
+        table = f"{entry['exp']}/{entry['model']}/{entry['dataset_type']}:{entry['set_name']}"
+        for metric, value in scores.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue  # nested breakdowns are not one published cell
+            if not math.isfinite(value):
+                raise DataError(f"{path}: summary.{metric} must be a finite number, got {value}")
+            rows.append(
+                {
+                    "paper": PAPER,
+                    "table": table,
+                    "version": "unstated",
+                    "benchmark": "memorybench",
+                    "row": entry["baseline"],
+                    "model": entry["model"],
+                    "protocol": PROTOCOLS[entry["exp"]],
+                    "period": MEAN,
+                    "metric": metric,
+                    "value": float(value),
+                    "source": f"{path} summary.{metric}",
+                    "note": f"run {entry['run_id']}",
+                    "line": 0,
+                    "file": str(path),
+                }
+            )
+    return pd.DataFrame(rows, columns=[*COLUMNS, "line", "file"])

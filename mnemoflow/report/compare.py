@@ -1,0 +1,641 @@
+"""A run against the published numbers, or against another run: one mechanism.
+
+- :func:`compare_published`: for every published cell (``mnemoflow.data.published``) our value
+  with its 95 % interval, the published value, the difference (ours - published) and a flag where
+  the published value lies outside our interval (for a published ``rank_change``, our own on- to
+  off-policy rank change); per table, Kendall's τ between the paper's ranking of the rows and
+  ours, and each row's rank change marked as the AMemGym paper marks its on- vs off-policy table
+  (``▲k``: we rank it k places higher than the paper).
+- :func:`compare_runs`: every summary row two runs share, B's value against A's interval, the
+  paired test where both runs scored the same items, and τ per (benchmark, protocol, metric).
+- :func:`paired_systems`: between the systems of one run on the same items, whether a
+  difference is more than noise (McNemar for right / wrong, else the paired bootstrap).
+
+Our values come from ``summary.parquet``; the per-item values behind them (for intervals and
+paired tests) from every ``question_scores.parquet`` under the results folder: the unified
+QUESTION_SCORES rows (level ``answer``), and AMemGym's per-question rows, whose run keys are the
+path ``{benchmark}/{system}/{protocol}/step{k}``. An interval is used only when the items
+reproduce the summary value (same mean within 1e-6, same n); otherwise the proportion's Wilson
+interval out of n (``wilson-n``), else none. AMemGym items are clustered by user (a user's
+questions, and a user's periods, are not independent), so their interval is a bootstrap over
+users (``cluster-bootstrap``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from mnemoflow.data.published import MEAN, RANK_CHANGE
+from mnemoflow.data.tables import QUESTION_SCORES, TableError, read_table
+from mnemoflow.report.significance import kendall_tau, paired_test, rank_marks
+from mnemoflow.report.significance import ranks as rank_of
+from mnemoflow.report.stats import mean_interval, wilson_interval
+from mnemoflow.report.summaries import ReportError, is_proportion, lower_is_better
+
+RUN = ["benchmark", "system", "protocol", "step"]
+#: The aggregate of an AMemGym summary row that is the mean over periods 0..step.
+MEAN_OVER_PERIODS = "mean_over_periods"
+#: The aggregate a published ``mean`` cell is compared with, the first the run has: AMemGym's
+#: mean over periods, a static benchmark's micro score, a MemoryBench set's normalized summary.
+MEAN_AGGREGATES = (MEAN_OVER_PERIODS, "micro", "normalized")
+#: Aggregates a paired test is run for (a per-item sample stands behind them).
+TESTED = ("micro", MEAN_OVER_PERIODS)
+_TOLERANCE = 1e-6
+_STEP_DIR = re.compile(r"^step(\d+)$")
+#: AMemGym baselines that are shares of questions like accuracy.
+_BASELINES = ("random", "upper_bound")
+
+
+@dataclass
+class Run:
+    """One results folder: its summary and the per-item values behind it."""
+
+    root: Path
+    summary: pd.DataFrame
+    items: pd.DataFrame  # RUN keys, metric, item, cluster, value
+
+
+ITEM_COLUMNS = [*RUN, "metric", "item", "cluster", "value"]
+
+
+def _amemgym_items(frame: pd.DataFrame, keys: dict) -> pd.DataFrame:
+    """Accuracy per question and memory score per (user, period) from AMemGym's rows."""
+    frame = frame.assign(user_id=frame["user_id"].astype(str))
+    item = frame["user_id"] + "/" + frame["period"].astype(str) + "/" + frame["question_id"]
+    parts = [
+        pd.DataFrame(
+            {
+                "metric": "accuracy",
+                "item": item,
+                "cluster": frame["user_id"],
+                "value": frame["correct"],
+            }
+        )
+    ]
+    if frame["upper_bound"].notna().any():
+        per = frame.groupby(["user_id", "period"], sort=True)[
+            ["correct", "random", "upper_bound"]
+        ].mean()
+        gap = per["upper_bound"] - per["random"]
+        score = ((per["correct"] - per["random"]) / gap).where(gap.abs() > 1e-12)
+        per = score.rename("value").reset_index()
+        parts.append(
+            pd.DataFrame(
+                {
+                    "metric": "memory_score",
+                    "item": per["user_id"] + "/" + per["period"].astype(str),
+                    "cluster": per["user_id"],
+                    "value": per["value"],
+                }
+            )
+        )
+    out = pd.concat(parts, ignore_index=True).dropna(subset=["value"])
+    for name, value in keys.items():
+        out[name] = value
+    return out[ITEM_COLUMNS]
+
+
+def _keys_from_path(path: Path, root: Path) -> dict | None:
+    parts = path.relative_to(root).parts
+    if len(parts) != 5 or not _STEP_DIR.match(parts[3]):
+        return None
+    step = int(_STEP_DIR.match(parts[3]).group(1))
+    return {"benchmark": parts[0], "system": parts[1], "protocol": parts[2], "step": step}
+
+
+def read_items(root: Path) -> pd.DataFrame:
+    """Per-item values of every ``question_scores.parquet`` under ``root`` (see the module)."""
+    frames = []
+    for path in sorted(root.rglob("question_scores.parquet")):
+        try:
+            frame = read_table(path)
+        except (OSError, TableError, ValueError) as exc:
+            raise ReportError(f"{path}: not a readable Parquet table: {exc}") from exc
+        if list(frame.columns) == QUESTION_SCORES.names:
+            answer = frame[frame["level"] == "answer"]
+            frames.append(
+                answer.assign(item=answer["question_id"], cluster=answer["question_id"])[
+                    ITEM_COLUMNS
+                ]
+            )
+        elif {"user_id", "period", "question_id", "correct", "upper_bound"} <= set(frame.columns):
+            keys = _keys_from_path(path, root)
+            if keys is None:
+                raise ReportError(
+                    f"{path}: AMemGym question scores outside "
+                    "{benchmark}/{system}/{protocol}/step{k}/: cannot tell their run"
+                )
+            if len(frame):
+                frames.append(_amemgym_items(frame, keys))
+        else:
+            raise ReportError(
+                f"{path}: columns {list(frame.columns)} are neither QUESTION_SCORES' nor "
+                "AMemGym's per-question scores' (user_id, period, question_id, correct, ...)"
+            )
+    if not frames:
+        return pd.DataFrame(columns=ITEM_COLUMNS)
+    items = pd.concat(frames, ignore_index=True)
+    items["value"] = items["value"].astype(float)
+    return items
+
+
+def load_run(path: str | Path) -> Run:
+    """A results folder (or its ``summary.parquet``) with the per-item values under it."""
+    path = Path(path)
+    summary_path = path if path.suffix == ".parquet" else path / "summary.parquet"
+    if not summary_path.is_file():
+        raise ReportError(f"{summary_path}: no summary table (is {path} a results folder?)")
+    try:
+        summary = read_table(summary_path, "summary")
+    except TableError as exc:
+        raise ReportError(str(exc)) from exc
+    return Run(summary_path.parent, summary, read_items(summary_path.parent))
+
+
+def _sample(run: Run, row) -> pd.DataFrame:
+    """The items behind one summary row: the step's own (``micro``) or steps 0..step (the mean
+    over periods)."""
+    items = run.items
+    if items.empty or row.aggregate not in TESTED:
+        return items.iloc[:0]
+    hit = (
+        (items["benchmark"] == row.benchmark)
+        & (items["system"] == row.system)
+        & (items["protocol"] == row.protocol)
+        & (items["metric"] == row.metric)
+    )
+    if row.aggregate == "micro":
+        hit &= items["step"] == row.step
+    else:
+        hit &= items["step"] <= row.step
+    return items[hit]
+
+
+def cluster_interval(values: np.ndarray, clusters: np.ndarray) -> tuple[float, float]:
+    """Percentile bootstrap of the mean over items, resampling whole clusters (users)."""
+    codes, index = np.unique(clusters, return_inverse=True)
+    sums = np.bincount(index, weights=values, minlength=codes.size)
+    counts = np.bincount(index, minlength=codes.size).astype(float)
+    if codes.size < 2:
+        return float(values.mean()), float(values.mean())
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, codes.size, size=(2000, codes.size))
+    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def interval(run: Run, row) -> tuple[float, float, str]:
+    """(low, high, method) of one summary row; method "" when there is none."""
+    sample = _sample(run, row)
+    if len(sample):
+        values = sample["value"].to_numpy(dtype=float)
+        if len(values) != row.n or abs(values.mean() - row.value) > _TOLERANCE:
+            return math.nan, math.nan, "mismatch"
+        if sample["cluster"].nunique() < len(sample):
+            low, high = cluster_interval(values, sample["cluster"].to_numpy())
+            return low, high, "cluster-bootstrap"
+        found = mean_interval(values)
+        return found.low, found.high, found.method
+    proportion = is_proportion(row.metric) or row.metric in _BASELINES
+    if proportion and row.n > 0 and 0.0 <= row.value <= 1.0:
+        low, high = wilson_interval(row.value * row.n, int(row.n))
+        return low, high, "wilson-n"
+    return math.nan, math.nan, ""
+
+
+def _outside(value: float, low: float, high: float) -> str:
+    if math.isnan(low) or math.isnan(value):
+        return ""
+    return "yes" if value < low - 1e-12 or value > high + 1e-12 else "no"
+
+
+# ---------------------------------------------------------------- published vs ours
+
+
+def _pairing(published: pd.DataFrame, systems: set[str], mapping: list[tuple[str, str]]):
+    """Published row name -> our system: ``--map OURS=THEIRS`` pairs, then equal names."""
+    theirs_to_ours: dict[str, str] = {}
+    for ours, theirs in mapping:
+        if ours not in systems:
+            raise ReportError(
+                f"pairing {ours}={theirs} (--map or published_as): the run has no system {ours!r} "
+                f"(it has {', '.join(sorted(systems))})"
+            )
+        if theirs not in set(published["row"]):
+            raise ReportError(
+                f"pairing {ours}={theirs}: the published tables have no row {theirs!r}"
+            )
+        if theirs_to_ours.get(theirs, ours) != ours:
+            raise ReportError(
+                f"published row {theirs!r} is paired with both "
+                f"{theirs_to_ours[theirs]!r} and {ours!r}"
+            )
+        theirs_to_ours[theirs] = ours
+    for name in set(published["row"]) & systems:
+        theirs_to_ours.setdefault(name, name)
+    return theirs_to_ours
+
+
+def _our_row(summary: pd.DataFrame, benchmark, system, protocol, period, metric):
+    """Our summary row for a published cell, or None: period ``mean`` is the run's last step's
+    row of the first of :data:`MEAN_AGGREGATES` it has, period k step k's micro row."""
+    run = summary[
+        (summary["benchmark"] == benchmark)
+        & (summary["system"] == system)
+        & (summary["protocol"] == protocol)
+        & (summary["metric"] == metric)
+    ]
+    if run.empty:
+        return None
+    if period == MEAN:
+        last = run[run["step"] == run["step"].max()]
+        for aggregate in MEAN_AGGREGATES:
+            hit = last[last["aggregate"] == aggregate]
+            if not hit.empty:
+                break
+    else:
+        hit = run[(run["step"] == int(period)) & (run["aggregate"] == "micro")]
+    return None if hit.empty else next(hit.itertuples(index=False))
+
+
+CELL_COLUMNS = [
+    "paper",
+    "table",
+    "row",
+    "system",
+    "protocol",
+    "period",
+    "metric",
+    "published",
+    "ours",
+    "ci_low",
+    "ci_high",
+    "ci_method",
+    "n",
+    "diff",
+    "outside",
+    "note",
+]
+
+
+def compare_published(
+    run: Run,
+    published: pd.DataFrame,
+    mapping: list[tuple[str, str]] = (),
+    benchmark: str | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(cells, taus, ranks) of a run against published rows (see the module docstring).
+
+    ``benchmark`` is our benchmark's name (default: the published benchmark's own name)."""
+    summary = run.summary
+    ours_benchmarks = sorted(summary["benchmark"].unique())
+    cells = []
+    for name, part in published.groupby("benchmark", sort=True):
+        ours = benchmark or name
+        if ours not in ours_benchmarks:
+            raise ReportError(
+                f"the run has no benchmark {ours!r} for the published {name!r} rows "
+                f"(it has {', '.join(ours_benchmarks)}; name it with --benchmark)"
+            )
+        systems = set(summary.loc[summary["benchmark"] == ours, "system"])
+        pairing = _pairing(part, systems, list(mapping))
+        periods = part[part["period"] != MEAN].groupby("table")["period"]
+        last_published = periods.apply(lambda p: max(int(x) for x in p)).to_dict()
+        for cell in part.to_dict("records"):
+            system = pairing.get(cell["row"], "")
+            found = (
+                _our_row(summary, ours, system, cell["protocol"], cell["period"], cell["metric"])
+                if system and cell["metric"] != RANK_CHANGE
+                else None
+            )
+            out = {
+                **{k: cell[k] for k in ("paper", "table", "row", "protocol", "period", "metric")},
+                "system": system,
+                "published": cell["value"],
+                "ours": math.nan,
+                "ci_low": math.nan,
+                "ci_high": math.nan,
+                "ci_method": "",
+                "n": 0,
+                "diff": math.nan,
+                "outside": "",
+                "note": "not paired" if not system else "",
+            }
+            if system and found is None and cell["metric"] != RANK_CHANGE:
+                out["note"] = "not in the run"
+            if found is not None:
+                low, high, method = interval(run, found)
+                out.update(
+                    ours=found.value,
+                    ci_low=low,
+                    ci_high=high,
+                    ci_method=method,
+                    n=int(found.n),
+                    diff=found.value - cell["value"],
+                    outside=_outside(cell["value"], low, high),
+                )
+                paper_last = last_published.get(cell["table"])
+                if cell["period"] == MEAN and paper_last is not None and found.step < paper_last:
+                    out["note"] = (
+                        f"ours: mean over periods 0-{found.step}, the paper's 0-{paper_last}"
+                    )
+            cells.append(out)
+    cells = _rank_change_cells(pd.DataFrame(cells, columns=CELL_COLUMNS))
+    taus, ranks = _rank_tables(cells[cells["metric"] != RANK_CHANGE])
+    return cells, taus, ranks
+
+
+#: The protocols whose rankings a published ``rank_change`` compares (AMemGym's on- vs
+#: off-policy table: ▲k = k places higher off-policy).
+ON_POLICY, OFF_POLICY = "interactive", "interactive_replay"
+
+
+def _rank_change_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    """Our own on- to off-policy rank change beside each published ``rank_change``: the rows of
+    the table with our value under both protocols at period ``mean``, ranked by the table's
+    score under each (``on rank - off rank``: positive = higher off-policy, as ▲ reads)."""
+    changes = cells["metric"] == RANK_CHANGE
+    if not changes.any():
+        return cells
+    cells = cells.copy()
+    scores = cells[~changes & (cells["period"] == MEAN) & cells["ours"].notna()]
+    for (paper, table), group in cells[changes].groupby(["paper", "table"], sort=True):
+        part = scores[(scores["paper"] == paper) & (scores["table"] == table)]
+        if part.empty:
+            continue
+        metric = sorted(part["metric"].unique())[0]
+        part = part[part["metric"] == metric]
+        on = part[part["protocol"] == ON_POLICY].set_index("row")["ours"]
+        off = part[part["protocol"] == OFF_POLICY].set_index("row")["ours"]
+        rows = sorted(set(on.index) & set(off.index))
+        if len(rows) < 2:
+            continue
+        higher = not lower_is_better(metric)
+        on_rank = dict(zip(rows, rank_of(on.loc[rows], higher), strict=True))
+        off_rank = dict(zip(rows, rank_of(off.loc[rows], higher), strict=True))
+        for index in group.index:
+            row = cells.at[index, "row"]
+            if row not in on_rank:
+                continue
+            change = on_rank[row] - off_rank[row]
+            cells.loc[index, ["ours", "diff", "n"]] = [
+                float(change),
+                change - cells.at[index, "published"],
+                len(rows),
+            ]
+            cells.at[index, "note"] = (
+                f"ours: {metric} rank change from {ON_POLICY} to {OFF_POLICY} among the "
+                f"{len(rows)} paired rows"
+            )
+    return cells
+
+
+TAU_COLUMNS = ["paper", "table", "protocol", "metric", "n", "tau"]
+RANK_COLUMNS = ["paper", "table", "protocol", "metric", "row", "system"]
+RANK_COLUMNS += ["published", "ours", "published_rank", "our_rank", "rank_change"]
+
+
+def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per (table, protocol, metric) at period ``mean``: τ and each row's rank change."""
+    taus, ranks = [], []
+    paired = cells[(cells["period"] == MEAN) & cells["ours"].notna()]
+    for (paper, table, protocol, metric), group in paired.groupby(
+        ["paper", "table", "protocol", "metric"], sort=True
+    ):
+        if len(group) < 2:
+            continue
+        higher = not lower_is_better(metric)
+        taus.append(
+            {
+                "paper": paper,
+                "table": table,
+                "protocol": protocol,
+                "metric": metric,
+                "n": len(group),
+                "tau": kendall_tau(group["published"], group["ours"]),
+            }
+        )
+        group = group.sort_values("published", ascending=not higher, kind="stable")
+        theirs = rank_of(group["published"], higher)
+        ours = rank_of(group["ours"], higher)
+        marks = rank_marks(group["published"], group["ours"], higher)
+        for i, row in enumerate(group.itertuples(index=False)):
+            ranks.append(
+                {
+                    "paper": paper,
+                    "table": table,
+                    "protocol": protocol,
+                    "metric": metric,
+                    "row": row.row,
+                    "system": row.system,
+                    "published": row.published,
+                    "ours": row.ours,
+                    "published_rank": theirs[i],
+                    "our_rank": ours[i],
+                    "rank_change": marks[i],
+                }
+            )
+    return pd.DataFrame(taus, columns=TAU_COLUMNS), pd.DataFrame(ranks, columns=RANK_COLUMNS)
+
+
+# ---------------------------------------------------------------- run A vs run B
+
+
+PAIRED_COLUMNS = ["test", "n_paired", "p_value", "significant", "diff_low", "diff_high", "b", "c"]
+#: A paired test's difference is called more than noise below this p-value.
+ALPHA = 0.05
+
+
+def _paired(sample_a: pd.DataFrame, sample_b: pd.DataFrame) -> dict:
+    """The paired test of two samples on the items both have (empty when they share none)."""
+    a = sample_a.drop_duplicates("item").set_index("item")["value"]
+    b = sample_b.drop_duplicates("item").set_index("item")["value"]
+    shared = a.index.intersection(b.index).sort_values()
+    if len(shared) == 0:
+        return {}
+    test = paired_test(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
+    mcnemar = test.test == "mcnemar"
+    return {
+        "test": test.test,
+        "n_paired": test.n,
+        "p_value": test.p_value,
+        "significant": "yes" if test.p_value < ALPHA else "no",
+        "diff_low": test.low,
+        "diff_high": test.high,
+        "b": test.b if mcnemar else None,
+        "c": test.c if mcnemar else None,
+    }
+
+
+RUNS_COLUMNS = [*RUN, "metric", "aggregate", "a_value", "a_low", "a_high", "a_ci_method", "n_a"]
+RUNS_COLUMNS += ["b_value", "n_b", "diff", "outside", *PAIRED_COLUMNS]
+
+
+def compare_runs(a: Run, b: Run) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(cells, taus, ranks) of run B against run A on the summary rows both have.
+
+    A cell holds A's value and interval, B's value, B - A, whether B's value lies outside A's
+    interval and, at each run's last step, the paired test on the items both runs scored."""
+    keys = [*RUN, "metric", "aggregate"]
+    joined = a.summary.merge(b.summary, on=keys, suffixes=("_a", "_b"))
+    last = joined.groupby(["benchmark", "system", "protocol"])["step"].transform("max")
+    cells = []
+    for row, last_step in zip(joined.to_dict("records"), last, strict=True):
+        key = {k: row[k] for k in keys}
+        a_row = SimpleNamespace(**key, value=row["value_a"], n=row["n_a"])
+        low, high, method = interval(a, a_row)
+        cell = {
+            **key,
+            "a_value": row["value_a"],
+            "a_low": low,
+            "a_high": high,
+            "a_ci_method": method,
+            "n_a": int(row["n_a"]),
+            "b_value": row["value_b"],
+            "n_b": int(row["n_b"]),
+            "diff": row["value_b"] - row["value_a"],
+            "outside": _outside(row["value_b"], low, high),
+        }
+        if row["aggregate"] in TESTED and row["step"] == last_step:
+            cell.update(_paired(_sample(a, a_row), _sample(b, a_row)))
+        cells.append(cell)
+    cells = _counts(pd.DataFrame(cells, columns=RUNS_COLUMNS))
+    return (cells, *_run_ranks(cells))
+
+
+RUN_TAU_COLUMNS = ["benchmark", "protocol", "metric", "aggregate", "n", "tau"]
+RUN_RANK_COLUMNS = ["benchmark", "protocol", "metric", "aggregate", "system", "a_value", "b_value"]
+RUN_RANK_COLUMNS += ["rank_a", "rank_b", "rank_change"]
+
+
+def _run_ranks(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """τ of the systems between A and B per (benchmark, protocol, metric, aggregate) at each
+    run's last step, and each system's rank change (``▲k``: B ranks it k places higher)."""
+    taus, ranks = [], []
+    if cells.empty:
+        return pd.DataFrame(columns=RUN_TAU_COLUMNS), pd.DataFrame(columns=RUN_RANK_COLUMNS)
+    final = cells[
+        cells["step"] == cells.groupby(["benchmark", "system", "protocol"])["step"].transform("max")
+    ]
+    final = final[final["aggregate"].isin(TESTED)]
+    for (benchmark, protocol, metric, aggregate), group in final.groupby(
+        ["benchmark", "protocol", "metric", "aggregate"], sort=True
+    ):
+        if len(group) < 2:
+            continue
+        higher = not lower_is_better(metric)
+        key = {
+            "benchmark": benchmark,
+            "protocol": protocol,
+            "metric": metric,
+            "aggregate": aggregate,
+        }
+        taus.append(
+            {**key, "n": len(group), "tau": kendall_tau(group["a_value"], group["b_value"])}
+        )
+        group = group.sort_values("a_value", ascending=not higher, kind="stable")
+        rank_a, rank_b = rank_of(group["a_value"], higher), rank_of(group["b_value"], higher)
+        marks = rank_marks(group["a_value"], group["b_value"], higher)
+        for i, row in enumerate(group.itertuples(index=False)):
+            ranks.append(
+                {
+                    **key,
+                    "system": row.system,
+                    "a_value": row.a_value,
+                    "b_value": row.b_value,
+                    "rank_a": rank_a[i],
+                    "rank_b": rank_b[i],
+                    "rank_change": marks[i],
+                }
+            )
+    return pd.DataFrame(taus, columns=RUN_TAU_COLUMNS), pd.DataFrame(
+        ranks, columns=RUN_RANK_COLUMNS
+    )
+
+
+# ---------------------------------------------------------------- systems of one run
+
+SYSTEMS_COLUMNS = ["benchmark", "protocol", "step", "metric", "aggregate", "system_a", "system_b"]
+SYSTEMS_COLUMNS += ["mean_a", "mean_b", "diff", *PAIRED_COLUMNS]
+
+
+def paired_systems(run: Run) -> pd.DataFrame:
+    """Every pair of systems of one run, at their last step, on the items both scored: mean of
+    each, B - A, and the paired test (McNemar for right / wrong values, else the bootstrap)."""
+    summary = run.summary[run.summary["aggregate"].isin(TESTED)]
+    if summary.empty or run.items.empty:
+        return pd.DataFrame(columns=SYSTEMS_COLUMNS)
+    final = summary[
+        summary["step"]
+        == summary.groupby(["benchmark", "system", "protocol"])["step"].transform("max")
+    ]
+    rows = []
+    for (benchmark, protocol, step, metric, aggregate), group in final.groupby(
+        ["benchmark", "protocol", "step", "metric", "aggregate"], sort=True
+    ):
+        samples = {
+            r.system: _sample(run, r) for r in group.sort_values("system").itertuples(index=False)
+        }
+        samples = {k: v for k, v in samples.items() if len(v)}
+        names = sorted(samples)
+        for i, first in enumerate(names):
+            for second in names[i + 1 :]:
+                result = _paired(samples[first], samples[second])
+                if not result:
+                    continue
+                a = samples[first].drop_duplicates("item").set_index("item")["value"]
+                b = samples[second].drop_duplicates("item").set_index("item")["value"]
+                shared = a.index.intersection(b.index)
+                rows.append(
+                    {
+                        "benchmark": benchmark,
+                        "protocol": protocol,
+                        "step": step,
+                        "metric": metric,
+                        "aggregate": aggregate,
+                        "system_a": first,
+                        "system_b": second,
+                        "mean_a": float(a.loc[shared].mean()),
+                        "mean_b": float(b.loc[shared].mean()),
+                        "diff": float((b.loc[shared] - a.loc[shared]).mean()),
+                        **result,
+                    }
+                )
+    return _counts(pd.DataFrame(rows, columns=SYSTEMS_COLUMNS))
+
+
+def _counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Integer columns that are empty where no test (or not McNemar's) ran."""
+    for name in ("n_paired", "b", "c"):
+        frame[name] = frame[name].astype("Int64")
+    return frame
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def _fmt(value) -> str:
+    if value is None or value is pd.NA:
+        return "–"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        text = f"{value:.3f}"
+        return "0.000" if text == "-0.000" else text
+    return str(value)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A frame as a GitHub Markdown table (floats to 3 decimals, NaN as –)."""
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
