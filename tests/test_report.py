@@ -25,6 +25,7 @@ from mnemoflow.report.summaries import (
     load_ledger,
     run_costs,
     with_intervals,
+    writer_rates,
 )
 from mnemoflow.report.summary import summary_markdown
 from tests.system_packages import apt_install
@@ -521,3 +522,35 @@ def test_the_report_command_finds_tables_by_name(tmp_path, capsys):
     assert "bm25_message:\n    k: 10" in page
     assert main(["report", "--results", str(tmp_path / "missing")]) == 2
     assert "missing/summary.parquet: no summary table" in capsys.readouterr().err
+
+
+def test_writer_rates_per_run_count_unparsed_replies_and_dropped_events(tmp_path):
+    """Two shards of one AWE run: 10 writer calls, 2 replies that never parsed and 3 events
+    dropped -> parse failure rate 0.2 and 0.3 dropped events per call; a run without writer
+    calls has no row."""
+    for shard, (calls, unparsed, dropped) in enumerate(((6, 2, 1), (4, 0, 2))):
+        folder = tmp_path / "results" / "amem" / "awe" / "interactive" / "step0" / f"shard{shard}"
+        folder.mkdir(parents=True)
+        ledger = Ledger()
+        for _ in range(calls):
+            ledger.record("memory_writer", "memory_update_facts", model="m", cache_hit=False,
+                          tokens_in=10, tokens_out=5, latency_s=0.1)  # fmt: skip
+        for _ in range(unparsed):
+            ledger.record_parse_failure("memory_writer", "memory_update_facts")
+        ledger.record_dropped_events("memory_writer", "memory_update_facts", dropped)
+        ledger.record("agent", "interactive_act", model="m", cache_hit=False, tokens_in=10,
+                      tokens_out=5, latency_s=0.1)  # fmt: skip
+        (folder / "dialogues.ledger.json").write_text(ledger.to_json({}))
+    plain = tmp_path / "results" / "amem" / "native" / "interactive" / "step0"
+    plain.mkdir(parents=True)
+    ledger = Ledger()
+    ledger.record("agent", "interactive_act", model="m", cache_hit=False, tokens_in=10,
+                  tokens_out=5, latency_s=0.1)  # fmt: skip
+    (plain / "dialogues.ledger.json").write_text(ledger.to_json({}))
+    ledgers = [load_ledger(p) for p in sorted(tmp_path.rglob("*.ledger.json"))]
+    rates = writer_rates(ledgers).set_index("system")
+    assert list(rates.index) == ["awe"]
+    row = rates.loc["awe"]
+    assert (row["writer_calls"], row["parse_failures"], row["dropped_events"]) == (10, 2, 3)
+    assert row["parse_failure_rate"] == pytest.approx(0.2)
+    assert row["dropped_per_call"] == pytest.approx(0.3)

@@ -48,6 +48,7 @@ from mnemoflow.report.summaries import (
     step_table,
     type_table,
     with_intervals,
+    writer_rates,
 )
 
 _CI_NAMES = {
@@ -95,6 +96,8 @@ class ReportData:
     #: Published numbers against the run (report/compare.py): cells, taus, ranks; empty when
     #: the report was built without ``--published`` / ``--preset``.
     published: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: Per run: the memory writer's calls, parse failures and dropped events (writer_rates).
+    writers: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -249,6 +252,7 @@ def collect(
         interactive=tables,
         feedback=feedback_tables(summary),
         generation=generation_tables(generation),
+        writers=writer_rates(list(ledgers)),
     )
 
 
@@ -325,6 +329,9 @@ _LEDGER_HEADERS = {
     "errors": "errors",
     "parse_failures": "parse failures",
     "dropped_events": "dropped events",
+    "writer_calls": "writer calls",
+    "parse_failure_rate": "parse failure rate",
+    "dropped_per_call": "dropped events per call",
     "cached_in": "provider-cached in",
     "truncated_calls": "truncated prompts",
     "truncated_messages": "messages dropped",
@@ -642,6 +649,14 @@ def render_html(
             + "<p>Shares of all questions (each row adds up to 100 %).</p>"
             + table_html(wide, headers)
         )
+    if not data.writers.empty:
+        body += (
+            "<h3>Memory writers</h3><p>Per run, the <code>memory_writer</code> calls, the "
+            "replies that never parsed after the gateway's re-asks (the update is skipped: "
+            "memory stays stale) and the events of parsed replies that could not be applied "
+            "(an AWE event with an unknown id), also as shares of the calls.</p>"
+            + table_html(data.writers, _headers(data.writers))
+        )
     sections.append(("diagnosis", "Failure diagnosis", body))
 
     if data.ledger_files.empty:
@@ -730,6 +745,8 @@ def _write_derived(data: ReportData, folder: Path) -> list[str]:
         "ledger_tasks.tsv": data.ledger_tasks,
         "costs.tsv": data.costs,
     }
+    if not data.writers.empty:
+        tables["writers.tsv"] = data.writers
     if not data.types.empty:
         tables["types.tsv"] = data.types.reset_index()
     if data.diagnosis is not None:

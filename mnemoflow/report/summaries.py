@@ -393,3 +393,36 @@ def run_costs(
     per = costs["usd"] / costs["correct"].where(costs["correct"] > 0)
     costs["usd_per_correct"] = per
     return costs
+
+
+#: The role whose replies memory systems are built from (AWE events, AWI updates, facts, notes).
+WRITER_ROLE = "memory_writer"
+
+
+def writer_rates(ledgers: list[LedgerFile]) -> pd.DataFrame:
+    """One row per run whose memory system called a writer: its ``memory_writer`` calls, the
+    replies that never parsed after the gateway's re-asks (the update is skipped and memory stays
+    as it was) and the events of parsed replies that could not be applied (AWE: an unknown id),
+    each also as a share of the writer's calls. What a memory score does not show: a system
+    whose writer fails often keeps a stale memory. Columns: benchmark, system, protocol,
+    writer_calls, parse_failures, parse_failure_rate, dropped_events, dropped_per_call."""
+    rows = []
+    for ledger in ledgers:
+        run = run_of(ledger.path or ledger.label)
+        if run is None:
+            continue
+        for key, entry in ledger.data["by_role_task"].items():
+            if key.split("/", 1)[0] == WRITER_ROLE:
+                rows.append({"benchmark": run[0], "system": run[1], "protocol": run[2],
+                             "writer_calls": entry.get("calls", 0),
+                             "parse_failures": entry.get("parse_failures", 0),
+                             "dropped_events": entry.get("dropped_events", 0)})  # fmt: skip
+    keys = ["benchmark", "system", "protocol"]
+    counts = ["writer_calls", "parse_failures", "dropped_events"]
+    if not rows:
+        return pd.DataFrame(columns=[*keys, *counts, "parse_failure_rate", "dropped_per_call"])
+    table = pd.DataFrame(rows).groupby(keys, sort=True)[counts].sum().reset_index()
+    calls = table["writer_calls"].where(table["writer_calls"] > 0)
+    table.insert(5, "parse_failure_rate", table["parse_failures"] / calls)
+    table["dropped_per_call"] = table["dropped_events"] / calls
+    return table
