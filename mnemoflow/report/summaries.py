@@ -339,6 +339,16 @@ def run_of(path: str) -> tuple[str, str, str] | None:
     return (found.group(1), found.group(2), found.group(3)) if found else None
 
 
+def run_entries(ledgers: list[LedgerFile]):
+    """(ledger, (benchmark, system, protocol), role, role/task entry) of every ledger that
+    belongs to a run (see :func:`run_of`)."""
+    for ledger in ledgers:
+        run = run_of(ledger.path or ledger.label)
+        if run is not None:
+            for key, entry in ledger.data["by_role_task"].items():
+                yield ledger, run, key.split("/", 1)[0], entry
+
+
 #: The metric whose correct answers a run is priced per: the first one a run has.
 CORRECT_METRICS = ("accuracy", "j")
 
@@ -358,15 +368,10 @@ def run_costs(
     """
     table = price_table(prices)
     rows = []
-    for ledger in ledgers:
-        run = run_of(ledger.path or ledger.label)
-        if run is None:
-            continue
-        for key, entry in ledger.data["by_role_task"].items():
-            role = key.split("/", 1)[0]
-            counters = {name: entry.get(name, 0) for name in _LEDGER_COUNTERS}
-            rows.append({"benchmark": run[0], "system": run[1], "protocol": run[2],
-                         **counters, "usd": _cost(ledger, role, counters, table)})  # fmt: skip
+    for ledger, run, role, entry in run_entries(ledgers):
+        counters = {name: entry.get(name, 0) for name in _LEDGER_COUNTERS}
+        rows.append({"benchmark": run[0], "system": run[1], "protocol": run[2],
+                     **counters, "usd": _cost(ledger, role, counters, table)})  # fmt: skip
     keys = ["benchmark", "system", "protocol"]
     columns = [*keys, "calls", "tokens_in", "tokens_out", "usd", "truncated_calls"]
     if not rows:
@@ -406,17 +411,13 @@ def writer_rates(ledgers: list[LedgerFile]) -> pd.DataFrame:
     each also as a share of the writer's calls. What a memory score does not show: a system
     whose writer fails often keeps a stale memory. Columns: benchmark, system, protocol,
     writer_calls, parse_failures, parse_failure_rate, dropped_events, dropped_per_call."""
-    rows = []
-    for ledger in ledgers:
-        run = run_of(ledger.path or ledger.label)
-        if run is None:
-            continue
-        for key, entry in ledger.data["by_role_task"].items():
-            if key.split("/", 1)[0] == WRITER_ROLE:
-                rows.append({"benchmark": run[0], "system": run[1], "protocol": run[2],
-                             "writer_calls": entry.get("calls", 0),
-                             "parse_failures": entry.get("parse_failures", 0),
-                             "dropped_events": entry.get("dropped_events", 0)})  # fmt: skip
+    rows = [
+        {"benchmark": run[0], "system": run[1], "protocol": run[2],
+         "writer_calls": entry.get("calls", 0), "parse_failures": entry.get("parse_failures", 0),
+         "dropped_events": entry.get("dropped_events", 0)}
+        for _, run, role, entry in run_entries(ledgers)
+        if role == WRITER_ROLE
+    ]  # fmt: skip
     keys = ["benchmark", "system", "protocol"]
     counts = ["writer_calls", "parse_failures", "dropped_events"]
     if not rows:
