@@ -15,6 +15,7 @@ from mnemoflow.environment.knobs import (
 )
 from mnemoflow.amemgym_world import TOPICS
 from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
+from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
@@ -42,6 +43,7 @@ for _name in config["run"]["systems"]:
 check_systems(config["systems"])  # each system's parameters against its params_schema
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, BENCHMARKS[_name])  # known protocols only
+    scoring_of(BENCHMARKS[_name])  # MemoryBench's scoring: paper | judge
     for _system in BENCHMARKS[_name].get("systems", []):
         if _system not in config["systems"]:
             raise ValueError(
@@ -76,7 +78,7 @@ def benchmark_spec(wildcards):
 
 
 #: Spec keys that shape the protocols, not the data: editing them must not re-run prepare.
-PROTOCOL_KEYS = ("protocols", "feedback", "normalize")
+PROTOCOL_KEYS = ("protocols", "feedback", "normalize", "scoring")
 
 
 def data_spec(wildcards):
@@ -465,6 +467,11 @@ FB_BUILT = "|".join(p for p in fb.PROTOCOLS if fb.built_protocol(p) == p)
 
 def fb_loader(wildcards):
     return benchmark_spec(wildcards)["loader"]
+
+
+def fb_scoring(wildcards):
+    """MemoryBench's scoring protocol of the benchmark (``paper`` | ``judge``)."""
+    return scoring_of(benchmark_spec(wildcards))
 
 
 def fb_source(wildcards):

@@ -1,0 +1,423 @@
+"""MemoryBench's current scoring protocol (``scoring: judge``): every dataset scored by an LLM
+judge on 0-10, stored as score / 10 in ``llm_judge_score`` (THUIR/MemoryBench at
+:data:`~mnemoflow.eval.memorybench_judge_texts.UPSTREAM_COMMIT`; docs/memorybench.md "Two
+scoring protocols").
+
+The item-metric interface the feedback protocols and ``mnemoflow score`` call
+(:func:`evaluate_item`, :func:`evaluate_item_all`, :func:`item_value`, :func:`check_supported`,
+:func:`is_judged`, :func:`metric_of`), beside the paper protocol's
+:mod:`mnemoflow.eval.memorybench_metrics`; :func:`mnemoflow.eval.benchmark_metric.metric_for`
+picks one of the two from the benchmark's ``scoring:``.
+
+Per family (``src/dataset/<family>.py`` at the pinned commit):
+
+- LexEval-* / WritingPrompts: the shared prompt (``judge_one``) with the dataset's rubric (LexEval
+  has three: summary with the response's non-whitespace length and a 400-character cap,
+  judicial analysis, open QA; each with weights and a prompt-injection guard); 3 tries, max_tokens
+  1024. A LexEval judge that fails after its tries stops the run (:class:`JudgeFailed`), as the
+  reference raises; WritingPrompts' failure is an unscored item.
+- Locomo-k: the dataset-owned prompt (``judge_prompt``: 5 tries, max_tokens 512) with the
+  question, the reference (a category-5 option map as the map), the evidence turns, the category
+  and, for category 5, the option guidance.
+- JRE-L: five sub-metric rubrics through ``judge_metric`` (the shared prompt, 3 tries each), then
+  the dataset-owned merge prompt with the five scores / 10 to 4 decimals (5 tries).
+- DialSim-*: unchanged (exact match, else the Correct / Wrong judge), 1.0 / 0.0.
+- NFCats: its own 1-5 prompt; the first 1-5 digit after "###Score of the answer:"; score / 5.
+- HelloBench-*: the checklist judge, mean of the 0-1 point scores; WritingBench-*: the critic's
+  1-10 score / 10.
+
+Every judge call goes to the ``judge`` role (WritingBench: ``critic``) with the system prompt
+"You are a strict, evidence-based evaluator." A judge that gives no parseable score after its
+tries leaves the item unscored (``value`` None, ``parse_ok`` false), counted in the ledger and in
+the ``:unscored`` rows, and at the bottom of the scale (0) in the ``:all`` rows: never a silent 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mnemoflow.data.validate import DataError
+from mnemoflow.errors import ConfigError
+from mnemoflow.eval import checklist_judge, dialsim_accuracy, nfcats_judge, writingbench_critic
+from mnemoflow.eval import memorybench_judge_texts as texts
+from mnemoflow.eval.memorybench_metrics import ItemScore, family_of
+from mnemoflow.eval.memorybench_metrics import _info as item_info
+from mnemoflow.eval.memorybench_metrics import _meta as item_meta
+from mnemoflow.llm.types import ChatRequest, UnparseableReply
+
+METRIC = "llm_judge_score"
+TASK = "memorybench_llm_judge"
+PROMPT_VERSION = f"memorybench-judge@{texts.UPSTREAM_COMMIT[:7]}"
+#: ``judge_one`` tries the shared prompt 3 times, ``judge_prompt`` a dataset-owned prompt 5 times.
+SHARED_TRIES, OWNED_TRIES = 3, 5
+SHARED_MAX_TOKENS, OWNED_MAX_TOKENS = 1024, 512
+#: What ``llm_judge._call_api`` sends with every call (bind the judge role so for a faithful run).
+REFERENCE_SAMPLING = {
+    "temperature": 0.0,
+    "top_p": 0.1,
+    "max_tokens": SHARED_MAX_TOKENS,
+    "extra_body": {"chat_template_kwargs": {"enable_thinking": False}},
+}
+#: ``_compact``'s cut: longer texts end in "\n[truncated]" after this many characters.
+COMPACT_LIMIT = 12000
+#: Families the protocol scores (every MemoryBench family but the two below).
+SUPPORTED = (
+    "Locomo", "DialSim", "LexEval", "NFCats", "WritingPrompts", "HelloBench", "WritingBench",
+    "JRE-L",
+)  # fmt: skip
+#: Families whose upstream judge scoring mnemoflow does not implement yet (docs/memorybench.md).
+NOT_IMPLEMENTED = ("JuDGE", "IdeaBench", "LimitGen")
+FAILURE_VALUE = 0.0
+
+
+class JudgeFailed(RuntimeError):
+    """A judge failed where the reference stops the run (LexEval)."""
+
+
+# ---- prompts ------------------------------------------------------------------------------------
+
+
+def compact(value: Any, limit: int = COMPACT_LIMIT) -> str:
+    """``_compact``: text as itself, anything else as sorted-key JSON; cut at ``limit``."""
+    if isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit] + "\n[truncated]"
+
+
+def shared_prompt(
+    dataset: str, user_request: Any, response: Any, info: Mapping[str, Any], rubric: str
+) -> str:
+    """``build_judge_prompt``: the reference is ``golden_answer``, else ``abstract``, else
+    ``ground_truth``, else empty; the annotations are the whole ``info``."""
+    reference = info.get("golden_answer", info.get("abstract", info.get("ground_truth", "")))
+    return texts.SHARED_PROMPT.format(
+        dataset=dataset,
+        rubric=rubric,
+        user_request=compact(user_request),
+        reference=compact(reference),
+        annotations=compact(dict(info)),
+        response=compact(response),
+    )
+
+
+def metric_prompt(
+    dataset: str, metric: str, user_request: Any, response: Any, reference: Any, rubric: str
+) -> str:
+    """``judge_metric``: one sub-metric through the shared prompt."""
+    return shared_prompt(
+        dataset,
+        user_request,
+        response,
+        {"golden_answer": reference, "metric": metric},
+        texts.METRIC_RUBRIC.format(metric=metric, rubric=rubric),
+    )
+
+
+def non_whitespace_length(text: str) -> int:
+    return sum(not ch.isspace() for ch in text)
+
+
+def lexeval_rubric(dataset: str, response: str) -> str:
+    """The rubric of a LexEval dataset; the summary's carries the response's length."""
+    if dataset == "LexEval-Summarization":
+        return texts.LEXEVAL_SUMMARY_RUBRIC.format(response_length=non_whitespace_length(response))
+    if dataset == "LexEval-Judge":
+        return texts.LEXEVAL_JUDGE_RUBRIC
+    if dataset == "LexEval-QA":
+        return texts.LEXEVAL_QA_RUBRIC
+    raise ConfigError(f"scoring: judge: no LexEval rubric for dataset {dataset!r}")
+
+
+def locomo_prompt(question: str, info: Mapping[str, Any], response: str) -> str:
+    """``Locomo_Dataset.evaluate_single``'s prompt: the values as Python's ``format`` shows
+    them (an option map or an evidence list as its repr), category-5 guidance for category 5."""
+    category = info.get("category", "unknown")
+    guidance = texts.LOCOMO_CATEGORY_5_GUIDANCE if str(category) == "5" else ""
+    return texts.LOCOMO_PROMPT.format(
+        rubric=texts.LOCOMO_RUBRIC,
+        question=question,
+        reference=info.get("golden_answer", ""),
+        evidence=info.get("evidence", []),
+        category=category,
+        category_5_guidance=guidance,
+        response=response,
+    )
+
+
+def jrel_merge_prompt(user_request: Any, response: str, reference: Any, scores: list[float]) -> str:
+    return texts.JREL_MERGE_PROMPT.format(
+        INPUT_TEXT=user_request,
+        GENERATED_ARTICLE=response,
+        GOLDEN_PASSAGE=reference,
+        **{f"S{i}": f"{s:.4f}" for i, s in enumerate(scores, 1)},
+    )
+
+
+# ---- parsing and asking -------------------------------------------------------------------------
+
+_FENCES = re.compile(r"^```(?:json)?|```$", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_score(raw: str) -> int:
+    """``_parse_score``: a JSON object with ``score`` and ``reason`` (fences removed; a preamble
+    skipped by reading from the first "{" to the last "}"); the score rounded (Python's round)
+    and clamped to 0-10. Anything else raises :class:`UnparseableReply`."""
+    text = str(raw or "").strip()
+    if not text:
+        raise UnparseableReply("empty judge response")
+    cleaned = _FENCES.sub("", text).strip()
+    try:
+        obj = json.loads(cleaned)
+    except ValueError:
+        start, end = cleaned.find("{"), cleaned.rfind("}")
+        if start < 0 or end <= start:
+            raise UnparseableReply("judge response is not valid JSON") from None
+        try:
+            obj = json.loads(cleaned[start : end + 1])
+        except ValueError:
+            raise UnparseableReply("judge response is not valid JSON") from None
+    if not isinstance(obj, dict) or "score" not in obj or "reason" not in obj:
+        raise UnparseableReply("judge JSON must contain score and reason")
+    try:
+        number = float(obj["score"])
+        score = int(round(number))
+    except (TypeError, ValueError, OverflowError):
+        raise UnparseableReply("judge score must be numeric") from None
+    return max(0, min(10, score))
+
+
+def judge_request(prompt: str, tries: int, max_tokens: int, fields: dict[str, Any]) -> ChatRequest:
+    """One judge call: the protocol's system prompt, ``tries`` attempts in all. ``max_tokens`` is
+    the reference's cap for this call, kept in the offline fields (the bound role's sampling is
+    what a real endpoint receives; docs/memorybench.md)."""
+    return ChatRequest(
+        role="judge",
+        task=TASK,
+        messages=[
+            {"role": "system", "content": texts.SYSTEM_PROMPT},
+            {"role": "user", "content": prompt},
+        ],
+        fields={**fields, "max_tokens": max_tokens},
+        max_parse_retries=tries - 1,
+    )
+
+
+async def ask(gateway, prompt: str, tries: int, max_tokens: int, fields: dict[str, Any]):
+    """(score 0-10 or None, raw replies, tries used)."""
+    reply = await gateway.chat(judge_request(prompt, tries, max_tokens, fields), parse=parse_score)
+    raw = list(reply.raw_replies or [reply.text])
+    return (reply.parsed if reply.parse_ok else None), raw, reply.attempts
+
+
+def _raw(replies: list[str]) -> str:
+    return "\n---\n".join(replies)
+
+
+# ---- families -----------------------------------------------------------------------------------
+
+
+def _user_request(question: Mapping[str, Any]) -> Any:
+    """What the reference passes as ``user_prompt``: ``input_prompt``, or the whole
+    ``input_chat_messages`` list (the loader keeps it in ``meta``)."""
+    messages = item_meta(question).get("input_chat_messages")
+    return messages if messages else str(question.get("question", ""))
+
+
+def _ident(question: Mapping[str, Any]) -> str:
+    return str(question.get("question_id", question.get("dataset")))
+
+
+async def _shared(dataset, question, info, response, rubric, gateway) -> ItemScore:
+    prompt = shared_prompt(dataset, _user_request(question), response, info, rubric)
+    fields = {"kind": "rubric", "dataset": dataset, "response": response,
+              "reference": str(info.get("golden_answer", info.get("abstract", "")))}  # fmt: skip
+    score, raw, tries = await ask(gateway, prompt, SHARED_TRIES, SHARED_MAX_TOKENS, fields)
+    if score is None and dataset.startswith("LexEval"):
+        raise JudgeFailed(
+            f"scoring: judge: record {_ident(question)}: the judge gave no parseable score after "
+            f"{tries} tries (the reference stops a LexEval run here too)"
+        )
+    return ItemScore(METRIC, None if score is None else score / 10, _raw(raw),
+                     score is not None, PROMPT_VERSION)  # fmt: skip
+
+
+async def _locomo(question, info, response, gateway) -> ItemScore:
+    prompt = locomo_prompt(str(question.get("question", "")), info, response)
+    fields = {
+        "kind": "locomo",
+        "response": response,
+        "reference": info.get("golden_answer", ""),
+        "category": info.get("category"),
+        "evidence": info.get("evidence", []),
+    }
+    score, raw, _ = await ask(gateway, prompt, OWNED_TRIES, OWNED_MAX_TOKENS, fields)
+    return ItemScore(METRIC, None if score is None else score / 10, _raw(raw),
+                     score is not None, PROMPT_VERSION)  # fmt: skip
+
+
+async def _jrel(dataset, question, info, response, gateway) -> ItemScore:
+    reference = info["pr-abstract"]
+    user_request = _user_request(question)
+    subs, raws = [], []
+    for metric, rubric in texts.JREL_RUBRICS.items():
+        prompt = metric_prompt(dataset, metric, user_request, response, reference, rubric)
+        fields = {"kind": "rubric", "dataset": dataset, "metric": metric, "response": response,
+                  "reference": str(reference)}  # fmt: skip
+        score, raw, _ = await ask(gateway, prompt, SHARED_TRIES, SHARED_MAX_TOKENS, fields)
+        raws += raw
+        if score is None:  # the reference would merge a 0 here; mnemoflow leaves it unscored
+            return ItemScore(METRIC, None, _raw(raws), False, PROMPT_VERSION)
+        subs.append(score / 10)
+    prompt = jrel_merge_prompt(user_request, response, reference, subs)
+    fields = {"kind": "merge", "dataset": dataset, "sub_scores": subs}
+    score, raw, _ = await ask(gateway, prompt, OWNED_TRIES, OWNED_MAX_TOKENS, fields)
+    raws += raw
+    return ItemScore(METRIC, None if score is None else score / 10, _raw(raws),
+                     score is not None, PROMPT_VERSION)  # fmt: skip
+
+
+async def _dialsim(question, info, response, gateway) -> ItemScore:
+    value, raw, ok = await dialsim_accuracy.dialsim_accuracy(
+        str(question.get("question", "")), str(info["golden_answer"]), response, gateway
+    )
+    return ItemScore(METRIC, None if not ok else float(value), raw, ok)
+
+
+NFCATS_SCORE = re.compile(r"\b([1-5])\b")
+
+
+def parse_nfcats(text: str) -> int:
+    """The pinned NFCats parser: the text after the last "###Score of the answer:", its first
+    standalone digit 1-5."""
+    found = NFCATS_SCORE.findall(str(text).split(nfcats_judge.MARKER)[-1].strip())
+    if not found:
+        raise UnparseableReply("expected a digit 1-5")
+    return int(found[0])
+
+
+async def _nfcats(question, info, response, gateway) -> ItemScore:
+    request = dataclasses.replace(
+        nfcats_judge.judge_request(str(question.get("question", "")), response),
+        max_parse_retries=2,  # 3 tries, as the reference's loop
+    )
+    reply = await gateway.chat(request, parse=parse_nfcats)
+    raw = "\n---\n".join(reply.raw_replies or [reply.text])
+    value = reply.parsed / 5 if reply.parse_ok else None
+    return ItemScore(METRIC, value, raw, reply.parse_ok, "")
+
+
+async def _hellobench(question, info, response, gateway) -> ItemScore:
+    judged = await checklist_judge.checklist_score(
+        gateway, str(question.get("question", "")), response, info["checklist"]
+    )
+    return ItemScore(METRIC, judged.value, judged.raw_reply, judged.parse_ok,
+                     judged.prompt_version)  # fmt: skip
+
+
+async def _writingbench(question, info, response, gateway) -> ItemScore:
+    judged = await writingbench_critic.critic_score(
+        gateway, str(question.get("question", "")), response, info["criteria"]
+    )
+    value = None if judged.value is None else judged.value / 10
+    return ItemScore(METRIC, value, judged.raw_reply, judged.parse_ok, judged.prompt_version)
+
+
+_REQUIRED = {
+    "Locomo": ("golden_answer",),
+    "DialSim": ("golden_answer",),
+    "LexEval": ("golden_answer",),
+    "WritingPrompts": ("golden_answer",),
+    "HelloBench": ("checklist",),
+    "WritingBench": ("criteria",),
+    "JRE-L": ("pr-abstract",),
+}
+
+
+# ---- the item-metric interface ------------------------------------------------------------------
+
+
+def metric_of(dataset: str) -> tuple[str, bool]:
+    """(``llm_judge_score``, whether mnemoflow computes it for ``dataset``)."""
+    return METRIC, family_of(dataset) in SUPPORTED
+
+
+def check_supported(datasets: Iterable[str]) -> None:
+    """One-line ConfigError for a stranger or a family this protocol does not score yet."""
+    for dataset in datasets:
+        family = family_of(dataset)
+        if family not in SUPPORTED:
+            raise ConfigError(
+                f"scoring: judge: dataset {dataset!r} ({family}) is not scored by mnemoflow's "
+                f"judge protocol yet (supported: {', '.join(SUPPORTED)}); use scoring: paper"
+            )
+
+
+def is_judged(dataset: str) -> bool:
+    """Every dataset's value comes from a judge that can fail (DialSim's only past an exact
+    match): the two denominators can differ everywhere."""
+    family_of(dataset)
+    return True
+
+
+async def evaluate_item_all(question: Mapping[str, Any], response: str, gateway, **_: Any):
+    """The item's ``llm_judge_score`` (one score: the protocol keeps no sub-metrics)."""
+    dataset = str(question["dataset"])
+    check_supported([dataset])
+    family = family_of(dataset)
+    info = item_info(question)
+    for name in _REQUIRED.get(family, ()):
+        if name not in info:
+            raise DataError(f"questions: record {_ident(question)}: missing field 'info.{name}'")
+    response = "" if response is None else str(response)
+    if family == "Locomo":
+        score = await _locomo(question, info, response, gateway)
+    elif family == "DialSim":
+        score = await _dialsim(question, info, response, gateway)
+    elif family == "NFCats":
+        score = await _nfcats(question, info, response, gateway)
+    elif family == "HelloBench":
+        score = await _hellobench(question, info, response, gateway)
+    elif family == "WritingBench":
+        score = await _writingbench(question, info, response, gateway)
+    elif family == "JRE-L":
+        score = await _jrel(dataset, question, info, response, gateway)
+    elif family == "LexEval":
+        rubric = lexeval_rubric(dataset, response)
+        score = await _shared(dataset, question, info, response, rubric, gateway)
+    else:  # WritingPrompts
+        rubric = texts.WRITINGPROMPTS_RUBRIC
+        score = await _shared(dataset, question, info, response, rubric, gateway)
+    return [score]
+
+
+async def evaluate_item(question: Mapping[str, Any], response: str, gateway, **options: Any):
+    return (await evaluate_item_all(question, response, gateway, **options))[0]
+
+
+def failure_value(dataset: str) -> float:
+    """An unscored item's value in the ``:all`` rows: the bottom of the 0-1 scale, except NFCats,
+    whose 1-5 scale / 5 starts at 0.2 (the reference's own fallback score)."""
+    return 0.2 if family_of(dataset) == "NFCats" else FAILURE_VALUE
+
+
+def item_value(dataset: str, scores: Any) -> float:
+    """The per-item number normalization uses: ``llm_judge_score``; unscored -> the bottom of
+    the scale (counted through ``parse_ok``)."""
+    if isinstance(scores, ItemScore):
+        scores = [scores]
+    if not isinstance(scores, Mapping):
+        scores = {s.metric: s.value for s in scores}
+    if METRIC not in scores:
+        raise ValueError(f"{dataset}: no value of metric {METRIC!r} in {sorted(scores)}")
+    value = scores[METRIC]
+    if value is None:
+        return failure_value(dataset)
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    return float(value)
