@@ -289,10 +289,48 @@ def test_writingbench_critic_over_ten():
     assert run(jp.evaluate_item(q, "memo", gateway)).value == 0.7
 
 
+def test_judge_doc_twelve_sub_judges_then_the_merge_prompt():
+    scores = [10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 10, 6]
+    gateway, backend = scripted_gateway(replies(*(verdict(x) for x in scores)))
+    messages = [
+        {"role": "system", "content": "你是法律助理。"},
+        {"role": "user", "content": "案件事实"},
+    ]
+    q = question("JuDGE", {"golden_answer": "判决"}, "案件事实", input_chat_messages=messages)
+    score = run(jp.evaluate_item(q, "生成的判决", gateway))
+    assert (score.value, score.parse_ok, len(backend.requests)) == (0.6, True, 13)
+    first = backend.requests[0].messages[1]["content"]
+    assert "Evaluate only the metric 'reasoning_meteor'." in first
+    assert (
+        'USER REQUEST:\n[{"content": "你是法律助理。", "role": "system"}' in first
+    )  # the messages
+    merge = backend.requests[12].messages[1]["content"]
+    assert merge.startswith("You are the final, strict evaluator for the Chinese criminal-judgment")
+    # the merge shows the chat messages as Python prints the list, as the reference's format does
+    assert "## Case Facts (Input)\n[{'role': 'system', 'content': '你是法律助理。'}" in merge
+    assert "1. Coverage of the reference reasoning: 1.0000\n" in merge
+    assert "11. Accuracy of the prison sentence duration: 0.0000\n" in merge
+    assert "12. Accuracy of the monetary fine amount: 1.0000\n" in merge
+
+
+def test_limitgen_paper_pipeline_then_the_merge_prompt():
+    gateway = Gateway.from_config({})
+    limitation = "The paper compares with too few baselines."
+    q = question("LimitGen-Syn", {"category": "baseline", "ground_truth": limitation})
+
+    async def score():
+        async with gateway:
+            return await jp.evaluate_item(q, json.dumps({"limitations": [limitation]}), gateway)
+
+    # offline: aspect yes, subtype 'insufficient baseline' (accuracy 1), rating 5 -> 1.0; the
+    # merge scores 10 x mean(1.0, 1.0)
+    result = run(score())
+    assert (result.value, result.parse_ok) == (1.0, True)
+
+
 def test_families_not_implemented_yet_fail_in_one_line():
-    for dataset in ("JuDGE", "IdeaBench", "LimitGen-Syn"):
-        with pytest.raises(ConfigError, match=f"dataset '{dataset}'.*use scoring: paper"):
-            jp.check_supported([dataset])
+    with pytest.raises(ConfigError, match="dataset 'IdeaBench'.*use scoring: paper"):
+        jp.check_supported(["IdeaBench"])
 
 
 # ---- feedback rule for corpus datasets: correct iff judge score > 0.5 ---------------------------

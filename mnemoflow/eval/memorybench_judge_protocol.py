@@ -19,8 +19,11 @@ Per family (``src/dataset/<family>.py`` at the pinned commit):
 - Locomo-k: the dataset-owned prompt (``judge_prompt``: 5 tries, max_tokens 512) with the
   question, the reference (a category-5 option map as the map), the evidence turns, the category
   and, for category 5, the option guidance.
-- JRE-L: five sub-metric rubrics through ``judge_metric`` (the shared prompt, 3 tries each), then
-  the dataset-owned merge prompt with the five scores / 10 to 4 decimals (5 tries).
+- JRE-L / JuDGE: five / twelve sub-metric rubrics through ``judge_metric`` (the shared prompt, 3
+  tries each), then the dataset-owned merge prompt with the scores / 10 to 4 decimals (5 tries).
+- LimitGen-Syn: the paper's aspect / subtype / 1-5 rating pipeline, then the merge prompt with
+  the category score (1 or 0) and the best rating / 5.
+- IdeaBench: not implemented yet (:func:`check_supported` says so in one line).
 - DialSim-*: unchanged (exact match, else the Correct / Wrong judge), 1.0 / 0.0.
 - NFCats: its own 1-5 prompt; the first 1-5 digit after "###Score of the answer:"; score / 5.
 - HelloBench-*: the checklist judge, mean of the 0-1 point scores; WritingBench-*: the critic's
@@ -42,7 +45,13 @@ from typing import Any
 
 from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval import checklist_judge, dialsim_accuracy, nfcats_judge, writingbench_critic
+from mnemoflow.eval import (
+    checklist_judge,
+    dialsim_accuracy,
+    limitgen,
+    nfcats_judge,
+    writingbench_critic,
+)
 from mnemoflow.eval import memorybench_judge_texts as texts
 from mnemoflow.eval.memorybench_metrics import ItemScore, family_of
 from mnemoflow.eval.memorybench_metrics import _info as item_info
@@ -67,10 +76,10 @@ COMPACT_LIMIT = 12000
 #: Families the protocol scores (every MemoryBench family but the two below).
 SUPPORTED = (
     "Locomo", "DialSim", "LexEval", "NFCats", "WritingPrompts", "HelloBench", "WritingBench",
-    "JRE-L",
+    "JRE-L", "JuDGE", "LimitGen",
 )  # fmt: skip
 #: Families whose upstream judge scoring mnemoflow does not implement yet (docs/memorybench.md).
-NOT_IMPLEMENTED = ("JuDGE", "IdeaBench", "LimitGen")
+NOT_IMPLEMENTED = ("IdeaBench",)
 FAILURE_VALUE = 0.0
 
 
@@ -147,15 +156,6 @@ def locomo_prompt(question: str, info: Mapping[str, Any], response: str) -> str:
         category=category,
         category_5_guidance=guidance,
         response=response,
-    )
-
-
-def jrel_merge_prompt(user_request: Any, response: str, reference: Any, scores: list[float]) -> str:
-    return texts.JREL_MERGE_PROMPT.format(
-        INPUT_TEXT=user_request,
-        GENERATED_ARTICLE=response,
-        GOLDEN_PASSAGE=reference,
-        **{f"S{i}": f"{s:.4f}" for i, s in enumerate(scores, 1)},
     )
 
 
@@ -261,25 +261,81 @@ async def _locomo(question, info, response, gateway) -> ItemScore:
                      score is not None, PROMPT_VERSION)  # fmt: skip
 
 
-async def _jrel(dataset, question, info, response, gateway) -> ItemScore:
-    reference = info["pr-abstract"]
+async def _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge):
+    """``judge_metric`` once per sub-metric rubric (the shared prompt, 3 tries each), then the
+    dataset-owned merge prompt ``merge(user_request, [score / 10, ...])`` (5 tries). A sub-judge
+    that fails leaves the item unscored without asking the merge (the reference would show it to
+    the merge as 0.0000)."""
     user_request = _user_request(question)
-    subs, raws = [], []
-    for metric, rubric in texts.JREL_RUBRICS.items():
+    subs: list[float] = []
+    raws: list[str] = []
+    for metric, rubric in rubrics.items():
         prompt = metric_prompt(dataset, metric, user_request, response, reference, rubric)
         fields = {"kind": "rubric", "dataset": dataset, "metric": metric, "response": response,
                   "reference": str(reference)}  # fmt: skip
         score, raw, _ = await ask(gateway, prompt, SHARED_TRIES, SHARED_MAX_TOKENS, fields)
         raws += raw
-        if score is None:  # the reference would merge a 0 here; mnemoflow leaves it unscored
+        if score is None:
             return ItemScore(METRIC, None, _raw(raws), False, PROMPT_VERSION)
         subs.append(score / 10)
-    prompt = jrel_merge_prompt(user_request, response, reference, subs)
+    return await _merge(dataset, merge(user_request, subs), subs, raws, gateway)
+
+
+async def _merge(dataset, prompt, subs, raws, gateway) -> ItemScore:
     fields = {"kind": "merge", "dataset": dataset, "sub_scores": subs}
     score, raw, _ = await ask(gateway, prompt, OWNED_TRIES, OWNED_MAX_TOKENS, fields)
-    raws += raw
+    raws = [*raws, *raw]
     return ItemScore(METRIC, None if score is None else score / 10, _raw(raws),
                      score is not None, PROMPT_VERSION)  # fmt: skip
+
+
+def _four(scores: list[float]) -> dict[str, str]:
+    return {f"S{i}": f"{s:.4f}" for i, s in enumerate(scores, 1)}
+
+
+async def _jrel(dataset, question, info, response, gateway) -> ItemScore:
+    reference = info["pr-abstract"]
+
+    def merge(user_request, subs):
+        return texts.JREL_MERGE_PROMPT.format(
+            INPUT_TEXT=user_request, GENERATED_ARTICLE=response, GOLDEN_PASSAGE=reference,
+            **_four(subs),
+        )  # fmt: skip
+
+    rubrics = texts.JREL_RUBRICS
+    return await _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge)
+
+
+async def _judge_doc(dataset, question, info, response, gateway) -> ItemScore:
+    reference = info["golden_answer"]
+
+    def merge(user_request, subs):
+        return texts.JUDGE_MERGE_PROMPT.format(
+            INPUT_FACTS=user_request, GENERATED_JUDGMENT=response, GOLDEN_JUDGMENT=reference,
+            **_four(subs),
+        )  # fmt: skip
+
+    rubrics = texts.JUDGE_RUBRICS
+    return await _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge)
+
+
+async def _limitgen(dataset, question, info, response, gateway) -> ItemScore:
+    """The paper's LimitGen pipeline (aspect, subtype, 1-5 rating per limitation; ``limitgen``),
+    then the merge prompt with the category score (1 / 0) and the best rating / 5."""
+    judged = await limitgen.limitgen_rating(gateway, response, info)
+    raws = [judged.raw_reply] if judged.raw_reply else []
+    if not judged.parse_ok:
+        return ItemScore(METRIC, None, _raw(raws), False, PROMPT_VERSION)
+    accuracy = 1.0 if judged.details.get("accuracy") else 0.0
+    rating = float(judged.value or 0.0) / 5.0
+    prompt = texts.LIMITGEN_MERGE_PROMPT.format(
+        INPUT_PROMPT=_user_request(question),
+        GENERATED_LIMITATIONS=response,
+        GROUND_TRUTH=info.get("ground_truth", ""),
+        CATEGORY_SCORE=f"{accuracy:.4f}",
+        RELATEDNESS_SCORE=f"{rating:.4f}",
+    )
+    return await _merge(dataset, prompt, [accuracy, rating], raws, gateway)
 
 
 async def _dialsim(question, info, response, gateway) -> ItemScore:
@@ -336,6 +392,8 @@ _REQUIRED = {
     "HelloBench": ("checklist",),
     "WritingBench": ("criteria",),
     "JRE-L": ("pr-abstract",),
+    "JuDGE": ("golden_answer",),
+    "LimitGen": ("category", "ground_truth"),
 }
 
 
@@ -387,6 +445,10 @@ async def evaluate_item_all(question: Mapping[str, Any], response: str, gateway,
         score = await _writingbench(question, info, response, gateway)
     elif family == "JRE-L":
         score = await _jrel(dataset, question, info, response, gateway)
+    elif family == "JuDGE":
+        score = await _judge_doc(dataset, question, info, response, gateway)
+    elif family == "LimitGen":
+        score = await _limitgen(dataset, question, info, response, gateway)
     elif family == "LexEval":
         rubric = lexeval_rubric(dataset, response)
         score = await _shared(dataset, question, info, response, rubric, gateway)

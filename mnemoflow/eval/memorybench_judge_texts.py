@@ -269,3 +269,104 @@ Each score is produced by an independent LLM judge and normalized to 0.00-1.00, 
 Give one holistic score from 0 to 10 for factual accuracy, faithfulness, coherence, organization, readability, and accessibility.
 Return ONLY valid JSON with exactly two keys: score (integer 0-10) and reason (string). Do not mention the names or numeric values of the supporting scores in the reason.
 """  # noqa: E501
+
+# ---- JuDGE (src/dataset/JuDGE.py): twelve sub-metric rubrics, then a dataset-owned merge prompt -
+
+JUDGE_RUBRICS = {
+    "reasoning_meteor": "Compare the reasoning's material propositions with the reference. Score coverage of the reference's legal analysis and whether each conclusion is supported. Ignore shared boilerplate and surface word overlap. Penalize a missing dispositive issue or a contradiction.",  # noqa: E501
+    "judge_meteor": "Compare only the operative legal result, not wording. Check every conviction/acquittal, charge, sentence, suspension, fine, and other explicit order against the reference. Missing or invented material results are errors; use conservative scoring when a result is ambiguous.",  # noqa: E501
+    "reasoning_bert_score": "Assess semantic faithfulness of the reasoning to the case facts and reference. Reward correct issue identification, legally supported application, and complete treatment of material facts. Do not reward generic legal prose or length.",  # noqa: E501
+    "judge_bert_score": "Assess semantic faithfulness of the operative judgment result to the reference. Give high scores only when the material disposition matches, including charges, non-convictions, statutes when stated, and sentence/fine terms. A fluent but legally different disposition must score low.",  # noqa: E501
+    "crime_recall": "Extract the reference's complete set of material crimes/charges and dispositions, including charges the reference rejects when that rejection is part of the result. Score coverage: 10 means all are correctly represented, 5 means roughly half or materially incomplete, 0 means none. Do not count generic labels or unsupported allegations as correct coverage.",  # noqa: E501
+    "crime_precision": "Extract every crime/charge that the generated judgment treats as established or imposed. Score whether each is supported by the reference disposition and case facts. Penalize invented convictions, omitted acquittals presented as convictions, and conflated distinct offenses. Do not penalize harmless boilerplate.",  # noqa: E501
+    "crime_f1": "Jointly evaluate crime/disposition coverage and correctness. First identify the reference set and generated set, then balance missing material crimes against invented or wrongly affirmed crimes. Use 10 only for complete and correct agreement.",  # noqa: E501
+    "penalcode_index_recall": "Compare the statutory articles that are material to the reference's final reasoning and disposition. Score coverage of those article numbers and their relevant paragraph/item when specified. Do not require copying an article that is absent from the reference.",  # noqa: E501
+    "penalcode_index_precision": "Check every statutory article and paragraph relied on in the generated judgment against the reference and the stated legal conclusion. Penalize wrong, irrelevant, or invented citations; correct citation formatting alone is not enough.",  # noqa: E501
+    "penalcode_index_f1": "Jointly evaluate recall and precision of material statutory citations. Missing a decisive article and citing a wrong article are both material errors. Ignore articles copied only in an unrelied-on boilerplate appendix unless the reference treats them as part of the result.",  # noqa: E501
+    "time_score": "Extract all reference custodial terms, prison terms, detention terms, and suspension/probation terms. Compare numbers and units, including combined sentences. Score 10 only when every stated material term matches; a materially different duration or missing suspension is a serious error. If the reference states no term, score based on not inventing one.",  # noqa: E501
+    "amount_score": "Extract every reference fine or other explicit monetary order and compare amount, currency, and whether it is imposed. Score 10 only when each stated amount and its imposed/waived status matches. A materially wrong or invented fine is a serious error; if the reference states no monetary amount, do not invent a penalty for omission.",  # noqa: E501
+}
+
+JUDGE_MERGE_PROMPT = """You are the final, strict evaluator for the Chinese criminal-judgment task JuDGE.
+Evaluate the generated judgment against the reference judgment for the same case. The reference
+judgment is the authority for the expected disposition. Do not reward length, formal headings,
+fluent Chinese, or plausible legal boilerplate when the legally material result is wrong.
+
+## Case Facts (Input)
+{INPUT_FACTS}
+
+## Generated Judgment (Output)
+{GENERATED_JUDGMENT}
+
+## Reference Judgment
+{GOLDEN_JUDGMENT}
+
+## Independent LLM Evaluation Scores
+Each score is an independent supporting signal in [0, 1]. Treat these scores as evidence, not
+as a substitute for checking the two documents. In particular, semantic similarity and reasoning
+quality must not compensate for an incorrect charge, statute, sentence, or fine.
+
+1. Coverage of the reference reasoning: {S1}
+2. Agreement with the reference legal conclusions: {S2}
+3. Faithfulness and completeness of the reasoning: {S3}
+4. Faithfulness and completeness of the judgment result: {S4}
+5. Coverage of reference crimes and charges: {S5}
+6. Legal support and absence of invented crimes or charges: {S6}
+7. Combined correctness and coverage of crimes and charges: {S7}
+8. Coverage of reference statutory citations: {S8}
+9. Correctness of cited statutory provisions: {S9}
+10. Combined correctness and coverage of statutory citations: {S10}
+11. Accuracy of the prison sentence duration: {S11}
+12. Accuracy of the monetary fine amount: {S12}
+
+## Required checking procedure
+1. Compare the reference and generated disposition line by line. Identify every material expected
+   charge/crime, acquittal or non-conviction, statutory article, prison/custodial term, suspended
+   term, fine, and other explicitly ordered monetary consequence.
+2. Check whether the generated judgment states the same result. A missing material item is an error;
+   an invented crime, statute, sentence, or fine is also an error. Do not infer a value merely because
+   it is common for similar cases. If the reference does not state a value, do not penalize the output
+   for omitting that value.
+3. Check that the reasoning supports the result and does not contradict the case facts or reference.
+   Treat unsupported factual additions as errors, but do not require identical names, dates, docket
+   numbers, or boilerplate when they are not material to the legal result.
+4. Assign the score using these anchors: 10 = all material results and reasoning correct; 8 = only
+   minor non-material omissions or wording issues; 6 = broadly correct result but one material
+   omission or a noticeable reasoning/statute error; 4 = mixed result with a material wrong charge,
+   statute, sentence, or fine; 2 = several material errors or a substantially wrong disposition;
+   0 = unusable, contradictory, or no meaningful judgment. Scores between anchors are allowed only
+   when the case genuinely falls between them.
+5. Apply this ceiling rule: if any principal crime/charge is wrong or missing, or if a clearly stated
+   reference sentence or fine is materially wrong, the final score cannot exceed 6; if two or more
+   such decisive fields are wrong, it cannot exceed 4. A merely stylistic difference is never a
+   decisive error. Do not mechanically average the supporting scores.
+
+Return ONLY valid JSON with exactly two keys: score (integer 0-10) and reason (string). In the reason,
+briefly name the decisive matching or mismatching legal fields. Do not mention the supporting score
+labels or their numeric values.
+"""  # noqa: E501
+
+# ---- LimitGen-Syn (src/dataset/LimitGen.py): the paper's aspect / subtype / rating pipeline, then
+# a dataset-owned merge prompt --------------------------------------------------------------------
+
+LIMITGEN_MERGE_PROMPT = """Evaluate the overall quality of generated limitations for a scientific paper.
+
+## Request
+{INPUT_PROMPT}
+
+## Generated Limitations
+{GENERATED_LIMITATIONS}
+
+## Reference Limitation
+{GROUND_TRUTH}
+
+## Independent LLM Evaluation Scores
+Each score is produced by an LLM judge and normalized to 0.00-1.00, where higher is better.
+
+1. Whether at least one generated limitation belongs to the requested category: {CATEGORY_SCORE}
+2. Specificity and relatedness to the reference limitation: {RELATEDNESS_SCORE}
+
+## Task
+Give one holistic score from 0 to 10 for whether the generated limitations are valid, specific, in the requested category, and appropriately related to the reference limitation.
+Return ONLY valid JSON with exactly two keys: score (integer 0-10) and reason (string). Do not mention the names or numeric values of the supporting scores in the reason.
+"""  # noqa: E501
