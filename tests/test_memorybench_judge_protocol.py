@@ -328,9 +328,51 @@ def test_limitgen_paper_pipeline_then_the_merge_prompt():
     assert (result.value, result.parse_ok) == (1.0, True)
 
 
-def test_families_not_implemented_yet_fail_in_one_line():
-    with pytest.raises(ConfigError, match="dataset 'IdeaBench'.*use scoring: paper"):
-        jp.check_supported(["IdeaBench"])
+def test_ideabench_semantic_rating_ranks_then_merge_worked_example():
+    script = [verdict(7), '```json\n{"rating": 8, "explanation": "x"}\n```',
+              '{"rank": 2, "reason": "r"}', "3", verdict(6)]  # fmt: skip
+    gateway, backend = scripted_gateway(replies(*script))
+    q = question("IdeaBench", {"abstract": "Sparse attention.", "title": "t"}, "Abstracts...")
+    response = "Zeta idea ---IDEA-SEPARATOR--- Alpha idea"
+    score = run(jp.evaluate_item(q, response, gateway))
+    assert (score.value, score.parse_ok, len(backend.requests)) == (0.6, True, 5)
+    listed = "Hypothesis 1: Alpha idea\n\nHypothesis 2: NULL\n\nHypothesis 3: Zeta idea"
+    semantic, rating, novelty, _, merge = (r.messages for r in backend.requests)
+    assert semantic[0]["content"] == texts.SYSTEM_PROMPT
+    assert (
+        f"REFERENCE ABSTRACT:\nSparse attention.\n\nGENERATED HYPOTHESES:\n{listed}\n"
+        in (semantic[1]["content"])
+    )
+    assert (
+        len(rating) == 1
+        and f"<GeneratedHypotheses>\n{listed}\n</GeneratedHypotheses>" in (rating[0]["content"])
+    )  # no system prompt
+    assert novelty[0]["content"] == (
+        "Rank these 4 research ideas by novelty, highest first.\n"
+        "Candidate A is the reference idea. What position should candidate A have?\n"
+        'Return ONLY JSON: {"rank": integer from 1 to 4, "reason": "short"}.\n\n'
+        "A: Sparse attention.\n\nB: Alpha idea\n\nC: NULL\n\nD: Zeta idea"
+    )
+    body = merge[1]["content"]
+    assert "semantic_alignment_score: 0.7000\n" in body and "idea_overlap_score: 0.8000\n" in body
+    assert "novelty_score: 0.3333\n" in body and "feasibility_score: 0.6667\n" in body
+
+
+def test_ideabench_failed_merge_asks_the_compact_merge():
+    script = [verdict(7), '{"rating": 8, "explanation": "x"}', "1", "1"] + ["no"] * 5 + [verdict(4)]
+    gateway, backend = scripted_gateway(replies(*script))
+    q = question("IdeaBench", {"abstract": "A" * 1000})
+    score = run(jp.evaluate_item(q, "idea", gateway))
+    assert (score.value, score.parse_ok, len(backend.requests)) == (0.4, True, 10)
+    compact = backend.requests[9].messages[1]["content"]
+    assert compact.startswith("You are the final evaluator for the IdeaBench research-idea task.")
+    assert "A" * 900 + "\n[truncated]" in compact
+    assert "novelty: 0.0000\nfeasibility: 0.0000\n" in compact
+
+
+def test_a_dataset_outside_memorybench_fails_in_one_line():
+    with pytest.raises(ConfigError, match="dataset 'NotABench' is not a MemoryBench dataset"):
+        jp.check_supported(["NotABench"])
 
 
 # ---- feedback rule for corpus datasets: correct iff judge score > 0.5 ---------------------------
@@ -440,3 +482,40 @@ def test_unknown_scoring_value_is_a_one_line_config_error():
     }
     with pytest.raises(ConfigError, match=r"^config benchmarks\.mb\.scoring: 'jury' is not one of"):
         check_config(config, ROOT / "schemas" / "config.schema.yaml")
+
+
+def test_every_memorybench_dataset_is_scored_offline_on_the_zero_to_one_scale():
+    """The 28 datasets of the shared registry, one good and one empty response each, through the
+    offline judge: every value is on 0-1 and parsed; the good response scores above the empty
+    one for the datasets the offline judge reads a reference for."""
+    import ast
+
+    from tests.memorybench_release import _record, all_datasets, good_response
+    from tests.shared_data import shared_file
+
+    datasets = all_datasets(shared_file("memorybench") / "configs" / "datasets")
+    assert len(datasets) == 28
+    gateway = Gateway.from_config({})
+
+    async def scores():
+        out = {}
+        async with gateway:
+            for name in datasets:
+                record = _record(name, 1)
+                extra = {}
+                if "input_chat_messages" in record:
+                    extra["input_chat_messages"] = ast.literal_eval(record["input_chat_messages"])
+                info = ast.literal_eval(record["info"])
+                prompt = record.get("input_prompt") or extra["input_chat_messages"][-1]["content"]
+                q = question(name, info, prompt, **extra)
+                good = await jp.evaluate_item(q, good_response(name, 1), gateway)
+                empty_reply = await jp.evaluate_item(q, "", gateway)
+                out[name] = (good, empty_reply)
+        return out
+
+    for name, (good, empty_reply) in run(scores()).items():
+        for score in (good, empty_reply):
+            assert score.metric == "llm_judge_score" and score.parse_ok, name
+            assert 0.0 <= score.value <= 1.0, name
+        if not name.startswith(("NFCats", "HelloBench", "WritingBench")):
+            assert good.value > empty_reply.value, name

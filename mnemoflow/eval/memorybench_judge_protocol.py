@@ -23,7 +23,9 @@ Per family (``src/dataset/<family>.py`` at the pinned commit):
   tries each), then the dataset-owned merge prompt with the scores / 10 to 4 decimals (5 tries).
 - LimitGen-Syn: the paper's aspect / subtype / 1-5 rating pipeline, then the merge prompt with
   the category score (1 or 0) and the best rating / 5.
-- IdeaBench: not implemented yet (:func:`check_supported` says so in one line).
+- IdeaBench: semantic alignment (dataset-owned prompt), the overlap rating 1-10 and the
+  reference idea's rank by novelty and feasibility (3 tries each, no system prompt), then the merge
+  prompt, and the compact merge prompt when that fails.
 - DialSim-*: unchanged (exact match, else the Correct / Wrong judge), 1.0 / 0.0.
 - NFCats: its own 1-5 prompt; the first 1-5 digit after "###Score of the answer:"; score / 5.
 - HelloBench-*: the checklist judge, mean of the 0-1 point scores; WritingBench-*: the critic's
@@ -73,13 +75,11 @@ REFERENCE_SAMPLING = {
 }
 #: ``_compact``'s cut: longer texts end in "\n[truncated]" after this many characters.
 COMPACT_LIMIT = 12000
-#: Families the protocol scores (every MemoryBench family but the two below).
+#: Families the protocol scores: all eleven.
 SUPPORTED = (
     "Locomo", "DialSim", "LexEval", "NFCats", "WritingPrompts", "HelloBench", "WritingBench",
-    "JRE-L", "JuDGE", "LimitGen",
+    "JRE-L", "JuDGE", "LimitGen", "IdeaBench",
 )  # fmt: skip
-#: Families whose upstream judge scoring mnemoflow does not implement yet (docs/memorybench.md).
-NOT_IMPLEMENTED = ("IdeaBench",)
 FAILURE_VALUE = 0.0
 
 
@@ -338,6 +338,153 @@ async def _limitgen(dataset, question, info, response, gateway) -> ItemScore:
     return await _merge(dataset, prompt, [accuracy, rating], raws, gateway)
 
 
+def compact_text(value: Any, limit: int) -> str:
+    """IdeaBench's ``_compact_text``: ``str`` of the value, cut at ``limit`` + "\n[truncated]"."""
+    text = value if isinstance(value, str) else str(value or "")
+    return text if len(text) <= limit else text[:limit] + "\n[truncated]"
+
+
+def hypotheses_of(response: str) -> list[str]:
+    """The response's hypotheses (split at the separator, blanks dropped), padded with "NULL" to
+    three, sorted (the reference sorts them, so the position says nothing)."""
+    found = [h.strip() for h in response.split(texts.IDEA_SEPARATOR) if h.strip()]
+    return sorted(found + ["NULL"] * (3 - len(found)))
+
+
+def hypotheses_text(hypotheses: list[str]) -> str:
+    return "\n\n".join(f"Hypothesis {i}: {h}" for i, h in enumerate(hypotheses, 1))
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """IdeaBench's ``_parse_json_object``: the text, else its first "{" to last "}", else that
+    span without trailing commas; an object or UnparseableReply."""
+    text = str(text or "").strip()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise UnparseableReply("not a JSON object") from None
+        span = text[start : end + 1]
+        try:
+            value = json.loads(span)
+        except ValueError:
+            try:
+                value = json.loads(re.sub(r",\s*([}\]])", r"\1", span))
+            except ValueError:
+                raise UnparseableReply("not a JSON object") from None
+    if not isinstance(value, dict):
+        raise UnparseableReply("not a JSON object")
+    return value
+
+
+_JSON_FENCE = re.compile(r"```json\s*(.*?)\s*```", re.DOTALL)
+
+
+def parse_rating(text: str) -> int:
+    """The overlap rating: an integer 1-10 under ``rating`` (a ```json fence read first)."""
+    text = str(text or "")
+    if "```json" in text:
+        match = _JSON_FENCE.search(text)
+        text = match.group(1) if match else text
+    try:
+        rating = int(json_object(text).get("rating"))
+    except (TypeError, ValueError):
+        raise UnparseableReply("expected a JSON rating 1-10") from None
+    if not 1 <= rating <= 10:
+        raise UnparseableReply(f"rating {rating} is not 1-10")
+    return rating
+
+
+def rank_parser(size: int):
+    """The reference idea's position: ``rank`` of a JSON object, or a bare number, 1..size."""
+
+    def parse(text: str) -> int:
+        text = str(text or "").strip()
+        try:
+            value = int(json_object(text).get("rank"))
+            if 1 <= value <= size:
+                return value
+        except (TypeError, ValueError):
+            pass
+        if text.isdigit() and 1 <= int(text) <= size:
+            return int(text)
+        raise UnparseableReply(f"expected a rank 1-{size}")
+
+    return parse
+
+
+async def _plain(gateway, prompt, parse, max_tokens, fields):
+    """A user-only call (no system prompt) with 3 tries, as IdeaBench's rating and ranking."""
+    request = ChatRequest(
+        role="judge",
+        task=TASK,
+        messages=[{"role": "user", "content": prompt}],
+        fields={**fields, "max_tokens": max_tokens},
+        max_parse_retries=SHARED_TRIES - 1,
+    )
+    reply = await gateway.chat(request, parse=parse)
+    return (reply.parsed if reply.parse_ok else None), list(reply.raw_replies or [reply.text])
+
+
+async def _ideabench(dataset, question, info, response, gateway) -> ItemScore:
+    """Semantic alignment (dataset-owned prompt), overlap rating 1-10, the reference's rank by
+    novelty and by feasibility ((rank - 1) / hypotheses), then the merge prompt; when the merge
+    fails, the compact merge prompt. Any failed call leaves the item unscored."""
+    abstract = info["abstract"]
+    hypotheses = hypotheses_of(response)
+    listed = hypotheses_text(hypotheses)
+    raws: list[str] = []
+
+    prompt = texts.IDEABENCH_SEMANTIC_PROMPT.format(
+        reference=compact_text(abstract, 700), generated=compact_text(listed, 700)
+    )
+    fields = {"kind": "rubric", "dataset": dataset, "response": listed, "reference": abstract}
+    semantic, raw, _ = await ask(gateway, prompt, OWNED_TRIES, OWNED_MAX_TOKENS, fields)
+    raws += raw
+    prompt = texts.IDEABENCH_RATING_PROMPT.format(hypotheses=listed, abstract=abstract)
+    fields = {"kind": "idea_rating", "response": listed, "reference": abstract}
+    rating, raw = await _plain(gateway, prompt, parse_rating, SHARED_MAX_TOKENS, fields)
+    raws += raw
+    size = len(hypotheses) + 1
+    candidates = [f"A: {compact_text(abstract, 350)}"] + [
+        f"{chr(ord('A') + i)}: {compact_text(h, 350)}" for i, h in enumerate(hypotheses, 1)
+    ]
+    ranks = []
+    for criteria in ("novelty", "feasibility"):
+        prompt = texts.IDEABENCH_RANK_PROMPT.format(
+            n=size, criteria=criteria, candidates="\n\n".join(candidates)
+        )
+        fields = {"kind": "idea_rank", "criteria": criteria, "reference": abstract,
+                  "hypotheses": hypotheses}  # fmt: skip
+        rank, raw = await _plain(gateway, prompt, rank_parser(size), 128, fields)
+        raws += raw
+        ranks.append(rank)
+    if semantic is None or rating is None or None in ranks:
+        # the reference would merge a 0 here
+        return ItemScore(METRIC, None, _raw(raws), False, PROMPT_VERSION)
+    novelty, feasibility = ((r - 1) / len(hypotheses) for r in ranks)
+    supporting = {
+        "SEMANTIC_ALIGNMENT_SCORE": f"{semantic / 10:.4f}",
+        "IDEA_OVERLAP_SCORE": f"{rating / 10:.4f}",
+        "NOVELTY_SCORE": f"{novelty:.4f}",
+        "FEASIBILITY_SCORE": f"{feasibility:.4f}",
+    }
+    subs = [semantic / 10, rating / 10, novelty, feasibility]
+    prompt = texts.IDEABENCH_MERGE_PROMPT.format(
+        INPUT_CONTEXT=_user_request(question), GENERATED_IDEA=listed, GOLDEN_IDEA=abstract,
+        **supporting,
+    )  # fmt: skip
+    merged = await _merge(dataset, prompt, subs, raws, gateway)
+    if merged.parse_ok:
+        return merged
+    prompt = texts.IDEABENCH_COMPACT_MERGE_PROMPT.format(
+        GOLDEN_IDEA=compact_text(abstract, 900), GENERATED_IDEA=compact_text(listed, 900),
+        **supporting,
+    )  # fmt: skip
+    return await _merge(dataset, prompt, subs, merged.raw_reply.split("\n---\n"), gateway)
+
+
 async def _dialsim(question, info, response, gateway) -> ItemScore:
     value, raw, ok = await dialsim_accuracy.dialsim_accuracy(
         str(question.get("question", "")), str(info["golden_answer"]), response, gateway
@@ -394,6 +541,7 @@ _REQUIRED = {
     "JRE-L": ("pr-abstract",),
     "JuDGE": ("golden_answer",),
     "LimitGen": ("category", "ground_truth"),
+    "IdeaBench": ("abstract",),
 }
 
 
@@ -449,6 +597,8 @@ async def evaluate_item_all(question: Mapping[str, Any], response: str, gateway,
         score = await _judge_doc(dataset, question, info, response, gateway)
     elif family == "LimitGen":
         score = await _limitgen(dataset, question, info, response, gateway)
+    elif family == "IdeaBench":
+        score = await _ideabench(dataset, question, info, response, gateway)
     elif family == "LexEval":
         rubric = lexeval_rubric(dataset, response)
         score = await _shared(dataset, question, info, response, rubric, gateway)

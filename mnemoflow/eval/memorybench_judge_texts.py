@@ -370,3 +370,98 @@ Each score is produced by an LLM judge and normalized to 0.00-1.00, where higher
 Give one holistic score from 0 to 10 for whether the generated limitations are valid, specific, in the requested category, and appropriately related to the reference limitation.
 Return ONLY valid JSON with exactly two keys: score (integer 0-10) and reason (string). Do not mention the names or numeric values of the supporting scores in the reason.
 """  # noqa: E501
+
+# ---- IdeaBench (src/dataset/IdeaBench.py): semantic alignment, overlap rating, the reference's
+# rank by novelty and feasibility, then a merge prompt (a compact one when it fails) -------------
+
+IDEA_SEPARATOR = "---IDEA-SEPARATOR---"
+
+IDEABENCH_RATING_PROMPT = """You are an expert in understanding and analyzing scientific content. Your task is to evaluate the strongest meaningful overlap between the generated hypotheses and the abstract of a scientific paper. Consider every generated hypothesis and do not give preference based on its position. Then, rate the best-supported overlap on a scale of 1 to 10, where 1 indicates minimal or no overlap, and 10 indicates a perfect or nearly perfect overlap. Provide a brief explanation for your rating.
+
+Your output MUST be a JSON object with two keys: "rating" (integer 1-10) and "explanation" (string).
+
+<GeneratedHypotheses>
+{hypotheses}
+</GeneratedHypotheses>
+
+<Abstract>
+{abstract}
+</Abstract>
+"""  # noqa: E501
+
+IDEABENCH_RANK_PROMPT = (
+    "Rank these {n} research ideas by {criteria}, highest first.\n"
+    "Candidate A is the reference idea. What position should candidate A have?\n"
+    'Return ONLY JSON: {{"rank": integer from 1 to {n}, "reason": "short"}}.\n\n'
+    "{candidates}"
+)
+
+IDEABENCH_SEMANTIC_PROMPT = """You are evaluating semantic alignment for IdeaBench.
+Return ONLY valid JSON with exactly two keys: score (integer 0-10) and reason (string).
+Compare the generated research hypotheses with the reference abstract. Score only
+meaning preservation, scientific topic alignment, and coverage; do not reward
+surface wording or general fluency.
+
+REFERENCE ABSTRACT:
+{reference}
+
+GENERATED HYPOTHESES:
+{generated}
+"""
+
+IDEABENCH_MERGE_PROMPT = """You are an expert scientific researcher and AI assistant. Your task is to evaluate the overall quality of an automatically generated research idea based on the provided context and a set of independent LLM-based evaluation scores.
+
+## Background Knowledge (Input)
+{INPUT_CONTEXT}
+
+## Generated Research Idea (Output)
+{GENERATED_IDEA}
+
+## Ground Truth Research Idea (Reference)
+{GOLDEN_IDEA}
+
+## Evaluation Scores
+Below are scores produced by separate LLM judges. Every score is normalized to the range 0.00 to 1.00, where a higher score is better. Each description defines what that judge evaluated. These are supporting signals, not ground-truth measurements.
+
+1. Semantic Alignment and Coverage: Measures how well the generated research ideas preserve the meaning, important content, and scientific concepts of the reference idea. Surface wording differences should not be penalized.
+semantic_alignment_score: {SEMANTIC_ALIGNMENT_SCORE}
+
+2. Meaningful Idea Overlap: Measures how meaningfully the generated idea overlaps with the reference idea, considering relevance, correspondence of the proposed research direction, and substantive alignment.
+idea_overlap_score: {IDEA_OVERLAP_SCORE}
+
+3. Novelty: Measures the originality and distinctiveness of the generated ideas relative to the reference idea and the provided background knowledge. A higher score means stronger useful novelty.
+novelty_score: {NOVELTY_SCORE}
+
+4. Feasibility: Measures whether the generated ideas are scientifically plausible, implementable, and supported by a credible research plan. A higher score means stronger feasibility.
+feasibility_score: {FEASIBILITY_SCORE}
+
+## Task
+Based on the input, generated ideas, reference idea, and the evaluation scores, provide one holistic score from 0 to 10 for the overall quality of the generated research idea.
+- 0: Completely irrelevant, incoherent, or unusable.
+- 10: Scientifically relevant, insightful, novel, feasible, coherent, and well aligned with the research context.
+
+Return ONLY valid JSON with exactly two keys: score (integer 0-10) and reason (string). Do not mention the names or numeric values of the independent evaluation scores in the reason.
+"""  # noqa: E501
+
+IDEABENCH_COMPACT_MERGE_PROMPT = """You are the final evaluator for the IdeaBench research-idea task.
+Return ONLY valid JSON with exactly two keys: score (integer 0-10) and reason (string).
+
+Evaluate the generated research ideas against the reference abstract. Consider:
+scientific relevance, substantive alignment, novelty, feasibility, coherence, and
+whether the response proposes usable research hypotheses. Do not require lexical
+overlap. A response that is fluent but scientifically unrelated must score low.
+
+REFERENCE ABSTRACT:
+{GOLDEN_IDEA}
+
+GENERATED IDEAS:
+{GENERATED_IDEA}
+
+SUPPORTING SCORES:
+semantic alignment: {SEMANTIC_ALIGNMENT_SCORE}
+idea overlap: {IDEA_OVERLAP_SCORE}
+novelty: {NOVELTY_SCORE}
+feasibility: {FEASIBILITY_SCORE}
+
+Return the JSON object now.
+"""  # noqa: E501

@@ -187,12 +187,30 @@ def _locomo_score(fields: dict[str, Any]) -> int:
     return round(10 * _recall(str(fields.get("reference", "")), response))
 
 
+def _reference_rank(fields: dict[str, Any]) -> int:
+    """The reference idea's position when the candidates are ordered by the share of their words
+    no other candidate uses (novelty: most first; feasibility: least first)."""
+    reply = ideabench_ranking(
+        {"abstract": fields["reference"], "hypotheses": fields["hypotheses"],
+         "criterion": fields["criteria"]}
+    )  # fmt: skip
+    return next(i for i, line in enumerate(reply.splitlines(), 1) if "Hypothesis A**" in line)
+
+
 @handles("memorybench_llm_judge")
 def memorybench_llm_judge(fields: dict[str, Any]) -> str:
-    """Fields: kind (rubric | locomo | merge), response, reference, category, evidence,
-    sub_scores. A rubric call scores 10 x the share of the reference's words in the response
-    (characters for Chinese); a merge 10 x the mean of its sub-scores; LoCoMo as above."""
+    """Fields: kind (rubric | locomo | merge | idea_rating | idea_rank), response, reference,
+    category, evidence, sub_scores, hypotheses, criteria. A rubric call scores 10 x the share of
+    the reference's words in the response (characters for Chinese); a merge 10 x the mean of its
+    sub-scores; LoCoMo as above; IdeaBench's rating and rank as its paper-protocol stand-ins."""
     kind = fields.get("kind")
+    if kind == "idea_rating":
+        dice = _dice(str(fields["response"]), str(fields["reference"]))
+        return json.dumps(
+            {"rating": 1 + round(9 * dice), "explanation": f"offline: Dice {dice:.2f}"}
+        )
+    if kind == "idea_rank":
+        return json.dumps({"rank": _reference_rank(fields), "reason": "offline: own words"})
     if kind == "merge":
         subs = [float(s) for s in fields.get("sub_scores") or []]
         score = round(10 * sum(subs) / len(subs)) if subs else 0
