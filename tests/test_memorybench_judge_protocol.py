@@ -519,3 +519,42 @@ def test_every_memorybench_dataset_is_scored_offline_on_the_zero_to_one_scale():
             assert 0.0 <= score.value <= 1.0, name
         if not name.startswith(("NFCats", "HelloBench", "WritingBench")):
             assert good.value > empty_reply.value, name
+
+
+def test_score_command_with_scoring_judge_normalizes_with_the_shipped_statistics(tmp_path, capsys):
+    from tests.test_cli_memorybench import MB, score, write_short_short_release
+
+    if MB is None or not MB.exists():
+        pytest.skip("no ../shared data")
+    from tests.jsonl import write_jsonl
+
+    release = tmp_path / "release"
+    write_short_short_release(release)
+    predictions = write_jsonl(
+        tmp_path / "predict.jsonl",
+        [
+            {"dataset": "LexEval-QA", "test_idx": 1, "response": "合同无效"},  # offline: 10
+            {"dataset": "NFCats", "test_idx": 1, "response": ""},  # offline: 1 -> 0.2
+        ],
+    )
+    out = tmp_path / "out"
+    assert score(release, "task:Short-Short", predictions, out, "--scoring", "judge") == 0
+    items = pd.read_parquet(out / "question_scores.parquet")
+    assert items[["question_id", "metric", "value", "primary"]].values.tolist() == [
+        ["LexEval-QA:1", "llm_judge_score", 1.0, True],
+        ["NFCats:1", "llm_judge_score", 0.2, True],
+    ]
+    scores = pd.read_parquet(out / "scores.parquet")
+    summary = scores[scores["dataset"] == "all"].set_index("metric")["value"].to_dict()
+    # task Short-Short of the 0-1 statistics: LexEval-QA min 0 max 1, NFCats min 0.2 max 1
+    z = (1.0 - 0.45966666666666667) / 0.27701965433681575 + (
+        0.2 - 0.7166666666666667
+    ) / 0.2893479258992921
+    assert summary == pytest.approx({"average": 0.5, "weighted_average": 0.5, "z_score": z / 2})
+    rows = {(r.dataset, r.metric): (r.value, r.n) for r in scores.itertuples()}
+    assert rows[("NFCats", "llm_judge_score:unscored")] == (0.0, 1)
+    judge = json.loads((out / "judge.json").read_text())
+    assert judge["scoring"] == "judge"
+    assert judge["upstream"] == f"THUIR/MemoryBench@{texts.UPSTREAM_COMMIT}"
+    assert judge["matches_reference"] is False and "extra_body" in judge["differs"]
+    assert "missing: JRE-L" in capsys.readouterr().out

@@ -43,6 +43,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from mnemoflow.data.validate import DataError
@@ -73,6 +74,13 @@ REFERENCE_SAMPLING = {
     "max_tokens": SHARED_MAX_TOKENS,
     "extra_body": {"chat_template_kwargs": {"enable_thinking": False}},
 }
+#: The upstream normalization statistics on the 0-1 scale (THUIR/MemoryBench @c665dac), shipped.
+JUDGE_STATS = (
+    Path(__file__).resolve().parents[2]
+    / "data"
+    / "memorybench"
+    / "final_evaluate_summary_wo_details.judge.json"
+)
 #: ``_compact``'s cut: longer texts end in "\n[truncated]" after this many characters.
 COMPACT_LIMIT = 12000
 #: Families the protocol scores: all eleven.
@@ -633,3 +641,23 @@ def item_value(dataset: str, scores: Any) -> float:
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     return float(value)
+
+
+def provenance(gateway) -> dict[str, Any]:
+    """``judge.json`` of a ``scoring: judge`` run: the upstream commit, the prompt version, the
+    judge binding and where it differs from what ``llm_judge._call_api`` sends."""
+    bound = gateway.describe()["judge"]
+    differs = {
+        key: {"reference": value, "bound": bound.get(key)}
+        for key, value in REFERENCE_SAMPLING.items()
+        if bound.get(key) != value
+    }
+    return {
+        "scoring": "judge",
+        "upstream": f"THUIR/MemoryBench@{texts.UPSTREAM_COMMIT}",
+        "prompt_version": PROMPT_VERSION,
+        "judge": {"model": bound.get("model"), "backend": bound.get("backend")},
+        "reference_sampling": REFERENCE_SAMPLING,
+        "matches_reference": not differs,
+        "differs": differs,
+    }
