@@ -16,6 +16,7 @@ from mnemoflow.environment.knobs import (
 from mnemoflow.amemgym_world import TOPICS
 from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
+from mnemoflow.eval.memorybench_judge_protocol import JUDGE_STATS
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
@@ -533,12 +534,24 @@ def fb_dataset_configs(wildcards):
 
 
 def fb_normalize_stats(wildcards):
-    return benchmark_spec(wildcards)["normalize"]["stats"]
+    """The set's statistics file: ``normalize.stats``; under ``scoring: judge`` without one, the
+    shipped 0-1 statistics of the upstream judge protocol (data/memorybench/)."""
+    spec = benchmark_spec(wildcards)
+    stats = (spec.get("normalize") or {}).get("stats")
+    if stats is None and scoring_of(spec) == "judge":
+        return str(JUDGE_STATS)
+    if stats is None:
+        raise ValueError(
+            f"config benchmarks.{wildcards.benchmark}.normalize.stats: the statistics file of "
+            "the paper's scoring (final_evaluate_summary_wo_details.json) is required"
+        )
+    return stats
 
 
 def fb_normalizes(spec):
-    """A domain / task set with an official statistics file (``normalize: {stats: FILE}``)."""
-    if not spec.get("normalize") or not fb_selected(spec):
+    """A domain / task set with an official statistics file (``normalize: {stats: FILE}``; with
+    ``scoring: judge``, ``normalize: {}`` uses the shipped 0-1 statistics)."""
+    if spec.get("normalize") is None or not fb_selected(spec):
         return False
     return not fb.set_name(fb_selected(spec)).startswith("dataset:")
 

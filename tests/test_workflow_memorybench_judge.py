@@ -1,17 +1,21 @@
 """One MemoryBench benchmark through the real workflow (offline) with ``scoring: judge``: a tiny
 Locomo-0 release (tests/memorybench_release.py), training dialogues generated with the rule-based
 user (correct iff the judge score > 0.5), off-policy answers scored by the judge protocol, and
-its counted failures in the two-denominator rows."""
+its counted failures in the two-denominator rows; and a task set under ``scoring: judge`` with
+``normalize: {}`` planned with the shipped 0-1 statistics."""
 
 from __future__ import annotations
 
 import json
 
 import pandas as pd
+import pytest
 
 from tests.memorybench_release import write_release
 from tests.shared_data import shared_file
-from tests.workflow import snakemake, workdir
+from tests.workflow import planned_outputs, snakemake, workdir
+
+pytestmark = pytest.mark.slow
 
 
 def test_memorybench_locomo_scored_by_the_judge_protocol(tmp_path):
@@ -61,3 +65,23 @@ def test_memorybench_locomo_scored_by_the_judge_protocol(tmp_path):
     mean = float(judgements.value.mean())
     assert rows[("llm_judge_score:all", "micro")] == (mean, 2)
     assert rows[("item_value", "micro")] == (mean, 2)
+
+
+def test_a_judge_scored_task_set_normalizes_with_the_shipped_statistics_by_default(tmp_path):
+    configs = shared_file("memorybench") / "configs" / "datasets"  # absent: skip
+    work = workdir(tmp_path)
+    override = work / "judge.json"
+    spec = {
+        "loader": "memorybench",
+        "source": {"path": str(tmp_path / "release")},
+        "set": "task:Short-Short",
+        "configs": str(configs),
+        "scoring": "judge",
+        "protocols": ["off_policy"],
+        "normalize": {},
+    }
+    run = {"benchmarks": ["mb"], "systems": ["bm25_message"]}
+    override.write_text(json.dumps({"run": run, "benchmarks": {"mb": spec}}))
+    log = snakemake(work, "-n", "-p", configfiles=(work / "config.yaml", override))
+    assert "results/mb/bm25_message/off_policy/step0/normalized.parquet" in planned_outputs(log)
+    assert "data/memorybench/final_evaluate_summary_wo_details.judge.json" in log
