@@ -91,8 +91,8 @@ SUPPORTED = (
 FAILURE_VALUE = 0.0
 
 
-class JudgeFailed(RuntimeError):
-    """A judge failed where the reference stops the run (LexEval)."""
+class JudgeFailed(ValueError):
+    """A judge failed where the reference stops the run (LexEval): one line, no traceback."""
 
 
 # ---- prompts ------------------------------------------------------------------------------------
