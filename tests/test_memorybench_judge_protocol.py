@@ -280,6 +280,15 @@ def test_nfcats_one_to_five_over_five_and_dialsim_one_or_zero():
     assert len(backend.requests) == 1
 
 
+def test_writingbench_critic_failure_stops_the_run_as_the_reference_raises():
+    gateway, _ = scripted_gateway(replies("no score"))
+    q = question("WritingBench-Politics&Law", {"criteria": [{"name": "c"}]}, test_idx=3)
+    with pytest.raises(
+        jp.JudgeFailed, match="record WritingBench-Politics&Law:3: the WritingBench"
+    ):
+        run(jp.evaluate_item(q, "memo", gateway))
+
+
 def test_writingbench_critic_over_ten():
     reply = json.dumps({"score": 7, "reason": "fine"})
     gateway, _ = scripted_gateway(replies(reply))

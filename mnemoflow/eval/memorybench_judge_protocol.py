@@ -15,7 +15,8 @@ Per family (``src/dataset/<family>.py`` at the pinned commit):
   has three: summary with the response's non-whitespace length and a 400-character cap,
   judicial analysis, open QA; each with weights and a prompt-injection guard); 3 tries, max_tokens
   1024. A LexEval judge that fails after its tries stops the run (:class:`JudgeFailed`), as the
-  reference raises; WritingPrompts' failure is an unscored item.
+  reference raises (so does a WritingBench critic that fails); WritingPrompts' failure is an
+  unscored item.
 - Locomo-k: the dataset-owned prompt (``judge_prompt``: 5 tries, max_tokens 512) with the
   question, the reference (a category-5 option map as the map), the evidence turns, the category
   and, for category 5, the option guidance.
@@ -535,8 +536,12 @@ async def _writingbench(question, info, response, gateway) -> ItemScore:
     judged = await writingbench_critic.critic_score(
         gateway, str(question.get("question", "")), response, info["criteria"]
     )
-    value = None if judged.value is None else judged.value / 10
-    return ItemScore(METRIC, value, judged.raw_reply, judged.parse_ok, judged.prompt_version)
+    if not judged.parse_ok:  # the reference's EvalAgent raises "Fail to generate score!"
+        raise JudgeFailed(
+            f"scoring: judge: record {_ident(question)}: the WritingBench critic gave no "
+            "parseable score (the reference stops a WritingBench run here too)"
+        )
+    return ItemScore(METRIC, judged.value / 10, judged.raw_reply, True, judged.prompt_version)
 
 
 _REQUIRED = {
