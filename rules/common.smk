@@ -15,6 +15,8 @@ from mnemoflow.environment.knobs import (
 )
 from mnemoflow.amemgym_world import TOPICS
 from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
+from mnemoflow.eval.benchmark_metric import scoring_of
+from mnemoflow.eval.memorybench_judge_protocol import JUDGE_STATS
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
@@ -42,6 +44,7 @@ for _name in config["run"]["systems"]:
 check_systems(config["systems"])  # each system's parameters against its params_schema
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, BENCHMARKS[_name])  # known protocols only
+    scoring_of(BENCHMARKS[_name])  # MemoryBench's scoring: paper | judge
     for _system in BENCHMARKS[_name].get("systems", []):
         if _system not in config["systems"]:
             raise ValueError(
@@ -76,7 +79,7 @@ def benchmark_spec(wildcards):
 
 
 #: Spec keys that shape the protocols, not the data: editing them must not re-run prepare.
-PROTOCOL_KEYS = ("protocols", "feedback", "normalize")
+PROTOCOL_KEYS = ("protocols", "feedback", "normalize", "scoring")
 
 
 def data_spec(wildcards):
@@ -467,6 +470,11 @@ def fb_loader(wildcards):
     return benchmark_spec(wildcards)["loader"]
 
 
+def fb_scoring(wildcards):
+    """MemoryBench's scoring protocol of the benchmark (``paper`` | ``judge``)."""
+    return scoring_of(benchmark_spec(wildcards))
+
+
 def fb_source(wildcards):
     return fb.dialogue_source(benchmark_spec(wildcards))
 
@@ -526,12 +534,24 @@ def fb_dataset_configs(wildcards):
 
 
 def fb_normalize_stats(wildcards):
-    return benchmark_spec(wildcards)["normalize"]["stats"]
+    """The set's statistics file: ``normalize.stats``; under ``scoring: judge`` without one, the
+    shipped 0-1 statistics of the upstream judge protocol (data/memorybench/)."""
+    spec = benchmark_spec(wildcards)
+    stats = (spec.get("normalize") or {}).get("stats")
+    if stats is None and scoring_of(spec) == "judge":
+        return str(JUDGE_STATS)
+    if stats is None:
+        raise ValueError(
+            f"config benchmarks.{wildcards.benchmark}.normalize.stats: the statistics file of "
+            "the paper's scoring (final_evaluate_summary_wo_details.json) is required"
+        )
+    return stats
 
 
 def fb_normalizes(spec):
-    """A domain / task set with an official statistics file (``normalize: {stats: FILE}``)."""
-    if not spec.get("normalize") or not fb_selected(spec):
+    """A domain / task set with an official statistics file (``normalize: {stats: FILE}``; with
+    ``scoring: judge``, ``normalize: {}`` uses the shipped 0-1 statistics)."""
+    if spec.get("normalize") is None or not fb_selected(spec):
         return False
     return not fb.set_name(fb_selected(spec)).startswith("dataset:")
 

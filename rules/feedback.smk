@@ -23,6 +23,7 @@ rule feedback_train_dialogues:
         system=system_spec,
         source=fb_source,
         loader=fb_loader,
+        scoring=fb_scoring,
         settings=fb_stage_settings("train_dialogues"),
         models=fb_models("train_dialogues"),
         limits=endpoint_limits("feedback_train_dialogues").params,
@@ -62,6 +63,7 @@ rule feedback_step:
     params:
         system=system_spec,
         loader=fb_loader,
+        scoring=fb_scoring,
         settings=fb_stage_settings("step"),
         models=fb_models("step"),
         limits=endpoint_limits("feedback_step").params,
@@ -97,6 +99,7 @@ rule feedback_train_performance:
     params:
         system=system_spec,
         loader=fb_loader,
+        scoring=fb_scoring,
         settings=fb_stage_settings("train_performance"),
         models=fb_models("train_performance"),
         limits=endpoint_limits("feedback_train_performance").params,

@@ -78,6 +78,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--stats", type=Path, help="memorybench: statistics file (default: beside --configs)"
     )
     parser.add_argument(
+        "--scoring",
+        choices=("paper", "judge"),
+        default="paper",
+        help="memorybench: the paper's metrics (default) or the current upstream LLM-judge "
+        "protocol (docs/memorybench.md 'Two scoring protocols')",
+    )
+    parser.add_argument(
         "--bertscore-model",
         action="append",
         default=[],
@@ -170,6 +177,8 @@ def _config(path: Path | None) -> tuple[dict, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "scoring", "paper") != "paper" and args.benchmark != "memorybench":
+        raise ConfigError(f"--scoring {args.scoring}: MemoryBench's, not {args.benchmark}'s")
     if args.benchmark == "amemgym":
         return run_amemgym(args)
     if args.predictions is None:

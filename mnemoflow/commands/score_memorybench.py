@@ -2,7 +2,7 @@
 
     mnemoflow score --benchmark memorybench --data PATH --configs DIR --set KIND:NAME
                     --predictions FILE --out DIR [--stats FILE] [--config FILE]
-                    [--bertscore-model FAMILY=FOLDER ...]
+                    [--bertscore-model FAMILY=FOLDER ...] [--scoring paper|judge]
 
 PATH is what the loader reads (the Hub release folder, or a raw file); FILE is JSONL of
 ``{"dataset", "test_idx", "response"}``. Writes ``question_scores.parquet`` (dataset, test_idx,
@@ -16,6 +16,9 @@ once: a second run into the same ``--out`` reads them and makes no fusion call) 
 ``--config`` (YAML ``models``), else the offline heuristic judges. BERTScore (JuDGE, IdeaBench,
 JRE-L) uses the bundled MiniLM unless ``--bertscore-model FAMILY=FOLDER`` points at a local copy
 of the reference's model (scored at the reference's layer); ``judge.json`` records which.
+``--scoring judge`` scores with MemoryBench's current LLM-judge protocol instead
+(:mod:`mnemoflow.eval.memorybench_judge_protocol`; ``--stats`` then defaults to the shipped 0-1
+statistics, and ``judge.json`` holds the protocol's provenance).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from mnemoflow.data.memorybench import parse_set
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval import memorybench_judge_protocol
+from mnemoflow.eval.benchmark_metric import metric_for
 from mnemoflow.eval.bertscore import REFERENCE_MODELS, BertScoreModel
 from mnemoflow.eval.fusion import FusionStore
 from mnemoflow.eval.memorybench_judges import PROTOCOL_JUDGES, families_of, judge_provenance
@@ -81,8 +86,11 @@ def run(args: argparse.Namespace, models: dict) -> int:
         "set": args.set,
         "configs": str(args.configs),
     }
+    scoring = getattr(args, "scoring", None) or "paper"
+    metrics = metric_for({**spec, "scoring": scoring}).item_metrics()
     questions = load_benchmark(spec).questions
     datasets = list(dict.fromkeys(questions["dataset"]))
+    metrics.check_supported(datasets)
     joined = read_predictions(
         args.predictions, questions, datasets, name if kind == "dataset" else None
     )
@@ -90,11 +98,15 @@ def run(args: argparse.Namespace, models: dict) -> int:
     gateway = Gateway.from_config(models, cache_path=args.out / "llm_cache")
     try:
         fusion = FusionStore(args.out / FUSION_FILE)  # read afresh: this run's stored calls
-        scores = asyncio.run(_score(joined, gateway, fusion, bertscore))
-        table = dataset_means(scores, args.set)
+        scores = asyncio.run(_score(joined, gateway, fusion, bertscore, metrics))
+        table = dataset_means(scores, args.set, metrics)
         normalized, note = None, ""
         if kind != "dataset":
-            stats = args.stats or default_stats(args.configs)
+            stats = args.stats or (
+                memorybench_judge_protocol.JUDGE_STATS
+                if scoring == "judge"
+                else default_stats(args.configs)
+            )
             values = primary_values(scores)
             normalized = normalize_set(values, args.set, args.configs, stats, partial=True)
             missing = missing_datasets(values, args.set, args.configs)
@@ -103,7 +115,10 @@ def run(args: argparse.Namespace, models: dict) -> int:
             table = pd.concat([normalized, table], ignore_index=True)
         write_table(scores, args.out / "question_scores.parquet", ITEM_SCORES)
         write_table(table, args.out / "scores.parquet", NORMALIZED)
-        judge = judge_record(gateway, datasets)
+        if scoring == "judge":
+            judge = memorybench_judge_protocol.provenance(gateway)
+        else:
+            judge = judge_record(gateway, datasets)
         judge["bertscore"] = {
             family: model.describe()
             for family, model in bertscore.items()
@@ -150,6 +165,8 @@ def judge_record(gateway, datasets: list[str]) -> dict:
     }
 
 
-async def _score(joined, gateway, fusion, bertscore):
+async def _score(joined, gateway, fusion, bertscore, metrics=None):
     async with gateway:
-        return await score_predictions(joined, gateway, fusion=fusion, bertscore=bertscore)
+        return await score_predictions(
+            joined, gateway, fusion=fusion, bertscore=bertscore, metrics=metrics
+        )

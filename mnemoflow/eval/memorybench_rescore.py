@@ -19,13 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from mnemoflow.data.validate import DataError
-from mnemoflow.eval.memorybench_metrics import (
-    check_supported,
-    evaluate_item_all,
-    is_judged,
-    item_value,
-    metric_of,
-)
+from mnemoflow.eval import memorybench_metrics
 
 #: Per-item scores of ``mnemoflow score --benchmark memorybench`` (question_scores.parquet).
 ITEM_SCORES = pa.schema(
@@ -122,21 +116,25 @@ def read_predictions(
 
 
 async def score_predictions(
-    joined: pd.DataFrame, gateway, fusion=None, bertscore=None
+    joined: pd.DataFrame, gateway, fusion=None, bertscore=None, metrics: Any = None
 ) -> pd.DataFrame:
     """question_scores rows (ITEM_SCORES) for predictions joined to their questions: every metric
-    of every item; the ``primary`` row's value is :func:`item_value` (failures mapped)."""
-    check_supported(sorted(set(joined["dataset"])))
+    of every item; the ``primary`` row's value is :func:`item_value` (failures mapped).
+    ``metrics``: the scoring protocol's item metrics (default: the paper's,
+    :mod:`mnemoflow.eval.memorybench_metrics`; ``scoring: judge``'s is
+    :mod:`mnemoflow.eval.memorybench_judge_protocol`)."""
+    m = metrics or memorybench_metrics
+    m.check_supported(sorted(set(joined["dataset"])))
     records = joined.to_dict("records")
     scored = await asyncio.gather(
         *(
-            evaluate_item_all(r, r["response"], gateway, fusion=fusion, bertscore=bertscore)
+            m.evaluate_item_all(r, r["response"], gateway, fusion=fusion, bertscore=bertscore)
             for r in records
         )
     )
     rows = []
     for r, scores in zip(records, scored, strict=True):
-        metric, _ = metric_of(r["dataset"])
+        metric, _ = m.metric_of(r["dataset"])
         for s in scores:
             is_primary = s.metric == metric
             rows.append(
@@ -144,7 +142,7 @@ async def score_predictions(
                     "dataset": r["dataset"],
                     "test_idx": int(r["test_idx"]),
                     "metric": s.metric,
-                    "value": item_value(r["dataset"], s) if is_primary else s.value,
+                    "value": m.item_value(r["dataset"], s) if is_primary else s.value,
                     "question_id": r["question_id"],
                     "parse_ok": s.parse_ok,
                     "raw_reply": s.raw_reply,
@@ -160,7 +158,7 @@ def primary_values(scores: pd.DataFrame) -> pd.DataFrame:
     return scores[scores["primary"]][["dataset", "test_idx", "value"]].reset_index(drop=True)
 
 
-def dataset_means(scores: pd.DataFrame, set_name: str) -> pd.DataFrame:
+def dataset_means(scores: pd.DataFrame, set_name: str, metrics: Any = None) -> pd.DataFrame:
     """Per-dataset mean of each metric (NORMALIZED rows: set, dataset, metric, value, n = items
     with a value: a sub-metric left None, e.g. JuDGE's time_score, is skipped)."""
     grouped = scores.groupby(["dataset", "metric"], sort=False)["value"].agg(["mean", "count"])
@@ -170,11 +168,13 @@ def dataset_means(scores: pd.DataFrame, set_name: str) -> pd.DataFrame:
             grouped.index, grouped["mean"], grouped["count"], strict=True
         )
     ]
-    rows += denominator_rows(scores, set_name)
+    rows += denominator_rows(scores, set_name, metrics)
     return pd.DataFrame(rows, columns=["set", "dataset", "metric", "value", "n"])
 
 
-def denominator_rows(scores: pd.DataFrame, set_name: str) -> list[dict[str, Any]]:
+def denominator_rows(
+    scores: pd.DataFrame, set_name: str, metrics: Any = None
+) -> list[dict[str, Any]]:
     """For each judged dataset (``is_judged``), its primary metric both ways:
     ``<metric>:scored`` over the items whose judge gave a value, ``<metric>:all`` over every
     item (a failed judge at the bottom of its scale, the primary row's value) and
@@ -182,7 +182,7 @@ def denominator_rows(scores: pd.DataFrame, set_name: str) -> list[dict[str, Any]
     rows = []
     primary = scores[scores["primary"].astype(bool)]
     for (dataset, metric), group in primary.groupby(["dataset", "metric"], sort=False):
-        if not is_judged(dataset):
+        if not (metrics or memorybench_metrics).is_judged(dataset):
             continue
         ok = group["parse_ok"].astype(bool)
         base = {"set": set_name, "dataset": dataset}

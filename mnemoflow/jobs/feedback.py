@@ -41,6 +41,7 @@ def train_dialogues(
     source: str,
     loader: str,
     settings: dict[str, Any],
+    scoring: str = "paper",
 ) -> None:
     """The set's training dialogues: the release's (``source: data``) or generated live."""
     asked = read_table(files.questions, "questions")
@@ -62,7 +63,7 @@ def train_dialogues(
                         keys,
                         gateway,
                         _config(settings),
-                        fb.metrics_module(loader),
+                        fb.metrics_module(loader, scoring),
                         env.seed,
                         progress=tick(bar),
                     )
@@ -104,6 +105,7 @@ def step(
     system: dict[str, Any],
     loader: str,
     settings: dict[str, Any],
+    scoring: str = "paper",
 ) -> None:
     """One step of a feedback protocol in one job: the step's dialogues (a batch of training
     dialogues, or live on-policy ones read with snapshot k-1), memorized on top of snapshot k-1,
@@ -114,7 +116,7 @@ def step(
     gateway = env.gateway()
     asked = read_table(files.questions, "questions")
     turns = read_table(files.sessions, "sessions")
-    metrics = fb.metrics_module(loader)
+    metrics = fb.metrics_module(loader, scoring)
     live = fb.is_live(protocol, k)
     n_live = min(config.batch_size, int((asked["split"] == "train").sum())) if live else 0
     n_asked = int((asked["split"] == fb.asked_split(protocol)).sum())
@@ -183,12 +185,13 @@ def train_performance(
     system: dict[str, Any],
     loader: str,
     settings: dict[str, Any],
+    scoring: str = "paper",
 ) -> None:
     """The training split asked of the off-policy memory (no memory of its own)."""
     keys = run.row()  # the rule's own wildcards: protocol train_performance, step 0
     gateway = env.gateway()
     asked = read_table(files.questions, "questions")
-    metrics = fb.metrics_module(loader)
+    metrics = fb.metrics_module(loader, scoring)
     n_asked = int((asked["split"] == "train").sum())
 
     async def ask():

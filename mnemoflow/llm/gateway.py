@@ -361,6 +361,8 @@ class Gateway:
             self.ledger.record_truncation(request.role, request.task, item, dropped)
         parse = parse or require_text
         retries = spec.max_parse_retries
+        if request.max_parse_retries is not None:
+            retries = request.max_parse_retries
         raw: list[str] = []
         started = time.perf_counter()
         reply: Reply | None = None

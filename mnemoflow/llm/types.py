@@ -358,6 +358,10 @@ class ChatRequest:
     #: ``overflow``: the caller's reference (``truncate_oldest`` for AMemGym's native agent, which
     #: its authors ran "with FIFO truncation after context overflow"); ``None``: fail.
     overflow: str | None = None
+    #: Re-asks after an unparseable reply for this request alone (None: the role's
+    #: ``max_parse_retries``), where the reference fixes its own number of tries (MemoryBench's
+    #: judge protocol: 3 tries, 5 for a dataset-owned prompt).
+    max_parse_retries: int | None = None
 
 
 def prompt_request(

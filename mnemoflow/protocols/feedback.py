@@ -200,9 +200,11 @@ register_protocol(
 # ---- scoring: one entry point per benchmark family ----------------------------------------------
 
 
-def metrics_module(loader: str) -> Any:
-    """The metric module of a benchmark: ``evaluate_item``, ``item_value``, ``check_supported``."""
-    return metric_for({"loader": loader}).item_metrics()
+def metrics_module(loader: str, scoring: str = "paper") -> Any:
+    """The metric module of a benchmark: ``evaluate_item``, ``item_value``, ``check_supported``
+    (MemoryBench's ``scoring``: ``paper`` or ``judge``, docs/memorybench.md)."""
+    spec = {"loader": loader} if scoring == "paper" else {"loader": loader, "scoring": scoring}
+    return metric_for(spec).item_metrics()
 
 
 def item_value(metrics: Any, dataset: str, scores: list[Any]) -> float:

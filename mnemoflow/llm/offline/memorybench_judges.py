@@ -23,6 +23,7 @@ from typing import Any
 
 from mnemoflow.lexical import stems
 from mnemoflow.llm.offline import handles
+from mnemoflow.llm.offline.judge import overlap_recall
 
 _LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: Words every checklist question uses; they say nothing about the response.
@@ -135,3 +136,87 @@ def fusion(fields: dict[str, Any]) -> str:
     values = [v for v in fields["unit_scores"].values() if v is not None]
     mean = min(1.0, max(0.0, sum(values) / len(values))) if values else 0.0
     return str(1 + round(9 * mean))
+
+
+# ---- MemoryBench's current judge protocol (scoring: judge; eval/memorybench_judge_protocol.py) --
+
+#: Option text of LoCoMo's category-5 "no answer" option.
+NOT_MENTIONED = "not mentioned in the conversation"
+
+
+def _option_map(reference: Any) -> dict[str, str] | None:
+    if isinstance(reference, str):
+        try:
+            reference = json.loads(reference)
+        except ValueError:
+            return None
+    if isinstance(reference, dict) and {"a", "b"} <= set(reference):
+        return {k: str(reference[k]) for k in ("a", "b")}
+    return None
+
+
+def _evidence_text(evidence: Any) -> str:
+    if isinstance(evidence, list):
+        return " ".join(str(e.get("text", "")) if isinstance(e, dict) else str(e) for e in evidence)
+    return str(evidence or "")
+
+
+def _picked_option(response: str, options: dict[str, str]) -> str | None:
+    said = response.strip().lower()
+    for letter in ("a", "b"):
+        if said in (letter, f"({letter})", f"{letter}.", f"({letter})."):
+            return letter
+    hits = {k: _recall(text, response) for k, text in options.items()}
+    best = max(hits, key=lambda k: hits[k])
+    return best if hits[best] >= 0.5 and hits[best] > min(hits.values()) else None
+
+
+def _locomo_score(fields: dict[str, Any]) -> int:
+    """Category 5: the correct option is the adversarial one iff at least half of its words are
+    in the evidence, else "Not mentioned"; 10 if the reply picks it (letter or words), else 0.
+    Other categories: 10 x the share of the reference's content words the reply holds."""
+    response = str(fields.get("response") or "")
+    options = _option_map(fields.get("reference"))
+    if str(fields.get("category")) == "5" and options:
+        evidence = _evidence_text(fields.get("evidence"))
+        letters = {k for k, text in options.items() if text.strip().lower() == NOT_MENTIONED}
+        adversarial = next((k for k in options if k not in letters), None)
+        supported = adversarial and _recall(options[adversarial], evidence) >= 0.5
+        correct = adversarial if supported else next(iter(letters), None)
+        return 10 if correct and _picked_option(response, options) == correct else 0
+    return round(10 * _recall(str(fields.get("reference", "")), response))
+
+
+def _reference_rank(fields: dict[str, Any]) -> int:
+    """The reference idea's position when the candidates are ordered by the share of their words
+    no other candidate uses (novelty: most first; feasibility: least first)."""
+    reply = ideabench_ranking(
+        {"abstract": fields["reference"], "hypotheses": fields["hypotheses"],
+         "criterion": fields["criteria"]}
+    )  # fmt: skip
+    return next(i for i, line in enumerate(reply.splitlines(), 1) if "Hypothesis A**" in line)
+
+
+@handles("memorybench_llm_judge")
+def memorybench_llm_judge(fields: dict[str, Any]) -> str:
+    """Fields: kind (rubric | locomo | merge | idea_rating | idea_rank), response, reference,
+    category, evidence, sub_scores, hypotheses, criteria. A rubric call scores 10 x the share of
+    the reference's words in the response (characters for Chinese); a merge 10 x the mean of its
+    sub-scores; LoCoMo as above; IdeaBench's rating and rank as its paper-protocol stand-ins."""
+    kind = fields.get("kind")
+    if kind == "idea_rating":
+        dice = _dice(str(fields["response"]), str(fields["reference"]))
+        return json.dumps(
+            {"rating": 1 + round(9 * dice), "explanation": f"offline: Dice {dice:.2f}"}
+        )
+    if kind == "idea_rank":
+        return json.dumps({"rank": _reference_rank(fields), "reason": "offline: own words"})
+    if kind == "merge":
+        subs = [float(s) for s in fields.get("sub_scores") or []]
+        score = round(10 * sum(subs) / len(subs)) if subs else 0
+    elif kind == "locomo":
+        score = _locomo_score(fields)
+    else:
+        reference = str(fields.get("reference") or "")
+        score = round(10 * overlap_recall(reference, str(fields.get("response") or "")))
+    return json.dumps({"score": score, "reason": f"offline: {kind} overlap"})
