@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 from mnemoflow.codeversion import code_version
 from mnemoflow.config_schema import check_config
+from mnemoflow.data.errata import errata_inputs
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.environment.knobs import (
     GENERATOR_ROLES,
@@ -91,6 +92,11 @@ def data_spec(wildcards):
 def benchmark_source(wildcards):
     """The benchmark's local source file (if it is one), so replacing it re-runs prepare."""
     return local_source_file(benchmark_spec(wildcards))
+
+
+def benchmark_errata(wildcards):
+    """The benchmark's errata overlay file (if it names one), so editing it re-runs prepare."""
+    return errata_inputs(benchmark_spec(wildcards))
 
 
 def system_spec(wildcards):

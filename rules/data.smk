@@ -1,11 +1,13 @@
 rule prepare:
     input:
         source=benchmark_source,
+        errata=benchmark_errata,
     output:
         sessions=f"{PREPARED}/sessions.parquet",
         questions=f"{PREPARED}/questions.parquet",
         episode_sessions=f"{PREPARED}/episode_sessions.parquet",
         dialogues=f"{PREPARED}/dialogues.parquet",
+        data_version=f"{PREPARED}/data_version.json",
     log:
         f"{LOGS}/prepared/prepare.log",
     conda:

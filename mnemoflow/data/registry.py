@@ -14,7 +14,9 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.errata import apply_overlay, load_overlay, overlay_path
 from mnemoflow.data.tables import DIALOGUES, EPISODE_SESSIONS
+from mnemoflow.data.validate import DataError
 from mnemoflow.registry import Registry
 
 
@@ -29,6 +31,8 @@ class Prepared:
     dialogues: pd.DataFrame | None = None
     #: One line per data problem the loader repaired or skipped (e.g. malformed evidence ids).
     notes: list[str] = field(default_factory=list)
+    #: The errata overlay the entry names (``errata: FILE``), already applied to ``questions``.
+    errata: Any = None
 
     def __post_init__(self) -> None:
         if self.episode_sessions is None:
@@ -75,7 +79,25 @@ def loaders() -> list[str]:
 def load_benchmark(spec: dict[str, Any]) -> Prepared:
     """Run the loader the spec names and return the benchmark in unified form."""
     result = LOADERS.get(spec.get("loader"))(spec)
-    return result if isinstance(result, Prepared) else Prepared(*result)
+    prepared = result if isinstance(result, Prepared) else Prepared(*result)
+    if spec.get("errata"):
+        prepared = with_errata(prepared, spec)
+    return prepared
+
+
+def with_errata(prepared: Prepared, spec: dict[str, Any]) -> Prepared:
+    """Apply the overlay ``spec['errata']`` names (docs/data.md, "Errata overlays")."""
+    overlay = load_overlay(overlay_path(spec["errata"]))
+    if overlay.benchmark != spec.get("loader"):
+        raise DataError(
+            f"{spec['errata']}: an overlay for {overlay.benchmark!r}, "
+            f"not for loader {spec.get('loader')!r}"
+        )
+    prepared.questions = apply_overlay(prepared.questions, prepared.sessions, overlay)
+    prepared.errata = overlay
+    counts = ", ".join(f"{n} {action}" for action, n in overlay.counts().items())
+    prepared.notes.append(f"errata {overlay.name}: {counts} (in questions' meta.errata)")
+    return prepared
 
 
 def n_steps(spec: dict[str, Any]) -> int:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
+from mnemoflow.data.errata import data_version
 from mnemoflow.data.registry import load_benchmark
-from mnemoflow.data.tables import write_table
+from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.jobs.context import log
 
 
@@ -16,10 +18,18 @@ class PrepareFiles:
     questions: str
     episode_sessions: str
     dialogues: str
+    data_version: str | None = None
+    source: list[str] = field(default_factory=list)
+    errata: list[str] = field(default_factory=list)
 
 
 def prepare(files: PrepareFiles, *, spec: dict[str, Any]) -> None:
     prepared = load_benchmark(spec)
+    source = files.source[0] if files.source else None
+    version = data_version(source, prepared.errata, spec.get("source"))
+    if files.data_version is not None:
+        write_atomic_text(files.data_version, json.dumps(version, indent=2) + "\n")
+    log.info("data version %s", version["id"])
     write_table(prepared.sessions, files.sessions, "sessions")
     write_table(prepared.questions, files.questions, "questions")
     write_table(prepared.episode_sessions, files.episode_sessions, "episode_sessions")
