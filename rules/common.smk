@@ -149,6 +149,15 @@ def all_step_files(name):
     ]
 
 
+def all_data_versions():
+    """``data_version.json`` of every benchmark the static QA chain reads from prepare."""
+    return [
+        f"{PREPARED.format(benchmark=b)}/data_version.json"
+        for b in config["run"]["benchmarks"]
+        if "qa" in protocols_for(b) or BENCHMARKS[b].get("errata")
+    ]
+
+
 def get_final_output():
     return ["results/summary.parquet", "results/summary.md", "results/report.html"]
 

@@ -4,6 +4,7 @@ rule summarize:
         diagnoses=all_step_files("diagnosis.parquet"),
         generation=all_generation_reports(),
         ledgers=all_ledgers(),
+        versions=all_data_versions(),
     output:
         summary="results/summary.parquet",
         diagnosis="results/diagnosis.parquet",

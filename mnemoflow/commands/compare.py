@@ -13,6 +13,7 @@ and the tables as TSV. See docs/reproduce.md.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +22,9 @@ import yaml
 from mnemoflow.commands import COMMANDS
 from mnemoflow.data.memorybench_results import read_results
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
+from mnemoflow.data.tables import empty, read_table
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval.data_versions import is_locomo, score_versions
 from mnemoflow.report.compare import (
     compare_published,
     compare_runs,
@@ -45,6 +48,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_published_arguments(parser)
     parser.add_argument(
         "--paired", action="store_true", help="paired tests between the systems of RESULTS"
+    )
+    parser.add_argument(
+        "--versions",
+        action="store_true",
+        help="score RESULTS on each data version it records: as released and with its errata "
+        "overlay (benchmarks with errata: FILE)",
     )
     parser.add_argument(
         "--all",
@@ -151,6 +160,49 @@ def published_as(config: dict) -> list[tuple[str, str]]:
     ]
 
 
+def versions_section(root: Path) -> tuple[list[str], pd.DataFrame]:
+    """The run scored on the released data and with each benchmark's errata overlay
+    (``mnemoflow.eval.data_versions``), from ``{benchmark}/prepared/`` and the static QA shards."""
+    lines: list[str] = [f"# {root}: scored on each data version", ""]
+    frames = []
+    for path in sorted(root.glob("*/prepared/data_version.json")):
+        version = json.loads(path.read_text(encoding="utf-8"))
+        errata = version.get("errata")
+        if not errata:
+            continue
+        bench = path.parent.parent
+        questions = read_table(path.parent / "questions.parquet", "questions")
+        answers = _shards(bench, "answers")
+        judgements = _shards(bench, "judgements")
+        frame = score_versions(questions, answers, judgements, recall=is_locomo(questions))
+        counts = ", ".join(f"{n} {action}" for action, n in errata["counts"].items())
+        lines += [
+            f"## {bench.name}",
+            "",
+            f"Data version `{version['id']}`: the released file, and overlay `{errata['name']}` "
+            f"({counts}; {errata['source']}). `corrected` leaves dropped questions out, re-scores "
+            "F1 and evidence recall against the corrected gold, and leaves out judged verdicts of "
+            "corrected questions, counted in `rejudge` (they need a judge call on the new gold).",
+            "",
+            markdown_table(frame) if len(frame) else "No judged static QA answers.",
+            "",
+        ]
+        frames.append(frame)
+    if not frames:
+        raise ConfigError(
+            f"compare --versions: no benchmark under {root} records an errata overlay "
+            "(its prepared/data_version.json); name one with errata: FILE in the config"
+        )
+    return lines, pd.concat(frames, ignore_index=True)
+
+
+def _shards(bench: Path, table: str) -> pd.DataFrame:
+    """Every static QA shard's ``table`` of one benchmark (the schema's empty table if none)."""
+    paths = sorted(bench.glob(f"*/qa/step*/shard*/{table}.parquet"))
+    frames = [read_table(path, table) for path in paths]
+    return pd.concat(frames, ignore_index=True) if frames else empty(table)
+
+
 def _section(title: str, frame: pd.DataFrame, empty: str) -> list[str]:
     return [f"## {title}", "", markdown_table(frame) if len(frame) else empty, ""]
 
@@ -203,10 +255,15 @@ def run(args: argparse.Namespace) -> int:
             "Rank changes (▲k: we rank it k places higher than the paper)", ranks, "None."
         )
         tables.update(published=cells, taus=taus, ranks=ranks)
-    elif not args.paired:
+    elif not (args.paired or args.versions):
         raise ConfigError(
-            "compare: give a second run, --published PAPER[/TABLE], --preset NAME or --paired"
+            "compare: give a second run, --published PAPER[/TABLE], --preset NAME, --paired "
+            "or --versions"
         )
+    if args.versions:
+        lines, frame = versions_section(run_a.root)
+        sections += lines
+        tables["versions"] = frame
     if args.paired:
         paired = paired_systems(run_a)
         sections += _section(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
@@ -20,6 +22,7 @@ class SummarizeFiles:
     table: str
     generation: list[str] = ()
     ledgers: list[str] = ()
+    versions: list[str] = ()
 
 
 def summarize_runs(
@@ -38,7 +41,12 @@ def summarize_runs(
     paths = list(files.ledgers)
     ledgers = [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
     costs = run_costs(ledgers, frame, prices) if ledgers else None
-    write_atomic_text(files.table, summary_markdown(frame, generation, models, costs))
+    versions = {
+        Path(p).parent.parent.name: json.loads(Path(p).read_text(encoding="utf-8"))
+        for p in files.versions
+    }  # results/{benchmark}/prepared/data_version.json
+    text = summary_markdown(frame, generation, models, costs, versions)
+    write_atomic_text(files.table, text)
     log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))
 
 

@@ -151,6 +151,32 @@ def models_markdown(models: Mapping[str, Mapping[str, Any]] | None) -> list[str]
     return ["## Models", "", _markdown(table), ""]
 
 
+def versions_markdown(versions: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """The "Data versions" table: per benchmark, the version id, the source file and checksum,
+    and the errata overlay with its counts and source (``mnemoflow.data.errata.data_version``)."""
+    if not versions:
+        return []
+    rows = []
+    for benchmark, version in sorted(versions.items()):
+        source = version.get("source") or {}
+        errata = version.get("errata") or {}
+        counts = ", ".join(f"{n} {a}" for a, n in (errata.get("counts") or {}).items())
+        rows.append(
+            {
+                "benchmark": benchmark,
+                "version": f"`{version.get('id', 'unknown')}`",
+                "source": source.get("file") or source.get("repo") or source.get("url") or "–",
+                "errata": f"{errata['name']} ({counts})" if errata else "none (as released)",
+                "errata source": errata.get("source") or "–",
+            }
+        )
+    note = (
+        "A run with errata is scored as released; `mnemoflow compare RESULTS --versions` scores "
+        "it on the corrected version too."
+    )
+    return ["## Data versions", "", _markdown(pd.DataFrame(rows)), "", note, ""]
+
+
 def costs_markdown(costs: pd.DataFrame | None) -> list[str]:
     """The "Cost" table: per run, its last-step accuracy (or J), its dollars, dollars per correct
     answer, and the prompts cut to the context window (``summaries.run_costs``)."""
@@ -193,10 +219,12 @@ def summary_markdown(
     generation: pd.DataFrame | None = None,
     models: Mapping[str, Mapping[str, Any]] | None = None,
     costs: pd.DataFrame | None = None,
+    versions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """The run's models (role -> backend / model, when given), then per benchmark: headline
     metrics at the last step, per-type scores, and scores per step; then the cost of each run
-    (``costs``, when given).
+    (``costs``, when given), and the data version each benchmark was read in (``versions``,
+    ``prepared/data_version.json`` by benchmark).
 
     Per-type tables: the main judged metric, then F1 where the benchmark has it (LoCoMo: J and F1).
 
@@ -206,6 +234,7 @@ def summary_markdown(
     opening = ["# mnemoflow summary", "", *models_markdown(models)]
     if summary.empty:
         parts = [*opening, "No scores.", *generation_markdown(generation), *costs_markdown(costs)]
+        parts += versions_markdown(versions)
         return "\n".join(parts) + "\n"
     parts = opening
     interactive = summary["protocol"].isin(INTERACTIVE_PROTOCOLS)
@@ -268,4 +297,5 @@ def summary_markdown(
         count = int(failures["value"].sum())
         parts += [f"Judge replies that could not be parsed: {count}", ""]
     parts += costs_markdown(costs)
+    parts += versions_markdown(versions)
     return "\n".join(parts) + "\n"
