@@ -16,6 +16,8 @@ from mnemoflow.eval.locomo_f1 import locomo_f1
 from tests.shared_data import shared_file
 from tests.workflow import snakemake, workdir
 
+pytestmark = pytest.mark.slow
+
 
 def _in_first_60_of_conv26(entry) -> bool:
     conversation, _, index = entry["question_id"].partition("_q")

@@ -4,6 +4,7 @@
     mnemoflow compare RESULTS --preset NAME          # configs/paper/NAME.yaml (issue 21 item 1)
     mnemoflow compare RESULTS_A RESULTS_B            # two runs: B against A
     mnemoflow compare RESULTS --paired               # systems of one run, paired tests
+    mnemoflow compare RESULTS --versions             # scored as released and with its errata
 
 RESULTS is a results folder (``summary.parquet`` and the per-item ``question_scores.parquet``
 under it) or a ``summary.parquet``. Prints Markdown; ``--out DIR`` also writes ``compare.md``
