@@ -106,3 +106,33 @@ def test_compare_scores_the_same_run_on_both_versions(errata_run, tmp_path, caps
             q = e["question_id"]
             f1_of[q] = locomo_f1(answers[q], e["answer"], category[q])
     assert f1["corrected"] == pytest.approx(sum(f1_of.values()) / 58)
+
+
+def test_rejudge_judges_the_corrected_questions_with_the_runs_judge(errata_run, tmp_path):
+    wd, entries = errata_run
+    out = tmp_path / "rejudged"
+    assert cli(["compare", str(wd / "results"), "--versions", "--rejudge", "--out", str(out)]) == 0
+    table = pd.read_csv(out / "versions.tsv", sep="\t").set_index("metric")
+    j = table.loc["j"]  # the 5 corrected answers judged by the run's (offline) judge on new gold
+    assert (j["dropped"], j["rescored"], j["rejudge"], j["n_corrected"]) == (2, 5, 0, 58)
+    # the other metrics do not change with --rejudge
+    assert table.loc["f1", "rescored"] == 5 and table.loc["turn_evidence_recall", "rescored"] == 7
+
+
+def test_rejudge_refuses_another_judge_than_the_runs(errata_run, tmp_path, capsys):
+    wd, _ = errata_run
+    config = tmp_path / "judge.yaml"
+    config.write_text(
+        yaml.safe_dump({"models": {"judge": {"base_url": "http://127.0.0.1:9/v1", "model": "j"}}})
+    )
+    args = [
+        "compare",
+        str(wd / "results"),
+        "--versions",
+        "--rejudge",
+        "--judge-config",
+        str(config),
+    ]
+    assert cli(args) != 0
+    err = capsys.readouterr().err
+    assert "the run was judged by offline-heuristic/" in err and "would judge with j/" in err

@@ -14,6 +14,7 @@ and the tables as TSV. See docs/reproduce.md.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from mnemoflow.data.memorybench_results import read_results
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
 from mnemoflow.data.tables import empty, read_table
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.data_versions import is_locomo, score_versions
+from mnemoflow.eval.data_versions import corrected_gold, is_locomo, score_versions
+from mnemoflow.eval.judges import judge_answers
+from mnemoflow.llm.gateway import Gateway
 from mnemoflow.report.compare import (
     compare_published,
     compare_runs,
@@ -55,6 +58,17 @@ def register(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="score RESULTS on each data version it records: as released and with its errata "
         "overlay (benchmarks with errata: FILE)",
+    )
+    parser.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="with --versions: judge the corrected questions' answers against their new gold, "
+        "with the run's judge (offline, or models.judge of --judge-config)",
+    )
+    parser.add_argument(
+        "--judge-config",
+        type=Path,
+        help="a config whose models.judge is the judge that judged the run (for --rejudge)",
     )
     parser.add_argument(
         "--all",
@@ -161,9 +175,10 @@ def published_as(config: dict) -> list[tuple[str, str]]:
     ]
 
 
-def versions_section(root: Path) -> tuple[list[str], pd.DataFrame]:
+def versions_section(root: Path, models: dict | None = None) -> tuple[list[str], pd.DataFrame]:
     """The run scored on the released data and with each benchmark's errata overlay
-    (``mnemoflow.eval.data_versions``), from ``{benchmark}/prepared/`` and the static QA shards."""
+    (``mnemoflow.eval.data_versions``), from ``{benchmark}/prepared/`` and the static QA shards;
+    with ``models`` (``--rejudge``) the corrected questions are judged again (:func:`rejudge`)."""
     lines: list[str] = [f"# {root}: scored on each data version", ""]
     frames = []
     for path in sorted(root.glob("*/prepared/data_version.json")):
@@ -175,7 +190,12 @@ def versions_section(root: Path) -> tuple[list[str], pd.DataFrame]:
         questions = read_table(path.parent / "questions.parquet", "questions")
         answers = _shards(bench, "answers")
         judgements = _shards(bench, "judgements")
-        frame = score_versions(questions, answers, judgements, recall=is_locomo(questions))
+        rejudged = (
+            None if models is None else rejudge(bench, questions, answers, judgements, models)
+        )
+        frame = score_versions(
+            questions, answers, judgements, recall=is_locomo(questions), rejudged=rejudged
+        )
         counts = ", ".join(f"{n} {action}" for action, n in errata["counts"].items())
         lines += [
             f"## {bench.name}",
@@ -183,7 +203,12 @@ def versions_section(root: Path) -> tuple[list[str], pd.DataFrame]:
             f"Data version `{version['id']}`: the released file, and overlay `{errata['name']}` "
             f"({counts}; {errata['source']}). `corrected` leaves dropped questions out, re-scores "
             "F1 and evidence recall against the corrected gold, and leaves out judged verdicts of "
-            "corrected questions, counted in `rejudge` (they need a judge call on the new gold).",
+            "corrected questions, counted in `rejudge` (they need a judge call on the new gold)"
+            + (
+                "; with --rejudge, the run's judge judged them again (counted in `rescored`)."
+                if models is not None
+                else "."
+            ),
             "",
             markdown_table(frame) if len(frame) else "No judged static QA answers.",
             "",
@@ -195,6 +220,52 @@ def versions_section(root: Path) -> tuple[list[str], pd.DataFrame]:
             "(its prepared/data_version.json); name one with errata: FILE in the config"
         )
     return lines, pd.concat(frames, ignore_index=True)
+
+
+def _judge_models(path: Path | None) -> dict:
+    from mnemoflow.commands.score import _config
+
+    return _config(path)[0]
+
+
+def rejudge(
+    bench: Path, questions: pd.DataFrame, answers: pd.DataFrame, judgements: pd.DataFrame, models
+) -> pd.DataFrame:
+    """Judgements of the corrected questions' answers against their corrected gold, by the judge
+    (model and prompt version), repeats and seeds that judged the run (its ``judge.json``); a
+    different judge is refused, since its verdicts would not be comparable with the run's."""
+    settings_files = sorted(bench.glob("*/qa/step*/shard*/judge.json"))
+    if not settings_files:
+        raise ConfigError(f"compare --rejudge: no judge.json under {bench}: nothing says its judge")
+    settings = json.loads(settings_files[0].read_text(encoding="utf-8"))
+    gold = corrected_gold(questions)
+    todo = answers[answers["question_id"].isin(set(gold["question_id"]))]
+    if todo.empty:
+        return empty("judgements")
+    gateway = Gateway.from_config(models)
+    try:
+        ran = gateway.model_name("judge") + "/" + str(settings["prompt_version"])
+        if ran != settings["judge"]:
+            raise ConfigError(
+                f"compare --rejudge: the run was judged by {settings['judge']}, this would judge "
+                f"with {ran}; bind models.judge in --judge-config to the run's judge"
+            )
+        return asyncio.run(_judge(gateway, settings, gold, todo))
+    finally:
+        gateway.close()
+
+
+async def _judge(gateway, settings: dict, gold: pd.DataFrame, todo: pd.DataFrame):
+    async with gateway:
+        return await judge_answers(
+            gateway,
+            settings["benchmark"],
+            gold,
+            todo,
+            repeats=int(settings.get("repeats", 1)),
+            # one ask uses the endpoint's own seed (seeds [null]); N asks seeds seed..seed+N-1
+            seed=int((settings.get("seeds") or [0])[0] or 0),
+        )
 
 
 def _shards(bench: Path, table: str) -> pd.DataFrame:
@@ -261,8 +332,11 @@ def run(args: argparse.Namespace) -> int:
             "compare: give a second run, --published PAPER[/TABLE], --preset NAME, --paired "
             "or --versions"
         )
+    if args.rejudge and not args.versions:
+        raise ConfigError("compare: --rejudge goes with --versions")
     if args.versions:
-        lines, frame = versions_section(run_a.root)
+        models = _judge_models(args.judge_config) if args.rejudge else None
+        lines, frame = versions_section(run_a.root, models)
         sections += lines
         tables["versions"] = frame
     if args.paired:

@@ -9,10 +9,10 @@ are scored on the corrected version, per metric:
 - ``turn_evidence_recall`` is recomputed against corrected evidence (``evidence`` and ``correct``
   entries that give it), from the memory's ranking in the answers;
 - a judged verdict (``j``, ``accuracy``, …) of a ``correct``ed question no longer says anything:
-  it needs a judge call against the new gold, which a comparison must not make silently. Those
-  questions are left out of the corrected value and counted in ``rejudge``; the corrected value
-  is then over the questions whose verdict still holds (unchanged or evidence-only). Re-judging
-  them is a run on the corrected data (docs/data.md, "Errata overlays").
+  it needs a judge call against the new gold (``rejudged``: verdicts on :func:`corrected_gold`,
+  made by the caller with the run's own judge). Without such a verdict the question is left out
+  of the corrected value and counted in ``rejudge``, so the corrected value is over the questions
+  whose verdict still holds (unchanged or evidence-only).
 
 The released value is recomputed from the same per-question rows, so it equals the run's own
 ``micro`` value (tests pin that on a workflow run).
@@ -63,9 +63,21 @@ def score_versions(
     judgements: pd.DataFrame,
     *,
     recall: bool = False,
+    rejudged: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per (benchmark, system, step, metric): the micro value on the released and the corrected
-    version, with how many questions were re-scored, dropped and would need re-judging."""
+    version, with how many questions were re-scored, dropped and would need re-judging.
+
+    ``rejudged``: judgements (JUDGEMENTS rows) of corrected questions against their corrected
+    gold; a verdict found there is used and counted as re-scored instead of ``rejudge``."""
+    verdicts: dict[tuple, float] = {}
+    if rejudged is not None and len(rejudged):
+        found = rejudged[rejudged["value"].notna()]
+        verdicts = (
+            found.groupby(["benchmark", "system", "step", "metric", "question_id"])["value"]
+            .mean()
+            .to_dict()
+        )
     info = {
         row["question_id"]: (_meta(row["meta"]), list(row["evidence_ids"]), row["answer"])
         for row in questions.to_dict("records")
@@ -94,6 +106,9 @@ def score_versions(
             elif action == "correct" and metric in RESCORED:
                 reply = response.get((benchmark, system, step, qid), {}).get("response", "")
                 corrected.append(locomo_f1(reply, erratum["answer"], int(meta["category"])))
+                rescored += 1
+            elif action == "correct" and (benchmark, system, step, metric, qid) in verdicts:
+                corrected.append(float(verdicts[(benchmark, system, step, metric, qid)]))
                 rescored += 1
             elif action == "correct":
                 rejudge += 1
@@ -158,6 +173,21 @@ def _recall_rows(info: dict, answers: pd.DataFrame) -> list[dict[str, Any]]:
             _row(benchmark, system, step, RECALL, released, corrected, rescored, dropped, 0)
         )
     return rows
+
+
+def corrected_gold(questions: pd.DataFrame) -> pd.DataFrame:
+    """The ``correct``ed questions with their corrected answer (and evidence, where given) in
+    place of the released one: what a judge reads to re-judge them."""
+    rows = []
+    for row in questions.to_dict("records"):
+        erratum = _meta(row["meta"]).get("errata") or {}
+        if erratum.get("action") != "correct":
+            continue
+        row["answer"] = erratum["answer"]
+        if erratum.get("evidence") is not None:
+            row["evidence_ids"] = list(erratum["evidence"])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=questions.columns)
 
 
 def is_locomo(questions: pd.DataFrame) -> bool:
