@@ -8,6 +8,7 @@ from typing import Any
 
 from mnemoflow.data.errata import data_version
 from mnemoflow.data.registry import load_benchmark
+from mnemoflow.data.sources import CATALOG
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.jobs.context import log
 
@@ -26,7 +27,7 @@ class PrepareFiles:
 def prepare(files: PrepareFiles, *, spec: dict[str, Any]) -> None:
     prepared = load_benchmark(spec)
     source = files.source[0] if files.source else None
-    version = data_version(source, prepared.errata, spec.get("source"))
+    version = data_version(source, prepared.errata, _pinned_source(spec))
     if files.data_version is not None:
         write_atomic_text(files.data_version, json.dumps(version, indent=2) + "\n")
     log.info("data version %s", version["id"])
@@ -42,3 +43,11 @@ def prepare(files: PrepareFiles, *, spec: dict[str, Any]) -> None:
         len(prepared.questions),
         prepared.episode_sessions.episode_id.nunique(),
     )
+
+
+def _pinned_source(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The entry's ``source``, else its loader's catalogued default (a pinned download)."""
+    if spec.get("source"):
+        return spec["source"]
+    info = CATALOG.get(str(spec.get("loader")))
+    return info.sources.get("default") if info is not None else None
