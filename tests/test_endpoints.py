@@ -41,8 +41,11 @@ def _config(**extra):
 
 
 def test_a_role_bound_to_an_unknown_endpoint_is_one_line_naming_it():
-    with pytest.raises(ConfigError, match=r"^config models.agent.endpoint: 'gpu' is not defined "
-                       r"under endpoints \(defined: \['vllm'\]\)$"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"^config models.agent.endpoint: 'gpu' is not defined "
+        r"under endpoints \(defined: \['vllm'\]\)$",
+    ):
         bind_endpoints(
             {"agent": {"endpoint": "gpu", "model": "m"}},
             {"vllm": {"base_url": "http://h:8000/v1"}},
@@ -99,10 +102,9 @@ def test_an_external_endpoint_is_resolved_when_the_config_is_read(monkeypatch):
     monkeypatch.setenv("SITE_KEY", "k")
     direct = {"agent": {"base_url": "http://elsewhere:1/v1", "model": "gpt-4o-mini"}}
     request = ChatRequest(role="agent", task="t", messages=[{"role": "user", "content": "hi"}])
-    assert (
-        Gateway.from_config(models).request_key(request)
-        == Gateway.from_config(direct).request_key(request)
-    )
+    assert Gateway.from_config(models).request_key(request) == Gateway.from_config(
+        direct
+    ).request_key(request)
 
 
 def test_a_managed_endpoint_is_symbolic_until_a_job_runs():
@@ -122,13 +124,27 @@ def test_a_managed_endpoint_is_symbolic_until_a_job_runs():
 
 def test_the_sbatch_command_asks_for_the_endpoints_resources(tmp_path):
     spec = check_endpoints(
-        {"q": {"serve": "vllm serve m --port {port}", "gpus": 2, "cpus": 8, "mem_mb": 64000,
-               "time_limit_min": 90, "slurm_partition": "gpu"}}  # fmt: skip
+        {
+            "q": {
+                "serve": "vllm serve m --port {port}",
+                "gpus": 2,
+                "cpus": 8,
+                "mem_mb": 64000,
+                "time_limit_min": 90,
+                "slurm_partition": "gpu",
+            }
+        }
     )["q"]
     command = ops.sbatch_command("q", spec, tmp_path / "ep", tmp_path / "logs")
     assert command[0] == "sbatch"
-    for flag in ("--gres=gpu:2", "--cpus-per-task=8", "--mem=64000", "--time=90",
-                 "--partition=gpu", f"--output={tmp_path / 'logs' / 'q.log'}"):  # fmt: skip
+    for flag in (
+        "--gres=gpu:2",
+        "--cpus-per-task=8",
+        "--mem=64000",
+        "--time=90",
+        "--partition=gpu",
+        f"--output={tmp_path / 'logs' / 'q.log'}",
+    ):
         assert flag in command, flag
     assert "mnemoflow.ops.endpoints supervise q" in command[-1]
 
@@ -140,30 +156,58 @@ OVERRIDE = {
     "benchmarks": {
         "synthetic": {
             "shards": 1,
-            "params": {"users": 2, "periods": 1, "sessions_per_period": 2, "turns_per_session": 4,
-                       "attributes_per_user": 3, "updates_per_period": 0, "seed": 3},
+            "params": {
+                "users": 2,
+                "periods": 1,
+                "sessions_per_period": 2,
+                "turns_per_session": 4,
+                "attributes_per_user": 3,
+                "updates_per_period": 0,
+                "seed": 3,
+            },
         }
-    },  # fmt: skip
+    },
     "endpoints": {"testserver": {"serve": SERVE, "ready_timeout_s": 60, "idle_timeout_s": 120}},
     "models": {
-        role: {"endpoint": "testserver", "model": "mnemoflow-test", "concurrency": 1,
-               "max_retries": 1, "timeout": 10, "max_parse_retries": 0}
+        role: {
+            "endpoint": "testserver",
+            "model": "mnemoflow-test",
+            "concurrency": 1,
+            "max_retries": 1,
+            "timeout": 10,
+            "max_parse_retries": 0,
+        }
         for role in ("agent", "judge")
-    },  # fmt: skip
+    },
     "allow_offline_roles": ["user", "memory_writer", "embedder", "generator_high", "generator_low"],
 }
 
 
 def _start(wd: Path, *args: str) -> subprocess.Popen:
     command = [
-        sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(wd),
-        "--cores", "2", "--configfile", str(TINY), str(wd / "override.yaml"), *args,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(wd),
+        "--cores",
+        "2",
+        "--configfile",
+        str(TINY),
+        str(wd / "override.yaml"),
+        *args,
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
         start_new_session=True,
-    )  # fmt: skip
+    )
 
 
 def _finish(process: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:

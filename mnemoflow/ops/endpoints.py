@@ -131,16 +131,25 @@ def _slurm_job_pending_or_running(jobid: str | None) -> bool:
     return out in ("PENDING", "CONFIGURING", "RUNNING")
 
 
-def why_down(name: str, root: Path = STATE_DIR, logs: Path = LOG_DIR) -> str | None:
+def why_down(
+    name: str, root: Path = STATE_DIR, logs: Path = LOG_DIR, settle_s: float = 5.0
+) -> str | None:
     """One line naming the endpoint, what became of it and its log, when it does not run and
-    answer; None while it does."""
-    state = read_state(name, root) or {}
+    answer; None while it does. A server that stopped answering a moment ago is given
+    ``settle_s`` for its supervisor to record why (it looks twice a second)."""
+    settle_by = time.monotonic() + settle_s
+    while True:
+        state = read_state(name, root) or {}
+        what = state.get("state", "never started")
+        if what != "ready" or not _supervisor_alive(state):
+            break
+        if answers(address(state)):
+            return None
+        if time.monotonic() > settle_by:
+            what = "stopped answering"
+            break
+        time.sleep(0.25)
     log = state.get("log") or str(log_path(name, logs))
-    what = state.get("state", "never started")
-    if what == "ready" and _supervisor_alive(state) and answers(address(state)):
-        return None
-    if what == "ready":
-        what = "stopped answering"
     reason = f": {state['reason']}" if state.get("reason") else ""
     return (
         f"endpoint {name} (managed) is not running ({what}{reason}); its log: {log}; "
@@ -370,16 +379,29 @@ def _live_leases(name: str, root: Path) -> int:
 
 
 def _stop_process(process: subprocess.Popen, timeout: float = 30.0) -> None:
-    if process.poll() is not None:
-        return
+    """SIGTERM to the server's process group, SIGKILL after ``timeout``; returns once nothing
+    of the group runs (a command that stops what it started on SIGTERM has done so)."""
+
+    def group_alive() -> bool:
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        process.poll()
+        if process.returncode is not None and not group_alive():
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def supervise(name: str, spec: dict[str, Any], root: Path, logs: Path) -> int:
