@@ -67,7 +67,8 @@ def test_base_url_and_endpoint_together_are_refused():
         ({"serve": "x {port}", "base_url": "http://h/v1"}, r"endpoints.q: both serve and base_url"),
         ({"model": "m"}, r"endpoints.q: needs base_url .* or serve"),
         ({"serve": "x {port}", "gpu": 1}, r"endpoints.q: unknown keys \['gpu'\]"),
-        ({"serve": "x {port}", "ready_timeout_s": 0}, r"endpoints.q.ready_timeout_s: a number"),
+        ({"serve": "x {port}", "ready_timeout_s": 0}, r"endpoints.q.ready_timeout_s: a positive"),
+        ({"serve": "x {port}", "gpus": 0.5}, r"endpoints.q.gpus: an integer >= 0"),
     ],
 )
 def test_a_bad_endpoint_is_one_line_naming_its_key(spec, error):
@@ -147,6 +148,44 @@ def test_the_sbatch_command_asks_for_the_endpoints_resources(tmp_path):
     ):
         assert flag in command, flag
     assert "mnemoflow.ops.endpoints supervise q" in command[-1]
+
+
+def _wait_for(name: str, what: str, root: Path, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = ops.read_state(name, root) or {}
+        if state.get("state") == what:
+            return state
+        time.sleep(0.1)
+    raise AssertionError(f"endpoint {name} not {what} within {timeout}s: {state}")
+
+
+@pytest.mark.slow
+def test_jobs_share_a_server_that_stops_when_idle_or_at_its_time_limit(tmp_path, monkeypatch):
+    """Without the workflow: two jobs' leases on one server; it stops once both let go (idle
+    timeout), a server past its time limit stops while leased, and the next job starts it again."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    root = tmp_path / ops.STATE_DIR
+    spec = check_endpoints({"t": {"serve": SERVE, "idle_timeout_s": 1, "ready_timeout_s": 30}})
+    first = ops.ensure("t", spec["t"])
+    second = ops.ensure("t", spec["t"])
+    assert first.url == second.url and ops.answers(first.url)
+    assert first.down() is None
+    first.release()
+    time.sleep(2.0)  # past the idle timeout: the second job still holds it
+    assert ops.read_state("t", root)["state"] == "ready"
+    second.release()
+    state = _wait_for("t", "stopped", root)
+    assert state["reason"] == "idle for 1s" and not ops.answers(first.url, timeout=1)
+    assert (tmp_path / "results/logs/endpoints/t.log").exists()
+
+    limited = {**spec["t"], "idle_timeout_s": 300, "time_limit_min": 0.05}  # 3 s
+    third = ops.ensure("t", limited)
+    state = _wait_for("t", "stopped", root)
+    assert state["reason"] == "time limit"
+    assert third.down().startswith("endpoint t (managed) is not running (stopped: time limit)")
+    third.release()
 
 
 # --- the workflow starts, uses and stops a managed endpoint -------------------------------------

@@ -82,11 +82,15 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
                     f"got {command!r}"
                 )
             merged = {**MANAGED_DEFAULTS, **spec}
-            for key in ("gpus", "cpus", "mem_mb", "ready_timeout_s", "time_limit_min"):
+            for key in ("gpus", "cpus", "mem_mb"):
                 value = merged[key]
                 least = 0 if key == "gpus" else 1
-                if not isinstance(value, int | float) or isinstance(value, bool) or value < least:
-                    raise ConfigError(f"{where}.{key}: a number >= {least}, got {value!r}")
+                if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                    raise ConfigError(f"{where}.{key}: an integer >= {least}, got {value!r}")
+            for key in ("ready_timeout_s", "time_limit_min", "idle_timeout_s"):
+                value = merged[key]
+                if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                    raise ConfigError(f"{where}.{key}: a positive number, got {value!r}")
             checked[name] = merged
         elif "base_url" in spec:
             reject_unknown(spec, EXTERNAL_KEYS, where, list_known=True)
@@ -125,6 +129,11 @@ def bind_endpoints(
             raise ConfigError(
                 f"{where}.endpoint: {name!r} is not defined under endpoints "
                 f"(defined: {sorted(known)})"
+            )
+        if raw.get("backend", "openai") != "openai":
+            raise ConfigError(
+                f"{where}.backend: an endpoint is served over the OpenAI API (openai), "
+                f"got {raw['backend']!r}"
             )
         spec = known[name]
         if "serve" in spec:

@@ -596,8 +596,11 @@ class Gateway:
                     vectors = await backend.embed(list(missing.values()), spec, usage=usage)
                 else:
                     vectors = await backend.embed(list(missing.values()), spec)
-            except Exception:
+            except Exception as exc:
                 self.ledger.record_error(role, "embed")
+                down = self._why_down(role) if isinstance(exc, EndpointError) else None
+                if down:
+                    raise EndpointError(down) from None
                 raise
             computed = dict(zip(missing, np.asarray(vectors, dtype=np.float32), strict=True))
             self.cache.put_vectors(computed)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import shlex
 import signal
@@ -277,8 +278,8 @@ def sbatch_command(name: str, spec: dict[str, Any], root: Path, logs: Path) -> l
     command = [
         "sbatch", "--parsable", f"--job-name=mnemoflow-endpoint-{name}",
         f"--output={log_path(name, logs)}", "--open-mode=append", f"--chdir={os.getcwd()}",
-        f"--time={int(spec['time_limit_min'])}", f"--cpus-per-task={int(spec['cpus'])}",
-        f"--mem={int(spec['mem_mb'])}",
+        f"--time={max(1, math.ceil(float(spec['time_limit_min'])))}",
+        f"--cpus-per-task={int(spec['cpus'])}", f"--mem={int(spec['mem_mb'])}",
     ]  # fmt: skip
     if spec.get("gpus"):
         command.append(f"--gres=gpu:{int(spec['gpus'])}")
