@@ -52,6 +52,24 @@ def test_a_role_bound_to_an_unknown_endpoint_is_one_line_naming_it():
         )
 
 
+def test_the_workflow_refuses_an_unknown_endpoint_before_any_job(tmp_path):
+    wd = workdir(tmp_path)
+    override = {"models": {"agent": {"endpoint": "gpu", "model": "m"}}}
+    (wd / "override.yaml").write_text(yaml.safe_dump(override))
+    command = [
+        sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(wd),
+        "--cores", "1", "--dry-run", "--configfile", str(wd / "override.yaml"),
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    lines = (result.stdout + result.stderr).splitlines()
+    assert any(
+        line.endswith("config models.agent.endpoint: 'gpu' is not defined under endpoints "
+                      "(defined: [])")
+        for line in lines
+    ), result.stderr[-2000:]  # fmt: skip
+
+
 def test_base_url_and_endpoint_together_are_refused():
     with pytest.raises(ConfigError, match=r"^config models.judge: both endpoint and base_url"):
         bind_endpoints(
