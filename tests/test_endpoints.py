@@ -110,7 +110,11 @@ def test_an_external_endpoint_is_resolved_when_the_config_is_read(monkeypatch):
     assert models["agent"]["base_url"] == "https://api.example.org/v1"
     assert models["agent"]["api_key_env"] == "SITE_KEY"
     assert models["agent"]["backend"] == "openai"
-    with pytest.raises(ConfigError, match=r"models.agent.api_key_env: .*SITE_KEY is not set"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^config endpoints.site.api_key_env: environment variable SITE_KEY is not set "
+        r"\(models.agent binds it\)$",
+    ):
         check_bindings(models, environ={})
     check_bindings(models, environ={"SITE_KEY": "k"}, used=["agent"], allow_offline=["judge"])
     assert played_by(models, ["agent", "judge"]) == {

@@ -333,9 +333,10 @@ def check_bindings(
     for role in ROLES:
         spec = EndpointSpec.from_config(role, models.get(role))
         if spec.api_key_env and not environ.get(spec.api_key_env):
+            where = f"endpoints.{spec.endpoint}" if spec.endpoint else f"models.{role}"
             raise ConfigError(
-                f"config models.{role}.api_key_env: environment variable {spec.api_key_env} "
-                "is not set"
+                f"config {where}.api_key_env: environment variable {spec.api_key_env} "
+                f"is not set" + (f" (models.{role} binds it)" if spec.endpoint else "")
             )
     allowed = set(allow_offline)
     unknown = sorted(allowed - set(ROLES))
