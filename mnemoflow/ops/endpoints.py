@@ -457,6 +457,7 @@ def supervise(name: str, spec: dict[str, Any], root: Path, logs: Path) -> int:
     idle_s = float(spec.get("idle_timeout_s", 300))
     while not answers(local, timeout=2.0):
         if process.poll() is not None:
+            _stop_process(process, timeout=5.0)  # what it left behind in its process group
             publish(state="died", reason=f"exited with status {process.returncode} while starting")
             return 1
         if signalled:
@@ -472,6 +473,7 @@ def supervise(name: str, spec: dict[str, Any], root: Path, logs: Path) -> int:
         time.sleep(0.5)
         now = time.time()
         if process.poll() is not None:
+            _stop_process(process, timeout=5.0)  # what it left behind in its process group
             publish(state="died", reason=f"the server exited with status {process.returncode}")
             print(f"endpoint {name}: died (status {process.returncode})", flush=True)
             return 1
