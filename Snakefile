@@ -24,3 +24,12 @@ rule all:
     default_target: True
     input:
         get_final_output(),
+
+
+# The managed endpoints this run started (docs/slurm.md) stop when it ends, however it ends.
+onsuccess:
+    stop_endpoints()
+
+
+onerror:
+    stop_endpoints()

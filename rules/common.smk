@@ -19,8 +19,10 @@ from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import JUDGE_STATS
 from mnemoflow.eval.judges import kind_for as judge_kind_for
+from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
+from mnemoflow.ops.endpoints import stop_all as stop_endpoints
 from mnemoflow.memory.base import check_systems, stage_roles, stage_spec, without_labels
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
@@ -33,6 +35,9 @@ validate(config, schema="../schemas/config.schema.yaml")
 # every benchmark as the jobs see it: `generate: {method: llm}` with all its knobs (preset +
 # overrides, checked); config itself stays as written
 BENCHMARKS = resolved_benchmarks(config["benchmarks"])
+# every role's binding with its `endpoint: NAME` resolved (an external endpoint's base_url, a
+# managed one's endpoint://NAME, which each job resolves to the running server: docs/slurm.md)
+MODELS = bind_endpoints(config["models"], config.get("endpoints"))
 
 for _name in config["run"]["benchmarks"]:
     if _name not in BENCHMARKS:
@@ -212,21 +217,19 @@ def run_roles():
 
 # Each model endpoint is a global resource whose budget is its concurrency (a --resources value wins);
 # jobs that call it hold a share (endpoint_limits), so limits hold for the whole run (docs/gateway.md).
-for _name, _budget in endpoint_budgets(config["models"]).items():
+for _name, _budget in endpoint_budgets(MODELS).items():
     if _name not in workflow.global_resources:
         workflow.register_resource(_name, _budget)
 
 
 def endpoint_limits(rule):
     """The rule's share of the endpoints its roles call: .resources to declare, .params to pass."""
-    return job_limits(
-        config["models"], RULE_ROLES[rule], config.get("endpoint_jobs", 4)
-    )
+    return job_limits(MODELS, RULE_ROLES[rule], config.get("endpoint_jobs", 4))
 
 
 def models(*roles):
     """The bindings of the roles a job uses: a change to another role re-runs nothing here."""
-    return {role: config["models"].get(role, {}) for role in roles}
+    return {role: MODELS.get(role, {}) for role in roles}
 
 
 def rule_models(rule):
@@ -242,7 +245,7 @@ def user_prices():
 def summary_models():
     """Backend and model of every role the run's rules use or the config names (summary.md):
     changing one re-renders the summary, a sampling parameter does not."""
-    return played_by(config["models"], run_roles() | set(config["models"]))
+    return played_by(MODELS, run_roles() | set(MODELS))
 
 
 # --- static QA: ingest, answer, judge, score ----------------------------------------------------
@@ -526,7 +529,7 @@ def fb_models(stage):
     """Params function: the bindings of the roles ``stage`` calls (the protocol says which)."""
 
     def bindings(wildcards):
-        bound = tuple(role for role, spec in config["models"].items() if spec)
+        bound = tuple(role for role, spec in MODELS.items() if spec)
         step = int(getattr(wildcards, "step", 0))
         protocol = getattr(wildcards, "protocol", "")
         spec = benchmark_spec(wildcards)
@@ -588,7 +591,7 @@ def all_normalized():
 
 # every role's endpoint and key variable; no role the run uses silently offline beside real models
 check_bindings(
-    config["models"],
+    MODELS,
     used=run_roles(),
     allow_offline=config.get("allow_offline_roles", []),
 )

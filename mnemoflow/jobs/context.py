@@ -24,8 +24,12 @@ import pandas as pd
 import pyarrow as pa
 
 from mnemoflow.data.tables import RUN_KEYS, empty, read_table, write_atomic_text
+from mnemoflow.errors import ConfigError
 from mnemoflow.jobs.progress import Progress
+from mnemoflow.llm.endpoints import Address, check_endpoints, managed_name, managed_url
 from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.types import EndpointError
+from mnemoflow.ops import endpoints as endpoint_ops
 
 #: The jobs' logger: job_log sends it to the rule's log file.
 log = logging.getLogger("mnemoflow")
@@ -74,14 +78,58 @@ class JobEnv:
     cache: str | None = None
     seed: int = 0
     prices: dict[str, Any] | None = None
+    #: The config's ``endpoints:`` (read from the config like ``cache``: a managed endpoint's
+    #: command or resources do not change a reply, so editing them re-runs no job).
+    endpoints: dict[str, Any] | None = None
 
     def gateway(self) -> Gateway:
         """Use it as ``async with env.gateway() as gateway``. Only the roles of the job's
         ``models`` param are bound (and a critic whose judge is): a role the rule does not pass
-        fails when used, never silently runs the default offline binding."""
+        fails when used, never silently runs the default offline binding.
+
+        A role bound to a managed endpoint (``endpoint://NAME``) gets the running server's
+        address; the server is started first when nothing serves it, and this job holds a lease
+        on it until the gateway is closed (:mod:`mnemoflow.ops.endpoints`)."""
+        addresses, leases = self.managed_addresses()
         return Gateway.from_config(
-            self.models, self.cache, self.limits, only_given=True, prices=self.prices
+            self.models,
+            self.cache,
+            self.limits,
+            only_given=True,
+            prices=self.prices,
+            addresses=addresses,
+            on_close=tuple(lease.release for lease in leases),
         )
+
+    def managed_addresses(self) -> tuple[dict[str, Address], list[endpoint_ops.Lease]]:
+        names = sorted(
+            {
+                name
+                for spec in self.models.values()
+                if isinstance(spec, dict)
+                and (name := managed_name((spec.get("base_url") or "").rstrip("/")))
+            }
+        )
+        if not names:
+            return {}, []
+        known = check_endpoints(self.endpoints)
+        addresses: dict[str, Address] = {}
+        leases: list[endpoint_ops.Lease] = []
+        try:
+            for name in names:
+                if name not in known:
+                    raise ConfigError(f"config endpoints: {name!r} is not defined")
+                try:
+                    lease = endpoint_ops.ensure(name, known[name])
+                except endpoint_ops.EndpointDown as exc:
+                    raise EndpointError(str(exc)) from None
+                leases.append(lease)
+                addresses[managed_url(name)] = Address(lease.url, lease.down)
+        except BaseException:
+            for lease in leases:
+                lease.release()
+            raise
+        return addresses, leases
 
 
 def tick(bar: Progress) -> Callable[[bool | None], None]:
@@ -186,7 +234,10 @@ def run(smk: Any, job: Callable[..., Any]) -> None:
                 env = {k: params[k] for k in ENV_PARAMS if k in params}
                 config = smk.config
                 arguments[name] = JobEnv(
-                    cache=config.get("cache"), prices=config.get("prices"), **env
+                    cache=config.get("cache"),
+                    prices=config.get("prices"),
+                    endpoints=config.get("endpoints"),
+                    **env,
                 )
             elif name in params:
                 arguments[name] = params[name]

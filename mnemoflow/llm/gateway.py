@@ -23,6 +23,7 @@ import numpy as np
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.context import current_item, fit
+from mnemoflow.llm.endpoints import Address, managed_name
 from mnemoflow.llm.ledger import Ledger
 from mnemoflow.llm.types import (
     ROLE_DEFAULTS,
@@ -236,9 +237,13 @@ class Gateway:
         limits: dict[str, dict[str, Any]] | None = None,
         unbound: tuple[str, ...] = (),
         prices: dict[str, Any] | None = None,
+        addresses: dict[str, Address] | None = None,
+        on_close: tuple[Callable[[], None], ...] = (),
     ):
         """``prices``: the config's ``prices:`` entries, merged over the shipped table for the
-        ledger's ``usd`` (:mod:`mnemoflow.prices`)."""
+        ledger's ``usd`` (:mod:`mnemoflow.prices`). ``addresses``: where each managed endpoint
+        (``endpoint://NAME``) runs for this job; ``on_close``: called once when it is closed
+        (the job's hold on those endpoints)."""
         for role, fallback in ROLE_DEFAULTS.items():
             if specs.get(role) is None and specs.get(fallback) is not None:
                 specs = {**specs, role: dataclasses.replace(specs[fallback], role=role)}
@@ -262,6 +267,8 @@ class Gateway:
         #: yet); ``structured_output: auto`` learns it once per job and endpoint.
         self._structured: dict[tuple[str, str, str], bool] = {}
         self._probe_locks: dict[tuple[str, str, str], tuple[Any, asyncio.Lock]] = {}
+        self.addresses = dict(addresses or {})
+        self._on_close = list(on_close)
 
     @classmethod
     def from_config(
@@ -271,6 +278,8 @@ class Gateway:
         limits: dict[str, dict[str, Any]] | None = None,
         only_given: bool = False,
         prices: dict[str, Any] | None = None,
+        addresses: dict[str, Address] | None = None,
+        on_close: tuple[Callable[[], None], ...] = (),
     ) -> Gateway:
         """``only_given``: the roles absent from ``models`` are unbound (see ``unbound``), except a
         role whose fallback (``ROLE_DEFAULTS``: an unbound critic takes the judge's binding) is
@@ -282,7 +291,15 @@ class Gateway:
         specs = {role: resolved_spec(models, role) for role in ROLES}
         given = {r for r in ROLES if r in models or ROLE_DEFAULTS.get(r) in models}
         unbound = tuple(r for r in ROLES if r not in given) if only_given else ()
-        return cls(specs, cache_path, limits, unbound=unbound, prices=prices)
+        return cls(
+            specs,
+            cache_path,
+            limits,
+            unbound=unbound,
+            prices=prices,
+            addresses=addresses,
+            on_close=on_close,
+        )
 
     def _check_bound(self, role: str) -> None:
         if role in self.unbound:
@@ -295,8 +312,26 @@ class Gateway:
         if role not in self._backends:
             spec = self.specs[role]
             url = (spec.base_url or "").strip().rstrip("/")
-            self._backends[role] = make_backend(spec, self.limits.get(url))
+            limit = self.limits.get(url)
+            if managed_name(url) is not None:
+                spec = dataclasses.replace(spec, base_url=self._address(role, url).url)
+            self._backends[role] = make_backend(spec, limit)
         return self._backends[role]
+
+    def _address(self, role: str, url: str) -> Address:
+        if url not in self.addresses:
+            raise ConfigError(
+                f"config models.{role}.endpoint: {managed_name(url)!r} is a managed endpoint and "
+                "this job was given no address for it (it runs inside the workflow)"
+            )
+        return self.addresses[url]
+
+    def _why_down(self, role: str) -> str | None:
+        """For a role on a managed endpoint whose call failed: one line naming the endpoint and
+        its log when the server is gone (None: it runs, the failure is the call's own)."""
+        url = (self.specs[role].base_url or "").strip().rstrip("/")
+        address = self.addresses.get(url)
+        return address.down() if address is not None else None
 
     def model_name(self, role: str) -> str:
         return self.specs[role].model
@@ -496,8 +531,13 @@ class Gateway:
         except Exception as exc:
             if not (probing and rejects_structured_output(exc)):
                 self.ledger.record_error(request.role, request.task)
+            down = self._why_down(request.role) if isinstance(exc, EndpointError) else None
+            if down:
+                exc = EndpointError(down)
             future.set_exception(exc)
             future.exception()  # mark retrieved: waiters re-raise it, nobody else must
+            if down:
+                raise exc from None
             raise
         finally:
             self._inflight.pop(key, None)
@@ -558,8 +598,11 @@ class Gateway:
                     vectors = await backend.embed(list(missing.values()), spec, usage=usage)
                 else:
                     vectors = await backend.embed(list(missing.values()), spec)
-            except Exception:
+            except Exception as exc:
                 self.ledger.record_error(role, "embed")
+                down = self._why_down(role) if isinstance(exc, EndpointError) else None
+                if down:
+                    raise EndpointError(down) from None
                 raise
             computed = dict(zip(missing, np.asarray(vectors, dtype=np.float32), strict=True))
             self.cache.put_vectors(computed)
@@ -589,6 +632,8 @@ class Gateway:
         for backend in self._backends.values():
             await backend.aclose()
         self._backends.clear()
+        while self._on_close:
+            self._on_close.pop()()
 
     async def __aenter__(self) -> Gateway:
         return self

@@ -99,6 +99,10 @@ class EndpointSpec:
     #: A prompt that does not fit: ``fail`` (before the call) or ``truncate_oldest`` (drop the
     #: oldest history messages until it fits); ``None``: the caller's family default, else fail.
     overflow: str | None = None
+    #: The named endpoint (config ``endpoints:``) the role is bound to, for the record; its
+    #: address is already in ``base_url`` (``endpoint://NAME`` for a managed one,
+    #: :mod:`mnemoflow.llm.endpoints`).
+    endpoint: str | None = None
 
     @classmethod
     def from_config(cls, role: str, raw: dict[str, Any] | None) -> EndpointSpec:
@@ -109,6 +113,11 @@ class EndpointSpec:
                 f"config models.{role}: put the key in an env var, name it api_key_env"
             )
         reject_unknown(raw, set(cls.__dataclass_fields__) - {"role"}, f"config models.{role}")
+        if raw.get("endpoint") is not None and not raw.get("base_url"):
+            raise ConfigError(
+                f"config models.{role}.endpoint: {raw['endpoint']!r} is not resolved; the config's "
+                "endpoints: section names it (llm.endpoints.bind_endpoints)"
+            )
         backend = raw.get("backend", "openai" if raw.get("base_url") else "offline")
         if backend not in BACKENDS:
             raise ConfigError(
@@ -199,6 +208,7 @@ class EndpointSpec:
             "structured_output": self.structured_output,
             "context_window": self.context_window,
             "overflow": self.overflow,
+            "endpoint": self.endpoint,
         }
 
 
@@ -285,14 +295,18 @@ def resolved_spec(models: Mapping[str, Any], role: str) -> EndpointSpec:
 
 
 def played_by(models: Mapping[str, Any], roles: Iterable[str]) -> dict[str, dict[str, str]]:
-    """Which backend and model play each of ``roles`` (in ``ROLES`` order), from the public
-    description of its resolved binding: no key, no key variable, no sampling parameters."""
+    """Which backend and model play each of ``roles`` (in ``ROLES`` order), and the named
+    endpoint where one is bound, from the public description of its resolved binding: no key, no
+    key variable, no sampling parameters."""
     wanted = set(roles)
-    return {
-        role: {key: str(resolved_spec(models, role).public()[key]) for key in ("backend", "model")}
-        for role in ROLES
-        if role in wanted
-    }
+    played = {}
+    for role in ROLES:
+        if role in wanted:
+            public = resolved_spec(models, role).public()
+            played[role] = {key: str(public[key]) for key in ("backend", "model")}
+            if public["endpoint"]:
+                played[role]["endpoint"] = str(public["endpoint"])
+    return played
 
 
 def check_bindings(
@@ -319,9 +333,10 @@ def check_bindings(
     for role in ROLES:
         spec = EndpointSpec.from_config(role, models.get(role))
         if spec.api_key_env and not environ.get(spec.api_key_env):
+            where = f"endpoints.{spec.endpoint}" if spec.endpoint else f"models.{role}"
             raise ConfigError(
-                f"config models.{role}.api_key_env: environment variable {spec.api_key_env} "
-                "is not set"
+                f"config {where}.api_key_env: environment variable {spec.api_key_env} "
+                f"is not set" + (f" (models.{role} binds it)" if spec.endpoint else "")
             )
     allowed = set(allow_offline)
     unknown = sorted(allowed - set(ROLES))

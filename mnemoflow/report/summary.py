@@ -144,9 +144,12 @@ def models_markdown(models: Mapping[str, Mapping[str, Any]] | None) -> list[str]
     """The "Models" table: which backend and model played each role (public fields only)."""
     if not models:
         return []
+    columns = ["role", "backend", "model"]
+    if any(spec.get("endpoint") for spec in models.values()):
+        columns.append("endpoint")  # the named endpoint (config endpoints:) a role is bound to
     table = pd.DataFrame(
-        [[role, spec.get("backend", ""), spec.get("model", "")] for role, spec in models.items()],
-        columns=["role", "backend", "model"],
+        [[role, *(spec.get(key) or "" for key in columns[1:])] for role, spec in models.items()],
+        columns=columns,
     )
     return ["## Models", "", _markdown(table), ""]
 

@@ -1,0 +1,153 @@
+"""Named endpoints (config ``endpoints:``) and the roles bound to them (``models.<role>.endpoint``).
+
+An endpoint is named once and bound by any number of roles:
+
+- **external**: ``{base_url, api_key_env}``, a server someone else runs. A role bound to it gets
+  that ``base_url`` and ``api_key_env`` when the config is read (:func:`bind_endpoints`), so the
+  rest of the pipeline sees an ordinary binding.
+- **managed**: ``{serve: "COMMAND ... --port {port}", gpus, ready_timeout_s, ...}``, a model server
+  the workflow starts itself (``mnemoflow.ops.endpoints``). Its address is only known once it
+  runs, so a bound role carries the symbolic ``base_url`` ``endpoint://NAME`` (in the rule's params,
+  the ledger and the endpoint-limit resource name); the job resolves it to the running server's
+  address when it starts (:class:`Address`). The response cache never keys on ``base_url``, so a
+  new port keeps the cache; prices are keyed by the role's ``model`` as ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mnemoflow.errors import ConfigError, reject_unknown
+
+#: ``base_url`` of a role bound to a managed endpoint, until its job resolves the address.
+MANAGED_SCHEME = "endpoint://"
+
+EXTERNAL_KEYS = {"base_url", "api_key_env"}
+#: Keys of a managed endpoint (docs/slurm.md, "Managed endpoints").
+MANAGED_KEYS = {
+    "serve",  # the command; ``{port}`` is replaced by a free port of the node it runs on
+    "gpus",  # GPUs of its SLURM job (--gres=gpu:N); 0: none
+    "cpus",  # CPUs of its SLURM job
+    "mem_mb",  # memory of its SLURM job
+    "ready_timeout_s",  # from its start until GET /v1/models answers
+    "time_limit_min",  # it is stopped after this, whatever runs (SLURM --time)
+    "idle_timeout_s",  # stopped when no job has used it for this long
+    "slurm_partition",
+    "slurm_account",
+}
+MANAGED_DEFAULTS = {
+    "gpus": 0,
+    "cpus": 1,
+    "mem_mb": 4000,
+    "ready_timeout_s": 600,
+    "time_limit_min": 720,
+    "idle_timeout_s": 300,
+    "slurm_partition": None,
+    "slurm_account": None,
+}
+
+
+def managed_url(name: str) -> str:
+    return f"{MANAGED_SCHEME}{name}"
+
+
+def managed_name(base_url: str | None) -> str | None:
+    """The endpoint a symbolic ``endpoint://NAME`` address names (None for a real address)."""
+    if base_url and base_url.startswith(MANAGED_SCHEME):
+        return base_url[len(MANAGED_SCHEME) :]
+    return None
+
+
+def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Every endpoint, checked, with a managed one's defaults filled in; one-line errors naming
+    ``endpoints.NAME.KEY``."""
+    checked: dict[str, dict[str, Any]] = {}
+    for name, spec in (endpoints or {}).items():
+        where = f"config endpoints.{name}"
+        if not isinstance(spec, Mapping):
+            raise ConfigError(f"{where}: a mapping, got {type(spec).__name__}")
+        if "serve" in spec and "base_url" in spec:
+            raise ConfigError(
+                f"{where}: both serve and base_url; a managed endpoint (serve) gets its address "
+                "when it runs, an external one (base_url) is run by someone else"
+            )
+        if "serve" in spec:
+            reject_unknown(spec, MANAGED_KEYS, where, list_known=True)
+            command = spec["serve"]
+            if not isinstance(command, str) or "{port}" not in command:
+                raise ConfigError(
+                    f"{where}.serve: a command with {{port}} where the server's port goes, "
+                    f"got {command!r}"
+                )
+            merged = {**MANAGED_DEFAULTS, **spec}
+            for key in ("gpus", "cpus", "mem_mb"):
+                value = merged[key]
+                least = 0 if key == "gpus" else 1
+                if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                    raise ConfigError(f"{where}.{key}: an integer >= {least}, got {value!r}")
+            for key in ("ready_timeout_s", "time_limit_min", "idle_timeout_s"):
+                value = merged[key]
+                if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                    raise ConfigError(f"{where}.{key}: a positive number, got {value!r}")
+            checked[name] = merged
+        elif "base_url" in spec:
+            reject_unknown(spec, EXTERNAL_KEYS, where, list_known=True)
+            if managed_name(spec["base_url"]) is not None:
+                raise ConfigError(f"{where}.base_url: an http(s) address, got {spec['base_url']!r}")
+            checked[name] = dict(spec)
+        else:
+            raise ConfigError(
+                f"{where}: needs base_url (an external server) or serve (a server the workflow "
+                "starts)"
+            )
+    return checked
+
+
+def bind_endpoints(
+    models: Mapping[str, Any] | None, endpoints: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """``models`` with every ``endpoint: NAME`` resolved: an external endpoint's ``base_url`` and
+    ``api_key_env`` filled in, a managed one's symbolic ``endpoint://NAME``; ``endpoint`` stays,
+    so the run's Models table names it."""
+    known = check_endpoints(endpoints)
+    bound: dict[str, Any] = {}
+    for role, raw in (models or {}).items():
+        if not isinstance(raw, Mapping) or "endpoint" not in raw:
+            bound[role] = raw
+            continue
+        name = raw["endpoint"]
+        where = f"config models.{role}"
+        for key in ("base_url", "api_key_env"):
+            if key in raw:
+                raise ConfigError(
+                    f"{where}: both endpoint and {key}; the endpoint {name!r} says where it is "
+                    f"(endpoints.{name})"
+                )
+        if name not in known:
+            raise ConfigError(
+                f"{where}.endpoint: {name!r} is not defined under endpoints "
+                f"(defined: {sorted(known)})"
+            )
+        if raw.get("backend", "openai") != "openai":
+            raise ConfigError(
+                f"{where}.backend: an endpoint is served over the OpenAI API (openai), "
+                f"got {raw['backend']!r}"
+            )
+        spec = known[name]
+        if "serve" in spec:
+            address = {"base_url": managed_url(name)}
+        else:
+            address = {key: spec[key] for key in EXTERNAL_KEYS if key in spec}
+        bound[role] = {"backend": "openai", **raw, **address}
+    return bound
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where a managed endpoint answers for this job, and how to tell why it stopped answering
+    (``down()``: one line naming the endpoint and its log, or None while it runs)."""
+
+    url: str
+    down: Callable[[], str | None]
