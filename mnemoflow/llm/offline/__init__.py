@@ -155,6 +155,7 @@ def _load_handlers() -> None:
             environment_state,
             interactive,
             judge,
+            mem0,
             memorybench,
             memorybench_judges,
             notes,
