@@ -384,8 +384,12 @@ class Mem0Paper(MemorySystem):
             if not self.ids and not self.graph:
                 return []
             memory = await self._open()
+            # Every memory is ranked, then cut to k here: Qdrant breaks ties (a hashed embedding
+            # scores unrelated memories exactly 0) by its storage order, which a reopened store
+            # does not keep; ties go to the older memory instead.
+            limit = max(k, len(self.ids))
             found = await asyncio.to_thread(
-                memory.search, query, user_id=EPISODE, limit=k, threshold=None, rerank=False
+                memory.search, query, user_id=EPISODE, limit=limit, threshold=None, rerank=False
             )
         items = []
         for hit in found.get("results", []):
@@ -400,7 +404,8 @@ class Mem0Paper(MemorySystem):
                 )
             )
         items.sort(key=lambda item: (-item.score, int(item.id[1:])))
-        for n, rel in enumerate(found.get("relations") or []):
+        items = items[:k]
+        for n, rel in enumerate((found.get("relations") or [])[:k]):
             text = f"{rel['source']} -- {rel['relationship']} -- {rel['destination']}"
             items.append(MemoryItem(f"relation{n}", text, 0.0, [], ""))
         return items
