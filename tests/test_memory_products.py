@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -20,15 +21,22 @@ from mnemoflow.llm.offline import mem0 as offline_mem0
 from mnemoflow.memory.base import Message, build
 from mnemoflow.memory.products import mem0_paper
 from mnemoflow.testing.openai_server import OpenAITestServer
-from tests.workflow import snakemake, workdir
+from tests.workflow import TINY, snakemake, workdir
+
+
+def _turn(turn_id: str, role: str, content: str, speaker: str, time: str) -> Message:
+    return Message(turn_id, turn_id.split(":")[0], role, content, speaker, time)
+
 
 CONVERSATION = [
-    Message("D1:1", "S1", "user", "My favorite color is teal.", "Caroline", "2023-05-08T13:56"),
-    Message("D1:2", "S1", "assistant", "I adopted a beagle named Biscuit.", "Melanie", "2023-05-08T13:57"),
-    Message("D1:3", "S1", "user", "I visited Paris with Melanie last week.", "Caroline", "2023-05-08T13:58"),
-    Message("D1:4", "S1", "assistant", "My job is nurse at the clinic.", "Melanie", "2023-05-08T13:59"),
-    Message("D2:1", "S2", "user", "My favorite color is now green.", "Caroline", "2023-06-01T10:00"),
-]  # fmt: skip
+    _turn("D1:1", "user", "My favorite color is teal.", "Caroline", "2023-05-08T13:56"),
+    _turn("D1:2", "assistant", "I adopted a beagle named Biscuit.", "Melanie", "2023-05-08T13:57"),
+    _turn(
+        "D1:3", "user", "I visited Paris with Melanie last week.", "Caroline", "2023-05-08T13:58"
+    ),
+    _turn("D1:4", "assistant", "My job is nurse at the clinic.", "Melanie", "2023-05-08T13:59"),
+    _turn("D2:1", "user", "My favorite color is now green.", "Caroline", "2023-06-01T10:00"),
+]
 QUESTIONS = [
     "What is Caroline's favorite color?",
     "What dog did Melanie adopt?",
@@ -206,10 +214,11 @@ def test_offline_facts_come_from_the_users_messages_only():
 
 
 def test_offline_graph_heuristics_name_entities_relations_and_contradictions():
+    said = ["I moved to Lisbon with Bob.", "My favorite color is red."]
     batch = [
-        {"n": 1, "speaker": "Ann", "role": "user", "time": "", "content": "I moved to Lisbon with Bob."},
-        {"n": 2, "speaker": "Ann", "role": "user", "time": "", "content": "My favorite color is red."},
-    ]  # fmt: skip
+        {"n": n, "speaker": "Ann", "role": "user", "time": "", "content": text}
+        for n, text in enumerate(said, start=1)
+    ]
     fields = {"text": "", "messages": batch, "self": "episode"}
     names = [name for name, _ in offline_mem0.graph_entities(fields)]
     assert names == ["ann", "lisbon", "bob", "red"]
@@ -240,15 +249,11 @@ def test_a_workflow_runs_mem0_paper_on_the_synthetic_benchmark(tmp_path):
     }
     extra = Path(tmp_path / "mem0.yaml")
     extra.write_text(yaml.safe_dump(override))
-    from tests.workflow import TINY
-
     snakemake(wd, configfiles=(TINY, extra))
-    import pandas as pd
-
-    scores = pd.read_parquet(next(wd.glob("results/synthetic/mem0_paper/qa/step0/scores.parquet")))
-    recall = scores[(scores.metric == "turn_evidence_recall") & (scores.aggregate == "micro")]
-    assert recall.value.iloc[0] > 0.5
-    ledger = json.loads(
-        next(wd.glob("results/synthetic/mem0_paper/**/*ingest*ledger*.json")).read_text()
-    )
-    assert ledger["by_role_task"]["memory_writer/mem0_extract_facts"]["calls"] > 0
+    run = wd / "results/synthetic/mem0_paper/qa/step0"
+    scores = pd.read_parquet(run / "scores.parquet")
+    micro = scores[scores["aggregate"] == "micro"].set_index("metric")["value"]
+    assert micro["turn_evidence_recall"] > 0.5 and micro["accuracy"] > 0.5, micro
+    ledger = json.loads((run / "shard0/ingest.ledger.json").read_text())["by_role_task"]
+    assert ledger["memory_writer/mem0_extract_facts"]["calls"] > 0
+    assert ledger["memory_writer/mem0_update_memory"]["calls"] > 0
