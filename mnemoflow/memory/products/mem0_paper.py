@@ -56,6 +56,7 @@ import shutil
 import tarfile
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, ClassVar
@@ -170,8 +171,15 @@ class _Bridge:
     """What mem0 calls as its ``llm`` and ``embedding_model``: the gateway, on the job's loop."""
 
     def __init__(self, owner: Mem0Paper, dims: int):
-        self.owner = owner
+        self._owner = weakref.ref(owner)  # mem0 must not keep the system alive
         self.config = _EmbedderConfig(dims)
+
+    @property
+    def owner(self) -> Mem0Paper:
+        owner = self._owner()
+        if owner is None:
+            raise RuntimeError("mem0 called a bridge whose memory system is gone")
+        return owner
 
     def generate_response(
         self, messages, response_format=None, tools=None, tool_choice="auto", **_
@@ -248,6 +256,7 @@ class Mem0Paper(MemorySystem):
         self._modules()  # a missing extra fails here, in one line, before any work
         self._folder: tempfile.TemporaryDirectory | None = None
         self._memory: Any = None
+        self._finalizer: weakref.finalize | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = asyncio.Lock()
         self.batch_fields: list[dict[str, Any]] = []
@@ -320,6 +329,8 @@ class Mem0Paper(MemorySystem):
             memory.graph.llm = memory.graph.embedding_model = bridge
             _wrap_graph(memory.graph)
         self._memory = memory
+        # Close the store with this instance, or at exit while Python can still do it.
+        self._finalizer = weakref.finalize(self, _shut, memory)
         return memory
 
     # ---- the plugin contract -----------------------------------------------------------------
@@ -455,12 +466,10 @@ class Mem0Paper(MemorySystem):
                 archive.extractall(self._folder.name, filter="data")
 
     def _close(self) -> None:
-        memory, self._memory = self._memory, None
-        if memory is not None:
-            client = getattr(memory.vector_store, "client", None)
-            if client is not None:
-                client.close()
-            memory.close()
+        self._memory = None
+        if self._finalizer is not None:
+            self._finalizer()  # closes the store once
+            self._finalizer = None
         folder, self._folder = self._folder, None
         if folder is not None:
             shutil.rmtree(folder.name, ignore_errors=True)
@@ -479,6 +488,14 @@ class Mem0Paper(MemorySystem):
 
     def stored_ids(self) -> set[str]:
         return {turn for _, turns in self.ids.values() for turn in turns}
+
+
+def _shut(memory: Any) -> None:
+    """Close a mem0 store: Qdrant's local client (its file lock) and the history database."""
+    client = getattr(memory.vector_store, "client", None)
+    if client is not None:
+        client.close()
+    memory.close()
 
 
 def _without_locks(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
