@@ -17,7 +17,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
   -DGGML_OPENCL=OFF -DGGML_RPC=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install install-test install-products system-deps run test lint format bench clean
+.PHONY: install install-test install-products system-deps run test lint format bench bench-products clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,10 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.gateway
+
+## make bench-products: mem0_paper / mem0_graph beside bm25 and dense on LoCoMo (minutes; not CI)
+bench-products: $(PRODUCTS_STAMP)
+	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph
 
 clean:
 	rm -rf results .snakemake
