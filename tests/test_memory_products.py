@@ -160,6 +160,52 @@ def test_mem0_prompt_reaches_an_endpoint_dated_as_the_conversation(tmp_path):
     assert "Caroline: My favorite color is teal." in seen[0]["messages"][1]["content"]
 
 
+def test_mem0_graph_tool_calls_through_an_endpoint(tmp_path):
+    """Mem0-G's graph steps are tool calls: the endpoint is offered mem0's own tools and its
+    function calls build the Kuzu graph that search returns; a rerun reaches it not once."""
+    seen = []
+
+    def reply(body):
+        seen.append(body)
+        tools = [t["function"]["name"] for t in body.get("tools") or ()]
+        if "extract_entities" in tools:
+            entities = [{"entity": "Caroline", "entity_type": "person"}]
+            if "Paris" in body["messages"][-1]["content"]:
+                entities.append({"entity": "Paris", "entity_type": "city"})
+            return {
+                "tool_calls": [{"name": "extract_entities", "arguments": {"entities": entities}}]
+            }
+        if "establish_relationships" in tools:
+            relation = {"source": "Caroline", "relationship": "visited", "destination": "Paris"}
+            call = {"name": "establish_relationships", "arguments": {"entities": [relation]}}
+            return {"tool_calls": [call]}
+        if "delete_graph_memory" in tools:
+            return "Nothing to delete."
+        if "Personal Information Organizer" in body["messages"][0]["content"]:
+            return json.dumps({"facts": ["Visited Paris"]})
+        return json.dumps({"memory": [{"id": "0", "text": "Visited Paris", "event": "ADD"}]})
+
+    async def go(server):
+        models = {"memory_writer": {"base_url": server.base_url, "model": "m"}}
+        gateway = Gateway.from_config(models, tmp_path / "cache")
+        memory = await ingest("mem0_graph", gateway, CONVERSATION[2:3])
+        items = await memory.retrieve("Where did Caroline go?", 2)
+        await gateway.aclose()
+        gateway.close()
+        return items
+
+    with OpenAITestServer(reply=reply) as server:
+        items = asyncio.run(go(server))
+        calls = len(seen)
+        assert asyncio.run(go(server)) == items and len(seen) == calls  # all from the cache
+    assert [(i.text, i.source_ids) for i in items] == [
+        ("Visited Paris", ["D1:3"]),
+        ("caroline -- visited -- paris", []),
+    ]
+    offered = {t["function"]["name"] for body in seen for t in body.get("tools") or ()}
+    assert offered == {"extract_entities", "establish_relationships", "delete_graph_memory"}
+
+
 def test_the_prompt_date_is_the_conversations_never_the_wall_clock():
     assert mem0_paper.conversation_date("2023-05-08T13:56") == "2023-05-08"
     assert mem0_paper.conversation_date("8 May, 2023") == "8 May, 2023"
