@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -127,6 +128,31 @@ def test_episodes_are_isolated(tmp_path):
     assert {s for i in first for s in i.source_ids} == {"D1:1", "D1:2"}
     assert {s for i in second for s in i.source_ids} == {"D1:3", "D1:4"}
     assert one._folder.name != two._folder.name
+
+
+def test_episodes_run_at_once_with_an_embedder_that_needs_the_default_executor(monkeypatch):
+    """A local embedding model embeds in the loop's default executor (asyncio.to_thread);
+    mem0 blocks its own thread while the gateway answers, so it must not take those threads:
+    more episodes at once than the executor has threads would otherwise wait for ever."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mnemoflow.llm.offline import OfflineBackend, hashed_embedding
+
+    async def embed_in_a_thread(self, texts, spec):
+        return await asyncio.to_thread(lambda: np.stack([hashed_embedding(t) for t in texts]))
+
+    monkeypatch.setattr(OfflineBackend, "embed", embed_in_a_thread)
+
+    async def go():
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=2))
+        gateway = Gateway.from_config({})
+        batches = [CONVERSATION[i : i + 1] for i in range(4)]
+        memories = await asyncio.wait_for(
+            asyncio.gather(*(ingest("mem0_paper", gateway, b) for b in batches)), timeout=60
+        )
+        return [m.stored_ids() for m in memories]
+
+    assert asyncio.run(go()) == [{"D1:1"}, {"D1:2"}, {"D1:3"}, {"D1:4"}]
 
 
 def test_mem0_prompt_reaches_an_endpoint_dated_as_the_conversation(tmp_path):

@@ -58,6 +58,8 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -257,6 +259,7 @@ class Mem0Paper(MemorySystem):
         self._folder: tempfile.TemporaryDirectory | None = None
         self._memory: Any = None
         self._finalizer: weakref.finalize | None = None
+        self._executor: ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = asyncio.Lock()
         self.batch_fields: list[dict[str, Any]] = []
@@ -282,6 +285,16 @@ class Mem0Paper(MemorySystem):
 
         _install_call_sites(main)
         return main
+
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run mem0 (synchronous) in this memory's own thread, not in the event loop's default
+        executor: mem0 blocks its thread until the gateway answers, and a gateway call may
+        itself need the default executor (a local embedding model), so episodes running at once
+        would otherwise take all its threads and wait on each other for ever."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, partial(fn, *args, **kwargs))
 
     def call(self, coroutine: Coroutine) -> Any:
         """Run a gateway coroutine on the job's event loop from mem0's worker thread."""
@@ -322,7 +335,7 @@ class Mem0Paper(MemorySystem):
             self._folder = tempfile.TemporaryDirectory(prefix="mnemoflow-mem0-")
         folder = Path(self._folder.name)
         main = self._modules()
-        memory = await asyncio.to_thread(main.Memory.from_config, self._config(folder))
+        memory = await self._in_thread(main.Memory.from_config, self._config(folder))
         bridge = _Bridge(self, self.dims)
         memory.llm = memory.embedding_model = bridge
         if memory.graph is not None:
@@ -330,7 +343,7 @@ class Mem0Paper(MemorySystem):
             _wrap_graph(memory.graph)
         self._memory = memory
         # Close the store with this instance, or at exit while Python can still do it.
-        self._finalizer = weakref.finalize(self, _shut, memory)
+        self._finalizer = weakref.finalize(self, _shut, memory, self._executor)
         return memory
 
     # ---- the plugin contract -----------------------------------------------------------------
@@ -369,7 +382,7 @@ class Mem0Paper(MemorySystem):
         metadata: dict[str, Any] = {"turn_ids": turn_ids, "time": time}
         if time:
             metadata["created_at"] = time
-        result = await asyncio.to_thread(memory.add, sent, user_id=EPISODE, metadata=metadata)
+        result = await self._in_thread(memory.add, sent, user_id=EPISODE, metadata=metadata)
         for event in result.get("results", []):
             kind, mem_id = event.get("event"), event.get("id")
             if kind not in self.events or not mem_id:
@@ -399,7 +412,7 @@ class Mem0Paper(MemorySystem):
             # scores unrelated memories exactly 0) by its storage order, which a reopened store
             # does not keep; ties go to the older memory instead.
             limit = max(k, len(self.ids))
-            found = await asyncio.to_thread(
+            found = await self._in_thread(
                 memory.search, query, user_id=EPISODE, limit=limit, threshold=None, rerank=False
             )
         items = []
@@ -468,8 +481,9 @@ class Mem0Paper(MemorySystem):
     def _close(self) -> None:
         self._memory = None
         if self._finalizer is not None:
-            self._finalizer()  # closes the store once
+            self._finalizer()  # closes the store and its thread, once
             self._finalizer = None
+            self._executor = None
         folder, self._folder = self._folder, None
         if folder is not None:
             shutil.rmtree(folder.name, ignore_errors=True)
@@ -490,12 +504,15 @@ class Mem0Paper(MemorySystem):
         return {turn for _, turns in self.ids.values() for turn in turns}
 
 
-def _shut(memory: Any) -> None:
-    """Close a mem0 store: Qdrant's local client (its file lock) and the history database."""
+def _shut(memory: Any, executor: ThreadPoolExecutor | None) -> None:
+    """Close a mem0 store: Qdrant's local client (its file lock), the history database, and
+    the thread it ran in."""
     client = getattr(memory.vector_store, "client", None)
     if client is not None:
         client.close()
     memory.close()
+    if executor is not None:
+        executor.shutdown(wait=False)
 
 
 def _without_locks(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
