@@ -22,6 +22,8 @@ from mnemoflow.llm.offline import mem0 as offline_mem0
 from mnemoflow.memory.base import Message, build
 from mnemoflow.memory.products import mem0_paper
 from mnemoflow.testing.openai_server import OpenAITestServer
+from tests.test_interactive import gateway as interactive_gateway
+from tests.test_interactive import run_chain, users  # noqa: F401  (a fixture)
 from tests.workflow import TINY, snakemake, workdir
 
 
@@ -305,6 +307,18 @@ def test_offline_graph_heuristics_name_entities_relations_and_contradictions():
     assert [c["arguments"]["destination"] for c in calls] == ["blue"]
     query = {"text": "Where did Ann move?", "messages": [], "self": "episode"}
     assert [n for n, _ in offline_mem0.graph_entities(query)] == ["ann"]
+
+
+def test_mem0_paper_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fixture)
+    """The interactive protocol's step chain (a one-user AMemGym fixture): the assistant's
+    pairs reach mem0, each step's snapshot loads, and its memories name the turns they came from."""
+    spec = {"type": "mem0_paper", "top_k": 5}
+    results = run_chain(users, spec, tmp_path, interactive_gateway(), steps=2)
+    stats = results[1].manifest["stats"]["ben"]
+    assert stats["pairs_written"] == 4 and stats["writer_calls"] > 0 and stats["items"] > 0
+    memory = build(spec, llm=interactive_gateway())
+    memory.load(tmp_path / "step1" / "ben")
+    assert memory.stored_ids() and all(t.startswith("ben_p") for t in memory.stored_ids())
 
 
 @pytest.mark.slow
