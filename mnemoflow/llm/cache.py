@@ -310,8 +310,11 @@ class ResponseCache:
         payload = self._lookup(RESPONSE, [key]).get(key)
         if payload is None:
             return None
-        text, model, tokens_in, tokens_out = json.loads(payload)
-        return Completion(text, model, tokens_in, tokens_out)
+        # [text, model, tokens_in, tokens_out] and, for a reply with function calls, the calls
+        text, model, tokens_in, tokens_out, *calls = json.loads(payload)
+        return Completion(
+            text, model, tokens_in, tokens_out, tool_calls=calls[0] if calls else None
+        )
 
     def get_vectors(self, keys: list[str]) -> dict[str, np.ndarray]:
         if self._memory is not None:
@@ -336,6 +339,8 @@ class ResponseCache:
             self._memory[RESPONSE].setdefault(key, completion)
             return
         record = [completion.text, completion.model, completion.tokens_in, completion.tokens_out]
+        if completion.tool_calls is not None:
+            record.append(completion.tool_calls)
         payload = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self._append(RESPONSE, [(key, payload)])
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import json
 import logging
 import re
 import time
@@ -138,6 +139,34 @@ def require_text(text: str) -> str:
     if not text or not text.strip():
         raise UnparseableReply("empty reply")
     return text
+
+
+def require_reply(text: str) -> str:
+    """The default parser of a request with ``tools`` whose reply called none: any non-blank
+    text (a reply with function calls is checked by :func:`decode_tool_calls` instead)."""
+    return require_text(text)
+
+
+def decode_tool_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``[{"id", "name", "arguments"}]`` with each call's ``arguments`` decoded from its JSON
+    string into an object; a call without a name, or whose arguments are not a JSON object, is
+    an unparseable reply (re-asked like any other)."""
+    decoded = []
+    for call in calls:
+        name, arguments = call.get("name"), call.get("arguments")
+        if not isinstance(name, str) or not name:
+            raise UnparseableReply("a tool call has no function name")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise UnparseableReply(
+                    f"the arguments of tool call {name!r} are not valid JSON: {exc.msg}"
+                ) from None
+        if not isinstance(arguments, dict):
+            raise UnparseableReply(f"the arguments of tool call {name!r} are not a JSON object")
+        decoded.append({"id": call.get("id", ""), "name": name, "arguments": arguments})
+    return decoded
 
 
 def offline_version(task: str | None) -> str:
@@ -361,6 +390,10 @@ class Gateway:
             payload["fields"] = request.fields
         if request.response_format is not None:
             payload["response_format"] = request.response_format
+        if request.tools is not None:
+            payload["tools"] = request.tools
+        if request.tool_choice is not None:
+            payload["tool_choice"] = request.tool_choice
         if spec.extra_body:
             payload["extra_body"] = spec.extra_body
         if attempt:
@@ -394,7 +427,8 @@ class Gateway:
         if dropped:
             item = current_item() or "(unnamed)"
             self.ledger.record_truncation(request.role, request.task, item, dropped)
-        parse = parse or require_text
+        if parse is None:
+            parse = require_text if request.tools is None else require_reply
         retries = spec.max_parse_retries
         if request.max_parse_retries is not None:
             retries = request.max_parse_retries
@@ -408,9 +442,16 @@ class Gateway:
             reply = await self._attempt(asked, attempt)
             raw.extend(reply.raw_replies)
             try:
-                parsed = parse(reply.text)
+                if reply.tool_calls:
+                    # The model called functions: their arguments are what must parse.
+                    parsed = reply.tool_calls = decode_tool_calls(reply.tool_calls)
+                else:
+                    parsed = parse(reply.text)
             except ValueError as exc:  # UnparseableReply is a ValueError, so are json errors
-                messages = reask_messages(request.messages, reply.text, str(exc))
+                shown = reply.text
+                if reply.tool_calls and not shown.strip():  # show the calls that did not parse
+                    shown = json.dumps(reply.tool_calls, ensure_ascii=False)
+                messages = reask_messages(request.messages, shown, str(exc))
                 asked = dataclasses.replace(request, messages=messages)
                 keep = len(messages) - len(request.messages) + 1  # the prompt and the re-ask
                 asked, _ = fit(asked, spec, keep_last=keep)
@@ -573,6 +614,7 @@ class Gateway:
             latency_s=latency,
             cache_hit=cache_hit,
             raw_replies=[completion.text],
+            tool_calls=list(completion.tool_calls or []),
         )
 
     async def embed(self, texts: list[str], role: str = "embedder") -> np.ndarray:

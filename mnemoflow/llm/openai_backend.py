@@ -195,10 +195,14 @@ class OpenAIBackend:
             body["seed"] = seed
         if request.response_format is not None:
             body["response_format"] = request.response_format
+        if request.tools is not None:
+            body["tools"] = request.tools
+            if request.tool_choice is not None:
+                body["tool_choice"] = request.tool_choice
         if spec.extra_body:
             body.update(spec.extra_body)  # config refuses keys that would override the above
-        (text, model, tokens_in, tokens_out, cached_in), retries = await self._post(
-            "/chat/completions", body, parse_completion
+        ((text, model, tokens_in, tokens_out, cached_in), calls), retries = await self._post(
+            "/chat/completions", body, lambda data: (parse_completion(data), parse_tool_calls(data))
         )
         return Completion(
             text=text,
@@ -207,6 +211,7 @@ class OpenAIBackend:
             tokens_out=tokens_out,
             retries=retries,
             cached_in=cached_in,
+            tool_calls=calls if request.tools is not None else None,
         )
 
     async def embed(
@@ -358,6 +363,31 @@ def parse_completion(data: dict[str, Any]) -> tuple[str, str, int, int, int]:
     cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
     prompt = _int(usage.get("prompt_tokens"))
     return text, model, prompt, _int(usage.get("completion_tokens")), min(cached, prompt)
+
+
+def parse_tool_calls(data: dict[str, Any]) -> list[dict[str, str]]:
+    """The function calls of a chat completion body (``choices[0].message.tool_calls``) as
+    ``[{"id", "name", "arguments"}]``, ``arguments`` the raw JSON string the model wrote (the
+    gateway decodes it, so a malformed one is re-asked, not retried). A call that is not a
+    function call with a name is malformed (retried like any malformed body)."""
+    message = data["choices"][0].get("message")
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    if not calls:
+        return []
+    if not isinstance(calls, list):
+        raise MalformedReply("tool_calls is not a list")
+    out = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise MalformedReply(f"tool call without a function name: {call!r}")
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):  # some servers send the object itself
+            arguments = json.dumps(arguments if arguments is not None else {})
+        out.append(
+            {"id": str(call.get("id", "")), "name": function["name"], "arguments": arguments}
+        )
+    return out
 
 
 def _usage(data: dict[str, Any]) -> int:

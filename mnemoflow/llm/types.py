@@ -228,6 +228,8 @@ OWN_BODY_FIELDS = {
     "top_p": "top_p",
     "seed": "seed",
     "response_format": "structured_output",
+    "tools": None,
+    "tool_choice": None,
 }
 
 
@@ -377,6 +379,11 @@ class ChatRequest:
     #: ``max_parse_retries``), where the reference fixes its own number of tries (MemoryBench's
     #: judge protocol: 3 tries, 5 for a dataset-owned prompt).
     max_parse_retries: int | None = None
+    #: OpenAI ``tools`` (function definitions) the model may call, sent as given; part of the
+    #: cache key. A reply may then carry ``tool_calls`` instead of (or beside) text.
+    tools: list[dict[str, Any]] | None = None
+    #: OpenAI ``tool_choice`` (``"auto"``, ``"required"`` or a named function); with ``tools``.
+    tool_choice: str | dict[str, Any] | None = None
 
 
 def prompt_request(
@@ -407,6 +414,9 @@ class Completion:
     #: prompt tokens the provider served from its own prompt cache (``usage.prompt_tokens_details
     #: .cached_tokens``), priced at ``cached_input``; part of ``tokens_in``
     cached_in: int = 0
+    #: The function calls of a reply to a request with ``tools``, as the endpoint sent them:
+    #: ``[{"id", "name", "arguments"}]`` with ``arguments`` the raw JSON string; ``None``: none.
+    tool_calls: list[dict[str, str]] | None = None
 
 
 class ContextOverflow(ConfigError):
@@ -437,3 +447,7 @@ class Reply:
     parse_ok: bool = True
     attempts: int = 1
     raw_replies: list[str] = field(default_factory=list)
+    #: A request with ``tools``: the reply's function calls, ``[{"id", "name", "arguments"}]``
+    #: with ``arguments`` decoded (a JSON object; the gateway re-asks a reply whose arguments
+    #: are not one); empty when the model answered in text.
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)

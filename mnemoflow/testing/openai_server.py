@@ -68,7 +68,9 @@ GARBLED_TEXT = "<|garbled|> ... ###"
 #: Fault kinds whose response is still a well-formed completion (counted as answered).
 _ANSWERING_FAULTS = ("", "timeout", "null_content", "garbled")
 
-Reply = str | Callable[[dict[str, Any]], str] | None
+#: A reply callable may also return ``{"content": ..., "tool_calls": [{"name", "arguments"}]}``
+#: (arguments a JSON string or an object): the reply then calls those functions.
+Reply = str | Callable[[dict[str, Any]], str | dict[str, Any]] | None
 
 #: ``think="inline"``: what every reply's content starts with, as Qwen3 served with thinking on
 #: writes it; a wrong draft in every format a parser might look for (a ```json block, a bare
@@ -492,6 +494,22 @@ class OpenAITestServer:
             text = self.reply
         else:
             text = echo_reply(body)
+        calls = None
+        if isinstance(text, dict):  # a reply callable's function calls (requests with tools)
+            calls = [
+                {
+                    "id": f"call_{n}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": call["arguments"]
+                        if isinstance(call["arguments"], str)
+                        else json.dumps(call["arguments"]),
+                    },
+                }
+                for n, call in enumerate(text.get("tool_calls", []))
+            ]
+            text = text.get("content") or ""
         finish = "stop"
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
         if isinstance(max_tokens, int) and max_tokens > 0:
@@ -499,6 +517,8 @@ class OpenAITestServer:
             if len(tokens) > max_tokens:
                 text, finish = " ".join(tokens[:max_tokens]), "length"
         message: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            message["content"], message["tool_calls"], finish = None, calls, "tool_calls"
         if self.think == "inline":
             message["content"] = f"<think>\n{THINK_DRAFT}\n</think>\n\n{text}"
         elif self.think == "field":  # vLLM's --reasoning-parser moves the thinking here

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from mnemoflow.codeversion import code_version
 from mnemoflow.lexical import content_words, count_tokens
 from mnemoflow.llm.types import OFFLINE_MODEL, ChatRequest, Completion, EndpointSpec
 
-Handler = Callable[[dict[str, Any]], str]
+#: A handler answers in text, or, for a request with ``tools``, with function calls:
+#: ``[{"name": ..., "arguments": {...}}]`` (:class:`ToolCalls`).
+Handler = Callable[[dict[str, Any]], "str | ToolCalls"]
 HANDLERS: dict[str, Handler] = {}
 #: Data files a task's handler answers from (templates): part of its identity, like its code.
 READS: dict[str, tuple[Path, ...]] = {}
@@ -42,6 +45,11 @@ def handles(*tasks: str, reads: tuple[Path, ...] = ()) -> Callable[[Handler], Ha
         return fn
 
     return decorator
+
+
+class ToolCalls(list):
+    """A handler's reply that calls functions: ``[{"name", "arguments": {...}}]``. Only a request
+    that offered tools may get one; a function it did not offer is an error, never a reply."""
 
 
 class OfflineBackendError(ValueError):
@@ -65,7 +73,14 @@ class OfflineBackend:
             raise OfflineBackendError(
                 f"offline backend: task {request.task!r} needs field {exc.args[0]!r}"
             ) from exc
-        tokens_in = sum(count_tokens(m.get("content", "")) for m in request.messages)
+        tokens_in = sum(count_tokens(m.get("content") or "") for m in request.messages)
+        if isinstance(text, ToolCalls):
+            calls = _tool_calls(request, text)
+            tokens_out = sum(count_tokens(c["name"] + c["arguments"]) for c in calls)
+            return Completion(
+                text="", model=OFFLINE_MODEL, tokens_in=tokens_in, tokens_out=tokens_out,
+                tool_calls=calls,
+            )  # fmt: skip
         return Completion(
             text=text, model=OFFLINE_MODEL, tokens_in=tokens_in, tokens_out=count_tokens(text)
         )
@@ -75,6 +90,25 @@ class OfflineBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+def _tool_calls(request: ChatRequest, calls: ToolCalls) -> list[dict[str, str]]:
+    """A handler's function calls as an endpoint sends them (arguments as JSON strings)."""
+    offered = {
+        tool.get("function", {}).get("name")
+        for tool in request.tools or ()
+        if isinstance(tool, dict)
+    }
+    out = []
+    for n, call in enumerate(calls):
+        if call["name"] not in offered:
+            raise OfflineBackendError(
+                f"offline backend: task {request.task!r} called {call['name']!r}, which the "
+                f"request did not offer (tools: {sorted(n for n in offered if n)})"
+            )
+        arguments = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
+        out.append({"id": f"call_{n}", "name": call["name"], "arguments": arguments})
+    return out
 
 
 def hashed_embedding(text: str, dim: int = EMBED_DIM) -> np.ndarray:
@@ -121,6 +155,7 @@ def _load_handlers() -> None:
             environment_state,
             interactive,
             judge,
+            mem0,
             memorybench,
             memorybench_judges,
             notes,

@@ -1,0 +1,44 @@
+"""Real memory products behind the ``MemorySystem`` interface, each an optional extra.
+
+A product's package is imported only when a system is built (never when the registry lists the
+systems or the workflow checks a config), so the project runs without any product installed and
+a missing one fails in one line naming the ``pip install`` to run. Every model call a product
+makes goes through the gateway: its LLM and embedder objects are replaced in-process by bridges.
+
+Products adapted so far: ``mem0_paper`` and ``mem0_graph`` (mem0ai 1.0.11, extra ``products``).
+Not yet: graphiti, a_mem, memoryos, langmem, letta, mem0 2.x (docs/memory.md says why).
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from types import ModuleType
+
+from mnemoflow.errors import ConfigError
+
+#: What installs every product that shares the project's environment.
+INSTALL_HINT = "pip install -e '.[products]' (or: make install-products)"
+
+
+def require(system: str, module: str, distribution: str, version: str) -> ModuleType:
+    """Import ``module`` of the product a system adapts, checking its pinned version; a missing
+    or different installation is a one-line ConfigError naming the install command."""
+    try:
+        loaded = importlib.import_module(module)
+    except ImportError as exc:
+        missing = exc.name or module
+        raise ConfigError(
+            f"systems type {system}: needs {distribution}=={version} (module {missing!r} is not "
+            f"installed); run: {INSTALL_HINT}"
+        ) from None
+    try:
+        found = metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        found = None
+    if found != version:
+        raise ConfigError(
+            f"systems type {system}: needs {distribution}=={version}, found {found}; "
+            f"run: {INSTALL_HINT}"
+        )
+    return loaded
