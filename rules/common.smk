@@ -18,6 +18,7 @@ from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
+from mnemoflow.planning.budget import check_budget
 from mnemoflow.memory.base import check_systems, stage_roles, stage_spec, without_labels
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
@@ -557,3 +558,5 @@ check_bindings(
     used=run_roles(),
     allow_offline=config.get("allow_offline_roles", []),
 )
+# budget_usd: a run whose plan (docs/plan.md) would cost more refuses to start; without it, nothing
+check_budget(config, workflow.is_main_process, model_rules=RULE_ROLES)

@@ -1,0 +1,154 @@
+"""A whole run's plan from its config (``mnemoflow plan``, ``budget_usd``).
+
+``mnemoflow plan`` passes the jobs a Snakemake dry run lists (rule and wildcards), so the plan is
+of exactly the jobs that run; the parse-time budget check has no DAG yet and plans every static
+QA job whose ledger does not exist yet (a finished job is not run again unless forced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mnemoflow.environment.knobs import resolved_benchmarks
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.planning.plan import ASSUMED_LATENCY_S, Plan
+from mnemoflow.planning.static_qa import Context, Unit
+from mnemoflow.prices import FREE_BACKENDS, price_table
+from mnemoflow.protocols.registry import protocol_steps, protocols_of
+from mnemoflow.protocols.static_qa import PROTOCOL
+
+log = logging.getLogger("mnemoflow")
+
+#: The static QA rules the plan estimates, and the ledger each job writes.
+QA_RULES = {"ingest": "ingest", "answer": "answers", "judge": "judgements"}
+
+#: A job of a dry run: (rule, wildcards).
+Job = tuple[str, Mapping[str, str]]
+
+
+def observed(workdir: Path, models: Mapping[str, str]) -> tuple[dict, dict]:
+    """From earlier ledgers under ``workdir/results`` of the same models: mean completion tokens
+    per (role, task) (and per (role, None)), and seconds per call per role."""
+    out: dict[tuple[str, str | None], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    latency: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for path in (workdir / "results").glob("**/*.ledger.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for key, entry in (data.get("by_role_task") or {}).items():
+            role, _, task = key.partition("/")
+            misses = entry.get("calls", 0) - entry.get("cache_hits", 0)
+            if role not in models or (data.get("models") or {}).get(role) != models[role]:
+                continue
+            if misses <= 0 or role == "embedder":
+                continue
+            for k in ((role, task), (role, None)):
+                out[k][0] += entry.get("tokens_out", 0)
+                out[k][1] += misses
+            latency[role][0] += entry.get("latency_s", 0.0)
+            latency[role][1] += misses
+    means = {k: total / n for k, (total, n) in out.items() if n}
+    seconds = {role: total / n for role, (total, n) in latency.items() if n}
+    return means, seconds
+
+
+def plan_run(
+    config: Mapping[str, Any],
+    workdir: Path | str = ".",
+    jobs: Iterable[Job] | None = None,
+    model_rules: Iterable[str] = (),
+) -> Plan:
+    """The plan of the run ``config`` describes, in ``workdir``.
+
+    ``jobs``: the dry run's jobs (``None``: every static QA job whose ledger is missing);
+    ``model_rules``: the workflow's model-calling rules (``RULE_ROLES``), so the jobs of those
+    the plan does not estimate are named.
+    """
+    workdir = Path(workdir)
+    benchmarks = resolved_benchmarks(config["benchmarks"])
+    cache = Path(config.get("cache", "results/cache/llm"))
+    gateway = Gateway.from_config(
+        config["models"], workdir / cache if not cache.is_absolute() else cache
+    )
+    prices = price_table(config.get("prices"))
+    plan = Plan(gateway.specs, prices)
+    models = {role: spec.model for role, spec in gateway.specs.items()}
+    means, seconds = observed(workdir, models)
+    ctx = Context(config, benchmarks, workdir, gateway, out_means=means)
+    units: dict[tuple[str, str, int, int], set[str]] = defaultdict(set)
+    if jobs is not None:
+        jobs = list(jobs)
+        plan.jobs = dict(Counter(rule for rule, _ in jobs))
+        for rule, wc in jobs:
+            if rule in QA_RULES:
+                key = (wc["benchmark"], wc["system"], int(wc["step"]), int(wc["shard"]))
+                units[key].add(rule)
+            elif rule in set(model_rules):
+                plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
+    else:
+        _all_units(config, benchmarks, workdir, units, plan)
+    plan.latency = _latencies(config, gateway, seconds)
+
+    async def walk() -> None:
+        for (benchmark, system, step, shard), stages in sorted(units.items()):
+            unit = Unit(ctx, benchmark, system, step, shard)
+            if "ingest" in stages:
+                for line in unit.ingest():
+                    plan.add(line)
+            if stages & {"answer", "judge"}:
+                for line in await unit.answer_and_judge("answer" in stages, "judge" in stages):
+                    plan.add(line)
+
+    try:
+        asyncio.run(walk())
+    finally:
+        gateway.close()
+    if plan.unplanned:
+        plan.notes.append(
+            "the interactive and feedback protocols' calls are not estimated yet; their jobs are "
+            "listed, their calls and dollars are not in the totals (a lower bound)"
+        )
+    return plan
+
+
+def _all_units(config, benchmarks, workdir: Path, units, plan: Plan) -> None:
+    for benchmark in config["run"]["benchmarks"]:
+        spec = benchmarks[benchmark]
+        systems = spec.get("systems", config["run"]["systems"])
+        for protocol in protocols_of(benchmark, spec):
+            if protocol != PROTOCOL:
+                plan.unplanned[protocol] = plan.unplanned.get(protocol, 0) + len(systems)
+                continue
+            for system in systems:
+                for step in range(protocol_steps(protocol, spec)):
+                    for shard in range(int(spec.get("shards", 1))):
+                        folder = (
+                            workdir / "results" / benchmark / system / PROTOCOL / f"step{step}"
+                            / f"shard{shard}"
+                        )  # fmt: skip
+                        for rule, ledger in QA_RULES.items():
+                            if not (folder / f"{ledger}.ledger.json").is_file():
+                                units[(benchmark, system, step, shard)].add(rule)
+                                plan.jobs[rule] = plan.jobs.get(rule, 0) + 1
+
+
+def _latencies(config, gateway: Gateway, measured: Mapping[str, float]) -> dict:
+    configured = (config.get("plan") or {}).get("latency_s") or {}
+    out = {}
+    for role, spec in gateway.specs.items():
+        if role in configured:
+            out[role] = (float(configured[role]), "plan.latency_s")
+        elif spec.backend in FREE_BACKENDS:
+            out[role] = (0.0, "local")
+        elif role in measured:
+            out[role] = (round(measured[role], 3), "earlier ledgers")
+        else:
+            out[role] = (ASSUMED_LATENCY_S, "assumed")
+    return out
