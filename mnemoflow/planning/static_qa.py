@@ -57,6 +57,8 @@ class Context:
     #: (role, task) and (role, None) -> mean completion tokens observed in earlier ledgers
     out_means: Mapping[tuple[str, str | None], float] = field(default_factory=dict)
     sample: int = SAMPLE_EPISODES
+    #: keys of the requests planned so far: a second one is a cache hit
+    planned: set[str] = field(default_factory=set)
     _data: dict[str, Prepared] = field(default_factory=dict)
 
     def prepared(self, benchmark: str) -> Prepared:
@@ -143,7 +145,8 @@ class Unit:
                 requests = planned_requests(name, options, question, items, turns, use_options)
                 response = None
                 for request in requests:
-                    known, text = self._count(lines, request, scale, rendered=itself, add=answer)
+                    key = ctx.gateway.request_key(request) if itself else None
+                    known, text = self._count(lines, request, scale, key, add=answer)
                     if request.task == "answer":
                         response = text if known else None
                 if judge:
@@ -151,7 +154,10 @@ class Unit:
                     request = judge_request_for(kind, question, response or str(question["answer"]))
                     for seed in seeds if request is not None else ():
                         request.seed = seed
-                        self._count(lines, request, scale, rendered=itself and not stand_in)
+                        # over the gold: a question asked again with the same gold answer is
+                        # expected to get the same answer, so the same judge prompt (a hit)
+                        key = ctx.gateway.request_key(request)
+                        self._count(lines, request, scale, key, cached=not stand_in)
         if answer and "embedder" in stage_roles(self.system_spec, "query"):
             texts = [str(q) for q in self.questions.question]
             lines[("embedder", "embed")] = self._embeddings(texts, "one query embedding each")
@@ -160,7 +166,10 @@ class Unit:
             if not itself and line.role == "agent":
                 line.notes.append(f"prompts over a {build_spec['type']} stand-in retrieval")
             if line.role == "judge" and line.rendered < line.calls:
-                line.notes.append("judge prompts over the gold answer where no answer is cached")
+                line.notes.append(
+                    "judge prompts over the gold answer where no answer is cached (a question "
+                    "asked again with the same gold is expected to be judged from the cache)"
+                )
             if len(chosen) < len(asked):
                 line.notes.append(f"{len(chosen)} of {len(asked)} episodes rendered, scaled")
         return out
@@ -170,30 +179,40 @@ class Unit:
         lines: dict[tuple[str, str], Line],
         request: ChatRequest,
         scale: float,
-        rendered: bool,
+        key: str | None,
         add: bool = True,
+        cached: bool = True,
     ) -> tuple[bool, str | None]:
-        """Count one request (scaled); (whether the cache holds its reply, the reply's text)."""
+        """Count one request (scaled); (whether the cache holds its reply, the reply's text).
+
+        ``key``: the request's cache key when its prompt is the one that will be sent (else
+        ``None``: estimated, a miss); ``cached``: whether to look the key up in the cache (a key
+        that only stands for a prompt is not). A key planned before is a hit: the run asks it
+        once and finds the reply in the cache from then on, as its ledgers count.
+        """
         gateway = self.ctx.gateway
         spec = gateway.specs[request.role]
-        cached = gateway.cache.get(gateway.request_key(request)) if rendered else None
+        found = gateway.cache.get(key) if key is not None and cached else None
         text = None
-        if cached is not None:
-            text = strip_reasoning(cached.text) if spec.strip_reasoning else cached.text
+        if found is not None:
+            text = strip_reasoning(found.text) if spec.strip_reasoning else found.text
         if add:
             line = lines.setdefault(
                 (request.role, request.task), self.line(request.role, request.task)
             )
             needed, window = fits(request, spec)
             line.calls += scale
-            line.rendered += scale if rendered else 0.0
+            line.rendered += scale if key is not None and cached else 0.0
             line.overflows += scale if window is not None and needed > window else 0.0
-            if cached is not None:
+            hit = found is not None or key in self.ctx.planned
+            if key is not None:
+                self.ctx.planned.add(key)
+            if hit:
                 line.cache_hits += scale
             else:
                 line.tokens_in += scale * prompt_tokens(request.messages, spec.backend)
                 line.tokens_out += scale * self.ctx.tokens_out(request.role, request.task)
-        return cached is not None, text
+        return found is not None, text
 
     def _embeddings(self, texts: list[str], why: str) -> Line:
         backend = self.ctx.gateway.specs["embedder"].backend

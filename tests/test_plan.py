@@ -1,0 +1,159 @@
+"""``mnemoflow plan`` and ``budget_usd``: a run priced before it starts, against its own ledgers.
+
+The workflow test binds the agent and judge of a small static QA run (synthetic, one BM25 system,
+two steps) to the local test server under a priced model name, plans it on an empty cache, runs
+it, and compares the plan with what the ledgers then record; then plans the finished run forced
+again (every call a cache hit, $0). Before the run, ``budget_usd`` below the plan refuses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mnemoflow import cli
+from mnemoflow.commands.plan import dry_run_jobs
+from mnemoflow.llm.types import EndpointSpec
+from mnemoflow.planning.budget import check_budget
+from mnemoflow.planning.plan import Line, Plan
+from mnemoflow.prices import price_table
+from mnemoflow.testing.openai_server import OpenAITestServer
+from tests.answering_model import answer
+from tests.workflow import REPO, TINY, ledgers, snakemake, workdir
+
+MODEL = "gpt-4o-mini"  # in the shipped price table
+
+
+def test_dry_run_jobs_reads_rules_and_wildcards():
+    log = (
+        "rule ingest:\n    output: a\n    wildcards: benchmark=synthetic, system=none, step=0, "
+        "shard=1\n    resources: tmpdir=/tmp\n\nlocalrule all:\n    input: b\n"
+    )
+    assert dry_run_jobs(log) == [
+        ("ingest", {"benchmark": "synthetic", "system": "none", "step": "0", "shard": "1"}),
+        ("all", {}),
+    ]
+
+
+def test_plan_json_has_the_ledger_totals_and_prices_by_role():
+    specs = {
+        "agent": EndpointSpec("agent", backend="openai", model=MODEL, base_url="http://x/v1"),
+        "judge": EndpointSpec("judge"),
+    }
+    plan = Plan(specs, price_table())
+    plan.jobs = {"answer": 2, "judge": 2}
+    plan.latency = {"agent": (1.0, "plan.latency_s"), "judge": (0.0, "local")}
+    plan.add(Line("b", "s", "qa", "agent", "answer", calls=10, tokens_in=1e6, tokens_out=1e5))
+    plan.add(Line("b", "s", "qa", "agent", "answer", calls=10, cache_hits=10))
+    plan.add(Line("b", "s", "qa", "judge", "judge_qa", calls=20, tokens_in=500))
+    data = json.loads(plan.to_json())
+    assert {"jobs", "calls", "cache_hits", "tokens_in", "tokens_out", "usd", "hours"} <= set(data)
+    assert data["jobs"] == 4 and data["calls"] == 40 and data["cache_hits"] == 10
+    assert set(data["by_role"]["agent"]) == {
+        "calls",
+        "cache_hits",
+        "tokens_in",
+        "tokens_out",
+        "usd",
+    }
+    # gpt-4o-mini: $0.15 in, $0.60 out per million; the offline judge costs nothing
+    assert data["by_role"]["agent"]["usd"] == pytest.approx(0.15 + 0.06)
+    assert data["by_role"]["judge"]["usd"] == 0.0 and data["usd"] == pytest.approx(0.21)
+    # 10 misses x 1 s / concurrency 8
+    assert data["hours"] == pytest.approx(10 / 8 / 3600, abs=1e-4)
+    assert "agent/answer" in plan.render()
+
+
+def test_no_budget_plans_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    check_budget({"models": {}, "benchmarks": {"x": {"loader": "nope"}}})  # would fail if planned
+    assert not (tmp_path / "results").exists()
+
+
+def _plan(wd, override, *extra):
+    out = subprocess.run(
+        [sys.executable, "-m", "mnemoflow.cli", "plan", "--json", "--directory", str(wd),
+         "--configfile", str(TINY), str(override), *extra],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def _ledgers(wd):
+    names = ("ingest.ledger.json", "answers.ledger.json", "judgements.ledger.json")
+    recorded = {}
+    for ledger in (entry for name in names for entry in ledgers(wd, name)):
+        for key, entry in ledger["by_role_task"].items():
+            role = key.split("/")[0]
+            mine = recorded.setdefault(role, {"calls": 0, "cache_hits": 0, "tokens_in": 0})
+            for name in mine:
+                mine[name] += entry[name]
+    return recorded
+
+
+@pytest.mark.slow
+def test_plan_matches_the_ledgers_of_the_run_it_plans(tmp_path):
+    with OpenAITestServer(reply=answer) as server:
+        endpoint = {"base_url": server.base_url, "model": MODEL, "max_tokens": 64}
+        override = tmp_path / "endpoint.yaml"
+        config = {
+            "models": {"agent": endpoint, "judge": endpoint},
+            "allow_offline_roles": ["memory_writer", "embedder"],
+            "run": {"benchmarks": ["synthetic"], "systems": ["bm25_message"]},
+            "benchmarks": {"synthetic": {"shards": 1}},
+        }
+        override.write_text(json.dumps(config))
+        (tmp_path / "run").mkdir()
+        wd = workdir(tmp_path / "run")
+
+        planned = _plan(wd, override)
+        # over budget: refused when the workflow is parsed, naming the plan's total
+        tight = tmp_path / "budget.yaml"
+        tight.write_text(json.dumps({"budget_usd": 0.000001}))
+        refused = subprocess.run(
+            [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n",
+             "--directory", str(wd), "--configfile", str(TINY), str(override), str(tight)],
+            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        assert refused.returncode != 0
+        total = f"${planned['usd']:.6f}"
+        said = [
+            line for line in (refused.stdout + refused.stderr).splitlines() if "budget_usd" in line
+        ]
+        assert said and total in said[0], refused.stdout[-2000:]
+
+        step = "results/synthetic/bm25_message/qa/step{}/shard0/judgements.parquet"
+        snakemake(wd, configfiles=(TINY, override), targets=[step.format(0), step.format(1)])
+        forced = _plan(wd, override, "--forceall")  # the finished run again, every job
+        assert server.stats().total > 0
+
+    recorded = _ledgers(wd)
+    for role in ("agent", "judge"):
+        plan, ledger = planned["by_role"][role], recorded[role]
+        assert plan["calls"] == pytest.approx(ledger["calls"], rel=0.10), role
+        # an empty cache, but a prompt asked twice is answered once (the judge's repeated
+        # questions, expected from the gold answers)
+        assert abs(plan["cache_hits"] - ledger["cache_hits"]) <= 0.10 * ledger["calls"], role
+        assert plan["tokens_in"] == pytest.approx(ledger["tokens_in"], rel=0.25), role
+        assert plan["usd"] > 0
+    assert planned["jobs"] > 0 and planned["hours"] > 0
+    # the finished run rerun: every call is answered by the cache, for free
+    assert forced["jobs_by_rule"]["answer"] == 2 and forced["calls"] == planned["calls"]
+    assert forced["cache_hits"] == forced["calls"] and forced["usd"] == 0.0
+    ratios = {
+        role: {
+            k: round(planned["by_role"][role][k] / recorded[role][k], 3)
+            for k in ("calls", "tokens_in")
+        }
+        for role in ("agent", "judge")
+    }
+    print("plan / ledger:", ratios)
+
+
+def test_the_cli_lists_plan():
+    assert "plan" in cli.build_parser().format_help()
