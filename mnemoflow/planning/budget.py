@@ -39,9 +39,15 @@ def check_budget(
     budget = config.get("budget_usd")
     if budget is None or not main_process:
         return
+    from mnemoflow.llm.types import resolved_spec
+    from mnemoflow.prices import FREE_BACKENDS
+
+    models = config.get("models") or {}
+    if all(resolved_spec(models, role).backend in FREE_BACKENDS for role in models):
+        return  # every role runs on this machine: the run costs $0
     from mnemoflow.planning.run import plan_run
 
-    plan = plan_run(config, Path.cwd(), model_rules=model_rules)
+    plan = plan_run(config, Path.cwd(), model_rules=model_rules, priced_only=True)
     total = plan.usd()
     if total is None:
         raise ConfigError(

@@ -64,12 +64,14 @@ def plan_run(
     workdir: Path | str = ".",
     jobs: Iterable[Job] | None = None,
     model_rules: Iterable[str] = (),
+    priced_only: bool = False,
 ) -> Plan:
     """The plan of the run ``config`` describes, in ``workdir``.
 
     ``jobs``: the dry run's jobs (``None``: every static QA job whose ledger is missing);
     ``model_rules``: the workflow's model-calling rules (``RULE_ROLES``), so the jobs of those
-    the plan does not estimate are named.
+    the plan does not estimate are named; ``priced_only``: only the dollars are wanted (roles on
+    local backends are counted without looking their prompts up in the cache).
     """
     workdir = Path(workdir)
     benchmarks = resolved_benchmarks(config["benchmarks"])
@@ -81,7 +83,7 @@ def plan_run(
     plan = Plan(gateway.specs, prices)
     models = {role: spec.model for role, spec in gateway.specs.items()}
     means, seconds = observed(workdir, models)
-    ctx = Context(config, benchmarks, workdir, gateway, out_means=means)
+    ctx = Context(config, benchmarks, workdir, gateway, out_means=means, priced_only=priced_only)
     units: dict[tuple[str, str, int, int], set[str]] = defaultdict(set)
     if jobs is not None:
         jobs = list(jobs)

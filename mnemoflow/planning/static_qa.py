@@ -38,6 +38,7 @@ from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import build, resolve, stage_roles, without_labels
 from mnemoflow.planning.plan import Line
+from mnemoflow.prices import FREE_BACKENDS
 from mnemoflow.protocols.static_qa import PROTOCOL, episode_batch, shard_episodes
 
 #: Episodes rendered per (benchmark, system, step, shard) at most; the rest is scaled.
@@ -57,6 +58,9 @@ class Context:
     #: (role, task) and (role, None) -> mean completion tokens observed in earlier ledgers
     out_means: Mapping[tuple[str, str | None], float] = field(default_factory=dict)
     sample: int = SAMPLE_EPISODES
+    #: only dollars matter (``budget_usd``): roles on local backends are counted, not looked up
+    #: in the cache (their cache keys need the offline model's code fingerprint, slow to load)
+    priced_only: bool = False
     #: keys of the requests planned so far: a second one is a cache hit
     planned: set[str] = field(default_factory=set)
     _data: dict[str, Prepared] = field(default_factory=dict)
@@ -73,6 +77,12 @@ class Context:
             else:
                 self._data[benchmark] = load_benchmark(self.benchmarks[benchmark])
         return self._data[benchmark]
+
+    def key(self, request: ChatRequest) -> str | None:
+        """The request's cache key, unless only dollars matter and its role costs none."""
+        if self.priced_only and self.gateway.specs[request.role].backend in FREE_BACKENDS:
+            return None
+        return self.gateway.request_key(request)
 
     def tokens_out(self, role: str, task: str) -> float:
         """Expected completion tokens: the mean observed in earlier ledgers, else max_tokens."""
@@ -145,7 +155,7 @@ class Unit:
                 requests = planned_requests(name, options, question, items, turns, use_options)
                 response = None
                 for request in requests:
-                    key = ctx.gateway.request_key(request) if itself else None
+                    key = ctx.key(request) if itself else None
                     known, text = self._count(lines, request, scale, key, add=answer)
                     if request.task == "answer":
                         response = text if known else None
@@ -156,7 +166,7 @@ class Unit:
                         request.seed = seed
                         # over the gold: a question asked again with the same gold answer is
                         # expected to get the same answer, so the same judge prompt (a hit)
-                        key = ctx.gateway.request_key(request)
+                        key = ctx.key(request)
                         self._count(lines, request, scale, key, cached=not stand_in)
         if answer and "embedder" in stage_roles(self.system_spec, "query"):
             texts = [str(q) for q in self.questions.question]
@@ -204,9 +214,11 @@ class Unit:
             line.calls += scale
             line.rendered += scale if key is not None and cached else 0.0
             line.overflows += scale if window is not None and needed > window else 0.0
-            hit = found is not None or key in self.ctx.planned
-            if key is not None:
-                self.ctx.planned.add(key)
+            # a stand-in prompt repeats only within its system (another memory answers otherwise)
+            seen = key if cached or key is None else f"{self.benchmark}/{self.system}/{key}"
+            hit = found is not None or seen in self.ctx.planned
+            if seen is not None:
+                self.ctx.planned.add(seen)
             if hit:
                 line.cache_hits += scale
             else:
