@@ -24,6 +24,7 @@ from mnemoflow.planning.run import Job, plan_run
 
 _RULE = re.compile(r"^(?:local)?rule (\w+):$")
 _WILDCARDS = re.compile(r"^\s+wildcards: (.*)$")
+_ERROR = re.compile(r"^\w*(Error|Exception) in (file|rule|line)\b")
 
 
 @COMMANDS.register(
@@ -51,6 +52,16 @@ def dry_run_jobs(output: str) -> list[Job]:
     return jobs
 
 
+def dry_run_error(output: str) -> str:
+    """The one line a failed dry run says was wrong (the line after Snakemake's ``XError in
+    file ...``), else its last line."""
+    lines = [line for line in output.splitlines() if line.strip()] or ["no output"]
+    for line, after in zip(lines, lines[1:], strict=False):
+        if _ERROR.match(line):
+            return after.strip()
+    return lines[-1].strip()
+
+
 def run(args: argparse.Namespace) -> int:
     if not (ROOT / "Snakefile").exists():
         raise OSError(f"{ROOT}: no Snakefile; run mnemoflow from a checkout of the repository")
@@ -65,8 +76,7 @@ def run(args: argparse.Namespace) -> int:
             env={**os.environ, DUMP_ENV: str(dump)},
         )
         if result.returncode != 0 or not dump.is_file():
-            lines = (result.stderr or result.stdout).strip().splitlines() or ["no output"]
-            raise OSError(f"the dry run failed: {lines[-1]}")
+            raise OSError(f"the dry run failed: {dry_run_error(result.stdout + result.stderr)}")
         parsed = json.loads(dump.read_text(encoding="utf-8"))
     jobs = dry_run_jobs(result.stdout + result.stderr)
     plan = plan_run(parsed["config"], parsed["workdir"], jobs, parsed["model_rules"])

@@ -75,10 +75,10 @@ def plan_run(
     """
     workdir = Path(workdir)
     benchmarks = resolved_benchmarks(config["benchmarks"])
-    cache = Path(config.get("cache", "results/cache/llm"))
-    gateway = Gateway.from_config(
-        config["models"], workdir / cache if not cache.is_absolute() else cache
-    )
+    cache = workdir / Path(config.get("cache", "results/cache/llm"))
+    if not (cache.exists() or cache.with_suffix(".sqlite").exists()):
+        cache = None  # nothing cached yet; the plan creates nothing
+    gateway = Gateway.from_config(config["models"], cache)
     prices = price_table(config.get("prices"))
     plan = Plan(gateway.specs, prices)
     models = {role: spec.model for role, spec in gateway.specs.items()}

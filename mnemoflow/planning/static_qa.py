@@ -17,7 +17,8 @@ For one (benchmark, system, step, shard):
   extract, then update), each the size of the batch's extract-facts prompt; ``embedder`` one text
   per message (per session for ``*_session``); and one query embedding per question.
 
-Large shards are sampled: at most ``sample`` episodes are rendered and the counts scaled.
+Large shards are sampled: at most ``sample`` questions (evenly spread over the shard's episodes,
+in order) are rendered, with their episodes' memories, and the counts scaled.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from mnemoflow.agents.longmemeval_reader import episode_turns
 from mnemoflow.agents.readers import planned_requests, reader_config
@@ -41,8 +44,8 @@ from mnemoflow.planning.plan import Line
 from mnemoflow.prices import FREE_BACKENDS
 from mnemoflow.protocols.static_qa import PROTOCOL, episode_batch, shard_episodes
 
-#: Episodes rendered per (benchmark, system, step, shard) at most; the rest is scaled.
-SAMPLE_EPISODES = 40
+#: Questions rendered per (benchmark, system, step, shard) at most; the rest is scaled.
+SAMPLE_QUESTIONS = 100
 #: Memory systems whose writer asks twice per batch (extract facts, then update memories).
 TWO_WRITER_CALLS = ("agentic_external",)
 
@@ -57,7 +60,7 @@ class Context:
     gateway: Gateway
     #: (role, task) and (role, None) -> mean completion tokens observed in earlier ledgers
     out_means: Mapping[tuple[str, str | None], float] = field(default_factory=dict)
-    sample: int = SAMPLE_EPISODES
+    sample: int = SAMPLE_QUESTIONS
     #: only dollars matter (``budget_usd``): roles on local backends are counted, not looked up
     #: in the cache (their cache keys need the offline model's code fingerprint, slow to load)
     priced_only: bool = False
@@ -101,11 +104,13 @@ def _stand_in(spec: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return {"type": kind, "top_k": int(top_k)}, False
 
 
-def _sampled(episodes: list[str], limit: int) -> list[str]:
-    if len(episodes) <= limit:
-        return episodes
-    step = len(episodes) / limit
-    return [episodes[int(i * step)] for i in range(limit)]
+def _sampled(questions: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """At most ``limit`` of ``questions``, evenly spread (by episode, then question id)."""
+    ordered = questions.sort_values(["episode_id", "question_id"], kind="stable")
+    if len(ordered) <= limit:
+        return ordered
+    step = len(ordered) / limit
+    return ordered.iloc[[int(i * step) for i in range(limit)]]
 
 
 class Unit:
@@ -137,9 +142,8 @@ class Unit:
         kind = kind_for(self.spec)
         judge_cfg = ctx.config.get("judge", {}) or {}
         seeds = repeat_seeds(int(judge_cfg.get("repeats", 1)), int(judge_cfg.get("seed", 0)))
-        asked = [e for e in self.episodes if e in set(self.questions.episode_id)]
-        chosen = _sampled(asked, ctx.sample)
-        sampled = self.questions[self.questions.episode_id.isin(set(chosen))]
+        sampled = _sampled(self.questions, ctx.sample)
+        chosen = [e for e in self.episodes if e in set(sampled.episode_id)]
         scale = len(self.questions) / len(sampled) if len(sampled) else 0.0
         lines: dict[tuple[str, str], Line] = {}
         for episode in chosen:
@@ -180,8 +184,10 @@ class Unit:
                     "judge prompts over the gold answer where no answer is cached (a question "
                     "asked again with the same gold is expected to be judged from the cache)"
                 )
-            if len(chosen) < len(asked):
-                line.notes.append(f"{len(chosen)} of {len(asked)} episodes rendered, scaled")
+            if len(sampled) < len(self.questions):
+                line.notes.append(
+                    f"{len(sampled)} of {len(self.questions)} questions rendered, scaled"
+                )
         return out
 
     def _count(
