@@ -17,14 +17,18 @@ from typing import Any
 
 from mnemoflow.environment.knobs import resolved_benchmarks
 from mnemoflow.llm.gateway import Gateway
+from mnemoflow.planning import interactive
 from mnemoflow.planning.plan import ASSUMED_LATENCY_S, Plan
 from mnemoflow.planning.static_qa import Context, Unit
 from mnemoflow.prices import FREE_BACKENDS, price_table
+from mnemoflow.protocols import interactive as interactive_protocol
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import PROTOCOL
 
 log = logging.getLogger("mnemoflow")
 
+#: The interactive rules the plan estimates (mnemoflow.planning.interactive).
+INTERACTIVE_RULES = ("dialogues", "replay_dialogues", "upper_bound")
 #: The static QA rules the plan estimates, and the ledger each job writes.
 QA_RULES = {"ingest": "ingest", "answer": "answers", "judge": "judgements"}
 
@@ -85,6 +89,8 @@ def plan_run(
     means, seconds = observed(workdir, models)
     ctx = Context(config, benchmarks, workdir, gateway, out_means=means, priced_only=priced_only)
     units: dict[tuple[str, str, int, int], set[str]] = defaultdict(set)
+    #: interactive jobs: (rule, benchmark, system, protocol, step, shard)
+    talks: list[tuple[str, str, str, str, int, int]] = []
     if jobs is not None:
         jobs = list(jobs)
         plan.jobs = dict(Counter(rule for rule, _ in jobs))
@@ -92,10 +98,12 @@ def plan_run(
             if rule in QA_RULES:
                 key = (wc["benchmark"], wc["system"], int(wc["step"]), int(wc["shard"]))
                 units[key].add(rule)
+            elif rule in INTERACTIVE_RULES:
+                talks.append(_talk(rule, wc))
             elif rule in set(model_rules):
                 plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
     else:
-        _all_units(config, benchmarks, workdir, units, plan)
+        _all_units(config, benchmarks, workdir, units, talks, plan)
     plan.latency = _latencies(config, gateway, seconds)
 
     async def walk() -> None:
@@ -110,21 +118,55 @@ def plan_run(
 
     try:
         asyncio.run(walk())
+        for rule, benchmark, system, protocol, step, shard in talks:
+            if rule == "upper_bound":
+                lines = interactive.plan_upper_bound(ctx, benchmark)
+            else:
+                lines = interactive.plan_dialogues(ctx, benchmark, system, protocol, step, shard)
+            if lines is None:
+                plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
+            for line in lines or ():
+                plan.add(line)
     finally:
         gateway.close()
     if plan.unplanned:
         plan.notes.append(
-            "the interactive and feedback protocols' calls are not estimated yet; their jobs are "
-            "listed, their calls and dollars are not in the totals (a lower bound)"
+            "the feedback protocols' and model-generated environments' calls are not estimated "
+            "yet; their jobs are listed, their calls and dollars are not in the totals (a lower "
+            "bound)"
         )
     return plan
 
 
-def _all_units(config, benchmarks, workdir: Path, units, plan: Plan) -> None:
+def _talk(rule: str, wc: Mapping[str, str]) -> tuple[str, str, str, str, int, int]:
+    if rule == "upper_bound":
+        return (rule, wc["benchmark"], "-", "upper_bound", 0, 0)
+    return (rule, wc["benchmark"], wc["system"], wc["protocol"], int(wc["step"]), int(wc["shard"]))
+
+
+def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan) -> None:
     for benchmark in config["run"]["benchmarks"]:
         spec = benchmarks[benchmark]
         systems = spec.get("systems", config["run"]["systems"])
-        for protocol in protocols_of(benchmark, spec):
+        chosen = protocols_of(benchmark, spec)
+        bound = workdir / "results" / benchmark / "upper_bound.ledger.json"
+        if set(chosen) & set(interactive_protocol.PROTOCOLS) and not bound.is_file():
+            talks.append(("upper_bound", benchmark, "-", "upper_bound", 0, 0))
+        for protocol in chosen:
+            if protocol in interactive_protocol.PROTOCOLS:
+                rule = (
+                    "dialogues" if protocol == interactive_protocol.PROTOCOL else "replay_dialogues"
+                )
+                for system in systems:
+                    for step in range(protocol_steps(protocol, spec)):
+                        for shard in range(int(spec.get("shards", 1))):
+                            folder = (
+                                workdir / "results" / benchmark / system / protocol
+                                / f"step{step}" / f"shard{shard}"
+                            )  # fmt: skip
+                            if not (folder / "dialogues.ledger.json").is_file():
+                                talks.append((rule, benchmark, system, protocol, step, shard))
+                continue
             if protocol != PROTOCOL:
                 plan.unplanned[protocol] = plan.unplanned.get(protocol, 0) + len(systems)
                 continue
