@@ -157,3 +157,43 @@ def test_plan_matches_the_ledgers_of_the_run_it_plans(tmp_path):
 
 def test_the_cli_lists_plan():
     assert "plan" in cli.build_parser().format_help()
+
+
+def test_interactive_calls_follow_the_environment_and_the_schedule(tmp_path):
+    """AMemGym: every session has the schedule's rounds, every question a checkpoint and a recall,
+    every (question, option) an upper-bound request; a writer's calls are expected, not exact.
+    (Measured against a 2-user offline run's ledgers: agent 442 / 442, user 8 / 8 calls.)"""
+    import yaml
+
+    from mnemoflow.data import amemgym_procedural
+    from mnemoflow.planning.run import plan_run
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["models"]["embedder"] = {"backend": "offline"}
+    config["run"] = {"benchmarks": ["amemgym_procedural"], "systems": ["none"]}
+    generate = {"users": 2, "periods": 1, "seed": 7}
+    config["benchmarks"]["amemgym_procedural"]["generate"] = generate
+    wc = {"benchmark": "amemgym_procedural", "protocol": "interactive", "shard": "0"}
+    jobs = [
+        ("upper_bound", {"benchmark": "amemgym_procedural"}),
+        *[
+            ("dialogues", {**wc, "system": s, "step": str(k)})
+            for s in ("native", "awi")
+            for k in (0, 1)
+        ],
+    ]
+    plan = plan_run(config, tmp_path, jobs, model_rules=("dialogues", "upper_bound"))
+    users = amemgym_procedural.generate(generate)
+    sessions = [len(p["sessions"]) for u in users for p in u["periods"]]
+    rounds = {0: 1, 1: 2}  # the shipped schedule: num_rounds_init 1, num_rounds_update 2
+    turns = sum(n * rounds[k % 2] for k, n in enumerate(sessions))
+    questions = sum(len(u["qas"]) for u in users)
+    options = sum(len(q["answer_choices"]) for u in users for q in u["qas"])
+    runs = {(r["system"], r["task"]): r for r in plan.to_dict()["runs"]}
+    assert runs[("native", "interactive_act")]["calls"] == turns
+    assert runs[("native", "amemgym_user_followup")]["calls"] == turns - sum(sessions)
+    assert runs[("awi", "amemgym_choice")]["calls"] == runs[("awi", "amemgym_recall")]["calls"]
+    assert runs[("awi", "amemgym_choice")]["calls"] == 2 * questions  # asked at both periods
+    assert runs[("-", "amemgym_choice")]["calls"] == options
+    assert runs[("awi", "write")]["count"] == "expected" and ("native", "write") not in runs
+    assert not plan.unplanned and not (tmp_path / "results").exists()
