@@ -197,3 +197,39 @@ def test_interactive_calls_follow_the_environment_and_the_schedule(tmp_path):
     assert runs[("-", "amemgym_choice")]["calls"] == options
     assert runs[("awi", "write")]["count"] == "expected" and ("native", "write") not in runs
     assert not plan.unplanned and not (tmp_path / "results").exists()
+
+
+def test_feedback_answers_are_exact_and_live_dialogues_have_bounds(tmp_path):
+    """MemoryBench: one answer per test question per step; a live dialogue has 1 .. max_rounds
+    answers and one user reaction after each but the last. (Measured against an offline run of
+    synthetic_feedback with none and rag: agent 253 in the ledgers, 256 expected in [224, 288];
+    user 125 in [64, 128].)"""
+    import yaml
+
+    from mnemoflow.data.registry import load_benchmark
+    from mnemoflow.planning.run import plan_run
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["run"] = {"benchmarks": ["synthetic_feedback"], "systems": ["none"]}
+    spec = config["benchmarks"]["synthetic_feedback"]  # batch_size 8, max_rounds 3
+    wc = {"benchmark": "synthetic_feedback", "system": "none", "protocol": "on_policy"}
+    jobs = [
+        ("feedback_train_dialogues", {"benchmark": "synthetic_feedback", "system": "none"}),
+        *[("feedback_step", {**wc, "step": str(k)}) for k in (0, 1)],
+    ]
+    plan = plan_run(config, tmp_path, jobs, model_rules=("feedback_step",))
+    questions = load_benchmark(spec).questions
+    test, train = (int((questions["split"] == s).sum()) for s in ("test", "train"))
+    runs = {(r["protocol"], r["role"]): r for r in plan.to_dict()["runs"]}
+    assert (runs[("feedback", "agent")]["min"], runs[("feedback", "agent")]["max"]) == (
+        train,
+        3 * train,
+    )
+    assert (runs[("feedback", "user")]["min"], runs[("feedback", "user")]["max"]) == (
+        train,
+        2 * train,
+    )
+    live = min(8, train)  # step 1 converses one batch, then both steps answer the test split
+    assert runs[("on_policy", "agent")]["min"] == 2 * test + live
+    assert runs[("on_policy", "agent")]["max"] == 2 * test + 3 * live
+    assert runs[("on_policy", "agent")]["count"] == "expected"

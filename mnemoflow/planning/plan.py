@@ -46,6 +46,9 @@ class Line:
     exact: bool = True
     rendered: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: where the count depends on what a model says and has bounds (live dialogues)
+    calls_min: float | None = None
+    calls_max: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -55,6 +58,11 @@ class Line:
         for name in (*TOTAL_KEYS, "overflows", "rendered"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.exact = self.exact and other.exact
+        for name in ("calls_min", "calls_max"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine is not None or theirs is not None:
+                low = self.calls - other.calls if mine is None else mine
+                setattr(self, name, low + (other.calls if theirs is None else theirs))
         self.notes.extend(n for n in other.notes if n not in self.notes)
 
 
@@ -174,6 +182,11 @@ class Plan:
                     **{name: round(getattr(line, name)) for name in TOTAL_KEYS},
                     "usd": self.line_usd(line),
                     "count": "exact" if line.exact else "expected",
+                    **(
+                        {"min": round(line.calls_min), "max": round(line.calls_max)}
+                        if line.calls_min is not None and line.calls_max is not None
+                        else {}
+                    ),
                     "prompts": _prompts(line),
                     "notes": line.notes,
                 }
@@ -194,7 +207,9 @@ class Plan:
             [
                 f"{r['benchmark']}/{r['system']}/{r['protocol']}",
                 f"{r['role']}/{r['task']}",
-                f"{r['calls']:,}" + ("" if r["count"] == "exact" else " (exp.)"),
+                f"{r['calls']:,}"
+                + ("" if r["count"] == "exact" else " (exp.)")
+                + (f" [{r['min']:,}-{r['max']:,}]" if "min" in r else ""),
                 f"{r['cache_hits']:,}",
                 f"{r['tokens_in']:,}",
                 f"{r['tokens_out']:,}",

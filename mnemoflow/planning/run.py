@@ -17,10 +17,11 @@ from typing import Any
 
 from mnemoflow.environment.knobs import resolved_benchmarks
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.planning import interactive
+from mnemoflow.planning import feedback, interactive
 from mnemoflow.planning.plan import ASSUMED_LATENCY_S, Plan
 from mnemoflow.planning.static_qa import Context, Unit
 from mnemoflow.prices import FREE_BACKENDS, price_table
+from mnemoflow.protocols import feedback as feedback_protocol
 from mnemoflow.protocols import interactive as interactive_protocol
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import PROTOCOL
@@ -29,6 +30,8 @@ log = logging.getLogger("mnemoflow")
 
 #: The interactive rules the plan estimates (mnemoflow.planning.interactive).
 INTERACTIVE_RULES = ("dialogues", "replay_dialogues", "upper_bound")
+#: The feedback rules the plan estimates (mnemoflow.planning.feedback).
+FEEDBACK_RULES = ("feedback_train_dialogues", "feedback_step", "feedback_train_performance")
 #: The static QA rules the plan estimates, and the ledger each job writes.
 QA_RULES = {"ingest": "ingest", "answer": "answers", "judge": "judgements"}
 
@@ -98,7 +101,7 @@ def plan_run(
             if rule in QA_RULES:
                 key = (wc["benchmark"], wc["system"], int(wc["step"]), int(wc["shard"]))
                 units[key].add(rule)
-            elif rule in INTERACTIVE_RULES:
+            elif rule in INTERACTIVE_RULES or rule in FEEDBACK_RULES:
                 talks.append(_talk(rule, wc))
             elif rule in set(model_rules):
                 plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
@@ -121,6 +124,10 @@ def plan_run(
         for rule, benchmark, system, protocol, step, shard in talks:
             if rule == "upper_bound":
                 lines = interactive.plan_upper_bound(ctx, benchmark)
+            elif rule == "feedback_train_dialogues":
+                lines = feedback.plan_train_dialogues(ctx, benchmark, system)
+            elif rule in FEEDBACK_RULES:
+                lines = feedback.plan_step(ctx, benchmark, system, protocol, step)
             else:
                 lines = interactive.plan_dialogues(ctx, benchmark, system, protocol, step, shard)
             if lines is None:
@@ -131,9 +138,8 @@ def plan_run(
         gateway.close()
     if plan.unplanned:
         plan.notes.append(
-            "the feedback protocols' and model-generated environments' calls are not estimated "
-            "yet; their jobs are listed, their calls and dollars are not in the totals (a lower "
-            "bound)"
+            "the calls of the jobs listed as not estimated (environments generated with a model, "
+            "before they exist) are not in the totals (a lower bound)"
         )
     return plan
 
@@ -141,7 +147,10 @@ def plan_run(
 def _talk(rule: str, wc: Mapping[str, str]) -> tuple[str, str, str, str, int, int]:
     if rule == "upper_bound":
         return (rule, wc["benchmark"], "-", "upper_bound", 0, 0)
-    return (rule, wc["benchmark"], wc["system"], wc["protocol"], int(wc["step"]), int(wc["shard"]))
+    if rule == "feedback_train_dialogues":
+        return (rule, wc["benchmark"], wc["system"], "feedback", 0, 0)
+    step, shard = int(wc.get("step", 0)), int(wc.get("shard", 0))
+    return (rule, wc["benchmark"], wc["system"], wc["protocol"], step, shard)
 
 
 def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan) -> None:
@@ -167,6 +176,9 @@ def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan) -> N
                             if not (folder / "dialogues.ledger.json").is_file():
                                 talks.append((rule, benchmark, system, protocol, step, shard))
                 continue
+            if protocol in feedback_protocol.PROTOCOLS:
+                _feedback_units(benchmark, spec, systems, protocol, workdir, talks)
+                continue
             if protocol != PROTOCOL:
                 plan.unplanned[protocol] = plan.unplanned.get(protocol, 0) + len(systems)
                 continue
@@ -181,6 +193,23 @@ def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan) -> N
                             if not (folder / f"{ledger}.ledger.json").is_file():
                                 units[(benchmark, system, step, shard)].add(rule)
                                 plan.jobs[rule] = plan.jobs.get(rule, 0) + 1
+
+
+def _feedback_units(benchmark, spec, systems, protocol, workdir: Path, talks) -> None:
+    generated = feedback_protocol.dialogue_source(spec) == "generated"
+    for system in systems:
+        train = (
+            workdir / "results" / benchmark / system / "feedback" / "train_dialogues.ledger.json"
+        )
+        item = ("feedback_train_dialogues", benchmark, system, "feedback", 0, 0)
+        if generated and feedback_protocol.replays_recorded(protocol) and not train.is_file():
+            if item not in talks:
+                talks.append(item)
+        rule = "feedback_train_performance" if protocol == "train_performance" else "feedback_step"
+        for step in range(protocol_steps(protocol, spec)):
+            folder = workdir / "results" / benchmark / system / protocol / f"step{step}"
+            if not (folder / "step.ledger.json").is_file():
+                talks.append((rule, benchmark, system, protocol, step, 0))
 
 
 def _latencies(config, gateway: Gateway, measured: Mapping[str, float]) -> dict:
