@@ -233,3 +233,16 @@ def test_feedback_answers_are_exact_and_live_dialogues_have_bounds(tmp_path):
     assert runs[("on_policy", "agent")]["min"] == 2 * test + live
     assert runs[("on_policy", "agent")]["max"] == 2 * test + 3 * live
     assert runs[("on_policy", "agent")]["count"] == "expected"
+
+
+def test_the_parse_time_plan_is_kept_by_what_it_depends_on(tmp_path):
+    from mnemoflow.planning.budget import state_key
+
+    config = {"models": {}, "cache": "results/cache/llm", "budget_usd": 1}
+    key = state_key(config, tmp_path)
+    assert state_key({**config, "budget_usd": 2}, tmp_path) == key  # the budget is not planned
+    assert state_key({**config, "seed": 1}, tmp_path) != key
+    ledger = tmp_path / "results" / "b" / "ingest.ledger.json"
+    ledger.parent.mkdir(parents=True)
+    ledger.write_text("{}")  # a job has run: it is not planned again
+    assert state_key(config, tmp_path) != key
