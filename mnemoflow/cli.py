@@ -11,6 +11,9 @@ import sys
 
 from mnemoflow.commands import COMMANDS
 
+#: Commands whose unknown arguments are snakemake's.
+SNAKEMAKE_COMMANDS = ("run", "plan")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -24,10 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    # `mnemoflow run` hands every argument it does not know to snakemake (--configfile, -n,
-    # targets); every other command rejects them
+    # `mnemoflow run` and `plan` hand every argument they do not know to snakemake (--configfile,
+    # -n, targets); every other command rejects them
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "run":
+    if extra and args.command not in SNAKEMAKE_COMMANDS:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
     try:

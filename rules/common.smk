@@ -23,6 +23,7 @@ from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
 from mnemoflow.ops.endpoints import stop_all as stop_endpoints
+from mnemoflow.planning.budget import check_budget
 from mnemoflow.memory.base import check_systems, stage_roles, stage_spec, without_labels
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
@@ -594,4 +595,8 @@ check_bindings(
     MODELS,
     used=run_roles(),
     allow_offline=config.get("allow_offline_roles", []),
+)
+# budget_usd: a run whose plan (docs/plan.md) would cost more refuses to start; without it, nothing
+check_budget(
+    {**config, "models": MODELS}, workflow.is_main_process, model_rules=RULE_ROLES
 )

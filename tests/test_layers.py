@@ -40,6 +40,9 @@ ALLOWED = {
     "environment": SHARED | {"llm", "data"},
     "protocols": SHARED | {"llm", "data", "memory", "agents", "simulators", "eval"},
     "ops": set(),  # processes the CLI starts and stops: standard library and itself only
+    # `mnemoflow plan` and budget_usd: walks the protocols' data with their request builders
+    "planning": SHARED
+    | {"llm", "data", "memory", "agents", "simulators", "eval", "protocols", "environment"},
 }
 
 

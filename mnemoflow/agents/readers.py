@@ -137,6 +137,36 @@ def _tokens(request: ChatRequest) -> int:
     return sum(count_tokens(m["content"]) for m in request.messages)
 
 
+def planned_requests(
+    name: str,
+    options: dict[str, Any],
+    question: dict[str, Any],
+    items: list[MemoryItem],
+    turns: pd.DataFrame | None,
+    use_options: bool = False,
+    log_ids: list[str] | None = None,
+) -> list[ChatRequest]:
+    """The agent requests :func:`read` sends for one question, rendered by the same builders
+    before any reply: one request, or with LongMemEval's ``con_separate`` one reading-note
+    request per chunk and then the answer request over the chunks *without* their notes (the
+    notes are replies, so that last prompt is an estimate). For ``mnemoflow plan``."""
+    if name == "locomo":
+        opts = locomo_reader.LocomoReadingOptions.from_config(options)
+        return [locomo_reader.build_request(question, items, opts, turns)]
+    if name == "longmemeval":
+        opts = longmemeval_reader.ReadingOptions.from_config(options)
+        if turns is None:
+            raise ValueError("longmemeval reader: needs the episode's turns")
+        chunks = longmemeval_reader.chunks_for(question, turns, opts, items=items, log_ids=log_ids)
+        notes = (
+            longmemeval_reader.note_requests(question, chunks)
+            if opts.method == "con_separate" and chunks
+            else []
+        )
+        return [*notes, longmemeval_reader.build_request(question, chunks, opts)]
+    return [generic_request(question, items, use_options)]
+
+
 async def read(
     name: str,
     options: dict[str, Any],

@@ -24,5 +24,6 @@ COMMANDS = Registry(
         "mnemoflow.commands.cache",
         "mnemoflow.commands.compare",
         "mnemoflow.commands.export",
+        "mnemoflow.commands.plan",
     ],
 )

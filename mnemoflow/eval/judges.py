@@ -302,6 +302,20 @@ def _run_keys(answer: dict[str, Any]) -> dict[str, Any]:
     return {name: answer[name] for name, _ in RUN_KEYS}
 
 
+def _category(question: dict[str, Any]) -> int | None:
+    return category_of(question["question_type"], _meta(question.get("meta")))
+
+
+def judge_request_for(
+    benchmark: str, question: dict[str, Any], response: str
+) -> ChatRequest | None:
+    """The judge's request for one answer (asked once per repeat seed), or ``None`` when no
+    model judges it (LoCoMo category 5: the official F1 only)."""
+    if benchmark == "locomo" and _category(question) == 5:
+        return None
+    return JUDGES.get(benchmark).build(question, response)
+
+
 async def judge_answers(
     gateway,
     benchmark: str,
@@ -337,20 +351,19 @@ async def judge_answers(
         response = "" if answer["response"] is None else str(answer["response"])
         base = {**_run_keys(answer), "question_id": qid, "question_type": question["question_type"]}
         if benchmark == "locomo":
-            category = category_of(question["question_type"], _meta(question.get("meta")))
             rows.append(
                 {
                     **base,
                     "judge": LOCOMO_F1_JUDGE,
                     "metric": "f1",
-                    "value": locomo_f1(response, question["answer"], category),
+                    "value": locomo_f1(response, question["answer"], _category(question)),
                     "raw_reply": "",
                     "parse_ok": True,
                 }
             )
-            if category == 5:
-                continue
-        jobs.append((base, kind.build(question, response)))
+        request = judge_request_for(benchmark, question, response)
+        if request is not None:
+            jobs.append((base, request))
 
     calls = len(jobs) * len(seeds)
     with progress(calls) if progress is not None else contextlib.nullcontext() as bar:

@@ -1,0 +1,106 @@
+"""``budget_usd``: a run whose plan exceeds it refuses to start, when the workflow is parsed.
+
+``rules/common.smk`` calls :func:`check_budget` at parse time, so ``mnemoflow run``, ``make run``
+and plain ``snakemake`` all refuse. Without ``budget_usd`` it returns at once and imports nothing
+(an offline run pays nothing and plans nothing). The plan's totals are kept under
+``.snakemake/mnemoflow-plan/``, keyed by the config, the planner's code, the finished jobs' ledgers
+and the response cache's shards, so parsing the same run again (a dry run, then the run) plans once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mnemoflow.errors import ConfigError
+
+log = logging.getLogger("mnemoflow")
+
+#: Set by ``mnemoflow plan`` for its dry run: the parse writes the config there, checks no budget.
+DUMP_ENV = "MNEMOFLOW_PLAN_DUMP"
+
+
+def check_budget(
+    config: Mapping[str, Any], main_process: bool = True, model_rules: Iterable[str] = ()
+) -> None:
+    """``budget_usd``: refuse a run whose plan exceeds it, in one line naming the plan's total.
+
+    Nothing happens without ``budget_usd`` (an offline run pays nothing and plans nothing), in a
+    job's own process (Snakemake re-parses the workflow for every job) and for ``mnemoflow plan``'s
+    own dry run, which only writes the config it parsed (``MNEMOFLOW_PLAN_DUMP``).
+    """
+    dump = os.environ.get(DUMP_ENV)
+    if dump and main_process:
+        payload = {"config": config, "workdir": os.getcwd(), "model_rules": list(model_rules)}
+        Path(dump).write_text(json.dumps(payload, default=str), encoding="utf-8")
+        return
+    budget = config.get("budget_usd")
+    if budget is None or not main_process:
+        return
+    from mnemoflow.llm.types import resolved_spec
+    from mnemoflow.prices import FREE_BACKENDS
+
+    models = config.get("models") or {}
+    if all(resolved_spec(models, role).backend in FREE_BACKENDS for role in models):
+        return  # every role runs on this machine: the run costs $0
+    found = remembered(config, Path.cwd())
+    if found is None:
+        from mnemoflow.planning.run import plan_run
+
+        plan = plan_run(config, Path.cwd(), model_rules=model_rules, priced_only=True)
+        found = {"usd": plan.usd(), "calls": plan.to_dict()["calls"], "unpriced": plan.unpriced()}
+        remember(config, Path.cwd(), found)
+    total = found["usd"]
+    if total is None:
+        raise ConfigError(
+            f"config budget_usd: the plan's total is unknown: no price for "
+            f"{', '.join(found['unpriced'])} (set prices: in config)"
+        )
+    if total > float(budget):
+        raise ConfigError(
+            f"config budget_usd: the plan's total is ${total:.6f} "
+            f"({found['calls']} calls), over the budget of ${float(budget):g}; "
+            "`mnemoflow plan` shows where it goes"
+        )
+    log.info("budget_usd %s: the plan's total is $%.6f", budget, total)
+
+
+#: Where the parse-time plan's totals are kept, keyed by what they depend on.
+REMEMBERED = Path(".snakemake") / "mnemoflow-plan"
+
+
+def state_key(config: Mapping[str, Any], workdir: Path) -> str:
+    """A digest of what a parse-time plan depends on: the config, the planner's code, the ledgers
+    of the jobs that have run (a finished job is not planned) and the response cache's shards."""
+    planned = {key: value for key, value in config.items() if key != "budget_usd"}
+    digest = hashlib.sha256(json.dumps(planned, sort_keys=True, default=str).encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    cache = workdir / Path(str(config.get("cache", "results/cache/llm")))
+    stamped = [*(workdir / "results").glob("**/*.ledger.json"), *cache.glob("shards/*")]
+    for path in sorted(stamped):
+        stat = path.stat()
+        digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+def remembered(config: Mapping[str, Any], workdir: Path) -> dict[str, Any] | None:
+    path = workdir / REMEMBERED / f"{state_key(config, workdir)}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def remember(config: Mapping[str, Any], workdir: Path, totals: dict[str, Any]) -> None:
+    folder = workdir / REMEMBERED
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{state_key(config, workdir)}.json"
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(totals), encoding="utf-8")
+    temporary.replace(path)

@@ -1,0 +1,173 @@
+"""The interactive protocols' calls (AMemGym: rules dialogues, replay_dialogues, upper_bound).
+
+From the environment (the generated ``data.json`` when it exists, the procedural generator run in
+process -- it calls no model --, or ``source.path``); an environment still to be generated with a
+model (``generate: {method: llm}``) is not known before it is, and is left unplanned.
+
+Per (benchmark, system, protocol, period, shard), over the shard's users that have the period:
+
+- on-policy conversation (``interactive`` only): every session has the schedule's rounds
+  (AMemGym's simulated user never ends early, so min = expected = max): ``agent`` one reply per
+  round, ``user`` one message between rounds;
+- checkpoint and recall: one ``agent`` request per question each;
+- a memory that writes with a model: ``memory_writer`` about one call per ``update_batch``
+  messages (expected); a self-evolving one: one evolution call per checkpoint (expected);
+- upper bound (once per benchmark): one ``agent`` request per (user, question, option), rendered
+  exactly as the protocol renders it, so its cache keys are looked up.
+
+Only the upper bound's prompts are rendered: the others hold the agent's memory or the dialogue so
+far, which exist only once the models have spoken. Their ``tokens_in`` is the part known before
+(the session's opening message, the question and its options): a lower bound, said in the notes.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mnemoflow.agents.interactive import ACT_TASK
+from mnemoflow.data import amemgym_procedural
+from mnemoflow.data.amemgym import AmemUser, read_environment
+from mnemoflow.llm.context import count_text, prompt_tokens
+from mnemoflow.llm.types import ChatRequest
+from mnemoflow.memory.base import resolve, stage_roles, without_labels
+from mnemoflow.planning.plan import Line
+from mnemoflow.planning.static_qa import Context
+from mnemoflow.protocols import interactive as proto
+from mnemoflow.protocols.static_qa import shard_episodes
+from mnemoflow.simulators.state_user import TASK as USER_TASK
+
+LOWER_BOUND = "tokens in: the known part of each prompt only (memory and dialogue not included)"
+
+
+def environment(ctx: Context, benchmark: str) -> list[AmemUser] | None:
+    """The benchmark's users, or ``None`` while they are still to be generated with a model."""
+    if benchmark in ctx._users:
+        return ctx._users[benchmark]
+    spec = ctx.benchmarks[benchmark]
+    generated = ctx.workdir / "results" / benchmark / "environment" / "data.json"
+    generate = spec.get("generate") or {}
+    users = None
+    if generated.is_file():
+        users = read_environment(generated)
+    elif generate and generate.get("method") != "llm":
+        keys = ("users", "periods", "seed")
+        data = amemgym_procedural.generate({k: generate[k] for k in keys if k in generate})
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "data.json"
+            path.write_text(json.dumps(data), encoding="utf-8")
+            users = read_environment(path)
+    elif not generate:
+        users = read_environment((ctx.workdir / spec["source"]["path"]).resolve())
+    ctx._users[benchmark] = users
+    return users
+
+
+def _line(benchmark: str, system: str, protocol: str, role: str, task: str, **values: Any) -> Line:
+    return Line(benchmark, system, protocol, role, task, **values)
+
+
+def plan_dialogues(
+    ctx: Context, benchmark: str, system: str, protocol: str, period: int, shard: int
+) -> list[Line] | None:
+    """The lines of one dialogues / replay_dialogues job (``None``: environment unknown)."""
+    users = environment(ctx, benchmark)
+    if users is None:
+        return None
+    spec = ctx.benchmarks[benchmark]
+    schedule = proto.Schedule(**proto.schedule_of(spec))
+    mine = set(shard_episodes([u.id for u in users], shard, int(spec.get("shards", 1))))
+    users = [u for u in users if u.id in mine and period < len(u.periods)]
+    agent_backend = ctx.gateway.specs["agent"].backend
+    user_backend = ctx.gateway.specs["user"].backend
+    rounds = schedule.rounds(period)
+    talk = {"agent": [0, 0], "user": [0, 0]}  # calls, known prompt tokens
+    messages = 0
+    choice, recall = [0, 0], [0, 0]
+    for user in users:
+        for session in user.periods[period].sessions:
+            opening = proto.first_message(session.session_time, session.query)
+            messages += 2 * rounds
+            if protocol == proto.PROTOCOL:
+                talk["agent"][0] += rounds
+                talk["agent"][1] += rounds * count_text(opening, agent_backend)
+                talk["user"][0] += rounds - 1
+                talk["user"][1] += (rounds - 1) * count_text(opening, user_backend)
+        for question in user.questions:
+            prompt, _ = proto.checkpoint_prompt(question, schedule.order(user, question))
+            choice[0] += 1
+            choice[1] += count_text(prompt, agent_backend)
+            recall[0] += 1
+            recall[1] += count_text(proto.recall_prompt(user, question), agent_backend)
+    out = []
+    expected_rounds = f"{rounds} round(s) per session: min = expected = max"
+    for role, task, (calls, tokens), note in (
+        ("agent", ACT_TASK, talk["agent"], expected_rounds),
+        ("user", USER_TASK, talk["user"], expected_rounds),
+        ("agent", proto.CHOICE_TASK, choice, "one checkpoint question per question"),
+        ("agent", proto.RECALL_TASK, recall, "one recall probe per question"),
+    ):
+        if calls:
+            out.append(
+                _line(
+                    benchmark, system, protocol, role, task,
+                    calls=calls, tokens_in=tokens,
+                    tokens_out=calls * ctx.tokens_out(role, task),
+                    notes=[note, LOWER_BOUND],
+                )
+            )  # fmt: skip
+    system_spec = without_labels(ctx.config["systems"][system])
+    roles = set(stage_roles(system_spec, "ingest")) | set(stage_roles(system_spec, "query"))
+    params = system_spec
+    cls = resolve(params.get("type") or params.get("class"))  # type: ignore[arg-type]
+    if "memory_writer" in roles:
+        batch = int(params.get("update_batch", cls.defaults.get("update_batch", 1)))
+        calls = -(-messages // batch) + (
+            len(users) if params.get("evolve", "none") != "none" else 0
+        )
+        out.append(
+            _line(
+                benchmark, system, protocol, "memory_writer", "write",
+                calls=calls, tokens_out=calls * ctx.tokens_out("memory_writer", "write"),
+                exact=False,
+                notes=[f"expected: one writer call per {batch} messages (+ one evolution per "
+                       "checkpoint); tokens in not estimated"],
+            )
+        )  # fmt: skip
+    return out
+
+
+def plan_upper_bound(ctx: Context, benchmark: str) -> list[Line] | None:
+    """The upper bound's requests, rendered as the protocol renders them, cache keys looked up."""
+    users = environment(ctx, benchmark)
+    if users is None:
+        return None
+    schedule = proto.Schedule(**proto.schedule_of(ctx.benchmarks[benchmark]))
+    gateway = ctx.gateway
+    spec = gateway.specs["agent"]
+    line = _line(benchmark, "-", "upper_bound", "agent", proto.CHOICE_TASK)
+    for user in users:
+        for question in user.questions:
+            order = schedule.order(user, question)
+            for option in range(len(question.choices)):
+                prompt, options, state = proto.upper_bound_prompt(question, option, order)
+                request = ChatRequest(
+                    role="agent",
+                    task=proto.CHOICE_TASK,
+                    messages=[{"role": "user", "content": prompt}],
+                    fields={"question": question.query, "options": options, "context": [state]},
+                    response_format={"type": "json_object"},
+                )
+                key = ctx.key(request)
+                line.calls += 1
+                line.rendered += 1
+                if key is not None and (key in ctx.planned or gateway.cache.get(key) is not None):
+                    line.cache_hits += 1
+                    continue
+                if key is not None:
+                    ctx.planned.add(key)
+                line.tokens_in += prompt_tokens(request.messages, spec.backend)
+                line.tokens_out += ctx.tokens_out("agent", proto.CHOICE_TASK)
+    return [line]

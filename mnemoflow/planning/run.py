@@ -1,0 +1,227 @@
+"""A whole run's plan from its config (``mnemoflow plan``, ``budget_usd``).
+
+``mnemoflow plan`` passes the jobs a Snakemake dry run lists (rule and wildcards), so the plan is
+of exactly the jobs that run; the parse-time budget check has no DAG yet and plans every static
+QA job whose ledger does not exist yet (a finished job is not run again unless forced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mnemoflow.environment.knobs import resolved_benchmarks
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.planning import feedback, interactive
+from mnemoflow.planning.plan import ASSUMED_LATENCY_S, Plan
+from mnemoflow.planning.static_qa import Context, Unit
+from mnemoflow.prices import FREE_BACKENDS, price_table
+from mnemoflow.protocols import feedback as feedback_protocol
+from mnemoflow.protocols import interactive as interactive_protocol
+from mnemoflow.protocols.registry import protocol_steps, protocols_of
+from mnemoflow.protocols.static_qa import PROTOCOL
+
+log = logging.getLogger("mnemoflow")
+
+#: The interactive rules the plan estimates (mnemoflow.planning.interactive).
+INTERACTIVE_RULES = ("dialogues", "replay_dialogues", "upper_bound")
+#: The feedback rules the plan estimates (mnemoflow.planning.feedback).
+FEEDBACK_RULES = ("feedback_train_dialogues", "feedback_step", "feedback_train_performance")
+#: The static QA rules the plan estimates, and the ledger each job writes.
+QA_RULES = {"ingest": "ingest", "answer": "answers", "judge": "judgements"}
+
+#: A job of a dry run: (rule, wildcards).
+Job = tuple[str, Mapping[str, str]]
+
+
+def observed(workdir: Path, models: Mapping[str, str]) -> tuple[dict, dict]:
+    """From earlier ledgers under ``workdir/results`` of the same models: mean completion tokens
+    per (role, task) (and per (role, None)), and seconds per call per role."""
+    out: dict[tuple[str, str | None], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    latency: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for path in (workdir / "results").glob("**/*.ledger.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for key, entry in (data.get("by_role_task") or {}).items():
+            role, _, task = key.partition("/")
+            misses = entry.get("calls", 0) - entry.get("cache_hits", 0)
+            if role not in models or (data.get("models") or {}).get(role) != models[role]:
+                continue
+            if misses <= 0 or role == "embedder":
+                continue
+            for k in ((role, task), (role, None)):
+                out[k][0] += entry.get("tokens_out", 0)
+                out[k][1] += misses
+            latency[role][0] += entry.get("latency_s", 0.0)
+            latency[role][1] += misses
+    means = {k: total / n for k, (total, n) in out.items() if n}
+    seconds = {role: total / n for role, (total, n) in latency.items() if n}
+    return means, seconds
+
+
+def plan_run(
+    config: Mapping[str, Any],
+    workdir: Path | str = ".",
+    jobs: Iterable[Job] | None = None,
+    model_rules: Iterable[str] = (),
+    priced_only: bool = False,
+) -> Plan:
+    """The plan of the run ``config`` describes, in ``workdir``.
+
+    ``jobs``: the dry run's jobs (``None``: every static QA job whose ledger is missing);
+    ``model_rules``: the workflow's model-calling rules (``RULE_ROLES``), so the jobs of those
+    the plan does not estimate are named; ``priced_only``: only the dollars are wanted (roles on
+    local backends are counted without looking their prompts up in the cache).
+    """
+    workdir = Path(workdir)
+    benchmarks = resolved_benchmarks(config["benchmarks"])
+    cache = workdir / Path(config.get("cache", "results/cache/llm"))
+    if not (cache.exists() or cache.with_suffix(".sqlite").exists()):
+        cache = None  # nothing cached yet; the plan creates nothing
+    gateway = Gateway.from_config(config["models"], cache)
+    prices = price_table(config.get("prices"))
+    plan = Plan(gateway.specs, prices)
+    models = {role: spec.model for role, spec in gateway.specs.items()}
+    means, seconds = observed(workdir, models)
+    ctx = Context(config, benchmarks, workdir, gateway, out_means=means, priced_only=priced_only)
+    units: dict[tuple[str, str, int, int], set[str]] = defaultdict(set)
+    #: interactive jobs: (rule, benchmark, system, protocol, step, shard)
+    talks: list[tuple[str, str, str, str, int, int]] = []
+    if jobs is not None:
+        jobs = list(jobs)
+        plan.jobs = dict(Counter(rule for rule, _ in jobs))
+        for rule, wc in jobs:
+            if rule in QA_RULES:
+                key = (wc["benchmark"], wc["system"], int(wc["step"]), int(wc["shard"]))
+                units[key].add(rule)
+            elif rule in INTERACTIVE_RULES or rule in FEEDBACK_RULES:
+                talks.append(_talk(rule, wc))
+            elif rule in set(model_rules):
+                plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
+    else:
+        _all_units(config, benchmarks, workdir, units, talks, plan)
+    plan.latency = _latencies(config, gateway, seconds)
+
+    async def walk() -> None:
+        for (benchmark, system, step, shard), stages in sorted(units.items()):
+            unit = Unit(ctx, benchmark, system, step, shard)
+            if "ingest" in stages:
+                for line in unit.ingest():
+                    plan.add(line)
+            if stages & {"answer", "judge"}:
+                for line in await unit.answer_and_judge("answer" in stages, "judge" in stages):
+                    plan.add(line)
+
+    try:
+        asyncio.run(walk())
+        for rule, benchmark, system, protocol, step, shard in talks:
+            if rule == "upper_bound":
+                lines = interactive.plan_upper_bound(ctx, benchmark)
+            elif rule == "feedback_train_dialogues":
+                lines = feedback.plan_train_dialogues(ctx, benchmark, system)
+            elif rule in FEEDBACK_RULES:
+                lines = feedback.plan_step(ctx, benchmark, system, protocol, step)
+            else:
+                lines = interactive.plan_dialogues(ctx, benchmark, system, protocol, step, shard)
+            if lines is None:
+                plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
+            for line in lines or ():
+                plan.add(line)
+    finally:
+        gateway.close()
+    if plan.unplanned:
+        plan.notes.append(
+            "the calls of the jobs listed as not estimated (environments generated with a model, "
+            "before they exist) are not in the totals (a lower bound)"
+        )
+    return plan
+
+
+def _talk(rule: str, wc: Mapping[str, str]) -> tuple[str, str, str, str, int, int]:
+    if rule == "upper_bound":
+        return (rule, wc["benchmark"], "-", "upper_bound", 0, 0)
+    if rule == "feedback_train_dialogues":
+        return (rule, wc["benchmark"], wc["system"], "feedback", 0, 0)
+    step, shard = int(wc.get("step", 0)), int(wc.get("shard", 0))
+    return (rule, wc["benchmark"], wc["system"], wc["protocol"], step, shard)
+
+
+def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan) -> None:
+    for benchmark in config["run"]["benchmarks"]:
+        spec = benchmarks[benchmark]
+        systems = spec.get("systems", config["run"]["systems"])
+        chosen = protocols_of(benchmark, spec)
+        bound = workdir / "results" / benchmark / "upper_bound.ledger.json"
+        if set(chosen) & set(interactive_protocol.PROTOCOLS) and not bound.is_file():
+            talks.append(("upper_bound", benchmark, "-", "upper_bound", 0, 0))
+        for protocol in chosen:
+            if protocol in interactive_protocol.PROTOCOLS:
+                rule = (
+                    "dialogues" if protocol == interactive_protocol.PROTOCOL else "replay_dialogues"
+                )
+                for system in systems:
+                    for step in range(protocol_steps(protocol, spec)):
+                        for shard in range(int(spec.get("shards", 1))):
+                            folder = (
+                                workdir / "results" / benchmark / system / protocol
+                                / f"step{step}" / f"shard{shard}"
+                            )  # fmt: skip
+                            if not (folder / "dialogues.ledger.json").is_file():
+                                talks.append((rule, benchmark, system, protocol, step, shard))
+                continue
+            if protocol in feedback_protocol.PROTOCOLS:
+                _feedback_units(benchmark, spec, systems, protocol, workdir, talks)
+                continue
+            if protocol != PROTOCOL:
+                plan.unplanned[protocol] = plan.unplanned.get(protocol, 0) + len(systems)
+                continue
+            for system in systems:
+                for step in range(protocol_steps(protocol, spec)):
+                    for shard in range(int(spec.get("shards", 1))):
+                        folder = (
+                            workdir / "results" / benchmark / system / PROTOCOL / f"step{step}"
+                            / f"shard{shard}"
+                        )  # fmt: skip
+                        for rule, ledger in QA_RULES.items():
+                            if not (folder / f"{ledger}.ledger.json").is_file():
+                                units[(benchmark, system, step, shard)].add(rule)
+                                plan.jobs[rule] = plan.jobs.get(rule, 0) + 1
+
+
+def _feedback_units(benchmark, spec, systems, protocol, workdir: Path, talks) -> None:
+    generated = feedback_protocol.dialogue_source(spec) == "generated"
+    for system in systems:
+        train = (
+            workdir / "results" / benchmark / system / "feedback" / "train_dialogues.ledger.json"
+        )
+        item = ("feedback_train_dialogues", benchmark, system, "feedback", 0, 0)
+        if generated and feedback_protocol.replays_recorded(protocol) and not train.is_file():
+            if item not in talks:
+                talks.append(item)
+        rule = "feedback_train_performance" if protocol == "train_performance" else "feedback_step"
+        for step in range(protocol_steps(protocol, spec)):
+            folder = workdir / "results" / benchmark / system / protocol / f"step{step}"
+            if not (folder / "step.ledger.json").is_file():
+                talks.append((rule, benchmark, system, protocol, step, 0))
+
+
+def _latencies(config, gateway: Gateway, measured: Mapping[str, float]) -> dict:
+    configured = (config.get("plan") or {}).get("latency_s") or {}
+    out = {}
+    for role, spec in gateway.specs.items():
+        if role in configured:
+            out[role] = (float(configured[role]), "plan.latency_s")
+        elif spec.backend in FREE_BACKENDS:
+            out[role] = (0.0, "local")
+        elif role in measured:
+            out[role] = (round(measured[role], 3), "earlier ledgers")
+        else:
+            out[role] = (ASSUMED_LATENCY_S, "assumed")
+    return out

@@ -1,0 +1,305 @@
+"""The static QA chain's calls (rules ingest / answer / judge), walked as the protocol walks it.
+
+For one (benchmark, system, step, shard):
+
+- **answer** (exact count): one ``agent`` request per question of the shard whose checkpoint is
+  the step (LongMemEval ``con_separate``: one reading note per chunk more), rendered by the reader's
+  own builders (:func:`mnemoflow.agents.readers.planned_requests`) over what the memory returns.
+  A memory that calls no model (``none``, ``full_context``, ``bm25_*``) is built and queried here,
+  as the jobs do, so its prompts are the ones that will be sent: their cache keys are looked up.
+  A memory that embeds or writes with a model cannot be built without calling it; its prompts are
+  rendered over a BM25 stand-in with the same ``top_k`` (an estimate, counted as cache misses).
+- **judge** (exact count): one ``judge`` request per judged answer and repeat seed, rendered by
+  :func:`mnemoflow.eval.judges.judge_request_for` over the cached answer when the cache holds it
+  (then its key is looked up too), else over the gold answer as a stand-in response.
+- **ingest** (expected): what a memory system writes or embeds depends on its writer's replies:
+  ``memory_writer`` about one call per ``update_batch`` messages (two for ``agentic_external``:
+  extract, then update), each the size of the batch's extract-facts prompt; ``embedder`` one text
+  per message (per session for ``*_session``); and one query embedding per question.
+
+Large shards are sampled: at most ``sample`` questions (evenly spread over the shard's episodes,
+in order) are rendered, with their episodes' memories, and the counts scaled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mnemoflow.agents.longmemeval_reader import episode_turns
+from mnemoflow.agents.readers import planned_requests, reader_config
+from mnemoflow.data.registry import Prepared, load_benchmark
+from mnemoflow.data.tables import read_table
+from mnemoflow.eval.judges import judge_request_for, kind_for, repeat_seeds
+from mnemoflow.llm.context import count_text, fits, prompt_tokens
+from mnemoflow.llm.gateway import Gateway, strip_reasoning
+from mnemoflow.llm.types import ChatRequest
+from mnemoflow.memory import writer
+from mnemoflow.memory.base import build, resolve, stage_roles, without_labels
+from mnemoflow.planning.plan import Line
+from mnemoflow.prices import FREE_BACKENDS
+from mnemoflow.protocols.static_qa import PROTOCOL, episode_batch, shard_episodes
+
+#: Questions rendered per (benchmark, system, step, shard) at most; the rest is scaled.
+SAMPLE_QUESTIONS = 100
+#: Memory systems whose writer asks twice per batch (extract facts, then update memories).
+TWO_WRITER_CALLS = ("agentic_external",)
+
+
+@dataclass
+class Context:
+    """What every unit of the plan reads: the config, the data, the cache and observed means."""
+
+    config: Mapping[str, Any]
+    benchmarks: Mapping[str, Any]
+    workdir: Path
+    gateway: Gateway
+    #: (role, task) and (role, None) -> mean completion tokens observed in earlier ledgers
+    out_means: Mapping[tuple[str, str | None], float] = field(default_factory=dict)
+    sample: int = SAMPLE_QUESTIONS
+    #: only dollars matter (``budget_usd``): roles on local backends are counted, not looked up
+    #: in the cache (their cache keys need the offline model's code fingerprint, slow to load)
+    priced_only: bool = False
+    #: keys of the requests planned so far: a second one is a cache hit
+    planned: set[str] = field(default_factory=set)
+    _data: dict[str, Prepared] = field(default_factory=dict)
+    #: benchmark -> its AMemGym users (None: still to be generated with a model)
+    _users: dict[str, Any] = field(default_factory=dict)
+
+    def prepared(self, benchmark: str) -> Prepared:
+        """The benchmark's unified tables: the prepare rule's files when present, else the loader
+        run in this process (it reads the source and calls no model)."""
+        if benchmark not in self._data:
+            folder = self.workdir / "results" / benchmark / "prepared"
+            names = ("sessions", "questions", "episode_sessions")
+            if all((folder / f"{n}.parquet").is_file() for n in names):
+                tables = [read_table(folder / f"{n}.parquet", n) for n in names]
+                self._data[benchmark] = Prepared(*tables)
+            else:
+                self._data[benchmark] = load_benchmark(self.benchmarks[benchmark])
+        return self._data[benchmark]
+
+    def key(self, request: ChatRequest) -> str | None:
+        """The request's cache key, unless only dollars matter and its role costs none."""
+        if self.priced_only and self.gateway.specs[request.role].backend in FREE_BACKENDS:
+            return None
+        return self.gateway.request_key(request)
+
+    def tokens_out(self, role: str, task: str) -> float:
+        """Expected completion tokens: the mean observed in earlier ledgers, else max_tokens."""
+        observed = self.out_means.get((role, task), self.out_means.get((role, None)))
+        return observed if observed is not None else float(self.gateway.specs[role].max_tokens)
+
+
+def _stand_in(spec: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(the spec to build for rendering, whether it is the system itself)."""
+    if not stage_roles(spec, "ingest") and not stage_roles(spec, "query"):
+        return spec, True
+    params = without_labels(spec)
+    cls = resolve(params.get("type") or params.get("class"))
+    top_k = params.get("top_k", cls.defaults.get("top_k", 5))
+    kind = "bm25_session" if str(cls.name).endswith("session") else "bm25_message"
+    return {"type": kind, "top_k": int(top_k)}, False
+
+
+def _sampled(questions: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """At most ``limit`` of ``questions``, evenly spread (by episode, then question id)."""
+    ordered = questions.sort_values(["episode_id", "question_id"], kind="stable")
+    if len(ordered) <= limit:
+        return ordered
+    step = len(ordered) / limit
+    return ordered.iloc[[int(i * step) for i in range(limit)]]
+
+
+class Unit:
+    """One (benchmark, system, step, shard) of the chain, planned stage by stage."""
+
+    def __init__(self, ctx: Context, benchmark: str, system: str, step: int, shard: int):
+        self.ctx, self.benchmark, self.system, self.step = ctx, benchmark, system, step
+        self.spec = ctx.benchmarks[benchmark]
+        self.system_spec = without_labels(ctx.config["systems"][system])
+        data = ctx.prepared(benchmark)
+        self.data = data
+        n_shards = int(self.spec.get("shards", 1))
+        self.episodes = shard_episodes(data.episode_sessions.episode_id, shard, n_shards)
+        questions = data.questions
+        self.questions = questions[
+            (questions.checkpoint == step) & questions.episode_id.isin(set(self.episodes))
+        ]
+
+    def line(self, role: str, task: str, **values: Any) -> Line:
+        return Line(self.benchmark, self.system, PROTOCOL, role, task, **values)
+
+    # ---- answer and judge -------------------------------------------------------------------
+
+    async def answer_and_judge(self, answer: bool, judge: bool) -> list[Line]:
+        ctx = self.ctx
+        build_spec, itself = _stand_in(self.system_spec)
+        name, options = reader_config(self.spec.get("reader", "generic"))
+        use_options = bool(self.spec.get("use_options", False))
+        kind = kind_for(self.spec)
+        judge_cfg = ctx.config.get("judge", {}) or {}
+        seeds = repeat_seeds(int(judge_cfg.get("repeats", 1)), int(judge_cfg.get("seed", 0)))
+        sampled = _sampled(self.questions, ctx.sample)
+        chosen = [e for e in self.episodes if e in set(sampled.episode_id)]
+        scale = len(self.questions) / len(sampled) if len(sampled) else 0.0
+        lines: dict[tuple[str, str], Line] = {}
+        for episode in chosen:
+            memory = build(build_spec, llm=None, seed=int(ctx.config.get("seed", 0)))
+            for k in range(self.step + 1):
+                batch = episode_batch(self.data.sessions, self.data.episode_sessions, episode, k)
+                await memory.add(batch, {"step": k})
+            turns = None
+            if name != "generic":
+                turns = episode_turns(self.data.sessions, self.data.episode_sessions, episode)
+            for question in sampled[sampled.episode_id == episode].to_dict("records"):
+                items = await memory.retrieve(question["question"])
+                requests = planned_requests(name, options, question, items, turns, use_options)
+                response = None
+                for request in requests:
+                    key = ctx.key(request) if itself else None
+                    known, text = self._count(lines, request, scale, key, add=answer)
+                    if request.task == "answer":
+                        response = text if known else None
+                if judge:
+                    stand_in = response is None
+                    request = judge_request_for(kind, question, response or str(question["answer"]))
+                    for seed in seeds if request is not None else ():
+                        request.seed = seed
+                        # over the gold: a question asked again with the same gold answer is
+                        # expected to get the same answer, so the same judge prompt (a hit)
+                        key = ctx.key(request)
+                        self._count(lines, request, scale, key, cached=not stand_in)
+        if answer and "embedder" in stage_roles(self.system_spec, "query"):
+            texts = [str(q) for q in self.questions.question]
+            lines[("embedder", "embed")] = self._embeddings(texts, "one query embedding each")
+        out = list(lines.values())
+        for line in out:
+            if not itself and line.role == "agent":
+                line.notes.append(f"prompts over a {build_spec['type']} stand-in retrieval")
+            if line.role == "judge" and line.rendered < line.calls:
+                line.notes.append(
+                    "judge prompts over the gold answer where no answer is cached (a question "
+                    "asked again with the same gold is expected to be judged from the cache)"
+                )
+            if len(sampled) < len(self.questions):
+                line.notes.append(
+                    f"{len(sampled)} of {len(self.questions)} questions rendered, scaled"
+                )
+        return out
+
+    def _count(
+        self,
+        lines: dict[tuple[str, str], Line],
+        request: ChatRequest,
+        scale: float,
+        key: str | None,
+        add: bool = True,
+        cached: bool = True,
+    ) -> tuple[bool, str | None]:
+        """Count one request (scaled); (whether the cache holds its reply, the reply's text).
+
+        ``key``: the request's cache key when its prompt is the one that will be sent (else
+        ``None``: estimated, a miss); ``cached``: whether to look the key up in the cache (a key
+        that only stands for a prompt is not). A key planned before is a hit: the run asks it
+        once and finds the reply in the cache from then on, as its ledgers count.
+        """
+        gateway = self.ctx.gateway
+        spec = gateway.specs[request.role]
+        found = gateway.cache.get(key) if key is not None and cached else None
+        text = None
+        if found is not None:
+            text = strip_reasoning(found.text) if spec.strip_reasoning else found.text
+        if add:
+            line = lines.setdefault(
+                (request.role, request.task), self.line(request.role, request.task)
+            )
+            needed, window = fits(request, spec)
+            line.calls += scale
+            line.rendered += scale if key is not None and cached else 0.0
+            line.overflows += scale if window is not None and needed > window else 0.0
+            # a stand-in prompt repeats only within its system (another memory answers otherwise)
+            seen = key if cached or key is None else f"{self.benchmark}/{self.system}/{key}"
+            hit = found is not None or seen in self.ctx.planned
+            if seen is not None:
+                self.ctx.planned.add(seen)
+            if hit:
+                line.cache_hits += scale
+            else:
+                line.tokens_in += scale * prompt_tokens(request.messages, spec.backend)
+                line.tokens_out += scale * self.ctx.tokens_out(request.role, request.task)
+        return found is not None, text
+
+    def _embeddings(self, texts: list[str], why: str) -> Line:
+        backend = self.ctx.gateway.specs["embedder"].backend
+        tokens = sum(count_text(t, backend) for t in texts)
+        note = f"{why}; the cache is not checked (every text counted as computed)"
+        return self.line("embedder", "embed", calls=len(texts), tokens_in=tokens, notes=[note])
+
+    # ---- ingest -----------------------------------------------------------------------------
+
+    def ingest(self) -> list[Line]:
+        roles = stage_roles(self.system_spec, "ingest")
+        if not roles:
+            return []
+        params = without_labels(self.system_spec)
+        cls = resolve(params.get("type") or params.get("class"))
+        batch_size = int(params.get("update_batch", cls.defaults.get("update_batch", 1)))
+        per_batch = 2 if cls.name in TWO_WRITER_CALLS else 1
+        messages_of = [
+            [
+                m
+                for m in episode_batch(
+                    self.data.sessions, self.data.episode_sessions, episode, self.step
+                )
+                if m.content.strip()
+            ]
+            for episode in self.episodes
+        ]
+        lines = []
+        if "memory_writer" in roles:
+            spec = self.ctx.gateway.specs["memory_writer"]
+            calls, tokens = 0, 0
+            for messages in messages_of:
+                for start in range(0, len(messages), batch_size):
+                    request = writer.extract_facts_request(messages[start : start + batch_size])
+                    calls += per_batch
+                    tokens += per_batch * prompt_tokens(request.messages, spec.backend)
+            lines.append(
+                self.line(
+                    "memory_writer",
+                    "write",
+                    calls=calls,
+                    tokens_in=tokens,
+                    tokens_out=calls * self.ctx.tokens_out("memory_writer", "write"),
+                    exact=False,
+                    notes=[
+                        f"expected: {per_batch} writer call(s) per {batch_size} messages, each "
+                        "the size of the batch's extract-facts prompt (memory not included); the "
+                        "writer's replies decide the rest"
+                    ],
+                )
+            )
+        if "embedder" in roles:
+            if cls.name.endswith("session"):
+                texts = [
+                    "\n".join(m.content for m in messages if m.session_id == sid)
+                    for messages in messages_of
+                    for sid in dict.fromkeys(m.session_id for m in messages)
+                ]
+            elif "memory_writer" in roles:  # facts the writer writes, about one per batch
+                texts = [
+                    " ".join(m.content for m in messages[i : i + batch_size])
+                    for messages in messages_of
+                    for i in range(0, len(messages), batch_size)
+                ]
+            else:
+                texts = [m.content for messages in messages_of for m in messages]
+            line = self._embeddings(texts, "expected: one text per stored item")
+            line.exact = False
+            lines.append(line)
+        return lines

@@ -1,0 +1,248 @@
+"""``mnemoflow plan`` and ``budget_usd``: a run priced before it starts, against its own ledgers.
+
+The workflow test binds the agent and judge of a small static QA run (synthetic, one BM25 system,
+two steps) to the local test server under a priced model name, plans it on an empty cache, runs
+it, and compares the plan with what the ledgers then record; then plans the finished run forced
+again (every call a cache hit, $0). Before the run, ``budget_usd`` below the plan refuses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mnemoflow import cli
+from mnemoflow.commands.plan import dry_run_jobs
+from mnemoflow.llm.types import EndpointSpec
+from mnemoflow.planning.budget import check_budget
+from mnemoflow.planning.plan import Line, Plan
+from mnemoflow.prices import price_table
+from mnemoflow.testing.openai_server import OpenAITestServer
+from tests.answering_model import answer
+from tests.workflow import REPO, TINY, ledgers, snakemake, workdir
+
+MODEL = "gpt-4o-mini"  # in the shipped price table
+
+
+def test_dry_run_jobs_reads_rules_and_wildcards():
+    log = (
+        "rule ingest:\n    output: a\n    wildcards: benchmark=synthetic, system=none, step=0, "
+        "shard=1\n    resources: tmpdir=/tmp\n\nlocalrule all:\n    input: b\n"
+    )
+    assert dry_run_jobs(log) == [
+        ("ingest", {"benchmark": "synthetic", "system": "none", "step": "0", "shard": "1"}),
+        ("all", {}),
+    ]
+
+
+def test_plan_json_has_the_ledger_totals_and_prices_by_role():
+    specs = {
+        "agent": EndpointSpec("agent", backend="openai", model=MODEL, base_url="http://x/v1"),
+        "judge": EndpointSpec("judge"),
+    }
+    plan = Plan(specs, price_table())
+    plan.jobs = {"answer": 2, "judge": 2}
+    plan.latency = {"agent": (1.0, "plan.latency_s"), "judge": (0.0, "local")}
+    plan.add(Line("b", "s", "qa", "agent", "answer", calls=10, tokens_in=1e6, tokens_out=1e5))
+    plan.add(Line("b", "s", "qa", "agent", "answer", calls=10, cache_hits=10))
+    plan.add(Line("b", "s", "qa", "judge", "judge_qa", calls=20, tokens_in=500))
+    data = json.loads(plan.to_json())
+    assert {"jobs", "calls", "cache_hits", "tokens_in", "tokens_out", "usd", "hours"} <= set(data)
+    assert data["jobs"] == 4 and data["calls"] == 40 and data["cache_hits"] == 10
+    assert set(data["by_role"]["agent"]) == {
+        "calls",
+        "cache_hits",
+        "tokens_in",
+        "tokens_out",
+        "usd",
+    }
+    # gpt-4o-mini: $0.15 in, $0.60 out per million; the offline judge costs nothing
+    assert data["by_role"]["agent"]["usd"] == pytest.approx(0.15 + 0.06)
+    assert data["by_role"]["judge"]["usd"] == 0.0 and data["usd"] == pytest.approx(0.21)
+    # 10 misses x 1 s / concurrency 8
+    assert data["hours"] == pytest.approx(10 / 8 / 3600, abs=1e-4)
+    assert "agent/answer" in plan.render()
+
+
+def test_no_budget_plans_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    check_budget({"models": {}, "benchmarks": {"x": {"loader": "nope"}}})  # would fail if planned
+    assert not (tmp_path / "results").exists()
+
+
+def _plan(wd, override, *extra):
+    out = subprocess.run(
+        [sys.executable, "-m", "mnemoflow.cli", "plan", "--json", "--directory", str(wd),
+         "--configfile", str(TINY), str(override), *extra],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def _ledgers(wd):
+    names = ("ingest.ledger.json", "answers.ledger.json", "judgements.ledger.json")
+    recorded = {}
+    for ledger in (entry for name in names for entry in ledgers(wd, name)):
+        for key, entry in ledger["by_role_task"].items():
+            role = key.split("/")[0]
+            mine = recorded.setdefault(role, {"calls": 0, "cache_hits": 0, "tokens_in": 0})
+            for name in mine:
+                mine[name] += entry[name]
+    return recorded
+
+
+@pytest.mark.slow
+def test_plan_matches_the_ledgers_of_the_run_it_plans(tmp_path):
+    with OpenAITestServer(reply=answer) as server:
+        endpoint = {"base_url": server.base_url, "model": MODEL, "max_tokens": 64}
+        override = tmp_path / "endpoint.yaml"
+        config = {
+            "models": {"agent": endpoint, "judge": endpoint},
+            "allow_offline_roles": ["memory_writer", "embedder"],
+            "run": {"benchmarks": ["synthetic"], "systems": ["bm25_message"]},
+            "benchmarks": {"synthetic": {"shards": 1}},
+        }
+        override.write_text(json.dumps(config))
+        (tmp_path / "run").mkdir()
+        wd = workdir(tmp_path / "run")
+
+        planned = _plan(wd, override)
+        # over budget: refused when the workflow is parsed, naming the plan's total
+        tight = tmp_path / "budget.yaml"
+        tight.write_text(json.dumps({"budget_usd": 0.000001}))
+        refused = subprocess.run(
+            [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n",
+             "--directory", str(wd), "--configfile", str(TINY), str(override), str(tight)],
+            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        assert refused.returncode != 0
+        total = f"${planned['usd']:.6f}"
+        said = [
+            line for line in (refused.stdout + refused.stderr).splitlines() if "budget_usd" in line
+        ]
+        assert said and total in said[0], refused.stdout[-2000:]
+
+        step = "results/synthetic/bm25_message/qa/step{}/shard0/judgements.parquet"
+        snakemake(wd, configfiles=(TINY, override), targets=[step.format(0), step.format(1)])
+        forced = _plan(wd, override, "--forceall")  # the finished run again, every job
+        assert server.stats().total > 0
+
+    recorded = _ledgers(wd)
+    for role in ("agent", "judge"):
+        plan, ledger = planned["by_role"][role], recorded[role]
+        assert plan["calls"] == pytest.approx(ledger["calls"], rel=0.10), role
+        # an empty cache, but a prompt asked twice is answered once (the judge's repeated
+        # questions, expected from the gold answers)
+        assert abs(plan["cache_hits"] - ledger["cache_hits"]) <= 0.10 * ledger["calls"], role
+        assert plan["tokens_in"] == pytest.approx(ledger["tokens_in"], rel=0.25), role
+        assert plan["usd"] > 0
+    assert planned["jobs"] > 0 and planned["hours"] > 0
+    # the finished run rerun: every call is answered by the cache, for free
+    assert forced["jobs_by_rule"]["answer"] == 2 and forced["calls"] == planned["calls"]
+    assert forced["cache_hits"] == forced["calls"] and forced["usd"] == 0.0
+    ratios = {
+        role: {
+            k: round(planned["by_role"][role][k] / recorded[role][k], 3)
+            for k in ("calls", "tokens_in")
+        }
+        for role in ("agent", "judge")
+    }
+    print("plan / ledger:", ratios)
+
+
+def test_the_cli_lists_plan():
+    assert "plan" in cli.build_parser().format_help()
+
+
+def test_interactive_calls_follow_the_environment_and_the_schedule(tmp_path):
+    """AMemGym: every session has the schedule's rounds, every question a checkpoint and a recall,
+    every (question, option) an upper-bound request; a writer's calls are expected, not exact.
+    (Measured against a 2-user offline run's ledgers: agent 442 / 442, user 8 / 8 calls.)"""
+    import yaml
+
+    from mnemoflow.data import amemgym_procedural
+    from mnemoflow.planning.run import plan_run
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["models"]["embedder"] = {"backend": "offline"}
+    config["run"] = {"benchmarks": ["amemgym_procedural"], "systems": ["none"]}
+    generate = {"users": 2, "periods": 1, "seed": 7}
+    config["benchmarks"]["amemgym_procedural"]["generate"] = generate
+    wc = {"benchmark": "amemgym_procedural", "protocol": "interactive", "shard": "0"}
+    jobs = [
+        ("upper_bound", {"benchmark": "amemgym_procedural"}),
+        *[
+            ("dialogues", {**wc, "system": s, "step": str(k)})
+            for s in ("native", "awi")
+            for k in (0, 1)
+        ],
+    ]
+    plan = plan_run(config, tmp_path, jobs, model_rules=("dialogues", "upper_bound"))
+    users = amemgym_procedural.generate(generate)
+    sessions = [len(p["sessions"]) for u in users for p in u["periods"]]
+    rounds = {0: 1, 1: 2}  # the shipped schedule: num_rounds_init 1, num_rounds_update 2
+    turns = sum(n * rounds[k % 2] for k, n in enumerate(sessions))
+    questions = sum(len(u["qas"]) for u in users)
+    options = sum(len(q["answer_choices"]) for u in users for q in u["qas"])
+    runs = {(r["system"], r["task"]): r for r in plan.to_dict()["runs"]}
+    assert runs[("native", "interactive_act")]["calls"] == turns
+    assert runs[("native", "amemgym_user_followup")]["calls"] == turns - sum(sessions)
+    assert runs[("awi", "amemgym_choice")]["calls"] == runs[("awi", "amemgym_recall")]["calls"]
+    assert runs[("awi", "amemgym_choice")]["calls"] == 2 * questions  # asked at both periods
+    assert runs[("-", "amemgym_choice")]["calls"] == options
+    assert runs[("awi", "write")]["count"] == "expected" and ("native", "write") not in runs
+    assert not plan.unplanned and not (tmp_path / "results").exists()
+
+
+def test_feedback_answers_are_exact_and_live_dialogues_have_bounds(tmp_path):
+    """MemoryBench: one answer per test question per step; a live dialogue has 1 .. max_rounds
+    answers and one user reaction after each but the last. (Measured against an offline run of
+    synthetic_feedback with none and rag: agent 253 in the ledgers, 256 expected in [224, 288];
+    user 125 in [64, 128].)"""
+    import yaml
+
+    from mnemoflow.data.registry import load_benchmark
+    from mnemoflow.planning.run import plan_run
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["run"] = {"benchmarks": ["synthetic_feedback"], "systems": ["none"]}
+    spec = config["benchmarks"]["synthetic_feedback"]  # batch_size 8, max_rounds 3
+    wc = {"benchmark": "synthetic_feedback", "system": "none", "protocol": "on_policy"}
+    jobs = [
+        ("feedback_train_dialogues", {"benchmark": "synthetic_feedback", "system": "none"}),
+        *[("feedback_step", {**wc, "step": str(k)}) for k in (0, 1)],
+    ]
+    plan = plan_run(config, tmp_path, jobs, model_rules=("feedback_step",))
+    questions = load_benchmark(spec).questions
+    test, train = (int((questions["split"] == s).sum()) for s in ("test", "train"))
+    runs = {(r["protocol"], r["role"]): r for r in plan.to_dict()["runs"]}
+    assert (runs[("feedback", "agent")]["min"], runs[("feedback", "agent")]["max"]) == (
+        train,
+        3 * train,
+    )
+    assert (runs[("feedback", "user")]["min"], runs[("feedback", "user")]["max"]) == (
+        train,
+        2 * train,
+    )
+    live = min(8, train)  # step 1 converses one batch, then both steps answer the test split
+    assert runs[("on_policy", "agent")]["min"] == 2 * test + live
+    assert runs[("on_policy", "agent")]["max"] == 2 * test + 3 * live
+    assert runs[("on_policy", "agent")]["count"] == "expected"
+
+
+def test_the_parse_time_plan_is_kept_by_what_it_depends_on(tmp_path):
+    from mnemoflow.planning.budget import state_key
+
+    config = {"models": {}, "cache": "results/cache/llm", "budget_usd": 1}
+    key = state_key(config, tmp_path)
+    assert state_key({**config, "budget_usd": 2}, tmp_path) == key  # the budget is not planned
+    assert state_key({**config, "seed": 1}, tmp_path) != key
+    ledger = tmp_path / "results" / "b" / "ingest.ledger.json"
+    ledger.parent.mkdir(parents=True)
+    ledger.write_text("{}")  # a job has run: it is not planned again
+    assert state_key(config, tmp_path) != key
