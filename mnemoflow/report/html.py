@@ -30,6 +30,7 @@ from mnemoflow.report import plots
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_tables
 from mnemoflow.report.generation import generation_tables
+from mnemoflow.report.headline import diagnostics_tables, headline_tables, is_headline
 from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
 from mnemoflow.report.summaries import (
@@ -98,6 +99,12 @@ class ReportData:
     published: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: Per run: the memory writer's calls, parse failures and dropped events (writer_rates).
     writers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Per benchmark: systems as rows, headline metrics with intervals (report/headline.py).
+    headline: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: Per benchmark: the counters (parse failures, denominators, ...) of each run.
+    diagnostics: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: Names of the drill-down's files in the derived folder (report/drilldown.py), if built.
+    drilldown: str = ""
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -160,7 +167,8 @@ def collect(
     colours = plots.palette(scored["system"])
     figures: list[ReportFigure] = []
 
-    for metric in sorted(scores["metric"].unique()):
+    # Figures for the headline metrics only: the counters are numbers to check, not to compare.
+    for metric in sorted(m for m in scores["metric"].unique() if is_headline(m)):
         rows = scores[scores["metric"] == metric]
         caption = (
             f"{metric} (micro average over questions) of each run at its last step, one panel "
@@ -173,7 +181,7 @@ def collect(
         counts = scored[scored["aggregate"].str.startswith("type:")].copy()
         counts["question_type"] = counts["aggregate"].str.removeprefix("type:")
         for benchmark, metric in types.index.droplevel(2).unique():
-            if len(types.loc[(benchmark, metric)]) < 2:
+            if len(types.loc[(benchmark, metric)]) < 2 or not is_headline(metric):
                 continue  # one question type: the grid would repeat the bar chart
             n = counts[(counts["benchmark"] == benchmark) & (counts["metric"] == metric)]
             n = n.groupby("question_type")["n"].max()
@@ -186,7 +194,8 @@ def collect(
                 ReportFigure(f"types-{benchmark}-{metric}", "types", caption, plots.to_svg(figure))
             )
 
-    for metric in sorted(steps["metric"].unique()) if not steps.empty else []:
+    step_metrics = [] if steps.empty else sorted(steps["metric"].unique())
+    for metric in [m for m in step_metrics if is_headline(m)]:
         rows = steps[steps["metric"] == metric]
         methods = set(rows["ci_method"])
         band = (
@@ -253,6 +262,8 @@ def collect(
         feedback=feedback_tables(summary),
         generation=generation_tables(generation),
         writers=writer_rates(list(ledgers)),
+        headline=headline_tables(scored),
+        diagnostics=diagnostics_tables(scored),
     )
 
 
@@ -280,8 +291,9 @@ nav ol { columns: 2; }
 table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: .95rem; }
 th, td { padding: .3rem .7rem; border-bottom: 1px solid #e3e3e3; text-align: left; }
 th { background: #f3f5f7; position: sticky; top: 0; }
-td { white-space: nowrap; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th, td { overflow-wrap: anywhere; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
+td small { color: #555; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 figure { margin: 1.2rem 0 2rem; }
 figure img { width: 100%; max-width: 1000px; height: auto; display: block; }
@@ -445,6 +457,40 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
     return text
 
 
+def _headline_html(tables: dict[str, pd.DataFrame]) -> str:
+    """One table per benchmark: a run per row, a headline metric per column, each value with its
+    interval below it in the same cell (so the table keeps to the page width)."""
+    parts = []
+    for benchmark, table in tables.items():
+        metrics = [c for c in table.columns if f"{c} 95 % CI" in table.columns]
+        rest = [c for c in table.columns if c not in ("run", "system", "protocol", "step", "n")]
+        rest = [c for c in rest if c not in metrics and not c.endswith(" 95 % CI")]
+        head = ["run", "n"] + [m for m in table.columns if m in metrics or m in rest]
+        cells = []
+        for row in table.to_dict("records"):
+            out = [_cell("run", row["run"]), _cell("n", row["n"])]
+            for name in head[2:]:
+                if name in metrics:
+                    value = row[name]
+                    text = "–" if pd.isna(value) else _number(value)
+                    ci = html.escape(str(row[f"{name} 95 % CI"] or ""))
+                    out.append(f'<td class="num">{text}<br><small>{ci}</small></td>')
+                elif isinstance(row[name], float) and pd.notna(row[name]):
+                    out.append(f'<td class="num">{_number(row[name])}</td>')
+                else:
+                    out.append(_cell(name, row[name]))
+            cells.append("<tr>" + "".join(out) + "</tr>")
+        steps = sorted(set(table["step"]))
+        step = f"step {steps[0]}" if len(steps) == 1 else "last step of each run"
+        parts.append(
+            f"<h3>{html.escape(benchmark)} <small>({step})</small></h3>"
+            '<div class="scroll"><table class="headline"><thead><tr>'
+            + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+            + f"</tr></thead><tbody>{''.join(cells)}</tbody></table></div>"
+        )
+    return "".join(parts)
+
+
 def _figure_html(figure: ReportFigure, number: int) -> str:
     data = base64.b64encode(figure.svg.encode("utf-8")).decode("ascii")
     caption = html.escape(figure.caption)
@@ -507,29 +553,20 @@ def render_html(
                 parts.append(_figure_html(figure, number))
         return "".join(parts)
 
-    columns = {
-        "benchmark": "benchmark",
-        "label": "run",
-        "step": "step",
-        "metric": "metric",
-        "micro": "micro",
-        "ci": "95 % CI",
-        "macro": "macro",
-        "n": "n",
-    }
     body = (
-        "<p>Each run's scores at its last step. <i>micro</i>: mean over questions; "
-        "<i>macro</i>: mean of the per-question-type means; <i>n</i>: questions judged. "
-        "The interval is computed from the per-question judgements, or for a proportion "
-        "without them (recall, failure rates) from the score and its n; where neither applies, "
-        "or the judgements do not reproduce the score, the cell says so. A "
-        "<i>&lt;cause&gt;_rate</i> (write, read, utilization failure, undiagnosable) is a share "
-        "of the wrongly answered questions: its <i>n</i> is the number of wrong answers.</p>"
-        + table_html(_score_rows(data.scores), columns)
+        "<p>Each benchmark's headline scores, one row per run at its last step: the mean over "
+        "questions with its <b>95 % confidence interval</b> below it (from the per-question "
+        "judgements, or for a proportion without them, such as recall, from the score and its "
+        "<i>n</i>; where neither applies, or the judgements do not reproduce the score, the cell "
+        "says so), <i>n</i> the questions. AMemGym's own figure, the mean over periods, has a "
+        "column of its own; <i>(all items)</i> counts unscored items wrong; <i>(published)</i> is "
+        "a paper's value for the paired run. Counters (parse failures, denominators, baselines) "
+        'are under <a href="#diagnostics">Diagnostics</a>; every score of every run, with '
+        "macro averages, is in <code>scores.tsv</code>.</p>"
+        + _headline_html(data.headline)
         + figures("scores")
-        + _costs_html(data.costs)
     )
-    sections.append(("summary", "Summary", body))
+    sections.append(("summary", "Headline scores", body))
 
     if data.published:
         sections.append(("published", "Published vs ours", _published_html(data.published)))
@@ -660,7 +697,7 @@ def render_html(
     sections.append(("diagnosis", "Failure diagnosis", body))
 
     if data.ledger_files.empty:
-        body = _note("No ledgers were given.")
+        body = _costs_html(data.costs) + _note("No ledgers were given.")
     else:
         totals = data.ledger_tasks.drop(columns=["role", "task", "model", "hit_rate"]).sum(
             numeric_only=True, min_count=1
@@ -679,12 +716,25 @@ def render_html(
             "prices them with <code>prices:</code> in the config over the shipped table "
             "(USD per million tokens; provider-cached prompt tokens at <code>cached_input</code>; "
             "local backends free).</p>"
-            "<h3>By role and task</h3>"
+            + _costs_html(data.costs)
+            + "<h3>By role and task</h3>"
             + table_html(data.ledger_tasks, _headers(data.ledger_tasks))
             + "<h3>By ledger file</h3>"
             + table_html(data.ledger_files, _headers(data.ledger_files))
         )
     sections.append(("cost", "Cost and tokens", body))
+
+    if data.diagnostics:
+        body = (
+            "<p>The counters each run wrote, at its last step: judge and reply parse failures, "
+            "the two denominators of an accuracy (<i>:scored</i> over the scored items, "
+            "<i>:all</i> over all, <i>:unscored</i> how many), AMemGym's baselines and undefined "
+            "memory scores, self-evolution rewrites. They say whether the headline numbers can be "
+            "trusted; a non-zero parse-failure count is worth a look in the drill-down.</p>"
+        )
+        for benchmark, table in data.diagnostics.items():
+            body += f"<h3>{html.escape(benchmark)}</h3>" + table_html(table)
+        sections.append(("diagnostics", "Diagnostics", body))
 
     config_text = yaml.safe_dump(data.config, sort_keys=False, allow_unicode=True)
     sections.append(("config", "Config", f"<pre>{html.escape(config_text)}</pre>"))
@@ -824,6 +874,8 @@ def build_report(
     generation = _read_all(generation_paths, "generation_report") if generation_paths else None
     data = collect(summary, judgements, ledgers, config, diagnosis, sources, generation)
     data.published = dict(published or {})
+    if data.published:
+        data.headline = headline_tables(data.scored, data.published.get("cells"))
 
     folder = out_html.with_suffix("")
     out_html.parent.mkdir(parents=True, exist_ok=True)
