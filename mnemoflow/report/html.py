@@ -27,6 +27,7 @@ import yaml
 from mnemoflow.data.tables import read_table, write_atomic_text
 from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
+from mnemoflow.report.drilldown import DrillFrames, drilldown, write_drilldown
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_tables
 from mnemoflow.report.generation import generation_tables
@@ -103,8 +104,10 @@ class ReportData:
     headline: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: Per benchmark: the counters (parse failures, denominators, ...) of each run.
     diagnostics: dict[str, pd.DataFrame] = field(default_factory=dict)
-    #: Names of the drill-down's files in the derived folder (report/drilldown.py), if built.
-    drilldown: str = ""
+    #: The drill-down's runs (report/drilldown.py ``Drilldown.runs``); empty: not built.
+    drill_runs: list[dict[str, Any]] = field(default_factory=list)
+    #: The drill-down page's address relative to the report (in the derived folder).
+    drill_page: str = "report/questions.html"
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -491,6 +494,42 @@ def _headline_html(tables: dict[str, pd.DataFrame]) -> str:
     return "".join(parts)
 
 
+def _drill_html(runs: list[dict[str, Any]], page: str) -> str:
+    """The runs of the drill-down page, each with its outcomes at the last step and a link."""
+    protocols: dict[str, set[str]] = {}
+    for run in runs:
+        protocols.setdefault(run["benchmark"], set()).add(run["protocol"])
+    rows = []
+    for run in runs:
+        last = max(run["steps"], key=int)
+        info = run["steps"][last]
+        name = run["system"]
+        if len(protocols[run["benchmark"]]) > 1:
+            name += " · " + run["protocol"]
+        href = html.escape(f"{page}#run={run['key']}&step={last}")
+        outcomes = ", ".join(f"{o} {n}" for o, n in info["outcomes"].items() if n)
+        rows.append(
+            f"<tr><td>{html.escape(run['benchmark'])}</td>"
+            f'<td><a href="{href}">{html.escape(name)}</a></td>'
+            f'<td class="num">{html.escape(", ".join(sorted(run["steps"], key=int)))}</td>'
+            f'<td class="num">{info["n"]:,}</td><td>{html.escape(outcomes)}</td></tr>'
+        )
+    return (
+        f'<p>Every question of every run can be read on <a href="{html.escape(page)}">the '
+        "questions page</a>: the question, the gold answer, the answer, the memory items "
+        "the reader was shown, the judge's raw replies, the outcome (with the write / read / "
+        "utilization diagnosis where there is one) and the answer call's tokens and cost; "
+        "filterable by benchmark, run, step, question type and outcome, with a second run "
+        "beside it for the same question. It loads each run's questions when they are chosen "
+        "(no server needed: "
+        "keep <code>report/</code> beside this page).</p>"
+        '<div class="scroll"><table><thead><tr><th>benchmark</th><th>run</th><th>steps</th>'
+        "<th>questions (last step)</th><th>outcomes (last step)</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
+
+
 def _figure_html(figure: ReportFigure, number: int) -> str:
     data = base64.b64encode(figure.svg.encode("utf-8")).decode("ascii")
     caption = html.escape(figure.caption)
@@ -570,6 +609,11 @@ def render_html(
 
     if data.published:
         sections.append(("published", "Published vs ours", _published_html(data.published)))
+
+    if data.drill_runs:
+        sections.append(
+            ("questions", "Questions (drill-down)", _drill_html(data.drill_runs, data.drill_page))
+        )
 
     if not data.types.empty:
         body = figures("types")
@@ -840,13 +884,15 @@ def build_report(
     generation_paths: Iterable[str | os.PathLike] = (),
     title: str = "mnemoflow report",
     published: dict[str, pd.DataFrame] | None = None,
+    drill: DrillFrames | None = None,
 ) -> Path:
     """Read the result tables and ledgers, write ``out_html`` and its derived-files folder.
 
     The folder is ``out_html`` without its suffix (``results/report.html`` ->
     ``results/report/``); it is replaced as a whole, after everything in it was written.
     ``published`` (cells, taus, ranks of :func:`mnemoflow.report.compare.compare_published`)
-    adds the "Published vs ours" section.
+    adds the "Published vs ours" section. ``drill`` (:func:`mnemoflow.report.drilldown.read_frames`)
+    adds the per-question drill-down, ``report/questions.html``.
     """
     out_html = Path(out_html)
     judgements_paths = [Path(p) for p in judgements_paths]
@@ -876,13 +922,22 @@ def build_report(
     data.published = dict(published or {})
     if data.published:
         data.headline = headline_tables(data.scored, data.published.get("cells"))
+    drill_data = None
+    if drill is not None:
+        if drill.judgements.empty:
+            drill.judgements = judgements
+        drill_data = drilldown(drill, config.get("prices") if isinstance(config, dict) else None)
+        data.drill_runs = drill_data.runs
 
     folder = out_html.with_suffix("")
+    data.drill_page = f"{folder.name}/questions.html"
     out_html.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=out_html.parent))
     try:
         _readable(staging, directory=True)
         names = _write_derived(data, staging)
+        if drill_data is not None and drill_data.runs:
+            names += write_drilldown(drill_data, staging, title, out_html.name)[:1]
         page = render_html(data, title, [f"{folder.name}/{name}" for name in names])
         if folder.exists():
             shutil.rmtree(folder)
