@@ -274,12 +274,16 @@ def _static_records(frames: DrillFrames, prices) -> dict[tuple, list[dict]]:
     return chunks
 
 
-def _option(index: Any, options: list[str]) -> str:
-    """ "2. <answer>" for an option index in data.json order ("" when no option was chosen)."""
+def _option(index: Any, options: list[str], order: list[int]) -> str:
+    """ "k. <answer>" for an option index in data.json order, k its place in the order the agent
+    was shown the options (its reply names that number); "" when no option was chosen."""
     if index is None or pd.isna(index):
         return ""
     index = int(index)
-    return f"{index + 1}. {options[index]}" if 0 <= index < len(options) else f"option {index}"
+    if index not in order or not 0 <= index < len(options):
+        return f"option {index} (data.json order)"
+    place = order.index(index)
+    return f"{place + 1}. {options[index]}"
 
 
 def _amemgym_records(frames: DrillFrames, prices) -> dict[tuple, list[dict]]:
@@ -309,8 +313,9 @@ def _amemgym_records(frames: DrillFrames, prices) -> dict[tuple, list[dict]]:
         if user is not None and 0 <= s["question_index"] < len(user.questions):
             question = user.questions[int(s["question_index"])]
         options = [c.answer for c in question.choices] if question is not None else []
-
         reply = checkpoint.get(key, {})
+        order = reply.get("option_order")
+        order = [int(i) for i in order] if order is not None else list(range(len(options)))
         probe = recall.get(key, {})
         failure = str(s["failure"] or "")
         if not bool(s["parse_ok"]):
@@ -324,13 +329,13 @@ def _amemgym_records(frames: DrillFrames, prices) -> dict[tuple, list[dict]]:
             "id": s["question_id"],
             "type": "multiple-choice",
             "q": _cut(question.query if question is not None else ""),
-            "gold": _option(s["gold_option"], options),
-            "answer": _option(s["chosen_option"], options),
+            "gold": _option(s["gold_option"], options, order),
+            "answer": _option(s["chosen_option"], options, order),
             "scores": {"accuracy": _number(s["correct"]), "upper_bound": _number(s["upper_bound"])}
             | {"random": _number(s["random"]), "recall": _number(s["recall_correct"])},
             "outcome": outcome,
             "diagnosis": failure,
-            "options": options,
+            "options": [options[i] for i in order if 0 <= i < len(options)],
             "judge": [
                 {
                     "metric": "option parse",
