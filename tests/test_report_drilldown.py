@@ -249,8 +249,11 @@ def test_chunks_are_scripts_that_cannot_end_their_script_element(tmp_path, frame
     text = (tmp_path / "questions" / "r0-s0.js").read_text()
     assert "</script>" not in text
     assert text.startswith('mnemoflowChunk("r0-s0",')
-    records = json.loads(text[len('mnemoflowChunk("r0-s0",') : -len(");\n")])
+    records, texts = json.loads("[" + text[len('mnemoflowChunk("r0-s0",') : -len(");\n")] + "]")
     assert records[0]["answer"] == "</script><script>alert(1)</script>"
+    # each item's text once per chunk, named by its index
+    assert [texts[t] for _, _, t in records[0]["items"]] == ["Caroline: turn 3", "Caroline: turn 1"]
+    assert len(texts) == len(set(texts))
     page = (tmp_path / "questions.html").read_text()
     assert '<a href="../page.html">' in page and "__INDEX__" not in page
 

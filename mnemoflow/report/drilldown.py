@@ -13,7 +13,7 @@ megabytes that the browser parses before showing anything. Each (run, step) is a
 not JSON fetched with ``fetch()``: Chromium blocks ``fetch`` of ``file://`` URLs, while a
 script of the same folder loads, so the page works from a copied folder, with no server.
 
-A chunk stores each memory item's text once (an id -> text table per chunk) and cuts texts
+A chunk stores each memory item's text once (a list of texts per chunk) and cuts texts
 (:data:`MAX_TEXT`) and item lists (:data:`MAX_ITEMS`) so that a full-context run of a long
 history stays a list, not the history; the cut is shown, and the full ids are in
 ``answers.parquet``.
@@ -412,6 +412,17 @@ def _script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _shared_texts(records: list[dict]) -> tuple[list[dict], list[str]]:
+    """Records whose items name their text by its index in one list per chunk: a turn retrieved
+    for many questions (LoCoMo's ~200 questions per conversation) is stored once."""
+    texts: dict[str, int] = {}
+    out = []
+    for record in records:
+        items = [[rank, i, texts.setdefault(t, len(texts))] for rank, i, t in record["items"]]
+        out.append({**record, "items": items})
+    return out, list(texts)
+
+
 def write_drilldown(
     data: Drilldown, folder: Path, title: str = "mnemoflow report", report: str = "report.html"
 ) -> list[str]:
@@ -421,7 +432,10 @@ def write_drilldown(
     chunks.mkdir(parents=True, exist_ok=True)
     names = []
     for name, records in data.chunks.items():
-        text = f"mnemoflowChunk({_script_json(name)},{_script_json(records)});\n"
+        records, texts = _shared_texts(records)
+        text = (
+            f"mnemoflowChunk({_script_json(name)},{_script_json(records)},{_script_json(texts)});\n"
+        )
         (chunks / f"{name}.js").write_text(text, encoding="utf-8")
         names.append(f"questions/{name}.js")
     page = _PAGE.read_text(encoding="utf-8")
@@ -429,17 +443,3 @@ def write_drilldown(
     page = page.replace("__INDEX__", _script_json({"runs": data.runs, "outcomes": OUTCOMES}))
     (folder / "questions.html").write_text(page, encoding="utf-8")
     return ["questions.html", *names]
-
-
-def run_links(data: Drilldown) -> dict[tuple[str, str, str], str]:
-    """(benchmark, system, protocol) -> the drill-down page's address of that run."""
-    return {
-        (r["benchmark"], r["system"], r["protocol"]): f"questions.html#run={r['key']}"
-        for r in data.runs
-    }
-
-
-def chunk_sizes(folder: Path) -> Iterable[tuple[str, int]]:
-    """(name, bytes) of every chunk written into ``folder`` (for docs/performance.md)."""
-    for path in sorted((folder / "questions").glob("*.js")):
-        yield path.name, path.stat().st_size

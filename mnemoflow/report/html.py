@@ -460,9 +460,13 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
     return text
 
 
-def _headline_html(tables: dict[str, pd.DataFrame]) -> str:
+def _headline_html(
+    tables: dict[str, pd.DataFrame], links: dict[tuple[str, str, str], str] | None = None
+) -> str:
     """One table per benchmark: a run per row, a headline metric per column, each value with its
-    interval below it in the same cell (so the table keeps to the page width)."""
+    interval below it in the same cell (so the table keeps to the page width). ``links``:
+    (benchmark, system, protocol) -> the run's questions on the drill-down page."""
+    links = links or {}
     parts = []
     for benchmark, table in tables.items():
         metrics = [c for c in table.columns if f"{c} 95 % CI" in table.columns]
@@ -471,7 +475,11 @@ def _headline_html(tables: dict[str, pd.DataFrame]) -> str:
         head = ["run", "n"] + [m for m in table.columns if m in metrics or m in rest]
         cells = []
         for row in table.to_dict("records"):
-            out = [_cell("run", row["run"]), _cell("n", row["n"])]
+            href = links.get((benchmark, row["system"], row["protocol"]))
+            run = html.escape(str(row["run"]))
+            if href:
+                run = f'<a href="{html.escape(href)}" title="its questions">{run}</a>'
+            out = [f"<td>{run}</td>", _cell("n", row["n"])]
             for name in head[2:]:
                 if name in metrics:
                     value = row[name]
@@ -492,6 +500,16 @@ def _headline_html(tables: dict[str, pd.DataFrame]) -> str:
             + f"</tr></thead><tbody>{''.join(cells)}</tbody></table></div>"
         )
     return "".join(parts)
+
+
+def _drill_links(data: ReportData) -> dict[tuple[str, str, str], str]:
+    """(benchmark, system, protocol) -> the address of the run's questions at its last step."""
+    return {
+        (r["benchmark"], r["system"], r["protocol"]): (
+            f"{data.drill_page}#run={r['key']}&step={max(r['steps'], key=int)}"
+        )
+        for r in data.drill_runs
+    }
 
 
 def _drill_html(runs: list[dict[str, Any]], page: str) -> str:
@@ -602,7 +620,7 @@ def render_html(
         "a paper's value for the paired run. Counters (parse failures, denominators, baselines) "
         'are under <a href="#diagnostics">Diagnostics</a>; every score of every run, with '
         "macro averages, is in <code>scores.tsv</code>.</p>"
-        + _headline_html(data.headline)
+        + _headline_html(data.headline, _drill_links(data))
         + figures("scores")
     )
     sections.append(("summary", "Headline scores", body))
