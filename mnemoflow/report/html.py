@@ -781,8 +781,10 @@ def render_html(
             + _costs_html(data.costs)
             + "<h3>By role and task</h3>"
             + table_html(data.ledger_tasks, _headers(data.ledger_tasks))
-            + "<h3>By ledger file</h3>"
+            + f"<details><summary>By ledger file ({len(data.ledger_files):,} files: one per "
+            "job)</summary>"
             + table_html(data.ledger_files, _headers(data.ledger_files))
+            + "</details>"
         )
     sections.append(("cost", "Cost and tokens", body))
 
