@@ -294,8 +294,9 @@ nav ol { columns: 2; }
 table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: .95rem; }
 th, td { padding: .3rem .7rem; border-bottom: 1px solid #e3e3e3; text-align: left; }
 th { background: #f3f5f7; position: sticky; top: 0; }
-th, td { overflow-wrap: anywhere; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
+th, td { overflow-wrap: break-word; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.wide { font-size: .8rem; } table.wide th, table.wide td { padding: .25rem .4rem; }
 td small { color: #555; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 figure { margin: 1.2rem 0 2rem; }
@@ -367,18 +368,31 @@ def _cell(column: str, value: Any) -> str:
         else:
             text = f"{value:.3f}"
         return f'<td class="num">{text}</td>'
-    return f"<td>{html.escape(str(value))}</td>"
+    return f"<td>{_breakable(value)}</td>"
+
+
+#: Tables with more columns are set smaller so that they keep to the page width.
+WIDE_COLUMNS = 10
+_BREAK_AFTER = re.compile(r"([_:/@])(?=\w)")
+
+
+def _breakable(value: Any) -> str:
+    """Escaped text that may wrap after ``_ : / @`` (<wbr>), so identifiers such as
+    ``memory_score_undefined`` or a ledger's path break there, not mid-word, when a table needs
+    the room."""
+    return _BREAK_AFTER.sub(r"\1<wbr>", html.escape(str(value)))
 
 
 def table_html(frame: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
     """An HTML table of ``frame``; ``columns`` maps column names to headers (and selects them)."""
     if columns is None:
         columns = {name: name for name in frame.columns}
-    head = "".join(f"<th>{html.escape(header)}</th>" for header in columns.values())
+    head = "".join(f"<th>{_breakable(header)}</th>" for header in columns.values())
     body = []
     for row in frame.to_dict("records"):
         body.append("<tr>" + "".join(_cell(name, row.get(name)) for name in columns) + "</tr>")
-    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    wide = ' class="wide"' if len(columns) > WIDE_COLUMNS else ""
+    table = f"<table{wide}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     return f'<div class="scroll">{table}</div>'
 
 
@@ -556,6 +570,31 @@ def _figure_html(figure: ReportFigure, number: int) -> str:
         f'<img src="data:image/svg+xml;base64,{data}" alt="Figure {number}: {caption}">'
         f"<figcaption><b>Figure {number}.</b> {caption}</figcaption></figure>"
     )
+
+
+def _counted(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A ledger table without the counters that are zero in every row (retries, errors, ... of
+    a clean run), so the table keeps to the page width; the TSV keeps every column."""
+    zero = [
+        name
+        for name in _LEDGER_COUNTERS_SHOWN
+        if name in frame.columns
+        and pd.to_numeric(frame[name], errors="coerce").fillna(0).eq(0).all()
+    ]
+    kept = frame.drop(columns=zero)
+    return kept, _headers(kept)
+
+
+#: Ledger counters left out of a table when zero in every row.
+_LEDGER_COUNTERS_SHOWN = (
+    "retries",
+    "errors",
+    "parse_failures",
+    "dropped_events",
+    "cached_in",
+    "truncated_calls",
+    "truncated_messages",
+)
 
 
 def _headers(frame: pd.DataFrame) -> dict[str, str]:
@@ -779,12 +818,12 @@ def render_html(
             "(USD per million tokens; provider-cached prompt tokens at <code>cached_input</code>; "
             "local backends free).</p>"
             + _costs_html(data.costs)
-            + "<h3>By role and task</h3>"
-            + table_html(data.ledger_tasks, _headers(data.ledger_tasks))
+            + "<h3>By role and task</h3><p>Retries, errors, parse failures, dropped events, "
+            "provider-cached tokens and truncated prompts are shown where any is not zero (the "
+            "TSV files have every column).</p>"
+            + table_html(*_counted(data.ledger_tasks))
             + f"<details><summary>By ledger file ({len(data.ledger_files):,} files: one per "
-            "job)</summary>"
-            + table_html(data.ledger_files, _headers(data.ledger_files))
-            + "</details>"
+            "job)</summary>" + table_html(*_counted(data.ledger_files)) + "</details>"
         )
     sections.append(("cost", "Cost and tokens", body))
 
