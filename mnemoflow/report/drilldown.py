@@ -345,6 +345,7 @@ def _amemgym_records(frames: DrillFrames, prices) -> dict[tuple, list[dict]]:
                     "raw": _cut("\n---\n".join(map(str, raw)) if raw is not None else ""),
                 }
             ],
+            "items_title": "what the agent recalls of the question's state (recall probe)",
             "items": (
                 [[1, "recall probe", _cut(probe.get("reply", ""), MAX_ITEM_TEXT)]] if probe else []
             ),
