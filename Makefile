@@ -44,13 +44,18 @@ install-products: $(PRODUCTS_STAMP)
 
 install-test: $(TEST_STAMP) system-deps
 
-# Debian data the metrics read offline: WordNet 3.0 for METEOR (mnemoflow/eval/meteor.py).
+# Debian data the metrics read offline: WordNet 3.0 for METEOR (mnemoflow/eval/meteor.py); and
+# Chromium with its WebDriver, which the report's screenshot and drill-down browser tests drive.
 WORDNET_DIR ?= /usr/share/wordnet
 system-deps:
 	@test -f $(WORDNET_DIR)/data.noun || { \
 	  echo "installing wordnet-base (WordNet 3.0 for METEOR)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends wordnet-base; }
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  echo "installing chromium and chromium-driver (report screenshots, the drill-down's browser test)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
 
 ## make run: the default workflow (offline backend, synthetic benchmark) -> results/summary.{parquet,md}, results/report.html
 run: $(STAMP) system-deps

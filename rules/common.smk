@@ -2,6 +2,7 @@
 # stay declarative). Helpers are one-line lookups: what a knob means is asked of its owner in the
 # library (memory systems, protocols, environment generation), never decided here.
 import re
+from types import SimpleNamespace
 
 from snakemake.utils import validate
 
@@ -600,3 +601,68 @@ check_bindings(
 check_budget(
     {**config, "models": MODELS}, workflow.is_main_process, model_rules=RULE_ROLES
 )
+
+
+# --- the report's per-question drill-down: rules/report.smk ---------------------------------
+
+
+def runs_with(protocols):
+    """(benchmark, system, protocol) of every run whose protocol is one of ``protocols``."""
+    return [
+        (b, s, p)
+        for b in config["run"]["benchmarks"]
+        for p in protocols_for(b)
+        if p in protocols
+        for s in systems_for(b)
+    ]
+
+
+def all_feedback_step_files(name):
+    """``name`` in every step folder of the run's feedback protocols."""
+    return [
+        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
+        for b, s, p in runs_with(fb.PROTOCOLS)
+        for k in steps_of(b, p)
+    ]
+
+
+def all_answers():
+    """The answers of every static QA shard and feedback step (the drill-down's rows)."""
+    static = [f"{SHARD.format(**run)}/answers.parquet" for run in all_runs()]
+    return static + all_feedback_step_files("answers.parquet")
+
+
+def all_snapshots():
+    """The memory every static QA shard answered from (the per-question diagnosis reads it)."""
+    return [f"{SHARD.format(**run)}/memory" for run in all_runs()]
+
+
+def all_prepared(name):
+    """``name`` of every prepared benchmark the run answers questions of (static QA, feedback)."""
+    benchmarks = sorted({b for b, _, _ in runs_with(("qa", *fb.PROTOCOLS))})
+    return [f"{PREPARED.format(benchmark=b)}/{name}" for b in benchmarks]
+
+
+def all_interactive_step_files(name):
+    """``name`` in every step folder of the interactive runs."""
+    return [
+        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
+        for b, s, p in runs_with(interactive.PROTOCOLS)
+        for k in steps_of(b, p)
+    ]
+
+
+def all_interactive_shard_files(name):
+    """``name`` in every shard of every step of the interactive runs."""
+    return [
+        f"{ISHARD.format(benchmark=b, system=s, protocol=p, step=k, shard=h)}/{name}"
+        for b, s, p in runs_with(interactive.PROTOCOLS)
+        for k in steps_of(b, p)
+        for h in shards_of(b)
+    ]
+
+
+def interactive_environments():
+    """benchmark -> its data.json, for every interactive benchmark of the run."""
+    benchmarks = sorted({b for b, _, _ in runs_with(interactive.PROTOCOLS)})
+    return {b: environment_file(SimpleNamespace(benchmark=b)) for b in benchmarks}

@@ -2,9 +2,17 @@ rule report:
     input:
         summary="results/summary.parquet",
         diagnosis="results/diagnosis.parquet",
-        judgements=all_judgements(),
+        judgements=all_judgements() + all_feedback_step_files("judgements.parquet"),
         ledgers=all_ledgers(),
         generation=all_generation_reports(),
+        answers=all_answers(),
+        snapshots=all_snapshots(),
+        questions=all_prepared("questions.parquet"),
+        sessions=all_prepared("sessions.parquet"),
+        question_scores=all_interactive_step_files("question_scores.parquet"),
+        checkpoint_replies=all_interactive_shard_files("checkpoint_replies.parquet"),
+        recall_replies=all_interactive_shard_files("recall_replies.parquet"),
+        environments=list(interactive_environments().values()),
     output:
         html="results/report.html",
         derived=directory("results/report"),
@@ -17,6 +25,7 @@ rule report:
         runtime=10,
     params:
         config=report_config(),
+        environments=interactive_environments(),
         code=code_version("mnemoflow.jobs.summary:report"),
     script:
         "../scripts/report.py"

@@ -381,7 +381,7 @@ def _images(page):
 
 def test_report_holds_the_summary_table_with_intervals(report):
     page = report.read_text()
-    assert "<h2>Summary</h2>" in page
+    assert "<h2>Headline scores</h2>" in page
     scores = pd.read_csv(report.parent / "report" / "scores.tsv", sep="\t")
     best = scores[(scores["benchmark"] == "locomo") & (scores["metric"] == "accuracy")].iloc[0]
     assert best["system"] == "bm25_message"  # sorted best first

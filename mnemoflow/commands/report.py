@@ -45,6 +45,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--screenshot", type=Path, help="also render the page in headless Chromium to this PNG"
     )
+    parser.add_argument(
+        "--no-questions",
+        action="store_true",
+        help="leave out the per-question drill-down (report/questions.html)",
+    )
     add_published_arguments(parser, config=False)  # the "Published vs ours" section
     parser.set_defaults(func=run)
 
@@ -82,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         diagnosis_path=diagnosis,
         title=args.title,
         published=published,
+        drill=None
+        if args.no_questions
+        else drill_frames(results, sorted(results.glob(args.judgements)), config),
     )
     print(f"{page}: open it in a browser (derived TSV/SVG in {page.with_suffix('')}/)")
     if args.screenshot is not None:
@@ -91,3 +99,57 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"screenshot: {exc}") from exc
         print(f"{png}: screenshot")
     return 0
+
+
+def drill_frames(results: Path, judgements: list[Path], config: dict):
+    """The drill-down's inputs found by their conventional names under ``results``: answers
+    (static QA shards, feedback steps), each benchmark's prepared questions and sessions, the
+    static QA shards' memory snapshots (for the per-question diagnosis), and AMemGym's
+    per-question scores, replies and environment (``{benchmark}/environment/data.json``, else
+    the config's ``source.path``)."""
+    import pandas as pd
+
+    from mnemoflow.data.tables import read_table
+    from mnemoflow.protocols.static_qa import question_causes
+    from mnemoflow.report.drilldown import read_frames
+
+    answers = sorted(results.glob("*/*/*/step*/answers.parquet")) + sorted(
+        results.glob("*/*/*/step*/shard*/answers.parquet")
+    )
+    questions = sorted(results.glob("*/prepared/questions.parquet"))
+    shards = [p.parent for p in answers if (p.parent / "memory" / "stored_ids.json").is_file()]
+    causes = None
+    if shards and questions:
+        frames = [read_table(p, "judgements") for p in judgements]
+        frames = [f for f in frames if not f.empty]
+        if frames:
+            causes = question_causes(
+                shards,
+                pd.concat(frames, ignore_index=True),
+                pd.concat([read_table(p, "questions") for p in questions], ignore_index=True),
+            )
+    interactive = sorted(
+        {p.parent.parent for p in results.glob("*/*/*/step*/shard*/checkpoint_replies.parquet")}
+    )
+    environments = {}
+    for step in interactive:
+        benchmark = step.relative_to(results).parts[0]
+        own = results / benchmark / "environment" / "data.json"
+        source = ((config.get("benchmarks") or {}).get(benchmark) or {}).get("source") or {}
+        path = own if own.is_file() else source.get("path")
+        if path is not None and Path(path).is_file():
+            environments[benchmark] = path
+    return read_frames(
+        answers=answers,
+        questions=questions,
+        sessions=sorted(results.glob("*/prepared/sessions.parquet")),
+        causes=causes,
+        amemgym_scores=[s / "question_scores.parquet" for s in interactive],
+        checkpoint_replies=[
+            p for s in interactive for p in sorted(s.glob("shard*/checkpoint_replies.parquet"))
+        ],
+        recall_replies=[
+            p for s in interactive for p in sorted(s.glob("shard*/recall_replies.parquet"))
+        ],
+        environments=environments,
+    )

@@ -58,11 +58,42 @@ class ReportFiles:
     ledgers: list[str]
     html: str
     generation: list[str] = ()
+    answers: list[str] = ()
+    snapshots: list[str] = ()
+    questions: list[str] = ()
+    sessions: list[str] = ()
+    question_scores: list[str] = ()
+    checkpoint_replies: list[str] = ()
+    recall_replies: list[str] = ()
+    environments: list[str] = ()
 
 
-def report(files: ReportFiles, *, config: dict[str, Any]) -> None:
+def report(
+    files: ReportFiles, *, config: dict[str, Any], environments: dict[str, str] | None = None
+) -> None:
+    """The report and its per-question drill-down (``environments``: AMemGym benchmark -> its
+    data.json, which ``files.environments`` lists for Snakemake)."""
+    from mnemoflow.protocols.static_qa import question_causes
+    from mnemoflow.report.drilldown import read_frames
     from mnemoflow.report.html import build_report
 
+    causes = None
+    if files.snapshots and files.questions:
+        causes = question_causes(
+            [Path(p).parent for p in files.snapshots],
+            read_all(files.judgements, "judgements"),
+            read_all(files.questions, "questions"),
+        )
+    drill = read_frames(
+        answers=files.answers,
+        questions=files.questions,
+        sessions=files.sessions,
+        causes=causes,
+        amemgym_scores=files.question_scores,
+        checkpoint_replies=files.checkpoint_replies,
+        recall_replies=files.recall_replies,
+        environments=environments or {},
+    )
     build_report(
         files.summary,
         files.judgements,
@@ -71,5 +102,6 @@ def report(files: ReportFiles, *, config: dict[str, Any]) -> None:
         files.html,
         diagnosis_path=files.diagnosis,
         generation_paths=list(files.generation),
+        drill=drill,
     )
     log.info("report written to %s", files.html)

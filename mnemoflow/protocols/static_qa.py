@@ -23,7 +23,7 @@ import pandas as pd
 
 from mnemoflow.agents.longmemeval_reader import episode_turns
 from mnemoflow.agents.readers import read, reader_config
-from mnemoflow.data.tables import ANSWERS, SCORES
+from mnemoflow.data.tables import ANSWERS, SCORES, read_table
 from mnemoflow.eval.diagnosis import diagnose, diagnosis_rates, diagnosis_scores, report_rows
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.eval.rescore import (
@@ -322,3 +322,24 @@ def score(
     rates = diagnosis_rates(diagnosis, answers, judgements)
     scores = pd.concat([judged, diagnosis_scores(rates)], ignore_index=True)
     return Scored(scores[SCORES.names], per_question, report_rows(rates))
+
+
+def question_causes(
+    shards: Iterable[Path], judgements: pd.DataFrame, questions: pd.DataFrame
+) -> pd.DataFrame:
+    """Per wrong answer of the static QA shards (``.../shard{h}`` folders holding
+    ``answers.parquet`` and the ``memory`` snapshot it was answered from): run keys, question_id
+    and its ``cause``, as :func:`score` diagnoses it (the report's per-question drill-down)."""
+    frames = []
+    for shard in shards:
+        shard = Path(shard)
+        answers = read_table(shard / "answers.parquet", "answers")
+        if answers.empty:
+            continue
+        stored, known = read_stored([shard / "memory"])
+        keys = answers[["benchmark", "system", "protocol", "step"]].drop_duplicates()
+        judged = judgements.merge(keys, on=list(keys.columns))
+        frames.append(diagnose(answers, judged, questions, stored, known))
+    if not frames:
+        return pd.DataFrame(columns=["benchmark", "system", "protocol", "step", "question_id"])
+    return pd.concat(frames, ignore_index=True)

@@ -27,9 +27,11 @@ import yaml
 from mnemoflow.data.tables import read_table, write_atomic_text
 from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
+from mnemoflow.report.drilldown import DrillFrames, drilldown, write_drilldown
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_tables
 from mnemoflow.report.generation import generation_tables
+from mnemoflow.report.headline import diagnostics_tables, headline_tables, is_headline
 from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
 from mnemoflow.report.summaries import (
@@ -98,6 +100,14 @@ class ReportData:
     published: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: Per run: the memory writer's calls, parse failures and dropped events (writer_rates).
     writers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Per benchmark: systems as rows, headline metrics with intervals (report/headline.py).
+    headline: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: Per benchmark: the counters (parse failures, denominators, ...) of each run.
+    diagnostics: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: The drill-down's runs (report/drilldown.py ``Drilldown.runs``); empty: not built.
+    drill_runs: list[dict[str, Any]] = field(default_factory=list)
+    #: The drill-down page's address relative to the report (in the derived folder).
+    drill_page: str = "report/questions.html"
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -160,7 +170,8 @@ def collect(
     colours = plots.palette(scored["system"])
     figures: list[ReportFigure] = []
 
-    for metric in sorted(scores["metric"].unique()):
+    # Figures for the headline metrics only: the counters are numbers to check, not to compare.
+    for metric in sorted(m for m in scores["metric"].unique() if is_headline(m)):
         rows = scores[scores["metric"] == metric]
         caption = (
             f"{metric} (micro average over questions) of each run at its last step, one panel "
@@ -173,7 +184,7 @@ def collect(
         counts = scored[scored["aggregate"].str.startswith("type:")].copy()
         counts["question_type"] = counts["aggregate"].str.removeprefix("type:")
         for benchmark, metric in types.index.droplevel(2).unique():
-            if len(types.loc[(benchmark, metric)]) < 2:
+            if len(types.loc[(benchmark, metric)]) < 2 or not is_headline(metric):
                 continue  # one question type: the grid would repeat the bar chart
             n = counts[(counts["benchmark"] == benchmark) & (counts["metric"] == metric)]
             n = n.groupby("question_type")["n"].max()
@@ -186,7 +197,8 @@ def collect(
                 ReportFigure(f"types-{benchmark}-{metric}", "types", caption, plots.to_svg(figure))
             )
 
-    for metric in sorted(steps["metric"].unique()) if not steps.empty else []:
+    step_metrics = [] if steps.empty else sorted(steps["metric"].unique())
+    for metric in [m for m in step_metrics if is_headline(m)]:
         rows = steps[steps["metric"] == metric]
         methods = set(rows["ci_method"])
         band = (
@@ -253,6 +265,8 @@ def collect(
         feedback=feedback_tables(summary),
         generation=generation_tables(generation),
         writers=writer_rates(list(ledgers)),
+        headline=headline_tables(scored),
+        diagnostics=diagnostics_tables(scored),
     )
 
 
@@ -280,8 +294,10 @@ nav ol { columns: 2; }
 table { border-collapse: collapse; margin: .8rem 0 1.2rem; font-size: .95rem; }
 th, td { padding: .3rem .7rem; border-bottom: 1px solid #e3e3e3; text-align: left; }
 th { background: #f3f5f7; position: sticky; top: 0; }
-td { white-space: nowrap; }
+th, td { overflow-wrap: break-word; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.wide { font-size: .8rem; } table.wide th, table.wide td { padding: .25rem .4rem; }
+td small { color: #555; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 figure { margin: 1.2rem 0 2rem; }
 figure img { width: 100%; max-width: 1000px; height: auto; display: block; }
@@ -352,18 +368,31 @@ def _cell(column: str, value: Any) -> str:
         else:
             text = f"{value:.3f}"
         return f'<td class="num">{text}</td>'
-    return f"<td>{html.escape(str(value))}</td>"
+    return f"<td>{_breakable(value)}</td>"
+
+
+#: Tables with more columns are set smaller so that they keep to the page width.
+WIDE_COLUMNS = 10
+_BREAK_AFTER = re.compile(r"([_:/@])(?=\w)")
+
+
+def _breakable(value: Any) -> str:
+    """Escaped text that may wrap after ``_ : / @`` (<wbr>), so identifiers such as
+    ``memory_score_undefined`` or a ledger's path break there, not mid-word, when a table needs
+    the room."""
+    return _BREAK_AFTER.sub(r"\1<wbr>", html.escape(str(value)))
 
 
 def table_html(frame: pd.DataFrame, columns: dict[str, str] | None = None) -> str:
     """An HTML table of ``frame``; ``columns`` maps column names to headers (and selects them)."""
     if columns is None:
         columns = {name: name for name in frame.columns}
-    head = "".join(f"<th>{html.escape(header)}</th>" for header in columns.values())
+    head = "".join(f"<th>{_breakable(header)}</th>" for header in columns.values())
     body = []
     for row in frame.to_dict("records"):
         body.append("<tr>" + "".join(_cell(name, row.get(name)) for name in columns) + "</tr>")
-    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    wide = ' class="wide"' if len(columns) > WIDE_COLUMNS else ""
+    table = f"<table{wide}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     return f'<div class="scroll">{table}</div>'
 
 
@@ -445,6 +474,94 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
     return text
 
 
+def _headline_html(
+    tables: dict[str, pd.DataFrame], links: dict[tuple[str, str, str], str] | None = None
+) -> str:
+    """One table per benchmark: a run per row, a headline metric per column, each value with its
+    interval below it in the same cell (so the table keeps to the page width). ``links``:
+    (benchmark, system, protocol) -> the run's questions on the drill-down page."""
+    links = links or {}
+    parts = []
+    for benchmark, table in tables.items():
+        metrics = [c for c in table.columns if f"{c} 95 % CI" in table.columns]
+        rest = [c for c in table.columns if c not in ("run", "system", "protocol", "step", "n")]
+        rest = [c for c in rest if c not in metrics and not c.endswith(" 95 % CI")]
+        head = ["run", "n"] + [m for m in table.columns if m in metrics or m in rest]
+        cells = []
+        for row in table.to_dict("records"):
+            href = links.get((benchmark, row["system"], row["protocol"]))
+            run = html.escape(str(row["run"]))
+            if href:
+                run = f'<a href="{html.escape(href)}" title="its questions">{run}</a>'
+            out = [f"<td>{run}</td>", _cell("n", row["n"])]
+            for name in head[2:]:
+                if name in metrics:
+                    value = row[name]
+                    text = "–" if pd.isna(value) else _number(value)
+                    ci = html.escape(str(row[f"{name} 95 % CI"] or ""))
+                    out.append(f'<td class="num">{text}<br><small>{ci}</small></td>')
+                elif isinstance(row[name], float) and pd.notna(row[name]):
+                    out.append(f'<td class="num">{_number(row[name])}</td>')
+                else:
+                    out.append(_cell(name, row[name]))
+            cells.append("<tr>" + "".join(out) + "</tr>")
+        steps = sorted(set(table["step"]))
+        step = f"step {steps[0]}" if len(steps) == 1 else "last step of each run"
+        parts.append(
+            f"<h3>{html.escape(benchmark)} <small>({step})</small></h3>"
+            '<div class="scroll"><table class="headline"><thead><tr>'
+            + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+            + f"</tr></thead><tbody>{''.join(cells)}</tbody></table></div>"
+        )
+    return "".join(parts)
+
+
+def _drill_links(data: ReportData) -> dict[tuple[str, str, str], str]:
+    """(benchmark, system, protocol) -> the address of the run's questions at its last step."""
+    return {
+        (r["benchmark"], r["system"], r["protocol"]): (
+            f"{data.drill_page}#run={r['key']}&step={max(r['steps'], key=int)}"
+        )
+        for r in data.drill_runs
+    }
+
+
+def _drill_html(runs: list[dict[str, Any]], page: str) -> str:
+    """The runs of the drill-down page, each with its outcomes at the last step and a link."""
+    protocols: dict[str, set[str]] = {}
+    for run in runs:
+        protocols.setdefault(run["benchmark"], set()).add(run["protocol"])
+    rows = []
+    for run in runs:
+        last = max(run["steps"], key=int)
+        info = run["steps"][last]
+        name = run["system"]
+        if len(protocols[run["benchmark"]]) > 1:
+            name += " · " + run["protocol"]
+        href = html.escape(f"{page}#run={run['key']}&step={last}")
+        outcomes = ", ".join(f"{o} {n}" for o, n in info["outcomes"].items() if n)
+        rows.append(
+            f"<tr><td>{html.escape(run['benchmark'])}</td>"
+            f'<td><a href="{href}">{html.escape(name)}</a></td>'
+            f'<td class="num">{html.escape(", ".join(sorted(run["steps"], key=int)))}</td>'
+            f'<td class="num">{info["n"]:,}</td><td>{html.escape(outcomes)}</td></tr>'
+        )
+    return (
+        f'<p>Every question of every run can be read on <a href="{html.escape(page)}">the '
+        "questions page</a>: the question, the gold answer, the answer, the memory items "
+        "the reader was shown, the judge's raw replies, the outcome (with the write / read / "
+        "utilization diagnosis where there is one) and the answer call's tokens and cost; "
+        "filterable by benchmark, run, step, question type and outcome, with a second run "
+        "beside it for the same question. It loads each run's questions when they are chosen "
+        "(no server needed: "
+        "keep <code>report/</code> beside this page).</p>"
+        '<div class="scroll"><table><thead><tr><th>benchmark</th><th>run</th><th>steps</th>'
+        "<th>questions (last step)</th><th>outcomes (last step)</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
+
+
 def _figure_html(figure: ReportFigure, number: int) -> str:
     data = base64.b64encode(figure.svg.encode("utf-8")).decode("ascii")
     caption = html.escape(figure.caption)
@@ -453,6 +570,31 @@ def _figure_html(figure: ReportFigure, number: int) -> str:
         f'<img src="data:image/svg+xml;base64,{data}" alt="Figure {number}: {caption}">'
         f"<figcaption><b>Figure {number}.</b> {caption}</figcaption></figure>"
     )
+
+
+def _counted(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A ledger table without the counters that are zero in every row (retries, errors, ... of
+    a clean run), so the table keeps to the page width; the TSV keeps every column."""
+    zero = [
+        name
+        for name in _LEDGER_COUNTERS_SHOWN
+        if name in frame.columns
+        and pd.to_numeric(frame[name], errors="coerce").fillna(0).eq(0).all()
+    ]
+    kept = frame.drop(columns=zero)
+    return kept, _headers(kept)
+
+
+#: Ledger counters left out of a table when zero in every row.
+_LEDGER_COUNTERS_SHOWN = (
+    "retries",
+    "errors",
+    "parse_failures",
+    "dropped_events",
+    "cached_in",
+    "truncated_calls",
+    "truncated_messages",
+)
 
 
 def _headers(frame: pd.DataFrame) -> dict[str, str]:
@@ -507,32 +649,28 @@ def render_html(
                 parts.append(_figure_html(figure, number))
         return "".join(parts)
 
-    columns = {
-        "benchmark": "benchmark",
-        "label": "run",
-        "step": "step",
-        "metric": "metric",
-        "micro": "micro",
-        "ci": "95 % CI",
-        "macro": "macro",
-        "n": "n",
-    }
     body = (
-        "<p>Each run's scores at its last step. <i>micro</i>: mean over questions; "
-        "<i>macro</i>: mean of the per-question-type means; <i>n</i>: questions judged. "
-        "The interval is computed from the per-question judgements, or for a proportion "
-        "without them (recall, failure rates) from the score and its n; where neither applies, "
-        "or the judgements do not reproduce the score, the cell says so. A "
-        "<i>&lt;cause&gt;_rate</i> (write, read, utilization failure, undiagnosable) is a share "
-        "of the wrongly answered questions: its <i>n</i> is the number of wrong answers.</p>"
-        + table_html(_score_rows(data.scores), columns)
+        "<p>Each benchmark's headline scores, one row per run at its last step: the mean over "
+        "questions with its <b>95 % confidence interval</b> below it (from the per-question "
+        "judgements, or for a proportion without them, such as recall, from the score and its "
+        "<i>n</i>; where neither applies, or the judgements do not reproduce the score, the cell "
+        "says so), <i>n</i> the questions. AMemGym's own figure, the mean over periods, has a "
+        "column of its own; <i>(all items)</i> counts unscored items wrong; <i>(published)</i> is "
+        "a paper's value for the paired run. Counters (parse failures, denominators, baselines) "
+        'are under <a href="#diagnostics">Diagnostics</a>; every score of every run, with '
+        "macro averages, is in <code>scores.tsv</code>.</p>"
+        + _headline_html(data.headline, _drill_links(data))
         + figures("scores")
-        + _costs_html(data.costs)
     )
-    sections.append(("summary", "Summary", body))
+    sections.append(("summary", "Headline scores", body))
 
     if data.published:
         sections.append(("published", "Published vs ours", _published_html(data.published)))
+
+    if data.drill_runs:
+        sections.append(
+            ("questions", "Questions (drill-down)", _drill_html(data.drill_runs, data.drill_page))
+        )
 
     if not data.types.empty:
         body = figures("types")
@@ -660,7 +798,7 @@ def render_html(
     sections.append(("diagnosis", "Failure diagnosis", body))
 
     if data.ledger_files.empty:
-        body = _note("No ledgers were given.")
+        body = _costs_html(data.costs) + _note("No ledgers were given.")
     else:
         totals = data.ledger_tasks.drop(columns=["role", "task", "model", "hit_rate"]).sum(
             numeric_only=True, min_count=1
@@ -679,12 +817,27 @@ def render_html(
             "prices them with <code>prices:</code> in the config over the shipped table "
             "(USD per million tokens; provider-cached prompt tokens at <code>cached_input</code>; "
             "local backends free).</p>"
-            "<h3>By role and task</h3>"
-            + table_html(data.ledger_tasks, _headers(data.ledger_tasks))
-            + "<h3>By ledger file</h3>"
-            + table_html(data.ledger_files, _headers(data.ledger_files))
+            + _costs_html(data.costs)
+            + "<h3>By role and task</h3><p>Retries, errors, parse failures, dropped events, "
+            "provider-cached tokens and truncated prompts are shown where any is not zero (the "
+            "TSV files have every column).</p>"
+            + table_html(*_counted(data.ledger_tasks))
+            + f"<details><summary>By ledger file ({len(data.ledger_files):,} files: one per "
+            "job)</summary>" + table_html(*_counted(data.ledger_files)) + "</details>"
         )
     sections.append(("cost", "Cost and tokens", body))
+
+    if data.diagnostics:
+        body = (
+            "<p>The counters each run wrote, at its last step: judge and reply parse failures, "
+            "the two denominators of an accuracy (<i>:scored</i> over the scored items, "
+            "<i>:all</i> over all, <i>:unscored</i> how many), AMemGym's baselines and undefined "
+            "memory scores, self-evolution rewrites. They say whether the headline numbers can be "
+            "trusted; a non-zero parse-failure count is worth a look in the drill-down.</p>"
+        )
+        for benchmark, table in data.diagnostics.items():
+            body += f"<h3>{html.escape(benchmark)}</h3>" + table_html(table)
+        sections.append(("diagnostics", "Diagnostics", body))
 
     config_text = yaml.safe_dump(data.config, sort_keys=False, allow_unicode=True)
     sections.append(("config", "Config", f"<pre>{html.escape(config_text)}</pre>"))
@@ -790,13 +943,15 @@ def build_report(
     generation_paths: Iterable[str | os.PathLike] = (),
     title: str = "mnemoflow report",
     published: dict[str, pd.DataFrame] | None = None,
+    drill: DrillFrames | None = None,
 ) -> Path:
     """Read the result tables and ledgers, write ``out_html`` and its derived-files folder.
 
     The folder is ``out_html`` without its suffix (``results/report.html`` ->
     ``results/report/``); it is replaced as a whole, after everything in it was written.
     ``published`` (cells, taus, ranks of :func:`mnemoflow.report.compare.compare_published`)
-    adds the "Published vs ours" section.
+    adds the "Published vs ours" section. ``drill`` (:func:`mnemoflow.report.drilldown.read_frames`)
+    adds the per-question drill-down, ``report/questions.html``.
     """
     out_html = Path(out_html)
     judgements_paths = [Path(p) for p in judgements_paths]
@@ -824,13 +979,24 @@ def build_report(
     generation = _read_all(generation_paths, "generation_report") if generation_paths else None
     data = collect(summary, judgements, ledgers, config, diagnosis, sources, generation)
     data.published = dict(published or {})
+    if data.published:
+        data.headline = headline_tables(data.scored, data.published.get("cells"))
+    drill_data = None
+    if drill is not None:
+        if drill.judgements.empty:
+            drill.judgements = judgements
+        drill_data = drilldown(drill, config.get("prices") if isinstance(config, dict) else None)
+        data.drill_runs = drill_data.runs
 
     folder = out_html.with_suffix("")
+    data.drill_page = f"{folder.name}/questions.html"
     out_html.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=out_html.parent))
     try:
         _readable(staging, directory=True)
         names = _write_derived(data, staging)
+        if drill_data is not None and drill_data.runs:
+            names += write_drilldown(drill_data, staging, title, out_html.name)[:1]
         page = render_html(data, title, [f"{folder.name}/{name}" for name in names])
         if folder.exists():
             shutil.rmtree(folder)
