@@ -349,3 +349,21 @@ def test_the_workflow_starts_uses_and_stops_a_managed_endpoint(tmp_path):
     assert judged["calls"] >= 8 and judged["errors"] == 0
     summary = (wd / "results/summary.md").read_text()
     assert "| agent | openai | mnemoflow-test | testserver |" in summary
+
+
+def test_score_reads_a_judge_bound_by_endpoint_name(tmp_path, monkeypatch):
+    """`mnemoflow score --judge-config` resolves `models.judge.endpoint` as the workflow does."""
+    from mnemoflow.commands.score import _config
+
+    config = tmp_path / "judge.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "endpoints": {"site": {"base_url": "http://judge:8000/v1", "api_key_env": "K"}},
+                "models": {"judge": {"endpoint": "site", "model": "gpt-4o-mini"}},
+            }
+        )
+    )
+    models, _ = _config(config)
+    assert models["judge"]["base_url"] == "http://judge:8000/v1"
+    assert models["judge"]["api_key_env"] == "K"

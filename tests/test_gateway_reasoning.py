@@ -285,3 +285,24 @@ def test_an_environment_stage_asks_through_thinking_and_a_refused_json_object():
     assert value == {"questions": ["What do you drink?"]}
     assert (ctx.log.calls, ctx.log.validation_failures) == (1, [])
     assert gateway.ledger.totals().structured_output_fallbacks == 1
+
+
+def test_the_sent_key_drops_response_format_where_the_role_never_sends_it():
+    """A planner looks up what the run will cache: with ``structured_output: off`` the request
+    goes out (and is cached) without its ``response_format``."""
+    import dataclasses
+
+    from mnemoflow.llm.gateway import Gateway
+    from mnemoflow.llm.types import ChatRequest
+
+    request = ChatRequest(
+        role="agent",
+        task="t",
+        messages=[{"role": "user", "content": "hi"}],
+        response_format={"type": "json_object"},
+    )
+    plain = dataclasses.replace(request, response_format=None)
+    for mode, sent in (("off", plain), ("on", request), ("auto", request)):
+        spec = {"base_url": "http://x:1/v1", "model": "m", "structured_output": mode}
+        gateway = Gateway.from_config({"agent": spec})
+        assert gateway.sent_key(request) == gateway.request_key(sent), mode

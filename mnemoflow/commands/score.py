@@ -48,6 +48,7 @@ from mnemoflow.eval.rescore import (
     summarize,
     write_scored,
 )
+from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.gateway import Gateway
 
 
@@ -173,6 +174,8 @@ def _config(path: Path | None) -> tuple[dict, dict]:
     judge = raw.get("judge") or {}
     if not isinstance(models, dict) or not isinstance(judge, dict):
         raise ConfigError(f"{path}: 'models' and 'judge' must be mappings")
+    # a judge bound by endpoint name is resolved as the workflow resolves it
+    models = bind_endpoints(models, raw.get("endpoints"))
     return {"judge": models["judge"]} if "judge" in models else {}, judge
 
 

@@ -365,6 +365,21 @@ class Gateway:
     def model_name(self, role: str) -> str:
         return self.specs[role].model
 
+    def sent_key(self, request: ChatRequest) -> str:
+        """The cache key of ``request`` as :meth:`_attempt` would send it: without its
+        ``response_format`` where the role's ``structured_output`` is ``off``, or ``auto`` and the
+        cache records that the endpoint rejected it (what a planner looks up before a run)."""
+        spec = self.specs[request.role]
+        if request.response_format is None or spec.structured_output == "on":
+            return self.request_key(request)
+        plain = dataclasses.replace(request, response_format=None)
+        key = self.request_key(request)
+        if spec.structured_output == "off" or (
+            self.cache.get(key) is None and self.cache.get(_rejection_key(key)) is not None
+        ):
+            return self.request_key(plain)
+        return key
+
     def request_key(self, request: ChatRequest, attempt: int = 0) -> str:
         """Cache key: backend, model, messages, sampling parameters, seed, response format (the
         offline model: also its code's fingerprint, the task and the fields); never the API key.
@@ -671,11 +686,13 @@ class Gateway:
         return {role: spec.public() for role, spec in self.specs.items()}
 
     async def aclose(self) -> None:
-        for backend in self._backends.values():
-            await backend.aclose()
-        self._backends.clear()
-        while self._on_close:
-            self._on_close.pop()()
+        try:
+            for backend in self._backends.values():
+                await backend.aclose()
+            self._backends.clear()
+        finally:  # a managed endpoint's lease is released even when a client fails to close
+            while self._on_close:
+                self._on_close.pop()()
 
     async def __aenter__(self) -> Gateway:
         return self

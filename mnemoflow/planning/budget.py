@@ -81,6 +81,12 @@ def state_key(config: Mapping[str, Any], workdir: Path) -> str:
     digest = hashlib.sha256(json.dumps(planned, sort_keys=True, default=str).encode())
     for path in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(path.read_bytes())
+    # the shipped prices and the code that renders the planned requests change the total too
+    from mnemoflow.codeversion import code_version
+    from mnemoflow.prices import TABLE
+
+    digest.update(TABLE.read_bytes())
+    digest.update(code_version("mnemoflow.planning.run:plan_run").encode())
     cache = workdir / Path(str(config.get("cache", "results/cache/llm")))
     stamped = [*(workdir / "results").glob("**/*.ledger.json"), *cache.glob("shards/*")]
     for path in sorted(stamped):

@@ -86,40 +86,42 @@ def plan_run(
     if not (cache.exists() or cache.with_suffix(".sqlite").exists()):
         cache = None  # nothing cached yet; the plan creates nothing
     gateway = Gateway.from_config(config["models"], cache)
-    prices = price_table(config.get("prices"))
-    plan = Plan(gateway.specs, prices)
-    models = {role: spec.model for role, spec in gateway.specs.items()}
-    means, seconds = observed(workdir, models)
-    ctx = Context(config, benchmarks, workdir, gateway, out_means=means, priced_only=priced_only)
-    units: dict[tuple[str, str, int, int], set[str]] = defaultdict(set)
-    #: interactive jobs: (rule, benchmark, system, protocol, step, shard)
-    talks: list[tuple[str, str, str, str, int, int]] = []
-    if jobs is not None:
-        jobs = list(jobs)
-        plan.jobs = dict(Counter(rule for rule, _ in jobs))
-        for rule, wc in jobs:
-            if rule in QA_RULES:
-                key = (wc["benchmark"], wc["system"], int(wc["step"]), int(wc["shard"]))
-                units[key].add(rule)
-            elif rule in INTERACTIVE_RULES or rule in FEEDBACK_RULES:
-                talks.append(_talk(rule, wc))
-            elif rule in set(model_rules):
-                plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
-    else:
-        _all_units(config, benchmarks, workdir, units, talks, plan)
-    plan.latency = _latencies(config, gateway, seconds)
-
-    async def walk() -> None:
-        for (benchmark, system, step, shard), stages in sorted(units.items()):
-            unit = Unit(ctx, benchmark, system, step, shard)
-            if "ingest" in stages:
-                for line in unit.ingest():
-                    plan.add(line)
-            if stages & {"answer", "judge"}:
-                for line in await unit.answer_and_judge("answer" in stages, "judge" in stages):
-                    plan.add(line)
-
     try:
+        prices = price_table(config.get("prices"))
+        plan = Plan(gateway.specs, prices)
+        models = {role: spec.model for role, spec in gateway.specs.items()}
+        means, seconds = observed(workdir, models)
+        ctx = Context(
+            config, benchmarks, workdir, gateway, out_means=means, priced_only=priced_only
+        )
+        units: dict[tuple[str, str, int, int], set[str]] = defaultdict(set)
+        #: interactive jobs: (rule, benchmark, system, protocol, step, shard)
+        talks: list[tuple[str, str, str, str, int, int]] = []
+        if jobs is not None:
+            jobs = list(jobs)
+            plan.jobs = dict(Counter(rule for rule, _ in jobs))
+            for rule, wc in jobs:
+                if rule in QA_RULES:
+                    key = (wc["benchmark"], wc["system"], int(wc["step"]), int(wc["shard"]))
+                    units[key].add(rule)
+                elif rule in INTERACTIVE_RULES or rule in FEEDBACK_RULES:
+                    talks.append(_talk(rule, wc))
+                elif rule in set(model_rules):
+                    plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
+        else:
+            _all_units(config, benchmarks, workdir, units, talks, plan)
+        plan.latency = _latencies(config, gateway, seconds)
+
+        async def walk() -> None:
+            for (benchmark, system, step, shard), stages in sorted(units.items()):
+                unit = Unit(ctx, benchmark, system, step, shard)
+                if "ingest" in stages:
+                    for line in unit.ingest():
+                        plan.add(line)
+                if stages & {"answer", "judge"}:
+                    for line in await unit.answer_and_judge("answer" in stages, "judge" in stages):
+                        plan.add(line)
+
         asyncio.run(walk())
         for rule, benchmark, system, protocol, step, shard in talks:
             if rule == "upper_bound":

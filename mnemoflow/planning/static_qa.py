@@ -87,7 +87,7 @@ class Context:
         """The request's cache key, unless only dollars matter and its role costs none."""
         if self.priced_only and self.gateway.specs[request.role].backend in FREE_BACKENDS:
             return None
-        return self.gateway.request_key(request)
+        return self.gateway.sent_key(request)
 
     def tokens_out(self, role: str, task: str) -> float:
         """Expected completion tokens: the mean observed in earlier ledgers, else max_tokens."""

@@ -239,8 +239,10 @@ def _pairing(published: pd.DataFrame, systems: set[str], mapping: list[tuple[str
                 f"{theirs_to_ours[theirs]!r} and {ours!r}"
             )
         theirs_to_ours[theirs] = ours
+    mapped = set(theirs_to_ours.values())
     for name in set(published["row"]) & systems:
-        theirs_to_ours.setdefault(name, name)
+        if name not in mapped:  # a system already paired by name is not paired twice
+            theirs_to_ours.setdefault(name, name)
     return theirs_to_ours
 
 
