@@ -36,6 +36,9 @@ PRICE_KEYS = ("input", "cached_input", "output")
 TABLE_KEYS = (*PRICE_KEYS, "context_window", "date", "source")
 #: Backends that run on this machine: their calls cost no dollars.
 FREE_BACKENDS = ("offline", "sentence_transformers")
+#: The model name the embedded offline backend answers as (``llm.types.OFFLINE_MODEL``): a reply
+#: that names it cost nothing, wherever only the reply's model is known.
+FREE_MODELS = ("offline-heuristic",)
 
 #: A snapshot date or a "-latest" alias after a model's name.
 _DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")

@@ -144,3 +144,10 @@ def test_user_prices_reach_the_ledger_and_embeddings_are_priced(tmp_path):
     entry = gateway.ledger.entries["embedder/embed"]
     assert entry.calls == 3 and entry.cache_hits == 1
     assert entry.tokens_in > 0 and entry.usd == pytest.approx(entry.tokens_in)  # $1 a token
+
+
+def test_the_offline_backends_model_is_free():
+    from mnemoflow.llm.types import OFFLINE_MODEL
+    from mnemoflow.prices import FREE_MODELS
+
+    assert OFFLINE_MODEL in FREE_MODELS

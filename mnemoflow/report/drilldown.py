@@ -33,8 +33,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.amemgym import AmemUser
-from mnemoflow.llm.types import OFFLINE_MODEL
-from mnemoflow.prices import lookup, price_table, usd
+from mnemoflow.prices import FREE_MODELS, lookup, price_table, usd
 
 #: A question is wrong when its deciding value is below this (as mnemoflow/eval/diagnosis.py).
 WRONG_BELOW = 0.5
@@ -183,7 +182,7 @@ def _items(ids: list[str], evidence: set[str], benchmark: str, texts: dict) -> l
 def _cost(model: str, tokens_in: int, tokens_out: int, cache_hit: bool, prices) -> dict:
     """The answer call's tokens and dollars (a cache hit and the offline model cost nothing; no
     price: null)."""
-    dollars = 0.0 if cache_hit or model == OFFLINE_MODEL else None  # local: free
+    dollars = 0.0 if cache_hit or model in FREE_MODELS else None  # local: free
     if dollars is None and lookup(model, prices) is not None:
         dollars = usd(model, int(tokens_in), 0, int(tokens_out), prices)
     return {
