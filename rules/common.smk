@@ -24,7 +24,7 @@ from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
 from mnemoflow.ops.endpoints import stop_all as stop_endpoints
-from mnemoflow.planning.budget import check_budget
+from mnemoflow.planning.budget import check_budget, planning
 from mnemoflow.memory.base import check_systems, stage_roles, stage_spec, without_labels
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
@@ -591,11 +591,13 @@ def all_normalized():
 
 # --- the run's role bindings, checked once every helper above is defined -----------------------
 
-# every role's endpoint and key variable; no role the run uses silently offline beside real models
+# every role's endpoint and key variable (not for `mnemoflow plan`, which calls no model); no role
+# the run uses silently offline beside real models
 check_bindings(
     MODELS,
     used=run_roles(),
     allow_offline=config.get("allow_offline_roles", []),
+    require_keys=not planning(),
 )
 # budget_usd: a run whose plan (docs/plan.md) would cost more refuses to start; without it, nothing
 check_budget(

@@ -4,6 +4,9 @@ protocol running on it; then a knob read only by the `answers` stage re-runs the
 other stage is taken from its checkpoint and no earlier stage's task reaches the model."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -51,6 +54,19 @@ def setup(tmp_path, **knobs):
     return wd, override
 
 
+def plan(wd, *configfiles, env=None):
+    """``mnemoflow plan --json`` of the run in ``wd``."""
+    files = [str(f) for f in configfiles]
+    out = subprocess.run(
+        [sys.executable, "-m", "mnemoflow.cli", "plan", "--json", "--directory", str(wd),
+         "--configfile", *files],
+        capture_output=True, text=True, timeout=300,
+        env={**(env or os.environ), "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
 def tasks(ledger_path):
     ledger = json.loads(ledger_path.read_text())
     return {key.split("/", 1)[1] for key in ledger["by_role_task"]}
@@ -69,7 +85,19 @@ def test_dry_run_plans_one_generation_job_per_persona_and_the_gather(tmp_path):
 
 def test_generation_then_a_late_knob_reuses_earlier_stages_and_the_report_shows_it(tmp_path):
     wd, override = setup(tmp_path)
+    planned = plan(wd, override)
     snakemake(wd, configfiles=[override], targets=[f"{ENV}/data.json"])
+    # the plan played the chain offline for these two personas, as the jobs then did
+    recorded = {"generator_high": [0, 0], "generator_low": [0, 0]}
+    for user in (0, 1):
+        ledger = json.loads((wd / ENV / "users" / f"{user}.ledger.json").read_text())
+        for key, entry in ledger["by_role_task"].items():
+            recorded[key.split("/")[0]][0] += entry["calls"]
+            recorded[key.split("/")[0]][1] += entry["tokens_in"]
+    assert planned["jobs_by_rule"]["generate_user"] == 2 and not planned["unplanned"]
+    for role, (calls, tokens_in) in recorded.items():
+        assert planned["by_role"][role]["calls"] == pytest.approx(calls), role
+        assert planned["by_role"][role]["tokens_in"] == pytest.approx(tokens_in, rel=0.25), role
     data = json.loads((wd / ENV / "data.json").read_text())
     validate_data(data)
     users = read_environment(wd / ENV / "data.json")
@@ -121,3 +149,11 @@ def test_the_openai_override_file_plans_the_v1_base_environment(tmp_path, monkey
     assert log.count("rule generate_user:") == 20
     assert "results/amemgym_v1_base/environment/users/19.json" in log
     assert log.count("rule dialogues:") == 11 * 2 * 4
+    # priced before it exists, and without the key: the plan calls no model
+    monkeypatch.delenv("OPENAI_API_KEY")
+    planned = plan(wd, override, env=os.environ)
+    assert planned["jobs_by_rule"]["generate_user"] == 20 and not planned["unplanned"]
+    assert planned["by_role"]["generator_low"]["calls"] > 20 * 10  # several calls per question
+    assert planned["by_role"]["agent"]["calls"] > 0 and planned["usd"] > 0
+    stand_in = [r for r in planned["runs"] if r["system"] == "native"]
+    assert stand_in and all("stand-in environment" in " ".join(r["notes"]) for r in stand_in)

@@ -317,9 +317,11 @@ def check_bindings(
     *,
     used: Iterable[str] = (),
     allow_offline: Iterable[str] = (),
+    require_keys: bool = True,
 ) -> None:
-    """Check every role binding before any job runs: the spec, that its key variable is set, and
-    that no role the run ``used`` silently runs the offline heuristic beside real models.
+    """Check every role binding before any job runs: the spec, that its key variable is set
+    (unless ``require_keys`` is off: ``mnemoflow plan`` calls no model), and that no role the run
+    ``used`` silently runs the offline heuristic beside real models.
 
     The workflow calls this at startup, so a run with a wrong binding or a missing key fails in
     one line before it writes anything, not hours later in the first job that calls the model.
@@ -334,7 +336,7 @@ def check_bindings(
         raise ConfigError(f"config models: unknown roles {unknown}; roles are {list(ROLES)}")
     for role in ROLES:
         spec = EndpointSpec.from_config(role, models.get(role))
-        if spec.api_key_env and not environ.get(spec.api_key_env):
+        if require_keys and spec.api_key_env and not environ.get(spec.api_key_env):
             where = f"endpoints.{spec.endpoint}" if spec.endpoint else f"models.{role}"
             raise ConfigError(
                 f"config {where}.api_key_env: environment variable {spec.api_key_env} "

@@ -25,6 +25,11 @@ log = logging.getLogger("mnemoflow")
 DUMP_ENV = "MNEMOFLOW_PLAN_DUMP"
 
 
+def planning() -> bool:
+    """Whether this parse is ``mnemoflow plan``'s dry run (it calls no model: no key needed)."""
+    return bool(os.environ.get(DUMP_ENV))
+
+
 def check_budget(
     config: Mapping[str, Any], main_process: bool = True, model_rules: Iterable[str] = ()
 ) -> None:

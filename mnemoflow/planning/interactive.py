@@ -1,8 +1,9 @@
 """The interactive protocols' calls (AMemGym: rules dialogues, replay_dialogues, upper_bound).
 
 From the environment (the generated ``data.json`` when it exists, the procedural generator run in
-process -- it calls no model --, or ``source.path``); an environment still to be generated with a
-model (``generate: {method: llm}``) is not known before it is, and is left unplanned.
+process -- it calls no model --, or ``source.path``); for an environment still to be generated
+with a model (``generate: {method: llm}``), over the stand-in users of its chain played offline
+(:mod:`mnemoflow.planning.environment`), as the lines' notes say.
 
 Per (benchmark, system, protocol, period, shard), over the shard's users that have the period:
 
@@ -33,6 +34,7 @@ from mnemoflow.data.amemgym import AmemUser, read_environment
 from mnemoflow.llm.context import count_text, prompt_tokens
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import resolve, stage_roles, without_labels
+from mnemoflow.planning.environment import played
 from mnemoflow.planning.plan import Line
 from mnemoflow.planning.static_qa import Context
 from mnemoflow.protocols import interactive as proto
@@ -43,9 +45,11 @@ LOWER_BOUND = "tokens in: the known part of each prompt only (memory and dialogu
 
 
 def environment(ctx: Context, benchmark: str) -> list[AmemUser] | None:
-    """The benchmark's users, or ``None`` while they are still to be generated with a model."""
-    if benchmark in ctx._users:
-        return ctx._users[benchmark]
+    """The benchmark's users; for one still to be generated with a model, the stand-in users of
+    its chain played offline (:mod:`mnemoflow.planning.environment`; ``None`` if none came out).
+    """
+    if benchmark in ctx.users:
+        return ctx.users[benchmark]
     spec = ctx.benchmarks[benchmark]
     generated = ctx.workdir / "results" / benchmark / "environment" / "data.json"
     generate = spec.get("generate") or {}
@@ -61,8 +65,15 @@ def environment(ctx: Context, benchmark: str) -> list[AmemUser] | None:
             users = read_environment(path)
     elif not generate:
         users = read_environment((ctx.workdir / spec["source"]["path"]).resolve())
-    ctx._users[benchmark] = users
+    else:
+        users = played(ctx, benchmark).environment
+    ctx.users[benchmark] = users
     return users
+
+
+def _stand_in_notes(ctx: Context, benchmark: str) -> list[str]:
+    """The stand-in's note, for the lines planned over a played environment."""
+    return [ctx.played[benchmark].note] if benchmark in ctx.played else []
 
 
 def _line(benchmark: str, system: str, protocol: str, role: str, task: str, **values: Any) -> Line:
@@ -115,7 +126,7 @@ def plan_dialogues(
                     benchmark, system, protocol, role, task,
                     calls=calls, tokens_in=tokens,
                     tokens_out=calls * ctx.tokens_out(role, task),
-                    notes=[note, LOWER_BOUND],
+                    notes=[note, LOWER_BOUND, *_stand_in_notes(ctx, benchmark)],
                 )
             )  # fmt: skip
     system_spec = without_labels(ctx.config["systems"][system])
@@ -133,7 +144,7 @@ def plan_dialogues(
                 calls=calls, tokens_out=calls * ctx.tokens_out("memory_writer", "write"),
                 exact=False,
                 notes=[f"expected: one writer call per {batch} messages (+ one evolution per "
-                       "checkpoint); tokens in not estimated"],
+                       "checkpoint); tokens in not estimated", *_stand_in_notes(ctx, benchmark)],
             )
         )  # fmt: skip
     return out
@@ -147,7 +158,10 @@ def plan_upper_bound(ctx: Context, benchmark: str) -> list[Line] | None:
     schedule = proto.Schedule(**proto.schedule_of(ctx.benchmarks[benchmark]))
     gateway = ctx.gateway
     spec = gateway.specs["agent"]
-    line = _line(benchmark, "-", "upper_bound", "agent", proto.CHOICE_TASK)
+    line = _line(
+        benchmark, "-", "upper_bound", "agent", proto.CHOICE_TASK,
+        notes=_stand_in_notes(ctx, benchmark),
+    )  # fmt: skip
     for user in users:
         for question in user.questions:
             order = schedule.order(user, question)
@@ -160,7 +174,8 @@ def plan_upper_bound(ctx: Context, benchmark: str) -> list[Line] | None:
                     fields={"question": question.query, "options": options, "context": [state]},
                     response_format={"type": "json_object"},
                 )
-                key = ctx.key(request)
+                # a stand-in's users repeat: its prompts say nothing of the cache
+                key = ctx.key(request) if benchmark not in ctx.played else None
                 line.calls += 1
                 line.rendered += 1
                 if key is not None and (key in ctx.planned or gateway.cache.get(key) is not None):

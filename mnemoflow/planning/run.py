@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mnemoflow.environment.knobs import resolved_benchmarks
+from mnemoflow.environment.knobs import method_of, resolved_benchmarks
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.planning import feedback, interactive
+from mnemoflow.planning import environment, feedback, interactive
 from mnemoflow.planning.plan import ASSUMED_LATENCY_S, Plan
 from mnemoflow.planning.static_qa import Context, Unit
 from mnemoflow.prices import FREE_BACKENDS, price_table
@@ -30,6 +30,8 @@ log = logging.getLogger("mnemoflow")
 
 #: The interactive rules the plan estimates (mnemoflow.planning.interactive).
 INTERACTIVE_RULES = ("dialogues", "replay_dialogues", "upper_bound")
+#: The environment generation rule the plan estimates (mnemoflow.planning.environment).
+GENERATION_RULE = "generate_user"
 #: The feedback rules the plan estimates (mnemoflow.planning.feedback).
 FEEDBACK_RULES = ("feedback_train_dialogues", "feedback_step", "feedback_train_performance")
 #: The static QA rules the plan estimates, and the ledger each job writes.
@@ -104,7 +106,7 @@ def plan_run(
                 if rule in QA_RULES:
                     key = (wc["benchmark"], wc["system"], int(wc["step"]), int(wc["shard"]))
                     units[key].add(rule)
-                elif rule in INTERACTIVE_RULES or rule in FEEDBACK_RULES:
+                elif rule in INTERACTIVE_RULES or rule in FEEDBACK_RULES or rule == GENERATION_RULE:
                     talks.append(_talk(rule, wc))
                 elif rule in set(model_rules):
                     plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
@@ -126,6 +128,8 @@ def plan_run(
         for rule, benchmark, system, protocol, step, shard in talks:
             if rule == "upper_bound":
                 lines = interactive.plan_upper_bound(ctx, benchmark)
+            elif rule == GENERATION_RULE:
+                lines = environment.plan_generate_user(ctx, benchmark)
             elif rule == "feedback_train_dialogues":
                 lines = feedback.plan_train_dialogues(ctx, benchmark, system)
             elif rule in FEEDBACK_RULES:
@@ -140,8 +144,7 @@ def plan_run(
         gateway.close()
     if plan.unplanned:
         plan.notes.append(
-            "the calls of the jobs listed as not estimated (environments generated with a model, "
-            "before they exist) are not in the totals (a lower bound)"
+            "the calls of the jobs listed as not estimated are not in the totals (a lower bound)"
         )
     return plan
 
@@ -149,6 +152,8 @@ def plan_run(
 def _talk(rule: str, wc: Mapping[str, str]) -> tuple[str, str, str, str, int, int]:
     if rule == "upper_bound":
         return (rule, wc["benchmark"], "-", "upper_bound", 0, 0)
+    if rule == GENERATION_RULE:
+        return (rule, wc["benchmark"], "-", "generate", int(wc["user"]), 0)
     if rule == "feedback_train_dialogues":
         return (rule, wc["benchmark"], wc["system"], "feedback", 0, 0)
     step, shard = int(wc.get("step", 0)), int(wc.get("shard", 0))
@@ -160,6 +165,11 @@ def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan) -> N
         spec = benchmarks[benchmark]
         systems = spec.get("systems", config["run"]["systems"])
         chosen = protocols_of(benchmark, spec)
+        if method_of(spec) == "llm":
+            users = workdir / "results" / benchmark / "environment" / "users"
+            for user in range(int(spec["generate"]["num_user_profiles"])):
+                if not (users / f"{user}.ledger.json").is_file():
+                    talks.append((GENERATION_RULE, benchmark, "-", "generate", user, 0))
         bound = workdir / "results" / benchmark / "upper_bound.ledger.json"
         if set(chosen) & set(interactive_protocol.PROTOCOLS) and not bound.is_file():
             talks.append(("upper_bound", benchmark, "-", "upper_bound", 0, 0))

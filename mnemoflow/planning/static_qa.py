@@ -67,8 +67,10 @@ class Context:
     #: keys of the requests planned so far: a second one is a cache hit
     planned: set[str] = field(default_factory=set)
     _data: dict[str, Prepared] = field(default_factory=dict)
-    #: benchmark -> its AMemGym users (None: still to be generated with a model)
-    _users: dict[str, Any] = field(default_factory=dict)
+    #: benchmark -> its AMemGym users (None: not known before the run)
+    users: dict[str, Any] = field(default_factory=dict)
+    #: benchmark -> its generation chain played offline (planning.environment.Played)
+    played: dict[str, Any] = field(default_factory=dict)
 
     def prepared(self, benchmark: str) -> Prepared:
         """The benchmark's unified tables: the prepare rule's files when present, else the loader
