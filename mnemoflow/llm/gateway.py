@@ -369,16 +369,24 @@ class Gateway:
         """The cache key of ``request`` as :meth:`_attempt` would send it: without its
         ``response_format`` where the role's ``structured_output`` is ``off``, or ``auto`` and the
         cache records that the endpoint rejected it (what a planner looks up before a run)."""
+        fixed = self._configured_form(request)
+        if fixed is not None:
+            return self.request_key(fixed)
+        key = self.request_key(request)
+        if self.cache.get(key) is None and self.cache.get(_rejection_key(key)) is not None:
+            return self.request_key(dataclasses.replace(request, response_format=None))
+        return key
+
+    def _configured_form(self, request: ChatRequest) -> ChatRequest | None:
+        """``request`` as it is sent where the role's ``structured_output`` decides alone (no
+        ``response_format``, or ``on``: unchanged; ``off``: without it); ``None`` for ``auto``,
+        where the endpoint decides (:meth:`_attempt`)."""
         spec = self.specs[request.role]
         if request.response_format is None or spec.structured_output == "on":
-            return self.request_key(request)
-        plain = dataclasses.replace(request, response_format=None)
-        key = self.request_key(request)
-        if spec.structured_output == "off" or (
-            self.cache.get(key) is None and self.cache.get(_rejection_key(key)) is not None
-        ):
-            return self.request_key(plain)
-        return key
+            return request
+        if spec.structured_output == "off":
+            return dataclasses.replace(request, response_format=None)
+        return None
 
     def request_key(self, request: ChatRequest, attempt: int = 0) -> str:
         """Cache key: backend, model, messages, sampling parameters, seed, response format (the
@@ -487,12 +495,11 @@ class Gateway:
         drops it for the rest of the job. A reply is cached under the request that produced it;
         a rejection leaves a marker under the key of the request with ``response_format``, so a
         rerun learns the same thing from the cache and makes no call."""
+        fixed = self._configured_form(request)
+        if fixed is not None:
+            return await self._complete(fixed, attempt)
         spec = self.specs[request.role]
-        if request.response_format is None or spec.structured_output == "on":
-            return await self._complete(request, attempt)
         plain = dataclasses.replace(request, response_format=None)
-        if spec.structured_output == "off":
-            return await self._complete(plain, attempt)
         endpoint = _endpoint(spec)
         if endpoint not in self._structured:
             key = self.request_key(request, attempt)
