@@ -18,7 +18,7 @@ from mnemoflow.environment.knobs import (
 from mnemoflow.amemgym_world import TOPICS
 from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
-from mnemoflow.eval.memorybench_judge_protocol import JUDGE_STATS
+from mnemoflow.eval.memorybench_judge_protocol import statistics_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
@@ -557,15 +557,9 @@ def fb_normalize_stats(wildcards):
     """The set's statistics file: ``normalize.stats``; under ``scoring: judge`` without one, the
     shipped 0-1 statistics of the upstream judge protocol (data/memorybench/)."""
     spec = benchmark_spec(wildcards)
-    stats = (spec.get("normalize") or {}).get("stats")
-    if stats is None and scoring_of(spec) == "judge":
-        return str(JUDGE_STATS)
-    if stats is None:
-        raise ValueError(
-            f"config benchmarks.{wildcards.benchmark}.normalize.stats: the statistics file of "
-            "the paper's scoring (final_evaluate_summary_wo_details.json) is required"
-        )
-    return stats
+    given = (spec.get("normalize") or {}).get("stats")
+    where = f"config benchmarks.{wildcards.benchmark}.normalize.stats"
+    return str(statistics_file(given, scoring_of(spec), where=where))
 
 
 def fb_normalizes(spec):

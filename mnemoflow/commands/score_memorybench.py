@@ -102,10 +102,8 @@ def run(args: argparse.Namespace, models: dict) -> int:
         table = dataset_means(scores, args.set, metrics)
         normalized, note = None, ""
         if kind != "dataset":
-            stats = args.stats or (
-                memorybench_judge_protocol.JUDGE_STATS
-                if scoring == "judge"
-                else default_stats(args.configs)
+            stats = memorybench_judge_protocol.statistics_file(
+                args.stats, scoring, default_stats(args.configs)
             )
             values = primary_values(scores)
             normalized = normalize_set(values, args.set, args.configs, stats, partial=True)

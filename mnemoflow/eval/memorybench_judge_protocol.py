@@ -82,6 +82,24 @@ JUDGE_STATS = (
     / "memorybench"
     / "final_evaluate_summary_wo_details.judge.json"
 )
+
+
+def statistics_file(given: Any, scoring: str, default: Any = None, where: str = "stats") -> Any:
+    """The normalization statistics a set is scored with: ``given``; else under ``scoring:
+    judge`` the shipped 0-1 statistics (:data:`JUDGE_STATS`); else ``default``, which the paper's
+    scoring cannot do without (one line naming ``where``)."""
+    if given is not None:
+        return given
+    if scoring == "judge":
+        return JUDGE_STATS
+    if default is None:
+        raise ConfigError(
+            f"{where}: the statistics file of the paper's scoring "
+            "(final_evaluate_summary_wo_details.json) is required"
+        )
+    return default
+
+
 #: ``_compact``'s cut: longer texts end in "\n[truncated]" after this many characters.
 COMPACT_LIMIT = 12000
 #: Families the protocol scores: all eleven.
