@@ -120,6 +120,7 @@ ANSWERS = pa.schema(
         ("tokens_in", _int),
         ("tokens_out", _int),
         ("latency_s", _float),
+        ("retrieval_s", _float),  # wall time of the memory's retrieve (null: a retrieval log)
     ]
 )
 

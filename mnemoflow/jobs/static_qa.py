@@ -161,7 +161,8 @@ class ScoreFiles:
 
 def score(files: ScoreFiles, *, kind: str) -> None:
     """One step's judgements, answers and snapshots of every shard -> scores and diagnosis."""
-    stored, known = static_qa.read_stored([Path(p) for p in files.snapshots])
+    snapshots = [Path(p) for p in files.snapshots]
+    stored, known = static_qa.read_stored(snapshots)
     scored = static_qa.score(
         read_all(files.judgements, "judgements"),
         read_all(files.answers, "answers"),
@@ -170,6 +171,7 @@ def score(files: ScoreFiles, *, kind: str) -> None:
         kind,
         stored,
         known,
+        snapshots,
     )
     write_table(scored.question_scores, files.question_scores, QUESTION_SCORES)
     write_table(scored.diagnosis, files.diagnosis, "diagnosis")

@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from mnemoflow.agents.longmemeval_reader import episode_turns
 from mnemoflow.agents.readers import read, reader_config
 from mnemoflow.data.tables import ANSWERS, SCORES, read_table
 from mnemoflow.eval.diagnosis import diagnose, diagnosis_rates, diagnosis_scores, report_rows
+from mnemoflow.eval.footprint import footprint_scores
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.eval.rescore import (
     InputError,
@@ -221,9 +223,11 @@ async def answer(
                     raise InputError(
                         f"{log_path}: no ranking for question_id {question['question_id']!r}"
                     )
-                items, log_ids = [], log[question["question_id"]]
+                items, log_ids, retrieval_s = [], log[question["question_id"]], None
             else:
+                started = time.perf_counter()
                 items = await memory.retrieve(question["question"])
+                retrieval_s = time.perf_counter() - started
             reading = (reader_name, reader_options, question, items, turns, gateway)
             with item_scope(f"question {question['question_id']}"):
                 result = await read(*reading, use_options, log_ids)
@@ -242,6 +246,7 @@ async def answer(
                     "tokens_in": result.reply.tokens_in,
                     "tokens_out": result.reply.tokens_out,
                     "latency_s": result.reply.latency_s,
+                    "retrieval_s": retrieval_s,
                 }
             )
             if progress:
@@ -308,8 +313,10 @@ def score(
     kind: str,
     stored: pd.DataFrame,
     known_episodes: set[str],
+    snapshots: Iterable[Path] = (),
 ) -> Scored:
-    """Judged metrics, retrieval metrics and the write / read / utilization diagnosis of a run.
+    """Judged metrics, retrieval metrics, the write / read / utilization diagnosis of a run,
+    and the memory's footprint (retrieval latency, size of the ``snapshots``: eval.footprint).
 
     Retrieval is scored on the memory's ranking (``ranked_ids``) over every answered question, an
     empty ranking counting as zero recall, so a memory that returns nothing is not silently left
@@ -320,7 +327,8 @@ def score(
     )
     diagnosis = diagnose(answers, judgements, questions, stored, known_episodes)
     rates = diagnosis_rates(diagnosis, answers, judgements)
-    scores = pd.concat([judged, diagnosis_scores(rates)], ignore_index=True)
+    footprint = footprint_scores(answers, snapshots)
+    scores = pd.concat([judged, diagnosis_scores(rates), footprint], ignore_index=True)
     return Scored(scores[SCORES.names], per_question, report_rows(rates))
 
 

@@ -30,6 +30,13 @@ COUNTER_AGGREGATES = ("count", "micro", "mean_over_periods")
 #: The aggregate AMemGym reports (mean over periods at the last step): a column of its own.
 MEAN_OVER_PERIODS = "mean_over_periods"
 DENOMINATOR_SUFFIXES = (":all", ":scored", ":unscored")
+#: A memory's footprint (mnemoflow.eval.footprint), the last columns of a headline table: the
+#: columns memory papers lead with beside accuracy. Values without intervals.
+FOOTPRINT_METRICS = {
+    "retrieval_ms_p50": "retrieval p50 (ms)",
+    "retrieval_ms_p95": "retrieval p95 (ms)",
+    "memory_kb": "memory (KiB / episode)",
+}
 
 
 def is_headline(metric: str) -> bool:
@@ -42,7 +49,11 @@ def is_headline(metric: str) -> bool:
 def is_counter(metric: str) -> bool:
     """Shown in the diagnostics section: neither a headline metric nor a ``_rate`` share (the
     diagnosis and feedback sections show those), the two denominators included."""
-    return not is_headline(metric) and not metric.endswith("_rate")
+    return (
+        not is_headline(metric)
+        and not metric.endswith("_rate")
+        and (metric not in FOOTPRINT_METRICS)
+    )
 
 
 def headline_metrics(metrics) -> list[str]:
@@ -64,8 +75,9 @@ def headline_tables(
     """Per benchmark, one row per run (``label``) at its last step: ``n`` and per headline metric
     its micro value with the interval (``<metric>`` and ``<metric> 95 % CI``), AMemGym's mean over
     periods where the run has one (``<metric> (mean over periods)``), ``<metric> (all items)``
-    where some items went unscored, and ``<metric> (published)`` where ``published`` (the cells
-    of :func:`mnemoflow.report.compare.compare_published`) pairs a published mean with the run.
+    where some items went unscored, ``<metric> (published)`` where ``published`` (the cells
+    of :func:`mnemoflow.report.compare.compare_published`) pairs a published mean with the run,
+    then the memory's footprint where the run measured it (:data:`FOOTPRINT_METRICS`).
     Rows are sorted best first by the first headline metric."""
     final = last_step(scored)
     tables: dict[str, pd.DataFrame] = {}
@@ -110,6 +122,11 @@ def headline_tables(
                 if values:
                     table[name] = [values.get(label, math.nan) for label in table.index]
                     columns.append(name)
+        for metric, name in FOOTPRINT_METRICS.items():
+            values = rows[(rows["metric"] == metric) & (rows["aggregate"] == "micro")]
+            if not values.empty:
+                table[name] = values.set_index("label")["value"]
+                columns.append(name)
         table["n"] = pd.concat(ns, axis=1).max(axis=1) if ns else math.nan
         first = metrics[0]
         table = table.sort_values(first, ascending=False, kind="stable", na_position="last")

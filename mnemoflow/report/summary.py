@@ -67,6 +67,9 @@ HEADLINE = (
     ("write_failure_rate", "micro", "write fail"),
     ("read_failure_rate", "micro", "read fail"),
     ("utilization_failure_rate", "micro", "util fail"),
+    ("retrieval_ms_p50", "micro", "retrieval p50 ms"),
+    ("retrieval_ms_p95", "micro", "retrieval p95 ms"),
+    ("memory_kb", "micro", "memory KiB/episode"),
 )
 DENOMINATOR_NOTE = (
     "{metric}: over the questions the judge scored; (all items): over every question, one whose "
