@@ -14,7 +14,8 @@
 Our values come from ``summary.parquet``; the per-item values behind them (for intervals and
 paired tests) from every ``question_scores.parquet`` under the results folder: the unified
 QUESTION_SCORES rows (level ``answer``), and AMemGym's per-question rows, whose run keys are the
-path ``{benchmark}/{system}/{protocol}/step{k}``. An interval is used only when the items
+path ``{benchmark}/{system}/{protocol}/step{k}`` (a run's repeats with other seeds, under
+``seed{S}/``, are left out: their spread is in the summary). An interval is used only when the items
 reproduce the summary value (same mean within 1e-6, same n); otherwise the proportion's Wilson
 interval out of n (``wilson-n``), else none. AMemGym items are clustered by user (a user's
 questions, and a user's periods, are not independent), so their interval is a bootstrap over
@@ -49,6 +50,8 @@ MEAN_AGGREGATES = (MEAN_OVER_PERIODS, "micro", "normalized")
 TESTED = ("micro", MEAN_OVER_PERIODS)
 _TOLERANCE = 1e-6
 _STEP_DIR = re.compile(r"^step(\d+)$")
+#: ``results/seed{S}/``: repeat k's mirror of the run (``repeats:``, mnemoflow/repeats.py).
+_REPEAT_DIR = re.compile(r"^seed\d+$")
 #: AMemGym baselines that are shares of questions like accuracy.
 _BASELINES = ("random", "upper_bound")
 
@@ -114,6 +117,8 @@ def read_items(root: Path) -> pd.DataFrame:
     """Per-item values of every ``question_scores.parquet`` under ``root`` (see the module)."""
     frames = []
     for path in sorted(root.rglob("question_scores.parquet")):
+        if _REPEAT_DIR.match(path.relative_to(root).parts[0]):
+            continue  # a repeat with another seed (`repeats:`): the summary has its spread
         try:
             frame = read_table(path)
         except (OSError, TableError, ValueError) as exc:
