@@ -5,18 +5,21 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.tables import SUMMARY
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ChatRequest
+from mnemoflow.planning.run import plan_run
 from mnemoflow.repeats import folder_seed, folders, path_seed, repeat_seeds, seeded_models
 from mnemoflow.report.headline import headline_tables, is_headline
 from mnemoflow.report.seeds import across_seeds, seeds_table
 from mnemoflow.report.summary import summary_markdown
 
-SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
 CONFIG = {
     "run": {"benchmarks": ["b"], "systems": ["s"]},
     "models": {},
@@ -175,3 +178,27 @@ def test_headline_table_has_a_seeds_column_beside_the_interval():
     assert table["accuracy mean ± sd (seeds)"].tolist() == ["0.600 ± 0.100 (3 seeds)"]
     plain = headline_tables(scores(0.5, 0.2, 0.8).assign(ci_low=0.2, ci_high=0.8, ci_method="w"))
     assert not any("seeds" in c for c in plain["synthetic"].columns)
+
+
+# --- the plan and budget_usd count every repeat ----------------------------------------------
+
+
+def test_the_plan_counts_every_repeat(tmp_path):
+    """Each repeat's agent and judge calls, on the parse-time path (``budget_usd``: no DAG) and on
+    the dry run's jobs (``mnemoflow plan``), whose wildcards name the repeat."""
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["models"]["embedder"] = {"backend": "offline"}
+    config["run"] = {"benchmarks": ["synthetic"], "systems": ["bm25_message"]}
+    config["benchmarks"]["synthetic"]["params"] = {"users": 2, "periods": 1, "seed": 3}
+
+    def calls(plan):
+        return {(r["role"], r["task"]): r["calls"] for r in plan.to_dict()["runs"]}
+
+    once = calls(plan_run(config, tmp_path, priced_only=True))
+    assert once == {("agent", "answer"): 12, ("judge", "judge_qa"): 12}
+    twice = calls(plan_run({**config, "repeats": 2}, tmp_path, priced_only=True))
+    assert twice == {key: 2 * n for key, n in once.items()}
+    wc = {"benchmark": "synthetic", "system": "bm25_message", "step": "0", "shard": "0"}
+    jobs = [(rule, {"repeat": r, **wc}) for r in ("", "seed14/") for rule in ("answer", "judge")]
+    planned = plan_run({**config, "repeats": 2}, tmp_path, jobs, priced_only=True)
+    assert calls(planned) == twice and planned.jobs == {"answer": 2, "judge": 2}
