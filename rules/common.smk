@@ -355,10 +355,10 @@ def shard_files(name):
     return files
 
 
-def all_runs():
-    """(benchmark, system, step, shard) of every static QA job chain of the run (repeat 0)."""
+def all_runs(repeat=""):
+    """(benchmark, system, step, shard) of every static QA job chain of the run (of one repeat)."""
     return [
-        dict(repeat="", benchmark=b, system=s, step=k, shard=h)
+        dict(repeat=repeat, benchmark=b, system=s, step=k, shard=h)
         for b in config["run"]["benchmarks"]
         if "qa" in protocols_for(b)
         for s in systems_for(b)
@@ -371,23 +371,29 @@ def all_judgements():
     return [f"{SHARD.format(**run)}/judgements.parquet" for run in all_runs()]
 
 
-def all_ledgers():
+def all_ledgers(repeat=""):
+    """Every ledger of the run (of one repeat: the environments' are repeat 0's)."""
     return (
         [
             f"{SHARD.format(**run)}/{name}.ledger.json"
-            for run in all_runs()
+            for run in all_runs(repeat)
             for name in ("ingest", "answers", "judgements")
         ]
-        + all_interactive_ledgers()
-        + all_feedback_ledgers()
+        + all_interactive_ledgers(repeat)
+        + all_feedback_ledgers(repeat)
     )
 
 
-def all_feedback_ledgers():
+def all_repeat_ledgers():
+    """The ledgers of repeats 1..N-1: the cost of the repeats (none without)."""
+    return [path for repeat in REPEAT_FOLDERS[1:] for path in all_ledgers(repeat)]
+
+
+def all_feedback_ledgers(repeat=""):
     """step.ledger.json of every step of the run's feedback protocols (the training dialogues'
     own ledger is left out: not every protocol runs that rule)."""
     return [
-        f"{RUN_STEP.format(repeat='', benchmark=b, system=s, protocol=p, step=k)}/step.ledger.json"
+        f"{RUN_STEP.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k)}/step.ledger.json"
         for b in config["run"]["benchmarks"]
         for s in systems_for(b)
         for p in protocols_for(b)
@@ -449,8 +455,9 @@ def interactive_files_upto(name):
     return files
 
 
-def all_interactive_ledgers():
-    """Ledgers of the interactive runs (dialogues per shard, the upper bound per benchmark)."""
+def all_interactive_ledgers(repeat=""):
+    """Ledgers of the interactive runs (dialogues per shard, the upper bound per benchmark) and,
+    in repeat 0, of the environments they share."""
     runs = [
         (b, s, p)
         for b in config["run"]["benchmarks"]
@@ -459,7 +466,7 @@ def all_interactive_ledgers():
         for s in systems_for(b)
     ]
     ledgers = [
-        f"{ISHARD.format(repeat='', benchmark=b, system=s, protocol=p, step=k, shard=h)}/dialogues.ledger.json"
+        f"{ISHARD.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k, shard=h)}/dialogues.ledger.json"
         for b, s, p in runs
         for k in steps_of(b, p)
         for h in shards_of(b)
@@ -468,10 +475,10 @@ def all_interactive_ledgers():
     return (
         ledgers
         + [
-            f"{UPPER_BOUND.format(repeat='', benchmark=b)}.ledger.json"
+            f"{UPPER_BOUND.format(repeat=repeat, benchmark=b)}.ledger.json"
             for b in benchmarks
         ]
-        + all_generation_ledgers()
+        + (all_generation_ledgers() if not repeat else [])
     )
 
 

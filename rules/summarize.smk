@@ -5,7 +5,7 @@ rule summarize:
         repeats=all_repeat_scores(),
         diagnoses=all_step_files("diagnosis.parquet"),
         generation=all_generation_reports(),
-        ledgers=all_ledgers(),
+        ledgers=all_ledgers() + all_repeat_ledgers(),
         versions=all_data_versions(),
     output:
         summary="results/summary.parquet",

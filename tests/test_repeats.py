@@ -11,11 +11,13 @@ from mnemoflow.config_schema import check_config
 from mnemoflow.data.tables import SUMMARY
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.ledger import Ledger
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.planning.run import plan_run
 from mnemoflow.repeats import folder_seed, folders, path_seed, repeat_seeds, seeded_models
 from mnemoflow.report.headline import headline_tables, is_headline
 from mnemoflow.report.seeds import across_seeds, seeds_table
+from mnemoflow.report.summaries import load_ledger, run_costs
 from mnemoflow.report.summary import summary_markdown
 
 REPO = Path(__file__).resolve().parents[1]
@@ -202,3 +204,29 @@ def test_the_plan_counts_every_repeat(tmp_path):
     jobs = [(rule, {"repeat": r, **wc}) for r in ("", "seed14/") for rule in ("answer", "judge")]
     planned = plan_run({**config, "repeats": 2}, tmp_path, jobs, priced_only=True)
     assert calls(planned) == twice and planned.jobs == {"answer": 2, "judge": 2}
+
+
+def test_the_cost_of_a_run_counts_every_seed(tmp_path):
+    """Two seeds' ledgers of one run: its dollars are both seeds', its correct answers too (the
+    mean across seeds, 0.4, times 2 seeds times 60 questions = 48); its score is the base seed's."""
+    roles = {"agent": {"backend": "openai", "model": "gpt-x"}}
+    ledgers = []
+    for folder in ("", "seed14"):
+        shard = tmp_path / "results" / folder / "locomo" / "bm25" / "qa" / "step0" / "shard0"
+        shard.mkdir(parents=True)
+        ledger = Ledger()
+        for _ in range(3):  # 3 calls x (100k in x $2 + 10k out x $10) / 1M = $0.9
+            ledger.record("agent", "answer", model="gpt-x", cache_hit=False, tokens_in=100_000,
+                          tokens_out=10_000, latency_s=0.1)  # fmt: skip
+        (shard / "answers.ledger.json").write_text(ledger.to_json({"roles": roles}))
+        ledgers.append(load_ledger(shard / "answers.ledger.json"))
+    rows = [("micro", 0.5, 60), ("seeds_mean:micro", 0.4, 2), ("seeds_sd:micro", 0.14, 2)]
+    summary = pd.DataFrame(
+        [("locomo", "bm25", "qa", 0, "accuracy", a, v, n) for a, v, n in rows],
+        columns=SUMMARY.names,
+    )
+    prices = {"gpt-x": {"input": 2.0, "output": 10.0}}
+    costs = run_costs(ledgers, summary, prices).set_index("system").loc["bm25"]
+    assert costs["usd"] == pytest.approx(1.8) and costs["calls"] == 6
+    assert costs["accuracy"] == 0.5 and costs["correct"] == pytest.approx(48)
+    assert costs["usd_per_correct"] == pytest.approx(1.8 / 48)

@@ -228,7 +228,8 @@ def costs_markdown(costs: pd.DataFrame | None) -> list[str]:
         "answering, judging), at `prices:` over data/model_prices.yaml; local backends and "
         "response-cache hits cost nothing; – : a model without a price. USD / correct: per answer "
         "judged correct over all of the run's steps. Truncated prompts: cut to the context "
-        "window (`overflow: truncate_oldest`); the ledgers name the items.",
+        "window (`overflow: truncate_oldest`); the ledgers name the items. With `repeats:`, "
+        "USD and USD / correct cover every seed; score is the base seed's.",
         "",
     ]
 
