@@ -230,3 +230,48 @@ def test_the_cost_of_a_run_counts_every_seed(tmp_path):
     assert costs["usd"] == pytest.approx(1.8) and costs["calls"] == 6
     assert costs["accuracy"] == 0.5 and costs["correct"] == pytest.approx(48)
     assert costs["usd_per_correct"] == pytest.approx(1.8 / 48)
+
+
+# --- compare -----------------------------------------------------------------------------------
+
+
+def test_compare_shows_the_spread_beside_our_value_and_leaves_repeat_folders_out(tmp_path):
+    """Our value and interval stay the base seed's (its 8 of 10 items; the repeat's items under
+    seed14/ are not pooled with them), and the cell gets the mean and sd across seeds."""
+    from mnemoflow.data.published import COLUMNS, load_published
+    from mnemoflow.data.tables import QUESTION_SCORES, write_table
+    from mnemoflow.report.compare import compare_published, load_run
+
+    root = tmp_path / "results"
+    keys = {"benchmark": "amemgym", "system": "awe", "protocol": "interactive", "step": 0}
+    rows = [
+        {**keys, "metric": "accuracy", "aggregate": a, "value": v, "n": n}
+        for a, v, n in (
+            ("micro", 0.8, 10),
+            ("seeds_mean:micro", 0.7, 2),
+            ("seeds_sd:micro", 0.1, 2),
+        )
+    ]
+    write_table(pd.DataFrame(rows), root / "summary.parquet", SUMMARY)
+    for folder, right in (("", 8), ("seed14", 6)):
+        items = [
+            {**keys, "question_id": f"q{i}", "question_type": "t", "metric": "accuracy",
+             "value": float(i < right), "level": "answer"}
+            for i in range(10)
+        ]  # fmt: skip
+        path = (
+            root / folder / "amemgym" / "awe" / "interactive" / "step0" / "question_scores.parquet"
+        )
+        write_table(pd.DataFrame(items), path, QUESTION_SCORES)
+    csv = tmp_path / "paper.csv"
+    csv.write_text(
+        ",".join(COLUMNS) + "\npaper,t,v1,amemgym,AWE,,interactive,mean,accuracy,0.6,fixture,\n"
+    )
+    cells, _, _ = compare_published(load_run(root), load_published(csv), [("awe", "AWE")])
+    cell = cells.iloc[0]
+    assert (cell["ours"], cell["n"], cell["ci_method"]) == (0.8, 10, "wilson")
+    assert (cell["seeds_mean"], cell["seeds_sd"], cell["seeds"]) == (0.7, 0.1, 2)
+    # without repeats, no seed columns
+    write_table(pd.DataFrame(rows[:1]), root / "summary.parquet", SUMMARY)
+    cells, _, _ = compare_published(load_run(root), load_published(csv), [("awe", "AWE")])
+    assert "seeds_mean" not in cells.columns

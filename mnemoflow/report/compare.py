@@ -35,6 +35,9 @@ import pandas as pd
 
 from mnemoflow.data.published import MEAN, RANK_CHANGE
 from mnemoflow.data.tables import QUESTION_SCORES, TableError, read_table
+from mnemoflow.report.seeds import MEAN as SEEDS_MEAN
+from mnemoflow.report.seeds import SD as SEEDS_SD
+from mnemoflow.report.seeds import has_seeds
 from mnemoflow.report.significance import kendall_tau, paired_test, rank_marks
 from mnemoflow.report.significance import ranks as rank_of
 from mnemoflow.report.stats import mean_interval, wilson_interval
@@ -291,6 +294,9 @@ CELL_COLUMNS = [
     "outside",
     "note",
 ]
+#: With ``repeats: N``, each paired cell's mean and sd across the seeds and their number (our value
+#: and interval are the base seed's): columns only a repeated run's comparison has.
+SEED_COLUMNS = ["seeds_mean", "seeds_sd", "seeds"]
 
 
 def compare_published(
@@ -354,10 +360,33 @@ def compare_published(
                     out["note"] = (
                         f"ours: mean over periods 0-{found.step}, the paper's 0-{paper_last}"
                     )
+            if has_seeds(summary):
+                out.update(_seed_values(summary, found))
             cells.append(out)
-    cells = _rank_change_cells(pd.DataFrame(cells, columns=CELL_COLUMNS))
+    columns = CELL_COLUMNS + (SEED_COLUMNS if has_seeds(summary) else [])
+    cells = _rank_change_cells(pd.DataFrame(cells, columns=columns))
     taus, ranks = _rank_tables(cells[cells["metric"] != RANK_CHANGE])
     return cells, taus, ranks
+
+
+def _seed_values(summary: pd.DataFrame, row) -> dict:
+    """``seeds_mean``, ``seeds_sd`` and ``seeds`` of our summary row ``row`` (None: no row)."""
+    out = {"seeds_mean": math.nan, "seeds_sd": math.nan, "seeds": 0}
+    if row is None:
+        return out
+    same = summary[
+        (summary["benchmark"] == row.benchmark)
+        & (summary["system"] == row.system)
+        & (summary["protocol"] == row.protocol)
+        & (summary["step"] == row.step)
+        & (summary["metric"] == row.metric)
+    ]
+    for name, aggregate in (("seeds_mean", SEEDS_MEAN), ("seeds_sd", SEEDS_SD)):
+        hit = same[same["aggregate"] == f"{aggregate}:{row.aggregate}"]
+        if not hit.empty:
+            out[name] = float(hit["value"].iloc[0])
+            out["seeds"] = int(hit["n"].iloc[0])
+    return out
 
 
 #: The protocols whose rankings a published ``rank_change`` compares (AMemGym's on- vs
