@@ -38,9 +38,7 @@ def across_seeds(runs: list[pd.DataFrame]) -> pd.DataFrame:
     runs = [run for run in runs if not run.empty]
     if len(runs) < 2:
         return pd.DataFrame(columns=SUMMARY.names)
-    rows = pd.concat(
-        [run[_KEYS + ["value"]].assign(_seed=i) for i, run in enumerate(runs)], ignore_index=True
-    )
+    rows = pd.concat([run[[*_KEYS, "value"]] for run in runs], ignore_index=True)
     rows = rows[~rows["aggregate"].isin(_BOUNDS) & ~rows["aggregate"].str.startswith("seeds_")]
     stats = (
         rows.groupby(_KEYS, sort=True, dropna=False)["value"]
