@@ -9,7 +9,7 @@ rule answer:
         answers=f"{SHARD}/answers.parquet",
         ledger=f"{SHARD}/answers.ledger.json",
     log:
-        f"{LOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/answer.log",
+        f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/answer.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -23,7 +23,7 @@ rule answer:
         use_options=use_options_of,
         models=answer_models,
         limits=endpoint_limits("answer").params,
-        seed=SEED,
+        seed=run_seed,
         code=code_version("mnemoflow.jobs.static_qa:answer"),
     script:
         "../scripts/answer.py"

@@ -30,6 +30,8 @@ from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
+from mnemoflow.repeats import PATTERN as REPEAT_PATTERN
+from mnemoflow.repeats import folder_seed, folders, seeded_models
 
 # one-line errors naming the key first; snakemake's validate then fills in the defaults
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -61,17 +63,25 @@ for _name in config["run"]["benchmarks"]:
 
 #: The run's seed (option order, sampling, splits, simulators); the judge has its own.
 SEED = config.get("seed", 0)
+#: `repeats: N` runs the chain once per seed SEED..SEED+N-1 (mnemoflow/repeats.py). The {repeat}
+#: wildcard of repeat 0 is "" (today's paths and params: repeats: 1 re-runs nothing); repeat k's
+#: is "seed{SEED+k}/", a mirror of the run's tree under results/seed{SEED+k}/. Prepared data and
+#: environments are the benchmark's, shared by every repeat.
+REPEATS = int(config.get("repeats", 1))
+REPEAT_FOLDERS = folders(SEED, REPEATS)
 PREPARED = "results/{benchmark}/prepared"
 # Every protocol writes scores.parquet and diagnosis.parquet per step under RUN_STEP; the static
 # QA chain (rules ingest / answer / judge / score) lives under STEP and SHARD, its protocol "qa".
-RUN_STEP = "results/{benchmark}/{system}/{protocol}/step{step}"
-STEP = "results/{benchmark}/{system}/qa/step{step}"
+RUN_STEP = "results/{repeat}{benchmark}/{system}/{protocol}/step{step}"
+STEP = "results/{repeat}{benchmark}/{system}/qa/step{step}"
 SHARD = f"{STEP}/shard{{shard}}"
-# A job's log mirrors its outputs' folder under results/logs/.
+# A job's log mirrors its outputs' folder under results/logs/ (RLOGS: the jobs of one repeat).
 LOGS = "results/logs/{benchmark}"
+RLOGS = "results/logs/{repeat}{benchmark}"
 
 
 wildcard_constraints:
+    repeat=REPEAT_PATTERN,
     benchmark=r"[A-Za-z0-9_.-]+",
     system=r"[A-Za-z0-9_.-]+",
     protocol=r"[A-Za-z0-9_]+",
@@ -145,10 +155,22 @@ def previous_snapshot(folder):
     return snapshot
 
 
-def all_step_files(name):
-    """``name`` in every (benchmark, system, protocol, step) folder of the run."""
+def run_seed(wildcards):
+    """Params function: the run seed of the job's repeat (SEED in repeat 0)."""
+    return folder_seed(wildcards.repeat, SEED)
+
+
+def repeat_models(bindings, wildcards):
+    """``bindings`` as the job's repeat calls them: in repeat k >= 1 each sampling role sends its
+    own seed + k, so no repeat is served another's replies from the cache (mnemoflow/repeats.py).
+    """
+    return seeded_models(bindings, run_seed(wildcards), SEED)
+
+
+def all_step_files(name, repeat=""):
+    """``name`` in every (benchmark, system, protocol, step) folder of the run (of one repeat)."""
     return [
-        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
+        f"{RUN_STEP.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k)}/{name}"
         for b in config["run"]["benchmarks"]
         for s in systems_for(b)
         for p in protocols_for(b)
@@ -162,6 +184,17 @@ def all_data_versions():
         f"{PREPARED.format(benchmark=b)}/data_version.json"
         for b in config["run"]["benchmarks"]
         if "qa" in protocols_for(b) or BENCHMARKS[b].get("errata")
+    ]
+
+
+def all_repeat_scores():
+    """The scores (and MemoryBench's normalized scores) of repeats 1..N-1: the summary's spread
+    across seeds. Empty without repeats, so ``repeats: 1`` plans what a run always planned.
+    """
+    return [
+        path
+        for repeat in REPEAT_FOLDERS[1:]
+        for path in all_step_files("scores.parquet", repeat) + all_normalized(repeat)
     ]
 
 
@@ -238,6 +271,15 @@ def rule_models(rule):
     return models(*RULE_ROLES[rule])
 
 
+def sampled_models(rule):
+    """Params function: the rule's bindings as the job's repeat calls them (repeat_models)."""
+
+    def bindings(wildcards):
+        return repeat_models(rule_models(rule), wildcards)
+
+    return bindings
+
+
 def user_prices():
     """The config's prices: (over the shipped table): the summary re-prices the ledgers with
     them, so a price edit re-renders the summary and re-runs no model job."""
@@ -265,12 +307,14 @@ def query_system(wildcards):
 
 def ingest_models(wildcards):
     """The bindings of the roles the system writes or embeds with while ingesting."""
-    return models(*stage_roles(system_spec(wildcards), "ingest"))
+    bindings = models(*stage_roles(system_spec(wildcards), "ingest"))
+    return repeat_models(bindings, wildcards)
 
 
 def answer_models(wildcards):
     """The agent's binding and those of the roles the system calls while retrieving."""
-    return models("agent", *stage_roles(system_spec(wildcards), "query"))
+    bindings = models("agent", *stage_roles(system_spec(wildcards), "query"))
+    return repeat_models(bindings, wildcards)
 
 
 def reader_of(wildcards):
@@ -301,6 +345,7 @@ def shard_files(name):
     def files(wildcards):
         return expand(
             f"{SHARD}/{name}",
+            repeat=wildcards.repeat,
             benchmark=wildcards.benchmark,
             system=wildcards.system,
             step=wildcards.step,
@@ -310,10 +355,10 @@ def shard_files(name):
     return files
 
 
-def all_runs():
-    """(benchmark, system, step, shard) of every static QA job chain of the run."""
+def all_runs(repeat=""):
+    """(benchmark, system, step, shard) of every static QA job chain of the run (of one repeat)."""
     return [
-        dict(benchmark=b, system=s, step=k, shard=h)
+        dict(repeat=repeat, benchmark=b, system=s, step=k, shard=h)
         for b in config["run"]["benchmarks"]
         if "qa" in protocols_for(b)
         for s in systems_for(b)
@@ -326,23 +371,29 @@ def all_judgements():
     return [f"{SHARD.format(**run)}/judgements.parquet" for run in all_runs()]
 
 
-def all_ledgers():
+def all_ledgers(repeat=""):
+    """Every ledger of the run (of one repeat: the environments' are repeat 0's)."""
     return (
         [
             f"{SHARD.format(**run)}/{name}.ledger.json"
-            for run in all_runs()
+            for run in all_runs(repeat)
             for name in ("ingest", "answers", "judgements")
         ]
-        + all_interactive_ledgers()
-        + all_feedback_ledgers()
+        + all_interactive_ledgers(repeat)
+        + all_feedback_ledgers(repeat)
     )
 
 
-def all_feedback_ledgers():
+def all_repeat_ledgers():
+    """The ledgers of repeats 1..N-1: the cost of the repeats (none without)."""
+    return [path for repeat in REPEAT_FOLDERS[1:] for path in all_ledgers(repeat)]
+
+
+def all_feedback_ledgers(repeat=""):
     """step.ledger.json of every step of the run's feedback protocols (the training dialogues'
     own ledger is left out: not every protocol runs that rule)."""
     return [
-        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/step.ledger.json"
+        f"{RUN_STEP.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k)}/step.ledger.json"
         for b in config["run"]["benchmarks"]
         for s in systems_for(b)
         for p in protocols_for(b)
@@ -355,7 +406,7 @@ def all_feedback_ledgers():
 
 ENVIRONMENT = "results/{benchmark}/environment/data.json"
 ISHARD = f"{RUN_STEP}/shard{{shard}}"
-UPPER_BOUND = "results/{benchmark}/upper_bound"
+UPPER_BOUND = "results/{repeat}{benchmark}/upper_bound"
 
 
 def reference_upper_bound(wildcards):
@@ -393,6 +444,7 @@ def interactive_files_upto(name):
     def files(wildcards):
         return expand(
             f"{ISHARD}/{name}",
+            repeat=wildcards.repeat,
             benchmark=wildcards.benchmark,
             system=wildcards.system,
             protocol=wildcards.protocol,
@@ -403,8 +455,9 @@ def interactive_files_upto(name):
     return files
 
 
-def all_interactive_ledgers():
-    """Ledgers of the interactive runs (dialogues per shard, the upper bound per benchmark)."""
+def all_interactive_ledgers(repeat=""):
+    """Ledgers of the interactive runs (dialogues per shard, the upper bound per benchmark) and,
+    in repeat 0, of the environments they share."""
     runs = [
         (b, s, p)
         for b in config["run"]["benchmarks"]
@@ -413,7 +466,7 @@ def all_interactive_ledgers():
         for s in systems_for(b)
     ]
     ledgers = [
-        f"{ISHARD.format(benchmark=b, system=s, protocol=p, step=k, shard=h)}/dialogues.ledger.json"
+        f"{ISHARD.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k, shard=h)}/dialogues.ledger.json"
         for b, s, p in runs
         for k in steps_of(b, p)
         for h in shards_of(b)
@@ -421,8 +474,11 @@ def all_interactive_ledgers():
     benchmarks = sorted({b for b, _, _ in runs})
     return (
         ledgers
-        + [f"{UPPER_BOUND.format(benchmark=b)}.ledger.json" for b in benchmarks]
-        + all_generation_ledgers()
+        + [
+            f"{UPPER_BOUND.format(repeat=repeat, benchmark=b)}.ledger.json"
+            for b in benchmarks
+        ]
+        + (all_generation_ledgers() if not repeat else [])
     )
 
 
@@ -480,7 +536,7 @@ def all_generation_ledgers():
 
 # --- learning from feedback (MemoryBench): rules/feedback.smk ----------------------------------
 
-FB_TRAIN = "results/{benchmark}/{system}/feedback"
+FB_TRAIN = "results/{repeat}{benchmark}/{system}/feedback"
 FB_TRAIN_FILE = f"{FB_TRAIN}/train_dialogues.parquet"
 FB_PROTOCOLS = "|".join(fb.PROTOCOLS)
 FB_BUILT = "|".join(p for p in fb.PROTOCOLS if fb.built_protocol(p) == p)
@@ -535,7 +591,9 @@ def fb_models(stage):
         step = int(getattr(wildcards, "step", 0))
         protocol = getattr(wildcards, "protocol", "")
         spec = benchmark_spec(wildcards)
-        return models(*fb.stage_roles(spec, stage, protocol, step, bound))
+        return repeat_models(
+            models(*fb.stage_roles(spec, stage, protocol, step, bound)), wildcards
+        )
 
     return bindings
 
@@ -570,10 +628,10 @@ def fb_normalizes(spec):
     return not fb.set_name(fb_selected(spec)).startswith("dataset:")
 
 
-def all_normalized():
+def all_normalized(repeat=""):
     """normalized.parquet of every step of a MemoryBench domain / task set with a stats file."""
     return [
-        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/normalized.parquet"
+        f"{RUN_STEP.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k)}/normalized.parquet"
         for b in config["run"]["benchmarks"]
         if fb_normalizes(BENCHMARKS[b])
         for s in config["run"]["systems"]
@@ -616,7 +674,7 @@ def runs_with(protocols):
 def all_feedback_step_files(name):
     """``name`` in every step folder of the run's feedback protocols."""
     return [
-        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
+        f"{RUN_STEP.format(repeat='', benchmark=b, system=s, protocol=p, step=k)}/{name}"
         for b, s, p in runs_with(fb.PROTOCOLS)
         for k in steps_of(b, p)
     ]
@@ -642,7 +700,7 @@ def all_prepared(name):
 def all_interactive_step_files(name):
     """``name`` in every step folder of the interactive runs."""
     return [
-        f"{RUN_STEP.format(benchmark=b, system=s, protocol=p, step=k)}/{name}"
+        f"{RUN_STEP.format(repeat='', benchmark=b, system=s, protocol=p, step=k)}/{name}"
         for b, s, p in runs_with(interactive.PROTOCOLS)
         for k in steps_of(b, p)
     ]
@@ -651,7 +709,7 @@ def all_interactive_step_files(name):
 def all_interactive_shard_files(name):
     """``name`` in every shard of every step of the interactive runs."""
     return [
-        f"{ISHARD.format(benchmark=b, system=s, protocol=p, step=k, shard=h)}/{name}"
+        f"{ISHARD.format(repeat='', benchmark=b, system=s, protocol=p, step=k, shard=h)}/{name}"
         for b, s, p in runs_with(interactive.PROTOCOLS)
         for k in steps_of(b, p)
         for h in shards_of(b)

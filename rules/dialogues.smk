@@ -40,7 +40,7 @@ rule dialogues:
         ledger=f"{ISHARD}/dialogues.ledger.json",
         evolution=f"{ISHARD}/evolution.parquet",
     log:
-        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
+        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
     wildcard_constraints:
         protocol=interactive.PROTOCOL,
     conda:
@@ -53,9 +53,9 @@ rule dialogues:
         system=system_spec,
         n_shards=n_shards,
         schedule=schedule,
-        models=rule_models("dialogues"),
+        models=sampled_models("dialogues"),
         limits=endpoint_limits("dialogues").params,
-        seed=SEED,
+        seed=run_seed,
         code=code_version("mnemoflow.jobs.interactive:dialogues"),
     script:
         "../scripts/dialogues.py"
@@ -74,7 +74,7 @@ rule replay_dialogues:
         ledger=f"{ISHARD}/dialogues.ledger.json",
         evolution=f"{ISHARD}/evolution.parquet",
     log:
-        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
+        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
     wildcard_constraints:
         protocol=interactive.REPLAY,
     conda:
@@ -87,9 +87,9 @@ rule replay_dialogues:
         system=system_spec,
         n_shards=n_shards,
         schedule=schedule,
-        models=rule_models("replay_dialogues"),
+        models=sampled_models("replay_dialogues"),
         limits=endpoint_limits("replay_dialogues").params,
-        seed=SEED,
+        seed=run_seed,
         code=code_version("mnemoflow.jobs.interactive:dialogues"),
     script:
         "../scripts/dialogues.py"
@@ -102,7 +102,7 @@ rule upper_bound:
         replies=f"{UPPER_BOUND}.parquet",
         ledger=f"{UPPER_BOUND}.ledger.json",
     log:
-        f"{LOGS}/upper_bound.log",
+        f"{RLOGS}/upper_bound.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -111,7 +111,7 @@ rule upper_bound:
         runtime=60,
     params:
         schedule=schedule,
-        models=rule_models("upper_bound"),
+        models=sampled_models("upper_bound"),
         limits=endpoint_limits("upper_bound").params,
         code=code_version("mnemoflow.jobs.interactive:upper_bound"),
     script:
@@ -131,7 +131,7 @@ rule score_interactive:
         diagnosis=f"{RUN_STEP}/diagnosis.parquet",
         period_scores=f"{RUN_STEP}/period_scores.parquet",
     log:
-        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/score.log",
+        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/score.log",
     wildcard_constraints:
         protocol="|".join(interactive.PROTOCOLS),
     conda:

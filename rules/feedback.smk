@@ -12,7 +12,7 @@ rule feedback_train_dialogues:
         dialogues=FB_TRAIN_FILE,
         ledger=f"{FB_TRAIN}/train_dialogues.ledger.json",
     log:
-        f"{LOGS}/{{system}}/feedback/train_dialogues.log",
+        f"{RLOGS}/{{system}}/feedback/train_dialogues.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -27,7 +27,7 @@ rule feedback_train_dialogues:
         settings=fb_stage_settings("train_dialogues"),
         models=fb_models("train_dialogues"),
         limits=endpoint_limits("feedback_train_dialogues").params,
-        seed=SEED,
+        seed=run_seed,
         code=code_version("mnemoflow.jobs.feedback:train_dialogues"),
     script:
         "../scripts/feedback_train_dialogues.py"
@@ -51,7 +51,7 @@ rule feedback_step:
         diagnosis=f"{RUN_STEP}/diagnosis.parquet",
         ledger=f"{RUN_STEP}/step.ledger.json",
     log:
-        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
+        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
     wildcard_constraints:
         protocol=FB_BUILT,
     conda:
@@ -67,7 +67,7 @@ rule feedback_step:
         settings=fb_stage_settings("step"),
         models=fb_models("step"),
         limits=endpoint_limits("feedback_step").params,
-        seed=SEED,
+        seed=run_seed,
         code=code_version("mnemoflow.jobs.feedback:step"),
     script:
         "../scripts/feedback_step.py"
@@ -87,7 +87,7 @@ rule feedback_train_performance:
         diagnosis=f"{RUN_STEP}/diagnosis.parquet",
         ledger=f"{RUN_STEP}/step.ledger.json",
     log:
-        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
+        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
     wildcard_constraints:
         protocol="train_performance",
     conda:
@@ -103,7 +103,7 @@ rule feedback_train_performance:
         settings=fb_stage_settings("train_performance"),
         models=fb_models("train_performance"),
         limits=endpoint_limits("feedback_train_performance").params,
-        seed=SEED,
+        seed=run_seed,
         code=code_version("mnemoflow.jobs.feedback:train_performance"),
     script:
         "../scripts/feedback_train_performance.py"
@@ -119,7 +119,7 @@ rule normalize:
     output:
         normalized=f"{RUN_STEP}/normalized.parquet",
     log:
-        f"{LOGS}/{{system}}/{{protocol}}/step{{step}}/normalize.log",
+        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/normalize.log",
     wildcard_constraints:
         protocol=FB_PROTOCOLS,
     conda:

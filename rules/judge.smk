@@ -7,7 +7,7 @@ rule judge:
         ledger=f"{SHARD}/judgements.ledger.json",
         settings=f"{SHARD}/judge.json",
     log:
-        f"{LOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/judge.log",
+        f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/judge.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -37,7 +37,7 @@ rule score:
         question_scores=f"{STEP}/question_scores.parquet",
         diagnosis=f"{STEP}/diagnosis.parquet",
     log:
-        f"{LOGS}/{{system}}/qa/step{{step}}/score.log",
+        f"{RLOGS}/{{system}}/qa/step{{step}}/score.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:

@@ -7,7 +7,7 @@ rule ingest:
         snapshot=directory(f"{SHARD}/memory"),
         ledger=f"{SHARD}/ingest.ledger.json",
     log:
-        f"{LOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/ingest.log",
+        f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/ingest.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -19,7 +19,7 @@ rule ingest:
         n_shards=n_shards,
         models=ingest_models,
         limits=endpoint_limits("ingest").params,
-        seed=SEED,
+        seed=run_seed,
         code=code_version("mnemoflow.jobs.static_qa:ingest"),
     script:
         "../scripts/ingest.py"

@@ -3,7 +3,7 @@ rule report:
         summary="results/summary.parquet",
         diagnosis="results/diagnosis.parquet",
         judgements=all_judgements() + all_feedback_step_files("judgements.parquet"),
-        ledgers=all_ledgers(),
+        ledgers=all_ledgers() + all_repeat_ledgers(),
         generation=all_generation_reports(),
         answers=all_answers(),
         snapshots=all_snapshots(),

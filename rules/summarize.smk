@@ -1,9 +1,11 @@
 rule summarize:
     input:
         scores=all_step_files("scores.parquet") + all_normalized(),
+        # repeats 1..N-1 (`repeats: N`): each metric's mean and sd across seeds; none without
+        repeats=all_repeat_scores(),
         diagnoses=all_step_files("diagnosis.parquet"),
         generation=all_generation_reports(),
-        ledgers=all_ledgers(),
+        ledgers=all_ledgers() + all_repeat_ledgers(),
         versions=all_data_versions(),
     output:
         summary="results/summary.parquet",

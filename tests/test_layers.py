@@ -18,8 +18,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
 #: Sub-package -> the mnemoflow sub-packages and modules it may import (itself always allowed).
 #: ``errors``, ``lexical`` (text normalization, token counts), ``intervals``, ``grouping`` (random
 #: groups of names), ``codeversion`` (source fingerprints), ``registry`` (things found by name),
-#: ``prices`` (model prices and context windows) and ``amemgym_world`` (the topic world the offline
-#: AMemGym writer and assistant share) serve every layer.
+#: ``prices`` (model prices and context windows), ``amemgym_world`` (the topic world the offline
+#: AMemGym writer and assistant share) and ``repeats`` (the seeds, folders and seeded role bindings
+#: of ``repeats: N``; the planner plans each repeat with them) serve every layer.
 SHARED = {
     "errors",
     "lexical",
@@ -29,6 +30,7 @@ SHARED = {
     "registry",
     "prices",
     "amemgym_world",
+    "repeats",
 }
 ALLOWED = {
     "llm": SHARED,

@@ -214,6 +214,12 @@ def files_of(cls: type, smk: Any) -> Any:
     return cls(**values)
 
 
+def run_wildcards(wildcards: Any) -> dict[str, str]:
+    """A job's wildcards but ``repeat`` (``repeats:``): a repeat's job is the run's job with
+    another seed (its env's ``seed`` and models), its tables keyed like repeat 0's."""
+    return {name: value for name, value in wildcards.items() if name != "repeat"}
+
+
 def run(smk: Any, job: Callable[..., Any]) -> None:
     """Run ``job`` for the Snakemake rule ``smk`` in its log: files, run keys, env and params.
 
@@ -229,7 +235,7 @@ def run(smk: Any, job: Callable[..., Any]) -> None:
             if name == "files":
                 arguments[name] = files_of(hints[name], smk)
             elif name == "run":
-                arguments[name] = RunKeys.from_wildcards(smk.wildcards)
+                arguments[name] = RunKeys.from_wildcards(run_wildcards(smk.wildcards))
             elif name == "env":
                 env = {k: params[k] for k in ENV_PARAMS if k in params}
                 config = smk.config

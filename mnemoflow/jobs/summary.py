@@ -7,8 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
+from mnemoflow.repeats import path_seed
+from mnemoflow.report.seeds import across_seeds
 from mnemoflow.report.summaries import ledger_labels, load_ledger, run_costs
 from mnemoflow.report.summary import summarize, summary_markdown
 
@@ -23,6 +27,18 @@ class SummarizeFiles:
     generation: list[str] = ()
     ledgers: list[str] = ()
     versions: list[str] = ()
+    repeats: list[str] = ()  # the scores of repeats 1..N-1, under results/seed{S}/
+
+
+def repeat_summaries(paths: list[str]) -> list[pd.DataFrame]:
+    """One summary per repeat: ``paths`` grouped by their ``results/seed{S}/`` folder."""
+    seeds: dict[int | None, list[str]] = {}
+    for path in paths:
+        seeds.setdefault(path_seed(path), []).append(path)
+    return [
+        summarize([read_table(p, "scores") for p in seeds[s]])
+        for s in sorted(seeds, key=lambda s: -1 if s is None else s)
+    ]
 
 
 def summarize_runs(
@@ -33,8 +49,12 @@ def summarize_runs(
 ) -> None:
     """Every run's scores in one table and summary.md, which opens with ``models``: the backend
     and model that played each role (``llm.types.played_by``; no key, no key variable), and ends
-    with each run's cost from its ledgers at ``prices`` (the config's, over the shipped table)."""
+    with each run's cost from its ledgers at ``prices`` (the config's, over the shipped table).
+
+    With ``repeats: N`` the summary is repeat 0's rows plus each row's mean and sd across the N
+    seeds (``report.seeds``; ``files.repeats``: the other repeats' scores)."""
     frame = summarize([read_table(path, "scores") for path in files.scores])
+    frame = summarize([frame, across_seeds([frame, *repeat_summaries(files.repeats)])])
     write_table(read_all(files.diagnoses, "diagnosis"), files.diagnosis, "diagnosis")
     write_table(frame, files.summary, "summary")
     generation = read_all(files.generation, "generation_report") if files.generation else None

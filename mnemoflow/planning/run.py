@@ -3,11 +3,17 @@
 ``mnemoflow plan`` passes the jobs a Snakemake dry run lists (rule and wildcards), so the plan is
 of exactly the jobs that run; the parse-time budget check has no DAG yet and plans every static
 QA job whose ledger does not exist yet (a finished job is not run again unless forced).
+
+With ``repeats: N`` every repeat is planned with the role bindings its jobs call
+(``mnemoflow.repeats.seeded_models``: the sampling roles' requests carry the repeat's seed, so
+repeat k's are cache misses where repeat 0's were hits), and its ledgers under
+``results/seed{S}/``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections import Counter, defaultdict
@@ -25,6 +31,7 @@ from mnemoflow.protocols import feedback as feedback_protocol
 from mnemoflow.protocols import interactive as interactive_protocol
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import PROTOCOL
+from mnemoflow.repeats import folder_seed, folders, seeded_models
 
 log = logging.getLogger("mnemoflow")
 
@@ -87,8 +94,14 @@ def plan_run(
     cache = workdir / Path(config.get("cache", "results/cache/llm"))
     if not (cache.exists() or cache.with_suffix(".sqlite").exists()):
         cache = None  # nothing cached yet; the plan creates nothing
+    seed = int(config.get("seed", 0))
+    repeats = folders(seed, int(config.get("repeats", 1)))
     gateway = Gateway.from_config(config["models"], cache)
+    gateways = {"": gateway}
     try:
+        for folder in repeats[1:]:
+            seeded = seeded_models(config["models"], folder_seed(folder, seed), seed)
+            gateways[folder] = Gateway.from_config(seeded, cache)
         prices = price_table(config.get("prices"))
         plan = Plan(gateway.specs, prices)
         models = {role: spec.model for role, spec in gateway.specs.items()}
@@ -96,27 +109,35 @@ def plan_run(
         ctx = Context(
             config, benchmarks, workdir, gateway, out_means=means, priced_only=priced_only
         )
-        units: dict[tuple[str, str, int, int], set[str]] = defaultdict(set)
-        #: interactive jobs: (rule, benchmark, system, protocol, step, shard)
-        talks: list[tuple[str, str, str, str, int, int]] = []
+        # one context per repeat: its own gateway and planned requests (a repeat that repeats
+        # another's request is not counted as its cache hit), the prepared data shared
+        contexts = {
+            f: dataclasses.replace(ctx, gateway=g, planned=set()) for f, g in gateways.items()
+        }
+        #: static QA units: (repeat, benchmark, system, step, shard)
+        units: dict[tuple[str, str, str, int, int], set[str]] = defaultdict(set)
+        #: interactive and feedback jobs: (repeat, rule, benchmark, system, protocol, step, shard)
+        talks: list[tuple[str, str, str, str, str, int, int]] = []
         if jobs is not None:
             jobs = list(jobs)
             plan.jobs = dict(Counter(rule for rule, _ in jobs))
             for rule, wc in jobs:
+                repeat = wc.get("repeat", "")
                 if rule in QA_RULES:
                     key = (wc["benchmark"], wc["system"], int(wc["step"]), int(wc["shard"]))
-                    units[key].add(rule)
+                    units[(repeat, *key)].add(rule)
                 elif rule in INTERACTIVE_RULES or rule in FEEDBACK_RULES or rule == GENERATION_RULE:
-                    talks.append(_talk(rule, wc))
+                    talks.append((repeat, *_talk(rule, wc)))
                 elif rule in set(model_rules):
                     plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
         else:
-            _all_units(config, benchmarks, workdir, units, talks, plan)
+            for folder in repeats:
+                _all_units(config, benchmarks, workdir, units, talks, plan, folder)
         plan.latency = _latencies(config, gateway, seconds)
 
         async def walk() -> None:
-            for (benchmark, system, step, shard), stages in sorted(units.items()):
-                unit = Unit(ctx, benchmark, system, step, shard)
+            for (repeat, benchmark, system, step, shard), stages in sorted(units.items()):
+                unit = Unit(contexts[repeat], benchmark, system, step, shard)
                 if "ingest" in stages:
                     for line in unit.ingest():
                         plan.add(line)
@@ -125,7 +146,8 @@ def plan_run(
                         plan.add(line)
 
         asyncio.run(walk())
-        for rule, benchmark, system, protocol, step, shard in talks:
+        for repeat, rule, benchmark, system, protocol, step, shard in talks:
+            ctx = contexts[repeat]
             if rule == "upper_bound":
                 lines = interactive.plan_upper_bound(ctx, benchmark)
             elif rule == GENERATION_RULE:
@@ -141,7 +163,8 @@ def plan_run(
             for line in lines or ():
                 plan.add(line)
     finally:
-        gateway.close()
+        for each in gateways.values():
+            each.close()
     if plan.unplanned:
         plan.notes.append(
             "the calls of the jobs listed as not estimated are not in the totals (a lower bound)"
@@ -160,19 +183,21 @@ def _talk(rule: str, wc: Mapping[str, str]) -> tuple[str, str, str, str, int, in
     return (rule, wc["benchmark"], wc["system"], wc["protocol"], step, shard)
 
 
-def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan) -> None:
+def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan, repeat="") -> None:
+    """The jobs of one repeat (``repeat``: its folder, "" or ``seed{S}/``) without a ledger."""
+    results = workdir / "results" / repeat
     for benchmark in config["run"]["benchmarks"]:
         spec = benchmarks[benchmark]
         systems = spec.get("systems", config["run"]["systems"])
         chosen = protocols_of(benchmark, spec)
-        if method_of(spec) == "llm":
+        if method_of(spec) == "llm" and not repeat:  # the environment is shared by repeats
             users = workdir / "results" / benchmark / "environment" / "users"
             for user in range(int(spec["generate"]["num_user_profiles"])):
                 if not (users / f"{user}.ledger.json").is_file():
-                    talks.append((GENERATION_RULE, benchmark, "-", "generate", user, 0))
-        bound = workdir / "results" / benchmark / "upper_bound.ledger.json"
+                    talks.append((repeat, GENERATION_RULE, benchmark, "-", "generate", user, 0))
+        bound = results / benchmark / "upper_bound.ledger.json"
         if set(chosen) & set(interactive_protocol.PROTOCOLS) and not bound.is_file():
-            talks.append(("upper_bound", benchmark, "-", "upper_bound", 0, 0))
+            talks.append((repeat, "upper_bound", benchmark, "-", "upper_bound", 0, 0))
         for protocol in chosen:
             if protocol in interactive_protocol.PROTOCOLS:
                 rule = (
@@ -182,14 +207,15 @@ def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan) -> N
                     for step in range(protocol_steps(protocol, spec)):
                         for shard in range(int(spec.get("shards", 1))):
                             folder = (
-                                workdir / "results" / benchmark / system / protocol
+                                results / benchmark / system / protocol
                                 / f"step{step}" / f"shard{shard}"
                             )  # fmt: skip
                             if not (folder / "dialogues.ledger.json").is_file():
-                                talks.append((rule, benchmark, system, protocol, step, shard))
+                                talk = (rule, benchmark, system, protocol, step, shard)
+                                talks.append((repeat, *talk))
                 continue
             if protocol in feedback_protocol.PROTOCOLS:
-                _feedback_units(benchmark, spec, systems, protocol, workdir, talks)
+                _feedback_units(benchmark, spec, systems, protocol, results, talks, repeat)
                 continue
             if protocol != PROTOCOL:
                 plan.unplanned[protocol] = plan.unplanned.get(protocol, 0) + len(systems)
@@ -198,30 +224,28 @@ def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan) -> N
                 for step in range(protocol_steps(protocol, spec)):
                     for shard in range(int(spec.get("shards", 1))):
                         folder = (
-                            workdir / "results" / benchmark / system / PROTOCOL / f"step{step}"
+                            results / benchmark / system / PROTOCOL / f"step{step}"
                             / f"shard{shard}"
                         )  # fmt: skip
                         for rule, ledger in QA_RULES.items():
                             if not (folder / f"{ledger}.ledger.json").is_file():
-                                units[(benchmark, system, step, shard)].add(rule)
+                                units[(repeat, benchmark, system, step, shard)].add(rule)
                                 plan.jobs[rule] = plan.jobs.get(rule, 0) + 1
 
 
-def _feedback_units(benchmark, spec, systems, protocol, workdir: Path, talks) -> None:
+def _feedback_units(benchmark, spec, systems, protocol, results: Path, talks, repeat) -> None:
     generated = feedback_protocol.dialogue_source(spec) == "generated"
     for system in systems:
-        train = (
-            workdir / "results" / benchmark / system / "feedback" / "train_dialogues.ledger.json"
-        )
-        item = ("feedback_train_dialogues", benchmark, system, "feedback", 0, 0)
+        train = results / benchmark / system / "feedback" / "train_dialogues.ledger.json"
+        item = (repeat, "feedback_train_dialogues", benchmark, system, "feedback", 0, 0)
         if generated and feedback_protocol.replays_recorded(protocol) and not train.is_file():
             if item not in talks:
                 talks.append(item)
         rule = "feedback_train_performance" if protocol == "train_performance" else "feedback_step"
         for step in range(protocol_steps(protocol, spec)):
-            folder = workdir / "results" / benchmark / system / protocol / f"step{step}"
+            folder = results / benchmark / system / protocol / f"step{step}"
             if not (folder / "step.ledger.json").is_file():
-                talks.append((rule, benchmark, system, protocol, step, 0))
+                talks.append((repeat, rule, benchmark, system, protocol, step, 0))
 
 
 def _latencies(config, gateway: Gateway, measured: Mapping[str, float]) -> dict:

@@ -14,7 +14,8 @@
 Our values come from ``summary.parquet``; the per-item values behind them (for intervals and
 paired tests) from every ``question_scores.parquet`` under the results folder: the unified
 QUESTION_SCORES rows (level ``answer``), and AMemGym's per-question rows, whose run keys are the
-path ``{benchmark}/{system}/{protocol}/step{k}``. An interval is used only when the items
+path ``{benchmark}/{system}/{protocol}/step{k}`` (a run's repeats with other seeds, under
+``seed{S}/``, are left out: their spread is in the summary). An interval is used only when the items
 reproduce the summary value (same mean within 1e-6, same n); otherwise the proportion's Wilson
 interval out of n (``wilson-n``), else none. AMemGym items are clustered by user (a user's
 questions, and a user's periods, are not independent), so their interval is a bootstrap over
@@ -34,6 +35,9 @@ import pandas as pd
 
 from mnemoflow.data.published import MEAN, RANK_CHANGE
 from mnemoflow.data.tables import QUESTION_SCORES, TableError, read_table
+from mnemoflow.report.seeds import MEAN as SEEDS_MEAN
+from mnemoflow.report.seeds import SD as SEEDS_SD
+from mnemoflow.report.seeds import has_seeds
 from mnemoflow.report.significance import kendall_tau, paired_test, rank_marks
 from mnemoflow.report.significance import ranks as rank_of
 from mnemoflow.report.stats import mean_interval, wilson_interval
@@ -49,6 +53,8 @@ MEAN_AGGREGATES = (MEAN_OVER_PERIODS, "micro", "normalized")
 TESTED = ("micro", MEAN_OVER_PERIODS)
 _TOLERANCE = 1e-6
 _STEP_DIR = re.compile(r"^step(\d+)$")
+#: ``results/seed{S}/``: repeat k's mirror of the run (``repeats:``, mnemoflow/repeats.py).
+_REPEAT_DIR = re.compile(r"^seed\d+$")
 #: AMemGym baselines that are shares of questions like accuracy.
 _BASELINES = ("random", "upper_bound")
 
@@ -114,6 +120,8 @@ def read_items(root: Path) -> pd.DataFrame:
     """Per-item values of every ``question_scores.parquet`` under ``root`` (see the module)."""
     frames = []
     for path in sorted(root.rglob("question_scores.parquet")):
+        if _REPEAT_DIR.match(path.relative_to(root).parts[0]):
+            continue  # a repeat with another seed (`repeats:`): the summary has its spread
         try:
             frame = read_table(path)
         except (OSError, TableError, ValueError) as exc:
@@ -286,6 +294,9 @@ CELL_COLUMNS = [
     "outside",
     "note",
 ]
+#: With ``repeats: N``, each paired cell's mean and sd across the seeds and their number (our value
+#: and interval are the base seed's): columns only a repeated run's comparison has.
+SEED_COLUMNS = ["seeds_mean", "seeds_sd", "seeds"]
 
 
 def compare_published(
@@ -349,10 +360,33 @@ def compare_published(
                     out["note"] = (
                         f"ours: mean over periods 0-{found.step}, the paper's 0-{paper_last}"
                     )
+            if has_seeds(summary):
+                out.update(_seed_values(summary, found))
             cells.append(out)
-    cells = _rank_change_cells(pd.DataFrame(cells, columns=CELL_COLUMNS))
+    columns = CELL_COLUMNS + (SEED_COLUMNS if has_seeds(summary) else [])
+    cells = _rank_change_cells(pd.DataFrame(cells, columns=columns))
     taus, ranks = _rank_tables(cells[cells["metric"] != RANK_CHANGE])
     return cells, taus, ranks
+
+
+def _seed_values(summary: pd.DataFrame, row) -> dict:
+    """``seeds_mean``, ``seeds_sd`` and ``seeds`` of our summary row ``row`` (None: no row)."""
+    out = {"seeds_mean": math.nan, "seeds_sd": math.nan, "seeds": 0}
+    if row is None:
+        return out
+    same = summary[
+        (summary["benchmark"] == row.benchmark)
+        & (summary["system"] == row.system)
+        & (summary["protocol"] == row.protocol)
+        & (summary["step"] == row.step)
+        & (summary["metric"] == row.metric)
+    ]
+    for name, aggregate in (("seeds_mean", SEEDS_MEAN), ("seeds_sd", SEEDS_SD)):
+        hit = same[same["aggregate"] == f"{aggregate}:{row.aggregate}"]
+        if not hit.empty:
+            out[name] = float(hit["value"].iloc[0])
+            out["seeds"] = int(hit["n"].iloc[0])
+    return out
 
 
 #: The protocols whose rankings a published ``rank_change`` compares (AMemGym's on- vs

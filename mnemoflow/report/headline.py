@@ -20,6 +20,7 @@ import re
 
 import pandas as pd
 
+from mnemoflow.report.seeds import seed_texts
 from mnemoflow.report.summaries import RUN, last_step
 
 #: Headline metrics, in the order their columns appear (retrieval metrics follow, sorted).
@@ -73,7 +74,9 @@ def headline_tables(
     scored: pd.DataFrame, published: pd.DataFrame | None = None
 ) -> dict[str, pd.DataFrame]:
     """Per benchmark, one row per run (``label``) at its last step: ``n`` and per headline metric
-    its micro value with the interval (``<metric>`` and ``<metric> 95 % CI``), AMemGym's mean over
+    its micro value with the interval (``<metric>`` and ``<metric> 95 % CI``), with repeats its mean
+    ± sd across seeds (``<metric> mean ± sd (seeds)``; the same beside the mean over periods),
+    AMemGym's mean over
     periods where the run has one (``<metric> (mean over periods)``), ``<metric> (all items)``
     where some items went unscored, ``<metric> (published)`` where ``published`` (the cells
     of :func:`mnemoflow.report.compare.compare_published`) pairs a published mean with the run,
@@ -101,12 +104,14 @@ def headline_tables(
                 )
             ]
             columns += [metric, f"{metric} 95 % CI"]
+            columns += _across_seeds(table, rows, metric, "micro", metric)
             ns.append(micro["n"])
             mean = rows[(rows["metric"] == metric) & (rows["aggregate"] == MEAN_OVER_PERIODS)]
             if not mean.empty:
                 name = f"{metric} (mean over periods)"
                 table[name] = mean.set_index("label")["value"]
                 columns.append(name)
+                columns += _across_seeds(table, rows, metric, MEAN_OVER_PERIODS, name)
             unscored = rows[
                 (rows["metric"] == f"{metric}:unscored")
                 & rows["aggregate"].isin(("micro", MEAN_OVER_PERIODS))
@@ -133,6 +138,19 @@ def headline_tables(
         table = table.reset_index()[["label", "system", "protocol", "step", "n", *columns]]
         tables[str(benchmark)] = table.rename(columns={"label": "run"})
     return tables
+
+
+def _across_seeds(
+    table: pd.DataFrame, rows: pd.DataFrame, metric: str, aggregate: str, name: str
+) -> list[str]:
+    """``<name> mean ± sd (seeds)`` beside the column ``name`` when the run has repeats
+    (``report.seeds``): the new column's name, or nothing."""
+    texts = seed_texts(rows, metric, aggregate)
+    if not texts:
+        return []
+    column = f"{name} mean ± sd (seeds)"
+    table[column] = [texts.get(label, "–") for label in table.index]
+    return [column]
 
 
 def _benchmark_labels(rows: pd.DataFrame) -> pd.DataFrame:

@@ -33,6 +33,7 @@ from mnemoflow.report.feedback import feedback_tables
 from mnemoflow.report.generation import generation_tables
 from mnemoflow.report.headline import diagnostics_tables, headline_tables, is_headline
 from mnemoflow.report.provenance import redact, versions
+from mnemoflow.report.seeds import seed_text
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
 from mnemoflow.report.summaries import (
     OUTCOMES,
@@ -465,6 +466,16 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
         "outside": "outside CI",
         "note": "note",
     }
+    if "seeds_mean" in paired.columns:  # repeats: N (docs/reproduce.md "Seeds")
+        paired["seeds_text"] = [
+            seed_text(mean, sd, n) if n else "–"
+            for mean, sd, n in zip(
+                paired["seeds_mean"], paired["seeds_sd"], paired["seeds"], strict=True
+            )
+        ]
+        at = list(columns).index("ours_ci") + 1
+        items = list(columns.items())
+        columns = dict([*items[:at], ("seeds_text", "mean ± sd (seeds)"), *items[at:]])
     for (paper, table), part in paired.groupby(["paper", "table"], sort=True):
         text += f"<h3>{html.escape(paper)}/{html.escape(table)}</h3>" + table_html(part, columns)
     if not published["taus"].empty:

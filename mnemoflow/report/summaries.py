@@ -21,6 +21,7 @@ import pandas as pd
 
 from mnemoflow.data.tables import MEMORY_FAILURES
 from mnemoflow.prices import FREE_BACKENDS, price_table, usd
+from mnemoflow.report.seeds import MEAN as SEEDS_MEAN
 from mnemoflow.report.stats import mean_interval, wilson_interval
 
 RUN = ["benchmark", "system", "protocol", "step"]
@@ -361,7 +362,9 @@ def run_costs(
     and dollars per correct answer.
 
     ``correct`` is the sum over the run's steps of the micro ``accuracy`` (else ``j``) times its
-    ``n``: the answers judged correct that the run paid for. A benchmark's shared work (the
+    ``n``: the answers judged correct that the run paid for. With ``repeats: N`` the ledgers are
+    every repeat's, and so are the correct answers (the mean across seeds times the seeds, per
+    step); ``accuracy`` stays the base seed's. A benchmark's shared work (the
     upper bound, environment generation) is a row of its own, system ``(shared)``. Columns:
     benchmark, system, protocol, calls, tokens_in, tokens_out, usd, truncated_calls, metric,
     accuracy, correct, usd_per_correct.
@@ -383,6 +386,8 @@ def run_costs(
     metrics, accuracy, correct = [], [], []
     micro = summary[summary["aggregate"] == "micro"]
     by_run = {run: group for run, group in micro.groupby(keys)}
+    means = summary[summary["aggregate"] == f"{SEEDS_MEAN}:micro"]
+    seeds_of = {run: group for run, group in means.groupby(keys)}
     for row in costs.itertuples(index=False):
         mine = by_run.get((row.benchmark, row.system, row.protocol), micro.iloc[:0])
         metric = next((m for m in CORRECT_METRICS if (mine["metric"] == m).any()), None)
@@ -393,6 +398,12 @@ def run_costs(
         last = scored[scored["step"] == scored["step"].max()]
         metrics.append(metric)
         accuracy.append(float(last["value"].iloc[0]))
+        seeds = seeds_of.get((row.benchmark, row.system, row.protocol), means.iloc[:0])
+        seeds = seeds[seeds["metric"] == metric][["step", "value", "n"]]
+        if not seeds.empty:  # each step's correct answers summed over the seeds
+            both = scored.merge(seeds, on="step", suffixes=("", "_seeds"))
+            correct.append(float((both["value_seeds"] * both["n_seeds"] * both["n"]).sum()))
+            continue
         correct.append(float((scored["value"] * scored["n"]).sum()))
     costs["metric"], costs["accuracy"], costs["correct"] = metrics, accuracy, correct
     per = costs["usd"] / costs["correct"].where(costs["correct"] > 0)

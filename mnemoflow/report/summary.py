@@ -12,6 +12,7 @@ from mnemoflow.report.denominators import denominator_table
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_markdown
 from mnemoflow.report.generation import generation_markdown
+from mnemoflow.report.headline import is_headline
 from mnemoflow.report.interactive import (
     MIN_GAP,
     NOT_MEANINGFUL,
@@ -19,6 +20,7 @@ from mnemoflow.report.interactive import (
     memory_score_table,
     period_table,
 )
+from mnemoflow.report.seeds import seeds_table
 
 
 def summarize(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -183,6 +185,24 @@ def versions_markdown(versions: Mapping[str, Mapping[str, Any]] | None) -> list[
     return ["## Data versions", "", _markdown(pd.DataFrame(rows)), "", note, ""]
 
 
+SEEDS_NOTE = (
+    "`repeats:` ran every run once per seed (results/ holds the base seed's, results/seed{S}/ "
+    "the others'). Base seed: the value the tables above show, with its 95 % interval over the "
+    "questions; mean ± sd: over the seeds (sample sd), how much the score moves when the "
+    "simulated users, the assistant and the memory writer sample again (an offline run's "
+    "deterministic models give sd 0)."
+)
+
+
+def seeds_markdown(summary: pd.DataFrame) -> list[str]:
+    """The "Across seeds" table (``repeats: N``): each headline score at the last step, the base
+    seed's value and per-question interval beside its mean ± sd across seeds; nothing without."""
+    table = seeds_table(summary, is_headline)
+    if table.empty:
+        return []
+    return ["## Across seeds", "", _markdown(table), "", SEEDS_NOTE, ""]
+
+
 def costs_markdown(costs: pd.DataFrame | None) -> list[str]:
     """The "Cost" table: per run, its last-step accuracy (or J), its dollars, dollars per correct
     answer, and the prompts cut to the context window (``summaries.run_costs``)."""
@@ -211,7 +231,8 @@ def costs_markdown(costs: pd.DataFrame | None) -> list[str]:
         "answering, judging), at `prices:` over data/model_prices.yaml; local backends and "
         "response-cache hits cost nothing; – : a model without a price. USD / correct: per answer "
         "judged correct over all of the run's steps. Truncated prompts: cut to the context "
-        "window (`overflow: truncate_oldest`); the ledgers name the items.",
+        "window (`overflow: truncate_oldest`); the ledgers name the items. With `repeats:`, "
+        "USD and USD / correct cover every seed; score is the base seed's.",
         "",
     ]
 
@@ -302,6 +323,7 @@ def summary_markdown(
     if not failures.empty and failures["value"].sum() > 0:
         count = int(failures["value"].sum())
         parts += [f"Judge replies that could not be parsed: {count}", ""]
+    parts += seeds_markdown(summary)
     parts += costs_markdown(costs)
     parts += versions_markdown(versions)
     return "\n".join(parts) + "\n"
