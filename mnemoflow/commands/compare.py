@@ -161,6 +161,13 @@ def read_preset(name: str, presets: Path) -> tuple[str, list[tuple[str, str]], s
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     compare = config.get("compare") or {}
     published = compare.get("published")
+    if published is None and "published" in compare:
+        missing = " ".join(str(compare.get("missing") or "").split())
+        raise ConfigError(
+            f"{path}: the paper's numbers for this preset are not shipped yet"
+            + (f" ({missing})" if missing else "")
+            + "; compare two runs (mnemoflow compare A B) or name --published PAPER[/TABLE]"
+        )
     if not isinstance(published, str) or not published:
         raise ConfigError(f"{path}: compare.published must name PAPER[/TABLE]")
     return published, published_as(config), compare.get("benchmark")
