@@ -21,6 +21,8 @@ from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import JUDGE_STATS
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.endpoints import bind_endpoints
+from mnemoflow.data.published import PUBLISHED_DIR
+from mnemoflow.report.reproduction import request_of
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
 from mnemoflow.ops.endpoints import stop_all as stop_endpoints
@@ -40,6 +42,8 @@ BENCHMARKS = resolved_benchmarks(config["benchmarks"])
 # every role's binding with its `endpoint: NAME` resolved (an external endpoint's base_url, a
 # managed one's endpoint://NAME, which each job resolves to the running server: docs/slurm.md)
 MODELS = bind_endpoints(config["models"], config.get("endpoints"))
+# the published numbers the run reproduces (a paper preset: configs/paper/, docs/reproduce.md)
+PUBLISHED_REQUEST = request_of(config, BENCHMARKS)
 
 for _name in config["run"]["benchmarks"]:
     if _name not in BENCHMARKS:
@@ -167,6 +171,24 @@ def all_data_versions():
 
 def get_final_output():
     return ["results/summary.parquet", "results/summary.md", "results/report.html"]
+
+
+def published_request():
+    """The published numbers the run's config asks to be compared with (a paper preset's
+    ``compare:`` and its systems' ``published_as``; mnemoflow/report/reproduction.py), {} if none."""
+    return PUBLISHED_REQUEST.as_params() if PUBLISHED_REQUEST else {}
+
+
+def published_tables():
+    """The shipped published-number CSVs, when the run compares with them."""
+    if PUBLISHED_REQUEST is None or not PUBLISHED_REQUEST.shipped:
+        return []
+    return [str(p) for p in sorted(PUBLISHED_DIR.glob("*.csv"))]
+
+
+def run_loaders():
+    """benchmark -> {loader} of the run's benchmarks (which benchmark published rows are)."""
+    return {b: {"loader": BENCHMARKS[b]["loader"]} for b in config["run"]["benchmarks"]}
 
 
 def report_config():

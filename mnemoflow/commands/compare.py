@@ -36,6 +36,7 @@ from mnemoflow.report.compare import (
     markdown_table,
     paired_systems,
 )
+from mnemoflow.report.reproduction import published_as
 from mnemoflow.report.summaries import last_step
 
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "paper"
@@ -171,15 +172,6 @@ def read_preset(name: str, presets: Path) -> tuple[str, list[tuple[str, str]], s
     if not isinstance(published, str) or not published:
         raise ConfigError(f"{path}: compare.published must name PAPER[/TABLE]")
     return published, published_as(config), compare.get("benchmark")
-
-
-def published_as(config: dict) -> list[tuple[str, str]]:
-    """(system, published name) of every ``systems.<name>.published_as`` of a config."""
-    return [
-        (system, str(spec["published_as"]))
-        for system, spec in (config.get("systems") or {}).items()
-        if isinstance(spec, dict) and spec.get("published_as")
-    ]
 
 
 def versions_section(root: Path, models: dict | None = None) -> tuple[list[str], pd.DataFrame]:
