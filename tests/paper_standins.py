@@ -9,13 +9,14 @@ statistics file), so a dry run plans the preset's own benchmarks, systems, proto
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 from snakemake.utils import update_config
 
-from tests.amemgym_fixtures import write_environment
+from tests.amemgym_fixtures import environment
 from tests.memorybench_release import LOCOMO_RECORD, write_release
 from tests.test_data_longmemeval import official_records
 from tests.workflow import REPO
@@ -90,7 +91,9 @@ def write_standins(folder: Path) -> dict[str, Path]:
     """Every benchmark's stand-in under ``folder``: AMemGym data.json, locomo10.json,
     LongMemEval_S, and a MemoryBench release with its registry and statistics."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"amemgym": write_environment(folder)}
+    paths = {"amemgym": folder / "data.json"}  # tests/amemgym_fixtures.py's, periods 0-1 only
+    users = [{**user, "periods": user["periods"][:2]} for user in environment()]
+    paths["amemgym"].write_text(json.dumps(users, indent=1), encoding="utf-8")
     paths["locomo"] = folder / "locomo10.json"
     paths["locomo"].write_text(json.dumps(locomo_samples()), encoding="utf-8")
     paths["longmemeval"] = folder / "longmemeval_s_cleaned.json"
@@ -121,3 +124,42 @@ def standin_override(config: dict[str, Any], paths: dict[str, Path]) -> dict[str
             spec["normalize"] = {"stats": str(paths["memorybench_stats"])}
         benchmarks[name] = spec
     return {"benchmarks": benchmarks}
+
+
+def snakemake_in_process(workdir: Path, configfiles: list[Path], *, dry: bool) -> list[str]:
+    """Run the workflow in this process (``dry``: a dry run) and return the files it planned.
+
+    In process, not as a subprocess: the workflow fingerprints its code at parse time
+    (``mnemoflow.codeversion``, cached per process), which costs a fresh interpreter ~15 s on
+    this machine; the presets' runs share one fingerprint. The working directory is restored.
+    """
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        OutputSettings,
+        Quietness,
+        ResourceSettings,
+    )
+
+    cwd = Path.cwd()
+    planned: list[str] = []
+    try:
+        with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+            workflow = api.workflow(
+                resource_settings=ResourceSettings(cores=2),
+                config_settings=ConfigSettings(
+                    configfiles=[REPO / "config.yaml", *map(Path, configfiles)]
+                ),
+                snakefile=REPO / "Snakefile",
+                workdir=workdir,
+            )
+            dag = workflow.dag(dag_settings=DAGSettings())
+            dag.execute_workflow(
+                executor="local",
+                pseudo_executor="dryrun" if dry else None,
+                updated_files=planned,
+            )
+    finally:
+        os.chdir(cwd)
+    return planned

@@ -129,6 +129,9 @@ def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
         pairs = published_as(config) + pairs
     if args.preset:
         spec, preset_pairs, preset_benchmark = read_preset(args.preset, args.presets)
+        # a run of part of a preset (some of its systems) pairs what it ran
+        ran = set(run.summary["system"])
+        preset_pairs = [pair for pair in preset_pairs if pair[0] in ran]
         pairs, benchmark = preset_pairs + pairs, benchmark or preset_benchmark
     published = load_published(args.published_dir)
     if args.memorybench_results is not None:
