@@ -9,6 +9,7 @@ from snakemake.utils import validate
 from mnemoflow.codeversion import code_version
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.errata import errata_inputs
+from mnemoflow.data.published import PUBLISHED_DIR
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.environment.knobs import (
     GENERATOR_ROLES,
@@ -21,8 +22,6 @@ from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import JUDGE_STATS
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.llm.endpoints import bind_endpoints
-from mnemoflow.data.published import PUBLISHED_DIR
-from mnemoflow.report.reproduction import request_of
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
 from mnemoflow.ops.endpoints import stop_all as stop_endpoints
@@ -32,6 +31,7 @@ from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
+from mnemoflow.report.reproduction import request_of
 
 # one-line errors naming the key first; snakemake's validate then fills in the defaults
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -174,8 +174,8 @@ def get_final_output():
 
 
 def published_request():
-    """The published numbers the run's config asks to be compared with (a paper preset's
-    ``compare:`` and its systems' ``published_as``; mnemoflow/report/reproduction.py), {} if none."""
+    """What the run's config compares with (a paper preset's ``compare:``, its systems'
+    ``published_as``; mnemoflow/report/reproduction.py), {} for nothing."""
     return PUBLISHED_REQUEST.as_params() if PUBLISHED_REQUEST else {}
 
 
