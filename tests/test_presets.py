@@ -123,6 +123,13 @@ def test_labels_name_rows_of_the_tables_a_preset_compares_with():
         assert labels <= rows, f"{name}: {sorted(labels - rows)} are not rows of its tables"
 
 
+def test_an_amemgym_preset_without_the_reference_file_says_which_file_goes_first():
+    config = merged(PRESETS / "amemgym-memory-agents.yaml", SITE)
+    with pytest.raises(ConfigError, match=r"^config benchmarks.amemgym_v1.loader: missing; .*"
+                       r"configs/reference/amemgym-released.yaml first"):  # fmt: skip
+        check_config(config, SCHEMA)
+
+
 def test_compare_reads_every_preset_or_says_its_numbers_are_not_shipped():
     spec, pairs, benchmark = read_preset("amemgym-memory-agents", PRESETS)
     assert spec == "amemgym/memory_agents" and benchmark == "amemgym_v1"
