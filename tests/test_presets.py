@@ -287,5 +287,7 @@ def test_a_locomo_run_scores_f1_and_j_and_says_its_paper_numbers_are_missing(loc
     assert {"f1", "j", "turn_evidence_recall"} <= set(micro.loc[("locomo10", "dense_5")].index)
     text = (results / "summary.md").read_text()
     assert "The paper's numbers for this run are not shipped: LoCoMo's paper tables" in text
+    html = (results / "report.html").read_text()
+    assert "Published vs ours" in html and "not shipped: LoCoMo&#x27;s paper tables" in html
     assert cli(["compare", str(results), "--preset", "locomo"]) == 2
     assert "not shipped yet" in capsys.readouterr().err

@@ -113,9 +113,8 @@ def report(
         recall_replies=files.recall_replies,
         environments=environments or {},
     )
-    section, _ = published_section(
-        files.summary, Request.from_params(published), files.published, benchmarks
-    )
+    request = Request.from_params(published)
+    section, _ = published_section(files.summary, request, files.published, benchmarks)
     build_report(
         files.summary,
         files.judgements,
@@ -125,6 +124,7 @@ def report(
         diagnosis_path=files.diagnosis,
         generation_paths=list(files.generation),
         published=section,
+        published_missing=request.missing if request is not None else "",
         drill=drill,
     )
     log.info("report written to %s", files.html)
