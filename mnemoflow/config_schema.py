@@ -20,6 +20,7 @@ from mnemoflow.prices import price_table
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
     """Raise :class:`ConfigError` naming the key path of the most relevant schema violation."""
     check_moved(config)
+    check_layers(config)
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
@@ -45,4 +46,17 @@ def check_moved(config: dict[str, Any]) -> None:
             raise ConfigError(
                 f"config benchmarks.{name}.feedback.structured_output: removed; set "
                 "models.user.structured_output (auto | on | off) instead"
+            )
+
+
+def check_layers(config: dict[str, Any]) -> None:
+    """A benchmark without ``loader`` is most often a layer given without the file it goes on
+    (an AMemGym paper preset names ``amemgym_v1``, whose loader and reference settings come from
+    configs/reference/amemgym-released.yaml, given first): say so, not only that it is missing."""
+    for name, spec in (config.get("benchmarks") or {}).items():
+        if isinstance(spec, dict) and "loader" not in spec:
+            raise ConfigError(
+                f"config benchmarks.{name}.loader: missing; a file that only adds to a benchmark "
+                "goes after the one that defines it (AMemGym presets: "
+                "configs/reference/amemgym-released.yaml first, docs/reproduce.md)"
             )

@@ -9,6 +9,7 @@ from snakemake.utils import validate
 from mnemoflow.codeversion import code_version
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.errata import errata_inputs
+from mnemoflow.data.published import PUBLISHED_DIR
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.environment.knobs import (
     GENERATOR_ROLES,
@@ -32,6 +33,7 @@ from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import retrieval_log_path
 from mnemoflow.repeats import PATTERN as REPEAT_PATTERN
 from mnemoflow.repeats import folder_seed, folders, seeded_models
+from mnemoflow.report.reproduction import request_of
 
 # one-line errors naming the key first; snakemake's validate then fills in the defaults
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -42,6 +44,8 @@ BENCHMARKS = resolved_benchmarks(config["benchmarks"])
 # every role's binding with its `endpoint: NAME` resolved (an external endpoint's base_url, a
 # managed one's endpoint://NAME, which each job resolves to the running server: docs/slurm.md)
 MODELS = bind_endpoints(config["models"], config.get("endpoints"))
+# the published numbers the run reproduces (a paper preset: configs/paper/, docs/reproduce.md)
+PUBLISHED_REQUEST = request_of(config, BENCHMARKS)
 
 for _name in config["run"]["benchmarks"]:
     if _name not in BENCHMARKS:
@@ -200,6 +204,24 @@ def all_repeat_scores():
 
 def get_final_output():
     return ["results/summary.parquet", "results/summary.md", "results/report.html"]
+
+
+def published_request():
+    """What the run's config compares with (a paper preset's ``compare:``, its systems'
+    ``published_as``; mnemoflow/report/reproduction.py), {} for nothing."""
+    return PUBLISHED_REQUEST.as_params() if PUBLISHED_REQUEST else {}
+
+
+def published_tables():
+    """The shipped published-number CSVs, when the run compares with them."""
+    if PUBLISHED_REQUEST is None or not PUBLISHED_REQUEST.shipped:
+        return []
+    return [str(p) for p in sorted(PUBLISHED_DIR.glob("*.csv"))]
+
+
+def run_loaders():
+    """benchmark -> {loader} of the run's benchmarks (which benchmark published rows are)."""
+    return {b: {"loader": BENCHMARKS[b]["loader"]} for b in config["run"]["benchmarks"]}
 
 
 def report_config():

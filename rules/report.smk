@@ -13,6 +13,7 @@ rule report:
         checkpoint_replies=all_interactive_shard_files("checkpoint_replies.parquet"),
         recall_replies=all_interactive_shard_files("recall_replies.parquet"),
         environments=list(interactive_environments().values()),
+        published=published_tables(),
     output:
         html="results/report.html",
         derived=directory("results/report"),
@@ -26,6 +27,8 @@ rule report:
     params:
         config=report_config(),
         environments=interactive_environments(),
+        published=published_request(),
+        benchmarks=run_loaders(),
         code=code_version("mnemoflow.jobs.summary:report"),
     script:
         "../scripts/report.py"

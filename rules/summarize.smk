@@ -7,6 +7,7 @@ rule summarize:
         generation=all_generation_reports(),
         ledgers=all_ledgers() + all_repeat_ledgers(),
         versions=all_data_versions(),
+        published=published_tables(),
     output:
         summary="results/summary.parquet",
         diagnosis="results/diagnosis.parquet",
@@ -21,6 +22,8 @@ rule summarize:
     params:
         models=summary_models(),
         prices=user_prices(),
+        published=published_request(),
+        benchmarks=run_loaders(),
         code=code_version("mnemoflow.jobs.summary:summarize_runs"),
     script:
         "../scripts/summarize.py"

@@ -83,7 +83,9 @@ def test_base_url_and_endpoint_together_are_refused():
     [
         ({"serve": "vllm serve m"}, r"endpoints.q.serve: a command with \{port\}"),
         ({"serve": "x {port}", "base_url": "http://h/v1"}, r"endpoints.q: both serve and base_url"),
-        ({"model": "m"}, r"endpoints.q: needs base_url .* or serve"),
+        ({"model": "m"}, r"endpoints.q: needs base_url .*, serve .* or backend: offline"),
+        ({"backend": "openai"}, r"endpoints.q.backend: only offline"),
+        ({"backend": "offline", "model": "m"}, r"endpoints.q: unknown keys \[.model.\]"),
         ({"serve": "x {port}", "gpu": 1}, r"endpoints.q: unknown keys \['gpu'\]"),
         ({"serve": "x {port}", "ready_timeout_s": 0}, r"endpoints.q.ready_timeout_s: a positive"),
         ({"serve": "x {port}", "gpus": 0.5}, r"endpoints.q.gpus: an integer >= 0"),

@@ -36,6 +36,7 @@ from mnemoflow.report.compare import (
     markdown_table,
     paired_systems,
 )
+from mnemoflow.report.reproduction import published_as
 from mnemoflow.report.summaries import last_step
 
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "paper"
@@ -128,6 +129,9 @@ def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
         pairs = published_as(config) + pairs
     if args.preset:
         spec, preset_pairs, preset_benchmark = read_preset(args.preset, args.presets)
+        # a run of part of a preset (some of its systems) pairs what it ran
+        ran = set(run.summary["system"])
+        preset_pairs = [pair for pair in preset_pairs if pair[0] in ran]
         pairs, benchmark = preset_pairs + pairs, benchmark or preset_benchmark
     published = load_published(args.published_dir)
     if args.memorybench_results is not None:
@@ -161,18 +165,16 @@ def read_preset(name: str, presets: Path) -> tuple[str, list[tuple[str, str]], s
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     compare = config.get("compare") or {}
     published = compare.get("published")
+    if published is None and "published" in compare:
+        missing = " ".join(str(compare.get("missing") or "").split())
+        raise ConfigError(
+            f"{path}: the paper's numbers for this preset are not shipped yet"
+            + (f" ({missing})" if missing else "")
+            + "; compare two runs (mnemoflow compare A B) or name --published PAPER[/TABLE]"
+        )
     if not isinstance(published, str) or not published:
         raise ConfigError(f"{path}: compare.published must name PAPER[/TABLE]")
     return published, published_as(config), compare.get("benchmark")
-
-
-def published_as(config: dict) -> list[tuple[str, str]]:
-    """(system, published name) of every ``systems.<name>.published_as`` of a config."""
-    return [
-        (system, str(spec["published_as"]))
-        for system, spec in (config.get("systems") or {}).items()
-        if isinstance(spec, dict) and spec.get("published_as")
-    ]
 
 
 def versions_section(root: Path, models: dict | None = None) -> tuple[list[str], pd.DataFrame]:

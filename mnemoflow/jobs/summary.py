@@ -13,6 +13,7 @@ from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
 from mnemoflow.repeats import path_seed
 from mnemoflow.report.seeds import across_seeds
+from mnemoflow.report.reproduction import Request, published_section
 from mnemoflow.report.summaries import ledger_labels, load_ledger, run_costs
 from mnemoflow.report.summary import summarize, summary_markdown
 
@@ -28,6 +29,7 @@ class SummarizeFiles:
     ledgers: list[str] = ()
     versions: list[str] = ()
     repeats: list[str] = ()  # the scores of repeats 1..N-1, under results/seed{S}/
+    published: list[str] = ()
 
 
 def repeat_summaries(paths: list[str]) -> list[pd.DataFrame]:
@@ -46,10 +48,14 @@ def summarize_runs(
     *,
     models: dict[str, dict[str, str]],
     prices: dict[str, Any] | None = None,
+    published: dict[str, Any] | None = None,
+    benchmarks: dict[str, Any] | None = None,
 ) -> None:
     """Every run's scores in one table and summary.md, which opens with ``models``: the backend
     and model that played each role (``llm.types.played_by``; no key, no key variable), and ends
-    with each run's cost from its ledgers at ``prices`` (the config's, over the shipped table).
+    with each run's cost from its ledgers at ``prices`` (the config's, over the shipped table)
+    and, when the config asks (``published``: a paper preset's ``compare:`` and ``published_as``,
+    :mod:`mnemoflow.report.reproduction`), the published numbers beside ours.
 
     With ``repeats: N`` the summary is repeat 0's rows plus each row's mean and sd across the N
     seeds (``report.seeds``; ``files.repeats``: the other repeats' scores)."""
@@ -66,6 +72,11 @@ def summarize_runs(
         for p in files.versions
     }  # results/{benchmark}/prepared/data_version.json
     text = summary_markdown(frame, generation, models, costs, versions)
+    _, lines = published_section(
+        files.summary, Request.from_params(published), files.published, benchmarks
+    )
+    if lines:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
     write_atomic_text(files.table, text)
     log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))
 
@@ -86,13 +97,21 @@ class ReportFiles:
     checkpoint_replies: list[str] = ()
     recall_replies: list[str] = ()
     environments: list[str] = ()
+    published: list[str] = ()
 
 
 def report(
-    files: ReportFiles, *, config: dict[str, Any], environments: dict[str, str] | None = None
+    files: ReportFiles,
+    *,
+    config: dict[str, Any],
+    environments: dict[str, str] | None = None,
+    published: dict[str, Any] | None = None,
+    benchmarks: dict[str, Any] | None = None,
 ) -> None:
     """The report and its per-question drill-down (``environments``: AMemGym benchmark -> its
-    data.json, which ``files.environments`` lists for Snakemake)."""
+    data.json, which ``files.environments`` lists for Snakemake); with ``published`` (the
+    comparison the config asks for, :mod:`mnemoflow.report.reproduction`) its "Published vs
+    ours" section."""
     from mnemoflow.protocols.static_qa import question_causes
     from mnemoflow.report.drilldown import read_frames
     from mnemoflow.report.html import build_report
@@ -114,6 +133,8 @@ def report(
         recall_replies=files.recall_replies,
         environments=environments or {},
     )
+    request = Request.from_params(published)
+    section, _ = published_section(files.summary, request, files.published, benchmarks)
     build_report(
         files.summary,
         files.judgements,
@@ -122,6 +143,8 @@ def report(
         files.html,
         diagnosis_path=files.diagnosis,
         generation_paths=list(files.generation),
+        published=section,
+        published_missing=request.missing if request is not None else "",
         drill=drill,
     )
     log.info("report written to %s", files.html)

@@ -25,6 +25,10 @@ from mnemoflow.errors import ConfigError, reject_unknown
 MANAGED_SCHEME = "endpoint://"
 
 EXTERNAL_KEYS = {"base_url", "api_key_env"}
+#: Keys of an offline endpoint: only ``backend: offline``.
+OFFLINE_KEYS = {"backend"}
+#: Role keys only a server reads, dropped when the role is bound to an offline endpoint.
+SERVER_ONLY_KEYS = ("model", "extra_body", "context_window", "endpoint", "structured_output")
 #: Keys of a managed endpoint (docs/slurm.md, "Managed endpoints").
 MANAGED_KEYS = {
     "serve",  # the command; ``{port}`` is replaced by a free port of the node it runs on
@@ -73,7 +77,15 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
                 f"{where}: both serve and base_url; a managed endpoint (serve) gets its address "
                 "when it runs, an external one (base_url) is run by someone else"
             )
-        if "serve" in spec:
+        if "backend" in spec:
+            reject_unknown(spec, OFFLINE_KEYS, where, list_known=True)
+            if spec["backend"] != "offline":
+                raise ConfigError(
+                    f"{where}.backend: only offline (the embedded heuristic model) is named "
+                    f"here, got {spec['backend']!r}; a server gives base_url or serve"
+                )
+            checked[name] = dict(spec)
+        elif "serve" in spec:
             reject_unknown(spec, MANAGED_KEYS, where, list_known=True)
             command = spec["serve"]
             if not isinstance(command, str) or "{port}" not in command:
@@ -99,8 +111,8 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
             checked[name] = dict(spec)
         else:
             raise ConfigError(
-                f"{where}: needs base_url (an external server) or serve (a server the workflow "
-                "starts)"
+                f"{where}: needs base_url (an external server), serve (a server the workflow "
+                "starts) or backend: offline (the embedded heuristic model)"
             )
     return checked
 
@@ -110,7 +122,8 @@ def bind_endpoints(
 ) -> dict[str, Any]:
     """``models`` with every ``endpoint: NAME`` resolved: an external endpoint's ``base_url`` and
     ``api_key_env`` filled in, a managed one's symbolic ``endpoint://NAME``; ``endpoint`` stays,
-    so the run's Models table names it."""
+    so the run's Models table names it. A role bound to an offline endpoint becomes the offline
+    backend (without the keys only a server reads)."""
     known = check_endpoints(endpoints)
     bound: dict[str, Any] = {}
     for role, raw in (models or {}).items():
@@ -136,6 +149,10 @@ def bind_endpoints(
                 f"got {raw['backend']!r}"
             )
         spec = known[name]
+        if spec.get("backend") == "offline":
+            kept = {k: v for k, v in raw.items() if k not in SERVER_ONLY_KEYS}
+            bound[role] = {**kept, "backend": "offline"}
+            continue
         if "serve" in spec:
             address = {"base_url": managed_url(name)}
         else:

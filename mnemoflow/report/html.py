@@ -99,6 +99,9 @@ class ReportData:
     #: Published numbers against the run (report/compare.py): cells, taus, ranks; empty when
     #: the report was built without ``--published`` / ``--preset``.
     published: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: Why there is no comparison although the run's config asks for one (a paper preset whose
+    #: numbers are not shipped: its ``compare.missing``); "" otherwise.
+    published_missing: str = ""
     #: Per run: the memory writer's calls, parse failures and dropped events (writer_rates).
     writers: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: Per benchmark: systems as rows, headline metrics with intervals (report/headline.py).
@@ -677,6 +680,9 @@ def render_html(
 
     if data.published:
         sections.append(("published", "Published vs ours", _published_html(data.published)))
+    elif data.published_missing:
+        text = f"The paper's numbers for this run are not shipped: {data.published_missing}."
+        sections.append(("published", "Published vs ours", _note(text)))
 
     if data.drill_runs:
         sections.append(
@@ -954,6 +960,7 @@ def build_report(
     generation_paths: Iterable[str | os.PathLike] = (),
     title: str = "mnemoflow report",
     published: dict[str, pd.DataFrame] | None = None,
+    published_missing: str = "",
     drill: DrillFrames | None = None,
 ) -> Path:
     """Read the result tables and ledgers, write ``out_html`` and its derived-files folder.
@@ -961,7 +968,8 @@ def build_report(
     The folder is ``out_html`` without its suffix (``results/report.html`` ->
     ``results/report/``); it is replaced as a whole, after everything in it was written.
     ``published`` (cells, taus, ranks of :func:`mnemoflow.report.compare.compare_published`)
-    adds the "Published vs ours" section. ``drill`` (:func:`mnemoflow.report.drilldown.read_frames`)
+    adds the "Published vs ours" section (``published_missing``: that section says why there is
+    no comparison). ``drill`` (:func:`mnemoflow.report.drilldown.read_frames`)
     adds the per-question drill-down, ``report/questions.html``.
     """
     out_html = Path(out_html)
@@ -990,6 +998,7 @@ def build_report(
     generation = _read_all(generation_paths, "generation_report") if generation_paths else None
     data = collect(summary, judgements, ledgers, config, diagnosis, sources, generation)
     data.published = dict(published or {})
+    data.published_missing = published_missing
     if data.published:
         data.headline = headline_tables(data.scored, data.published.get("cells"))
     drill_data = None

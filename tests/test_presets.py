@@ -1,0 +1,293 @@
+"""The paper presets (configs/paper/, issue 21 item 1): one config per published experiment.
+
+Every preset, layered as docs/reproduce.md says (an AMemGym preset on top of
+configs/reference/amemgym-released.yaml, the site file last), passes the config schema, binds every
+role by endpoint NAME to what configs/site.example.yaml defines, labels its systems with the rows
+the paper prints, and dry-runs on stand-in data (tests/paper_standins.py) with the real site file.
+Two presets run fully on stand-in data with every endpoint bound to the offline model
+(configs/site.offline.yaml): AMemGym's memory agents, whose summary.md, report.html and
+``mnemoflow compare --preset`` set the published numbers beside ours, and LoCoMo, whose paper
+numbers are not shipped (the run says so).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+import yaml
+
+from mnemoflow.cli import main as cli
+from mnemoflow.commands.compare import read_preset
+from mnemoflow.config_schema import check_config
+from mnemoflow.data.published import load_published, select_published
+from mnemoflow.errors import ConfigError
+from mnemoflow.llm.endpoints import bind_endpoints
+from mnemoflow.llm.types import ROLES, check_bindings
+from mnemoflow.memory.base import check_systems
+from mnemoflow.report.reproduction import Request, request_of
+from tests.paper_standins import (
+    OFFLINE,
+    PRESETS,
+    SITE,
+    layers,
+    merged,
+    snakemake_in_process,
+    standin_override,
+    write_standins,
+)
+from tests.workflow import REPO, workdir
+
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+NAMES = [
+    "amemgym-evolution",
+    "amemgym-memory-agents",
+    "amemgym-on-vs-off",
+    "amemgym-v1base-native",
+    "locomo",
+    "longmemeval-s",
+    "memorybench-off-policy",
+    "memorybench-on-policy",
+    "memorybench-stepwise",
+]
+#: Systems a preset runs beside the paper's rows, on purpose (the file's comment says why).
+NOT_PAPER_ROWS = {("locomo", "bm25_message")}
+KEYS = {"OPENAI_API_KEY": "sk-test", "DEEPSEEK_API_KEY": "sk-test"}
+
+
+def preset(name: str) -> dict:
+    return yaml.safe_load((PRESETS / f"{name}.yaml").read_text(encoding="utf-8"))
+
+
+def test_the_presets_are_the_published_experiments():
+    assert sorted(p.stem for p in PRESETS.glob("*.yaml")) == NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_preset_validates_and_binds_every_role_by_endpoint_name(name):
+    own = preset(name)
+    assert "endpoints" not in own  # where a NAME answers is the site file's business
+    for role, spec in own["models"].items():
+        assert "endpoint" in spec and "base_url" not in spec, role
+    site = yaml.safe_load(SITE.read_text())["endpoints"]
+    assert {spec["endpoint"] for spec in own["models"].values()} <= set(site)
+    config = merged(*layers(PRESETS / f"{name}.yaml"), SITE)
+    check_config(config, SCHEMA)  # the workflow's own check
+    check_systems(config["systems"])
+    models = bind_endpoints(config["models"], config.get("endpoints"))
+    check_bindings(models, KEYS, used=ROLES, allow_offline=ROLES)
+    for role in own["models"]:
+        assert models[role]["backend"] == "openai" and models[role]["base_url"], role
+    # the offline site file binds the same names to the embedded model
+    offline = merged(*layers(PRESETS / f"{name}.yaml"), OFFLINE)
+    bound = bind_endpoints(offline["models"], offline["endpoints"])
+    assert {bound[role]["backend"] for role in own["models"]} == {"offline"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_system_is_labelled_with_the_papers_row(name):
+    own = preset(name)
+    config = merged(*layers(PRESETS / f"{name}.yaml"))
+    ran = set(config["run"]["systems"])
+    for bench in config["run"]["benchmarks"]:
+        ran |= set(config["benchmarks"][bench].get("systems", ()))
+    for system, spec in own["systems"].items():
+        assert system in ran, f"{name}: {system} is defined but never run"
+        if (name, system) not in NOT_PAPER_ROWS:
+            assert spec.get("published_as"), f"{name}: {system} has no published_as"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_preset_reads_its_own_pinned_data_not_a_default_runs(name):
+    """Config files merge key by key: a preset benchmark named like one of config.yaml's would
+    inherit that entry's local source (and its checksum) instead of the preset's pinned one."""
+    config = merged(*layers(PRESETS / f"{name}.yaml"))
+    defaults = merged()["benchmarks"]
+    for bench in config["run"]["benchmarks"]:
+        spec = config["benchmarks"][bench]
+        assert "source" not in defaults.get(bench, {}), f"{name}: {bench}"
+        assert spec.get("download") or spec.get("source"), f"{name}: {bench} names no data"
+
+
+def test_labels_name_rows_of_the_tables_a_preset_compares_with():
+    published = load_published()
+    for name in NAMES:
+        compare = preset(name)["compare"]
+        if not compare.get("published"):
+            assert compare.get("missing"), name  # says what is not shipped
+            continue
+        rows = set(select_published(published, compare["published"])["row"])
+        labels = {spec["published_as"] for spec in preset(name)["systems"].values()}
+        assert labels <= rows, f"{name}: {sorted(labels - rows)} are not rows of its tables"
+
+
+def test_an_amemgym_preset_without_the_reference_file_says_which_file_goes_first():
+    config = merged(PRESETS / "amemgym-memory-agents.yaml", SITE)
+    with pytest.raises(ConfigError, match=r"^config benchmarks.amemgym_v1.loader: missing; .*"
+                       r"configs/reference/amemgym-released.yaml first"):  # fmt: skip
+        check_config(config, SCHEMA)
+
+
+def test_compare_reads_every_preset_or_says_its_numbers_are_not_shipped():
+    spec, pairs, benchmark = read_preset("amemgym-memory-agents", PRESETS)
+    assert spec == "amemgym/memory_agents" and benchmark == "amemgym_v1"
+    assert ("awe_2_4_30", "AWE-(2,4,30)") in pairs and ("mem0_graph_2_30", "Mem0-G") in pairs
+    with pytest.raises(ConfigError, match=r"numbers for this preset are not shipped yet \(Lo"):
+        read_preset("locomo", PRESETS)
+
+
+def test_an_offline_endpoint_binds_its_roles_to_the_offline_model():
+    models = {
+        "agent": {"endpoint": "gpu", "model": "Qwen/Qwen3-8B", "temperature": 0.1,
+                  "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}},
+        "embedder": {"backend": "openai", "endpoint": "gpu", "model": "e"},
+    }  # fmt: skip
+    bound = bind_endpoints(models, {"gpu": {"backend": "offline"}})
+    assert bound["agent"] == {"temperature": 0.1, "backend": "offline"}
+    assert bound["embedder"] == {"backend": "offline"}
+    with pytest.raises(ConfigError, match=r"^config endpoints.gpu.backend: only offline"):
+        bind_endpoints(models, {"gpu": {"backend": "openai"}})
+
+
+def test_the_comparison_a_config_asks_for():
+    config = merged(*layers(PRESETS / "amemgym-memory-agents.yaml"))
+    request = request_of(config)
+    assert request.published == "amemgym/memory_agents" and request.benchmark == "amemgym_v1"
+    assert ("rag_2_4_30", "RAG-(2,4,30)") in request.pairs and request.shipped
+    assert Request.from_params(request.as_params()) == request
+    missing = request_of(merged(PRESETS / "locomo.yaml"))
+    assert not missing.shipped and "LoCoMo" in missing.missing
+    assert request_of(merged()) is None  # the default run compares with nothing
+    # labels alone: the rows of those labels (which benchmark they are: the loader decides)
+    config = merged(PRESETS / "amemgym-on-vs-off.yaml")
+    del config["compare"]
+    config["systems"] = {"awe_2_4_30": {"type": "agentic_external", "published_as": "AWE-(2,4,30)"}}
+    request = request_of(config)
+    assert request.published is None and request.pairs == (("awe_2_4_30", "AWE-(2,4,30)"),)
+
+
+# --- on stand-in data ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def standins(tmp_path_factory):
+    return write_standins(tmp_path_factory.mktemp("standins"))
+
+
+def _layered(tmp, name, standins, site, *extra):
+    override = tmp / f"{name}.standin.json"
+    override.write_text(
+        json.dumps(standin_override(merged(*layers(PRESETS / f"{name}.yaml")), standins))
+    )
+    return [*layers(PRESETS / f"{name}.yaml"), site, override, *extra]
+
+
+@pytest.mark.slow
+def test_every_preset_dry_runs_on_stand_in_data_with_the_site_file(standins, tmp_path, monkeypatch):
+    for key, value in KEYS.items():
+        monkeypatch.setenv(key, value)
+    planned = {}
+    for name in NAMES:
+        (tmp_path / name).mkdir()
+        wd = workdir(tmp_path / name)
+        planned[name] = snakemake_in_process(wd, _layered(tmp_path, name, standins, SITE), dry=True)
+        assert "results/report.html" in planned[name], name
+    # the plans are the papers' experiments: their systems, protocols and steps
+    agents = planned["amemgym-memory-agents"]
+    for system in ("native", "awe_8_4_30", "mem0_graph_2_30", "none"):
+        assert f"results/amemgym_v1/{system}/interactive/step1/scores.parquet" in agents
+    assert not [p for p in agents if "interactive_replay" in p]
+    assert (
+        "results/amemgym_v1/awe_4_4_30/interactive_replay/step1/scores.parquet"
+        in (planned["amemgym-on-vs-off"])
+    )
+    stepwise = planned["memorybench-stepwise"]
+    last = 1 + -(-1181 // 100)  # Open-Domain: 1 + ceil(train_items / batch_size) steps
+    assert (
+        f"results/mb_open_domain/mem0_paper/stepwise_off_policy/step{last - 1}/scores.parquet"
+        in stepwise
+    )
+    assert not [p for p in stepwise if f"step{last}/" in p and "mb_open_domain" in p]
+    on_policy = planned["memorybench-on-policy"]
+    assert "results/mb_short_short/dense_session/on_policy/step10/scores.parquet" in on_policy
+    sets = {
+        p.split("/")[1] for p in planned["memorybench-off-policy"] if p.startswith("results/mb_")
+    }
+    assert len(sets) == 7
+    assert any("longmemeval_s_long_context/long_context/qa" in p for p in planned["longmemeval-s"])
+    assert any("locomo10/dense_50/qa" in p for p in planned["locomo"])
+
+
+@pytest.fixture(scope="module")
+def memory_agents_run(standins, tmp_path_factory):
+    """amemgym-memory-agents on the stand-in environment (2 users, periods 0-1), offline, with
+    two of the paper's rows (LLM and AWE-(2,4,30))."""
+    tmp = tmp_path_factory.mktemp("agents")
+    scale = tmp / "scale.yaml"
+    systems = ["native", "awe_2_4_30"]
+    scale.write_text(
+        yaml.safe_dump({"benchmarks": {"amemgym_v1": {"systems": systems, "shards": 1}}})
+    )
+    (tmp / "run").mkdir()
+    wd = workdir(tmp / "run")
+    snakemake_in_process(
+        wd, _layered(tmp, "amemgym-memory-agents", standins, OFFLINE, scale), dry=False
+    )
+    return wd
+
+
+@pytest.mark.slow
+def test_a_memory_agents_run_sets_the_published_numbers_beside_ours(memory_agents_run, capsys):
+    results = memory_agents_run / "results"
+    summary = pd.read_parquet(results / "summary.parquet")
+    assert {"native", "awe_2_4_30"} == set(summary["system"])
+    text = (results / "summary.md").read_text()
+    assert "## Published vs ours" in text and "amemgym/memory_agents" in text
+    row = re.search(r"^\|[^\n]*AWE-\(2,4,30\)[^\n]*\| mean \| memory_score \|[^\n]*$", text, re.M)
+    assert row and "awe_2_4_30" in row.group(0)
+    assert "ours: mean over periods 0-1, the paper's 0-10" in text
+    html = (results / "report.html").read_text()
+    assert "Published vs ours" in html and "AWE-(2,4,30)" in html
+    # the same cells from the command line
+    assert cli(["compare", str(results), "--preset", "amemgym-memory-agents"]) == 0
+    out = capsys.readouterr().out
+    assert "against the published amemgym/memory_agents" in out and "awe_2_4_30" in out
+    ours = summary.set_index(["system", "protocol", "step", "metric", "aggregate"])["value"]
+    value = ours[("awe_2_4_30", "interactive", 1, "memory_score", "mean_over_periods")]
+    assert f"| awe_2_4_30 | interactive | mean | memory_score | 0.296 | {value:.3f} |" in out
+
+
+@pytest.fixture(scope="module")
+def locomo_run(standins, tmp_path_factory):
+    """locomo on the stand-in sample, offline: its retrieval benchmark with one system (the
+    long-context benchmark is planned by the dry run)."""
+    tmp = tmp_path_factory.mktemp("locomo")
+    scale = tmp / "scale.yaml"
+    scale.write_text(
+        yaml.safe_dump(
+            {
+                "run": {"benchmarks": ["locomo10"], "systems": ["dense_5"]},
+                "benchmarks": {"locomo10": {"shards": 1}},
+            }
+        )
+    )
+    (tmp / "run").mkdir()
+    wd = workdir(tmp / "run")
+    snakemake_in_process(wd, _layered(tmp, "locomo", standins, OFFLINE, scale), dry=False)
+    return wd
+
+
+@pytest.mark.slow
+def test_a_locomo_run_scores_f1_and_j_and_says_its_paper_numbers_are_missing(locomo_run, capsys):
+    results = locomo_run / "results"
+    summary = pd.read_parquet(results / "summary.parquet")
+    micro = summary[summary["aggregate"] == "micro"].set_index(["benchmark", "system", "metric"])
+    assert {"f1", "j", "turn_evidence_recall"} <= set(micro.loc[("locomo10", "dense_5")].index)
+    text = (results / "summary.md").read_text()
+    assert "The paper's numbers for this run are not shipped: LoCoMo's paper tables" in text
+    html = (results / "report.html").read_text()
+    assert "Published vs ours" in html and "not shipped: LoCoMo&#x27;s paper tables" in html
+    assert cli(["compare", str(results), "--preset", "locomo"]) == 2
+    assert "not shipped yet" in capsys.readouterr().err
