@@ -12,8 +12,8 @@ import pandas as pd
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
 from mnemoflow.repeats import path_seed
-from mnemoflow.report.seeds import across_seeds
 from mnemoflow.report.reproduction import Request, published_section
+from mnemoflow.report.seeds import across_seeds
 from mnemoflow.report.summaries import ledger_labels, load_ledger, run_costs
 from mnemoflow.report.summary import summarize, summary_markdown
 
