@@ -28,7 +28,7 @@ from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.limits import endpoint_budgets
 from mnemoflow.llm.types import ChatRequest, check_bindings, played_by
 from mnemoflow.ops import endpoints as ops
-from tests.workflow import REPO, TINY, ledgers, workdir
+from tests.workflow import REPO, SMALL_SYNTHETIC, TINY, ledgers, workdir
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 SERVE = f"{sys.executable} -m mnemoflow.testing.openai_server --port {{port}}"
@@ -215,21 +215,7 @@ def test_jobs_share_a_server_that_stops_when_idle_or_at_its_time_limit(tmp_path,
 # --- the workflow starts, uses and stops a managed endpoint -------------------------------------
 
 OVERRIDE = {
-    "run": {"benchmarks": ["synthetic"], "systems": ["none"]},
-    "benchmarks": {
-        "synthetic": {
-            "shards": 1,
-            "params": {
-                "users": 2,
-                "periods": 1,
-                "sessions_per_period": 2,
-                "turns_per_session": 4,
-                "attributes_per_user": 3,
-                "updates_per_period": 0,
-                "seed": 3,
-            },
-        }
-    },
+    **SMALL_SYNTHETIC,
     "endpoints": {"testserver": {"serve": SERVE, "ready_timeout_s": 60, "idle_timeout_s": 120}},
     "models": {
         role: {

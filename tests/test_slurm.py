@@ -31,6 +31,7 @@ from mnemoflow import cli
 from mnemoflow.ops import cluster, local_llm
 from mnemoflow.ops.daemon import Daemon, is_running
 from tests.system_packages import apt_install
+from tests.workflow import SMALL_SYNTHETIC
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "profiles" / "slurm-local"
@@ -291,21 +292,7 @@ def test_a_managed_endpoint_runs_as_its_own_slurm_job(local_cluster, tmp_path, m
         "max_parse_retries": 1,
     }
     override = {
-        "run": {"benchmarks": ["synthetic"], "systems": ["none"]},
-        "benchmarks": {
-            "synthetic": {
-                "shards": 1,
-                "params": {
-                    "users": 2,
-                    "periods": 1,
-                    "sessions_per_period": 2,
-                    "turns_per_session": 4,
-                    "attributes_per_user": 3,
-                    "updates_per_period": 0,
-                    "seed": 3,
-                },
-            }
-        },
+        **SMALL_SYNTHETIC,
         "endpoints": {
             "smol": {
                 "serve": serve,

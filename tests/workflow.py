@@ -14,6 +14,27 @@ REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "tests" / "configs" / "tiny.yaml"
 
 
+#: A one-shard synthetic run small enough for tests that start model servers (2 users, 1 period):
+#: the override the managed-endpoint tests lay over the default config.
+SMALL_SYNTHETIC = {
+    "run": {"benchmarks": ["synthetic"], "systems": ["none"]},
+    "benchmarks": {
+        "synthetic": {
+            "shards": 1,
+            "params": {
+                "users": 2,
+                "periods": 1,
+                "sessions_per_period": 2,
+                "turns_per_session": 4,
+                "attributes_per_user": 3,
+                "updates_per_period": 0,
+                "seed": 3,
+            },
+        }
+    },
+}
+
+
 def workdir(tmp_path: Path) -> Path:
     """A scratch working directory holding the default config (overrides come on top)."""
     shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
