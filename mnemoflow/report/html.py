@@ -36,6 +36,7 @@ from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.seeds import seed_text
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
 from mnemoflow.report.summaries import (
+    LEDGER_INCIDENTS,
     OUTCOMES,
     LedgerFile,
     ReportError,
@@ -591,24 +592,12 @@ def _counted(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     a clean run), so the table keeps to the page width; the TSV keeps every column."""
     zero = [
         name
-        for name in _LEDGER_COUNTERS_SHOWN
+        for name in LEDGER_INCIDENTS
         if name in frame.columns
         and pd.to_numeric(frame[name], errors="coerce").fillna(0).eq(0).all()
     ]
     kept = frame.drop(columns=zero)
     return kept, _headers(kept)
-
-
-#: Ledger counters left out of a table when zero in every row.
-_LEDGER_COUNTERS_SHOWN = (
-    "retries",
-    "errors",
-    "parse_failures",
-    "dropped_events",
-    "cached_in",
-    "truncated_calls",
-    "truncated_messages",
-)
 
 
 def _headers(frame: pd.DataFrame) -> dict[str, str]:

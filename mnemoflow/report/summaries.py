@@ -27,12 +27,9 @@ from mnemoflow.report.stats import mean_interval, wilson_interval
 RUN = ["benchmark", "system", "protocol", "step"]
 #: Outcomes of the DIAGNOSIS table, in the order the report stacks them; they add up to 1.
 OUTCOMES = ("correct", *MEMORY_FAILURES, "undiagnosable", "unjudged")
-_LEDGER_COUNTERS = (
-    "calls",
-    "cache_hits",
-    "tokens_in",
-    "tokens_out",
-    "latency_s",
+#: Ledger counters of what went wrong or was worked around: zero in a clean run (the report's
+#: tables leave out those that are zero in every row).
+LEDGER_INCIDENTS = (
     "retries",
     "errors",
     "parse_failures",
@@ -40,6 +37,14 @@ _LEDGER_COUNTERS = (
     "cached_in",
     "truncated_calls",
     "truncated_messages",
+)
+_LEDGER_COUNTERS = (
+    "calls",
+    "cache_hits",
+    "tokens_in",
+    "tokens_out",
+    "latency_s",
+    *LEDGER_INCIDENTS,
 )
 #: Largest difference between a summary value and the mean of its judgements still called equal.
 _TOLERANCE = 1e-6
