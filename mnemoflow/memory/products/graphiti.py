@@ -21,8 +21,9 @@ What this adapter does to the product, in-process, and nothing else:
   ``structured_output`` decides whether an endpoint gets it, and since the schema is also in the
   prompt, a fallback without it still asks for the right object. A reply is validated against
   the response model; one that never validates is counted (``parse_failures``) and graphiti
-  gets an empty object (it extracts nothing from that call). The cross-encoder is never used by
-  the RRF recipe: a stand-in that refuses keeps graphiti from building its OpenAI reranker.
+  gets the model's empty answer (no entities, no facts: nothing extracted by that call). The
+  cross-encoder is never used by the RRF recipe: a stand-in that refuses keeps graphiti from
+  building its OpenAI reranker.
 - **call sites, not prompt text**: every graphiti model call goes through
   ``graphiti_types.generate_prompt_response(llm_client, prompt_name, prompt, context)``; a
   wrapper in each module that imports it records the prompt's name and its ``context`` dict,
@@ -254,6 +255,28 @@ def _parser(model: Any) -> Callable[[str], dict[str, Any]]:
     return parse
 
 
+def nothing_extracted(model: Any, prompt_name: str) -> dict[str, Any]:
+    """What graphiti gets for a reply that never fit its response model: the model's object
+    with every required list empty (no entities, no facts, no duplicates), so the episode is
+    stored with nothing extracted from that call. A response model with another required field
+    has no such empty answer: the ingest fails, naming the prompt."""
+    if model is None:
+        return {}
+    empty = {
+        name: []
+        for name, info in model.model_fields.items()
+        if info.is_required() and getattr(info.annotation, "__origin__", None) is list
+    }
+    try:
+        model.model_validate(empty)
+    except ValueError:
+        raise RuntimeError(
+            f"graphiti prompt {prompt_name}: no reply fit {model.__name__} after the gateway's "
+            "re-asks, and it has no empty answer"
+        ) from None
+    return empty
+
+
 @cache
 def _bridges() -> tuple[type, type, type]:
     """graphiti's client classes, subclassed once the product is imported."""
@@ -322,7 +345,7 @@ def _bridges() -> tuple[type, type, type]:
             owner.writer_calls += 1
             if not reply.parse_ok:
                 owner.parse_failures += 1
-                return {}
+                return nothing_extracted(response_model, prompt_name)
             return reply.parsed
 
         async def _generate_response(self, *args, **kwargs):  # never reached: see above
