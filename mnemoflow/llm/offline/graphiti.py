@@ -9,15 +9,17 @@ heuristics, in graphiti's response models:
 
 - ``extract_nodes.extract_message`` (ExtractedEntities): the speaker (graphiti's prompt says to
   always extract the speaker), the proper nouns of the message (as the Mem0-G handlers find
-  them) and the value of every first-person "X is Y" statement ("teal" in "My favorite color is
-  teal").
+  them), the value of every first-person "X is Y" statement ("teal" in "My favorite color is
+  teal"), and for a first-person statement that names none of these its object: the run of up
+  to three content words after its verb, as written ("support group" in "I went to a support
+  group yesterday").
 - ``extract_edges.edge`` (ExtractedEdges): per sentence, its subject (the speaker of a
   first-person sentence, else the first entity it mentions) is linked to every other entity of
   ``context.nodes`` the sentence mentions; the fact is the sentence in the third person ("I" ->
   the speaker), the relation the content words between the two mentions in SCREAMING_SNAKE_CASE
   (``RELATES_TO`` when none), or the attribute of an "X is Y" statement (``FAVORITE_COLOR``).
-  A sentence that names no second entity yields no fact: what a real model would still extract
-  from it ("a support group") is beyond a proper-noun heuristic, so its turn cannot be recalled.
+  A sentence that is neither a first-person statement nor names two entities yields no fact
+  ("That sounds great!"), so its turn cannot be recalled.
 - ``extract_edges.extract_timestamps`` (EdgeTimestamps): no date expression is read; a fact
   holds from the time it was said (``valid_at`` = the reference time), with no end.
 - ``dedupe_edges.resolve_edge`` (EdgeDuplicate): an existing fact with the same content words is
@@ -42,13 +44,15 @@ import json
 import re
 from typing import Any
 
-from mnemoflow.lexical import content_words, sentences
+from mnemoflow.lexical import _WORD as WORD
+from mnemoflow.lexical import STOPWORDS, content_words, sentences
 from mnemoflow.llm.offline import handles
 from mnemoflow.llm.offline.mem0 import _speaker_facts, proper_noun_spans
 from mnemoflow.llm.offline.writer import (
     COPULA,
     FIRST_PERSON,
     NEGATION,
+    TIME_WORDS,
     _negates,
     _third_person,
     split_fact,
@@ -58,6 +62,9 @@ from mnemoflow.llm.offline.writer import (
 PREFIX = "graphiti."
 #: graphiti-core's MAX_SUMMARY_CHARS.
 SUMMARY_CHARS = 1000
+#: Words that end an object phrase: time adverbs, and the start of a new clause.
+PHRASE_END = TIME_WORDS | {"yesterday", "tomorrow", "week", "weekend", "month", "year", "days"}
+ARTICLES = frozenset({"a", "an", "the"})
 
 
 def _key(name: str) -> str:
@@ -77,8 +84,32 @@ def _record(fields: dict[str, Any]) -> tuple[str, str]:
     return message["speaker"], message["content"]
 
 
+def object_phrase(sentence: str) -> str | None:
+    """What a first-person statement is about when it names nothing: the run of (up to three)
+    content words that follows its verb, as written, articles allowed inside ("I went to a
+    support group yesterday" -> "support group"); ``None`` for any other sentence."""
+    core = statement(sentence)
+    if core is None:
+        return None
+    verb_seen, phrase = False, []
+    for token in WORD.finditer(core):
+        word = token.group(0).lower()
+        content = word not in STOPWORDS and not word.startswith("i'")
+        if not verb_seen:
+            verb_seen = content
+            continue
+        if content and word not in PHRASE_END and len(phrase) < 3:
+            phrase.append(token)
+        elif phrase and not (word in ARTICLES and len(phrase) < 3):
+            break
+    if not phrase:
+        return None
+    return core[phrase[0].start() : phrase[-1].end()]
+
+
 def entity_names(speaker: str, content: str) -> list[str]:
-    """The entities of one message, in order: speaker, proper nouns, "X is Y" values."""
+    """The entities of one message, in order: speaker, proper nouns, "X is Y" values, and the
+    object of each first-person statement that names none of those."""
     found: dict[str, str] = {}
     if speaker:
         found[_key(speaker)] = speaker
@@ -89,6 +120,11 @@ def entity_names(speaker: str, content: str) -> list[str]:
     for _, _, value in _speaker_facts(record) if speaker else ():
         name = value.replace("_", " ")
         found.setdefault(_key(name), name)
+    for sentence in sentences(content) if speaker else ():
+        named = [n for n in found if n != _key(speaker) and _mentioned(sentence, n) >= 0]
+        phrase = None if named else object_phrase(sentence)
+        if phrase:
+            found.setdefault(_key(phrase), phrase)
     return list(found.values())
 
 
@@ -123,7 +159,11 @@ def facts(speaker: str, content: str, nodes: list[str]) -> list[dict[str, Any]]:
             if _key(other) == _key(subject) or at < start:
                 continue
             between = sentence.casefold()[start:at]
-            words = [w for w in content_words(between) if w not in map(_key, nodes)]
+            words = [
+                w
+                for w in content_words(between)
+                if w not in map(_key, nodes) and not w.startswith("i'")
+            ]
             if copula and attribute and _mentioned(value, other) >= 0:
                 head = fact[: copula.start()]
                 words = [w.removesuffix("'s") for w in content_words(head)]
