@@ -18,6 +18,8 @@ from mnemoflow.llm.offline import graphiti as offline_graphiti
 from mnemoflow.memory.base import build
 from mnemoflow.memory.products import graphiti
 from mnemoflow.testing.openai_server import OpenAITestServer
+from tests.test_interactive import gateway as interactive_gateway
+from tests.test_interactive import run_chain, users  # noqa: F401  (a fixture)
 from tests.test_memory_products import CONVERSATION, QUESTIONS, run_synthetic_workflow
 
 #: The graphiti prompts one ingest of CONVERSATION calls (offline), by ledger key.
@@ -225,6 +227,18 @@ def test_offline_dedupe_finds_duplicates_and_contradictions():
     }
     resolved = json.loads(offline_graphiti.resolve_nodes({"context": nodes}))
     assert [r["duplicate_candidate_id"] for r in resolved["entity_resolutions"]] == [0, -1]
+
+
+def test_graphiti_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fixture)
+    """The interactive protocol's step chain (a one-user AMemGym fixture): the assistant's
+    pairs reach graphiti, step 1 continues step 0's loaded graph, and its facts name their turns."""
+    spec = {"type": "graphiti", "top_k": 5}
+    results = run_chain(users, spec, tmp_path, interactive_gateway(), steps=2)
+    first, second = (r.manifest["stats"]["ben"] for r in results)
+    assert second["pairs_written"] == 4 and second["episodes"] > first["episodes"] > 0
+    memory = build(spec, llm=interactive_gateway())
+    memory.load(tmp_path / "step1" / "ben")
+    assert memory.stored_ids() and all(t.startswith("ben_p") for t in memory.stored_ids())
 
 
 @pytest.mark.slow
