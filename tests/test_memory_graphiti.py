@@ -87,11 +87,15 @@ def test_a_rerun_is_served_from_the_cache(tmp_path):
         assert entry["cache_hits"] == entry["calls"], key
 
 
-def test_episodes_are_isolated():
+def test_episodes_are_isolated_even_when_ingested_at_once():
+    """Two memories ingesting side by side on one event loop: each keeps its own clock, ids and
+    database (the pinned clock and ids are per task, not per process)."""
+
     async def go():
         gateway = Gateway.from_config({})
-        one = await ingest(gateway, CONVERSATION[:2])
-        two = await ingest(gateway, CONVERSATION[2:4])
+        one, two = await asyncio.gather(
+            ingest(gateway, CONVERSATION[:2]), ingest(gateway, CONVERSATION[2:4])
+        )
         found = []
         for memory in (one, two):
             found.append(
@@ -102,6 +106,8 @@ def test_episodes_are_isolated():
     (first, second), one, two = asyncio.run(go())
     assert first == {"D1:1", "D1:2"} and second == {"D1:3", "D1:4"}
     assert one._folder.name != two._folder.name
+    alone = asyncio.run(ingest(Gateway.from_config({}), CONVERSATION[2:4]))
+    assert alone.facts == two.facts and alone.episodes == two.episodes  # the same ids
 
 
 def test_graphitis_prompts_reach_an_endpoint_with_their_schema_and_the_conversations_time(
