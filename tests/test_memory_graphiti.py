@@ -202,6 +202,17 @@ def test_offline_entities_are_the_speaker_names_and_stated_values():
     assert [e["name"] for e in reply] == ["Ann", "Lisbon", "Bob", "red"]
 
 
+def test_offline_a_statement_naming_nothing_is_about_its_object():
+    said = "I went to a support group yesterday."
+    assert offline_graphiti.object_phrase(said) == "support group"
+    assert offline_graphiti.object_phrase("I'm so excited about painting these days.") == "painting"
+    assert offline_graphiti.object_phrase("That sounds great!") is None  # not a statement
+    edges = offline_graphiti.facts("Ann", said, offline_graphiti.entity_names("Ann", said))
+    assert [(e["relation_type"], e["target_entity_name"], e["fact"]) for e in edges] == [
+        ("WENT", "support group", "Ann went to a support group yesterday.")
+    ]
+
+
 def test_offline_facts_link_the_speaker_to_what_the_sentence_names():
     nodes = ["Ann", "Lisbon", "Bob", "red"]
     said = "I moved to Lisbon with Bob. My favorite color is red. Nice weather."
