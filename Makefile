@@ -33,7 +33,8 @@ $(TEST_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,slurm,local-llm,products]'
 	touch $(TEST_STAMP)
 
-# Real memory products (mem0_paper, mem0_graph: mem0ai 1.0.11 + Kuzu), ~70 MB, a few seconds.
+# Real memory products (mem0_paper, mem0_graph: mem0ai 1.0.11 + Kuzu; graphiti: graphiti-core
+# 0.31.2 on the same Kuzu), ~80 MB, a few seconds.
 $(PRODUCTS_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[products]'
 	touch $(PRODUCTS_STAMP)
@@ -79,9 +80,9 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.gateway
 
-## make bench-products: mem0_paper / mem0_graph beside bm25 and dense on LoCoMo (minutes; not CI)
+## make bench-products: mem0_paper / mem0_graph / graphiti beside bm25 and dense on LoCoMo (not CI)
 bench-products: $(PRODUCTS_STAMP)
-	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph
+	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph,graphiti
 
 clean:
 	rm -rf results .snakemake

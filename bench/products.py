@@ -11,8 +11,8 @@ writer; the embedder offline-hashed or MiniLM), then answers every question with
 - per query: retrieval latency p50 / p95.
 
 Run: ``python -m bench.products [--conversations 10] [--embedder offline|minilm] [--k 10]
-[--systems bm25_message,dense_message,mem0_paper,mem0_graph]``. mem0_* need the extra
-``products`` (``make install-products``). Not part of CI: minutes per system.
+[--systems bm25_message,dense_message,mem0_paper,mem0_graph,graphiti]``. mem0_* and graphiti
+need the extra ``products`` (``make install-products``). Not part of CI: minutes per system.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ SYSTEMS = {
     "dense_message": {"type": "dense_message"},
     "mem0_paper": {"type": "mem0_paper", "speaker_roles": "all_user", "update_batch": 2},
     "mem0_graph": {"type": "mem0_graph", "speaker_roles": "all_user", "update_batch": 2},
+    "graphiti": {"type": "graphiti"},
 }
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 

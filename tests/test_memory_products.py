@@ -321,11 +321,12 @@ def test_mem0_paper_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the f
     assert memory.stored_ids() and all(t.startswith("ben_p") for t in memory.stored_ids())
 
 
-@pytest.mark.slow
-def test_a_workflow_runs_mem0_paper_on_the_synthetic_benchmark(tmp_path):
+def run_synthetic_workflow(tmp_path: Path, system: str) -> tuple[pd.Series, dict[str, dict]]:
+    """A tiny workflow run of ``system`` on the synthetic benchmark (one user, three sessions):
+    its micro scores and its ingest ledger (by role / task). Shared by the product tests."""
     wd = workdir(tmp_path)
     override = {
-        "run": {"benchmarks": ["synthetic"], "systems": ["mem0_paper"]},
+        "run": {"benchmarks": ["synthetic"], "systems": [system]},
         "benchmarks": {
             "synthetic": {
                 "shards": 1,
@@ -333,13 +334,19 @@ def test_a_workflow_runs_mem0_paper_on_the_synthetic_benchmark(tmp_path):
             }
         },
     }
-    extra = Path(tmp_path / "mem0.yaml")
+    extra = Path(tmp_path / f"{system}.yaml")
     extra.write_text(yaml.safe_dump(override))
     snakemake(wd, configfiles=(TINY, extra))
-    run = wd / "results/synthetic/mem0_paper/qa/step0"
+    run = wd / f"results/synthetic/{system}/qa/step0"
     scores = pd.read_parquet(run / "scores.parquet")
     micro = scores[scores["aggregate"] == "micro"].set_index("metric")["value"]
-    assert micro["turn_evidence_recall"] > 0.5 and micro["accuracy"] > 0.5, micro
     ledger = json.loads((run / "shard0/ingest.ledger.json").read_text())["by_role_task"]
+    return micro, ledger
+
+
+@pytest.mark.slow
+def test_a_workflow_runs_mem0_paper_on_the_synthetic_benchmark(tmp_path):
+    micro, ledger = run_synthetic_workflow(tmp_path, "mem0_paper")
+    assert micro["turn_evidence_recall"] > 0.5 and micro["accuracy"] > 0.5, micro
     assert ledger["memory_writer/mem0_extract_facts"]["calls"] > 0
     assert ledger["memory_writer/mem0_update_memory"]["calls"] > 0

@@ -153,6 +153,7 @@ def _load_handlers() -> None:
         from mnemoflow.llm.offline import (  # noqa: F401
             environment_sessions,
             environment_state,
+            graphiti,
             interactive,
             judge,
             mem0,

@@ -103,8 +103,13 @@ def _lines(fields: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def proper_nouns(sentence_list: list[str]) -> list[str]:
-    """Runs of capitalised words that are names: not the sentence's first word, unless that
-    word is capitalised again somewhere else in the text; "I" is never one."""
+    """Runs of capitalised words that are names (as mem0 names nodes): not the sentence's first
+    word, unless that word is capitalised again somewhere else in the text; "I" is never one."""
+    return list(dict.fromkeys(_name(span) for span in proper_noun_spans(sentence_list)))
+
+
+def proper_noun_spans(sentence_list: list[str]) -> list[str]:
+    """The names of :func:`proper_nouns` as written ("New York"), in order of first mention."""
     spans: list[list[str]] = []
     elsewhere: set[str] = set()
     for sentence in sentence_list:
@@ -123,7 +128,7 @@ def proper_nouns(sentence_list: list[str]) -> list[str]:
             run = []
         if run:
             spans.append(run)
-    return list(dict.fromkeys(_name(" ".join(span)) for span in spans))
+    return list(dict.fromkeys(" ".join(span) for span in spans))
 
 
 def _speaker_facts(fields: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -5,8 +5,9 @@ systems or the workflow checks a config), so the project runs without any produc
 a missing one fails in one line naming the ``pip install`` to run. Every model call a product
 makes goes through the gateway: its LLM and embedder objects are replaced in-process by bridges.
 
-Products adapted so far: ``mem0_paper`` and ``mem0_graph`` (mem0ai 1.0.11, extra ``products``).
-Not yet: graphiti, a_mem, memoryos, langmem, letta, mem0 2.x (docs/memory.md says why).
+Products adapted so far, all in extra ``products``: ``mem0_paper`` and ``mem0_graph`` (mem0ai
+1.0.11), ``graphiti`` (graphiti-core 0.31.2 on Kuzu). Not yet: a_mem, memoryos, langmem, letta,
+mem0 2.x (docs/memory.md says why).
 """
 
 from __future__ import annotations
