@@ -17,7 +17,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
   -DGGML_OPENCL=OFF -DGGML_RPC=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install install-test install-products system-deps run test lint format bench bench-products clean
+.PHONY: install install-test install-products system-deps run run-products test lint format bench bench-products clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ system-deps:
 ## make run: the default workflow (offline backend, synthetic benchmark) -> results/summary.{parquet,md}, results/report.html
 run: $(STAMP) system-deps
 	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default
+
+## make run-products: the memory products (mem0_paper, mem0_graph, graphiti) beside bm25 and dense, offline, on a small synthetic benchmark (configs/products.yaml)
+run-products: $(PRODUCTS_STAMP) system-deps
+	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default --configfile configs/products.yaml
 
 ## make test: the whole test suite (unit, workflow, SLURM and local-LLM tests)
 test: $(TEST_STAMP) system-deps

@@ -13,8 +13,10 @@ from mnemoflow.report.headline import diagnostics_tables, headline_tables
 RUN = {"benchmark": "b", "system": "s", "protocol": "qa", "step": 0}
 
 
-def answers(seconds):
+def answers(seconds, cold=()):
+    """Warm retrievals ``seconds``, and each episode's first (``cold``)."""
     rows = [{**RUN, "question_id": f"q{i}", "retrieval_s": s} for i, s in enumerate(seconds)]
+    rows += [{**RUN, "question_id": f"c{i}", "retrieval_cold_s": s} for i, s in enumerate(cold)]
     return pd.DataFrame(rows, columns=ANSWERS.names)
 
 
@@ -27,7 +29,7 @@ def snapshot(root, sizes):
 
 
 def test_percentiles_and_size_worked_example(tmp_path):
-    frame = answers([0.001, 0.002, 0.003, 0.004, 0.100])
+    frame = answers([0.001, 0.002, 0.003, 0.004, 0.100], cold=[2.0, 6.0])
     shards = [
         snapshot(tmp_path / "shard0", {"e1": 1024}),
         snapshot(tmp_path / "shard1", {"e2": 3072}),
@@ -36,7 +38,9 @@ def test_percentiles_and_size_worked_example(tmp_path):
     assert scores.loc["retrieval_ms_p50", "value"] == pytest.approx(3.0)
     # linear interpolation between the 4th and 5th of 5: 4 + 0.8 x (100 - 4) ms
     assert scores.loc["retrieval_ms_p95", "value"] == pytest.approx(80.8)
-    assert scores.loc["retrieval_ms_p50", "n"] == 5
+    assert scores.loc["retrieval_ms_p50", "n"] == 5  # the episodes' first retrievals apart
+    assert scores.loc["retrieval_ms_cold", "value"] == pytest.approx(4000.0)
+    assert scores.loc["retrieval_ms_cold", "n"] == 2
     assert scores.loc["memory_kb", "value"] == pytest.approx(2.0)  # (1 + 3) KiB / 2 episodes
     assert scores.loc["memory_kb", "n"] == 2
     assert set(scores["aggregate"]) == {"micro"} and set(scores["system"]) == {"s"}

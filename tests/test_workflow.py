@@ -52,10 +52,13 @@ def test_real_run_writes_all_outputs(finished):
     assert last["bm25_message"] > last["none"]
     assert "accuracy (micro) per step" in (finished / "results/summary.md").read_text()
     # every memory's footprint: retrieval latency per question, snapshot size per episode
-    footprint = summary[summary["metric"].isin(["retrieval_ms_p95", "memory_kb"])]
+    footprint = summary[
+        summary["metric"].isin(["retrieval_ms_p95", "memory_kb", "retrieval_ms_cold"])
+    ]
     sizes = footprint.set_index(["system", "step", "metric"])["value"]
     assert sizes["bm25_message", 1, "memory_kb"] > sizes["bm25_message", 0, "memory_kb"] > 0
     assert sizes["bm25_message", 1, "retrieval_ms_p95"] > 0
+    assert sizes["bm25_message", 1, "retrieval_ms_cold"] > 0
     assert "retrieval p95 ms" in (finished / "results/summary.md").read_text()
     for name in ("ingest.ledger.json", "answers.ledger.json", "judgements.ledger.json"):
         assert len(ledgers(finished, name)) == 8

@@ -120,7 +120,10 @@ ANSWERS = pa.schema(
         ("tokens_in", _int),
         ("tokens_out", _int),
         ("latency_s", _float),
-        ("retrieval_s", _float),  # wall time of the memory's retrieve (null: a retrieval log)
+        # wall time of the memory's retrieve; the episode's first, which opens the loaded memory,
+        # in retrieval_cold_s instead (both null: a retrieval log gave the ranking)
+        ("retrieval_s", _float),
+        ("retrieval_cold_s", _float),
     ]
 )
 

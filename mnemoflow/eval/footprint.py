@@ -5,11 +5,16 @@ tokens or bytes a conversation leaves behind), because a system that wins by kee
 or by searching for seconds is not the same result. Both are SCORES rows of a static QA step:
 
 - ``retrieval_ms_p50`` / ``retrieval_ms_p95``: the wall time of ``memory.retrieve`` per question
-  (the answers' ``retrieval_s``), in milliseconds; ``n`` the questions timed. Wall time in the
-  answer job, where episodes are answered concurrently: a retrieval that awaits a model (an
-  embedder, a product's search-time call) includes that wait and the event loop's other work, as
-  a user of the memory would see it. A reader that takes its rankings from a retrieval log
-  times nothing (no rows).
+  (the answers' ``retrieval_s``), in milliseconds, over every question but each episode's first;
+  ``n`` the questions timed. Wall time in the answer job, where episodes are answered
+  concurrently: a retrieval that awaits a model (an embedder, a product's search-time call)
+  includes that wait and the event loop's other work, as a user of the memory would see it.
+- ``retrieval_ms_cold``: the median of each episode's first retrieval (``retrieval_cold_s``),
+  which also opens the memory just loaded from its snapshot (an index built, a model or a
+  product's store opened: seconds for a product, against milliseconds warm), so it is kept out
+  of the percentiles above; ``n`` the episodes.
+
+A reader that takes its rankings from a retrieval log times nothing (no latency rows).
 - ``memory_kb``: the mean size on disk of an episode's memory snapshot after the step's
   ingestion (its folder under the shards' ``memory`` snapshots), in KiB; ``n`` the episodes.
   The snapshot is what the system keeps (messages, facts, indexes, a product's database), so
@@ -26,7 +31,7 @@ import pandas as pd
 from mnemoflow.data.tables import RUN_KEYS, SCORES
 
 RUN_COLUMNS = [name for name, _ in RUN_KEYS]
-METRICS = ("retrieval_ms_p50", "retrieval_ms_p95", "memory_kb")
+METRICS = ("retrieval_ms_p50", "retrieval_ms_p95", "retrieval_ms_cold", "memory_kb")
 
 
 def folder_bytes(folder: Path) -> int:
@@ -48,18 +53,25 @@ def episode_sizes(snapshots: Iterable[Path]) -> list[int]:
     ]
 
 
+def _milliseconds(seconds: pd.Series) -> pd.Series:
+    return pd.to_numeric(seconds, errors="coerce").dropna() * 1000.0
+
+
 def footprint_scores(answers: pd.DataFrame, snapshots: Iterable[Path]) -> pd.DataFrame:
     """The step's footprint as SCORES rows (aggregate ``micro``), keyed by the answers' run."""
     if answers.empty:
         return pd.DataFrame(columns=SCORES.names)
     keys = answers[RUN_COLUMNS].iloc[0].to_dict()
     rows = []
-    timed = pd.to_numeric(answers["retrieval_s"], errors="coerce").dropna() * 1000.0
-    if not timed.empty:
-        for metric, q in (("retrieval_ms_p50", 0.5), ("retrieval_ms_p95", 0.95)):
-            rows.append(
-                {**keys, "metric": metric, "value": float(timed.quantile(q)), "n": len(timed)}
-            )
+    timed = _milliseconds(answers["retrieval_s"])
+    for metric, q in (("retrieval_ms_p50", 0.5), ("retrieval_ms_p95", 0.95)):
+        if not timed.empty:
+            value = float(timed.quantile(q))
+            rows.append({**keys, "metric": metric, "value": value, "n": len(timed)})
+    cold = _milliseconds(answers["retrieval_cold_s"])
+    if not cold.empty:
+        value = float(cold.median())
+        rows.append({**keys, "metric": "retrieval_ms_cold", "value": value, "n": len(cold)})
     sizes = episode_sizes(snapshots)
     if sizes:
         mean_kb = sum(sizes) / len(sizes) / 1024.0

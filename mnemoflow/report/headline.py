@@ -36,6 +36,7 @@ DENOMINATOR_SUFFIXES = (":all", ":scored", ":unscored")
 FOOTPRINT_METRICS = {
     "retrieval_ms_p50": "retrieval p50 (ms)",
     "retrieval_ms_p95": "retrieval p95 (ms)",
+    "retrieval_ms_cold": "first retrieval (ms)",
     "memory_kb": "memory (KiB / episode)",
 }
 

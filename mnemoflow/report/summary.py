@@ -71,6 +71,7 @@ HEADLINE = (
     ("utilization_failure_rate", "micro", "util fail"),
     ("retrieval_ms_p50", "micro", "retrieval p50 ms"),
     ("retrieval_ms_p95", "micro", "retrieval p95 ms"),
+    ("retrieval_ms_cold", "micro", "first retrieval ms"),
     ("memory_kb", "micro", "memory KiB/episode"),
 )
 DENOMINATOR_NOTE = (
