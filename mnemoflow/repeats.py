@@ -73,7 +73,7 @@ def seeded_models(
         return dict(models)
     out = dict(models)
     for role in SAMPLING_ROLES:
-        if role in out and out[role] is not None:
+        if out.get(role):  # an unbound role ({}) plays the offline default: nothing to seed
             spec = dict(out[role])
             own = spec.get("seed")
             spec["seed"] = (seed if own is None else int(own)) + k

@@ -386,3 +386,26 @@ def test_unreadable_item_tables_are_named(tmp_path, published_csv):
     pd.DataFrame({"question": ["q1"], "score": [1.0]}).to_parquet(odd)
     with pytest.raises(ValueError, match=r"step0/question_scores.parquet: columns \['question'"):
         load_run(root)
+
+
+def test_two_runs_are_compared_on_scores_not_on_timings_or_the_spread_across_seeds(tmp_path):
+    """The footprint (a lower latency is better, and it moves with the machine's load) and the
+    seeds_mean / seeds_sd rows (not proportions) are neither compared, ranked nor flagged."""
+    extra = [
+        summary_row("x", 50.0, 20, metric="retrieval_ms_p50"),
+        summary_row("y", 1.0, 20, metric="retrieval_ms_p50"),
+        summary_row("x", 120.0, 4, metric="memory_kb"),
+        summary_row("x", 0.02, 3, aggregate="seeds_sd:micro"),
+        summary_row("x", 0.5, 3, aggregate="seeds_mean:micro"),
+    ]
+    runs = [
+        write_run(
+            tmp_path / name,
+            [summary_row("x", 0.5, 20), summary_row("y", 0.3, 20), *extra],
+            {"x": [1] * 10 + [0] * 10, "y": [1] * 6 + [0] * 14},
+        )
+        for name in ("a", "b")
+    ]
+    cells, taus, ranks = compare_runs(*(load_run(r) for r in runs))
+    assert set(cells["metric"]) == {"accuracy"} and set(cells["aggregate"]) == {"micro"}
+    assert set(taus["metric"]) == {"accuracy"} and set(ranks["metric"]) == {"accuracy"}

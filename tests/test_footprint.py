@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mnemoflow.data.tables import ANSWERS
+from mnemoflow.data.tables import ANSWERS, FOOTPRINT_METRICS
 from mnemoflow.eval.footprint import footprint_scores
-from mnemoflow.report.headline import diagnostics_tables, headline_tables
+from mnemoflow.report.headline import FOOTPRINT_LABELS, diagnostics_tables, headline_tables
 
 RUN = {"benchmark": "b", "system": "s", "protocol": "qa", "step": 0}
 
@@ -60,5 +60,9 @@ def test_the_headline_table_shows_the_footprint_and_diagnostics_do_not(tmp_path)
     scored = scored.assign(ci_low=float("nan"), ci_high=float("nan"), ci_method="")
     table = headline_tables(scored)["b"].iloc[0]
     assert table["retrieval p50 (ms)"] == pytest.approx(3.0)
-    assert table["memory (KiB / episode)"] == pytest.approx(2.0)
+    assert table["snapshot (KiB / episode)"] == pytest.approx(2.0)
     assert "b" not in diagnostics_tables(scored)  # no counters: the footprint is not one
+
+
+def test_every_footprint_row_has_its_headline_column():
+    assert set(FOOTPRINT_LABELS) == set(FOOTPRINT_METRICS)

@@ -69,7 +69,7 @@ def test_repeats_seed_the_sampling_roles_only():
     second = seeded_models(models, 15, 13)  # repeat 2
     assert second["agent"]["seed"] == 15  # no seed of its own: the run's seed + 2
     assert second["user"]["seed"] == 102  # its own seed + 2
-    assert second["memory_writer"] == {"seed": 15}
+    assert second["memory_writer"] == {}  # unbound: the offline default, deterministic
     assert second["judge"] == models["judge"] and second["embedder"] == models["embedder"]
     assert "seed" not in models["agent"]  # the config is not edited in place
 
@@ -105,7 +105,8 @@ def test_repeats_must_be_a_positive_integer(value, message):
 
 
 def test_repeats_may_be_any_positive_integer():
-    check_config({**CONFIG, "repeats": 3}, SCHEMA)
+    check_config({**CONFIG, "repeats": 3}, SCHEMA)  # accepted: no error
+    assert folders(7, 3) == ["", "seed8/", "seed9/"]  # repeat 0 keeps today's paths
 
 
 # --- scores across seeds -----------------------------------------------------------------------
@@ -204,6 +205,14 @@ def test_the_plan_counts_every_repeat(tmp_path):
     jobs = [(rule, {"repeat": r, **wc}) for r in ("", "seed14/") for rule in ("answer", "judge")]
     planned = plan_run({**config, "repeats": 2}, tmp_path, jobs, priced_only=True)
     assert calls(planned) == twice and planned.jobs == {"answer": 2, "judge": 2}
+
+    # the judge is not seeded: the second repeat's judge prompts over the gold stand-in are the
+    # first's, answered by the cache in the run and so planned as hits
+    def judge_hits(plan):
+        return plan.to_dict()["by_role"]["judge"]["cache_hits"]
+
+    full_once = plan_run(config, tmp_path)
+    assert judge_hits(plan_run({**config, "repeats": 2}, tmp_path)) == judge_hits(full_once) + 12
 
 
 def test_the_cost_of_a_run_counts_every_seed(tmp_path):

@@ -28,6 +28,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow import cli
+from mnemoflow.data.tables import TIMED_METRICS
 from mnemoflow.ops import cluster, local_llm
 from mnemoflow.ops.daemon import Daemon, is_running
 from tests.system_packages import apt_install
@@ -44,8 +45,6 @@ SITE_OVERRIDES = [
 ]  # fmt: skip
 # Columns that measure the run, not its result: timings, and whether the shared cache answered.
 RUN_DEPENDENT = {"latency_s", "cache_hit", "retrieval_s", "retrieval_cold_s"}
-#: Score rows that time the run (eval.footprint): retrieval latency percentiles.
-TIMED_METRICS = {"retrieval_ms_p50", "retrieval_ms_p95", "retrieval_ms_cold"}
 RUN_TIMEOUT_S = 420
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]

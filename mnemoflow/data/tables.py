@@ -140,6 +140,12 @@ JUDGEMENTS = pa.schema(
     ]
 )
 
+#: Score rows that time the run (eval.footprint): wall clock on the machine that ran it, so they
+#: are shown beside the results but never compared or ranked as results.
+TIMED_METRICS = ("retrieval_ms_p50", "retrieval_ms_p95", "retrieval_ms_cold")
+#: A memory's footprint (eval.footprint): the timed rows and the snapshot's size.
+FOOTPRINT_METRICS = (*TIMED_METRICS, "memory_kb")
+
 SCORES = pa.schema(
     [
         *RUN_KEYS,

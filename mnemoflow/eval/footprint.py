@@ -17,8 +17,12 @@ or by searching for seconds is not the same result. Both are SCORES rows of a st
 A reader that takes its rankings from a retrieval log times nothing (no latency rows).
 - ``memory_kb``: the mean size on disk of an episode's memory snapshot after the step's
   ingestion (its folder under the shards' ``memory`` snapshots), in KiB; ``n`` the episodes.
-  The snapshot is what the system keeps (messages, facts, indexes, a product's database), so
-  systems are comparable however they store it.
+  The snapshot as stored: built-in systems write their items as JSON lines (and vectors), the
+  products' adapters a gzip'd tar of the product's store (graphiti's Kuzu file is tens of MB of
+  mostly preallocated pages uncompressed), so sizes compare within those groups better than
+  across them.
+
+The rows' metric names: :data:`mnemoflow.data.tables.FOOTPRINT_METRICS`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ import pandas as pd
 from mnemoflow.data.tables import RUN_KEYS, SCORES
 
 RUN_COLUMNS = [name for name, _ in RUN_KEYS]
-METRICS = ("retrieval_ms_p50", "retrieval_ms_p95", "retrieval_ms_cold", "memory_kb")
 
 
 def folder_bytes(folder: Path) -> int:

@@ -28,7 +28,14 @@ EXTERNAL_KEYS = {"base_url", "api_key_env"}
 #: Keys of an offline endpoint: only ``backend: offline``.
 OFFLINE_KEYS = {"backend"}
 #: Role keys only a server reads, dropped when the role is bound to an offline endpoint.
-SERVER_ONLY_KEYS = ("model", "extra_body", "context_window", "endpoint", "structured_output")
+SERVER_ONLY_KEYS = (
+    "model",
+    "extra_body",
+    "context_window",
+    "endpoint",
+    "structured_output",
+    "api_key_env",
+)
 #: Keys of a managed endpoint (docs/slurm.md, "Managed endpoints").
 MANAGED_KEYS = {
     "serve",  # the command; ``{port}`` is replaced by a free port of the node it runs on

@@ -109,11 +109,11 @@ def plan_run(
         ctx = Context(
             config, benchmarks, workdir, gateway, out_means=means, priced_only=priced_only
         )
-        # one context per repeat: its own gateway and planned requests (a repeat that repeats
-        # another's request is not counted as its cache hit), the prepared data shared
-        contexts = {
-            f: dataclasses.replace(ctx, gateway=g, planned=set()) for f, g in gateways.items()
-        }
+        # one context per repeat, with its own gateway; the planned requests are shared: a
+        # seeded role's requests differ between repeats anyway, and an unseeded role's (judge,
+        # embedder, critic) asked again in a later repeat is answered by the cache, as it is in
+        # the run
+        contexts = {f: dataclasses.replace(ctx, gateway=g) for f, g in gateways.items()}
         #: static QA units: (repeat, benchmark, system, step, shard)
         units: dict[tuple[str, str, str, int, int], set[str]] = defaultdict(set)
         #: interactive and feedback jobs: (repeat, rule, benchmark, system, protocol, step, shard)

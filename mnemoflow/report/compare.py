@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from mnemoflow.data.published import MEAN, RANK_CHANGE
-from mnemoflow.data.tables import QUESTION_SCORES, TableError, read_table
+from mnemoflow.data.tables import FOOTPRINT_METRICS, QUESTION_SCORES, TableError, read_table
 from mnemoflow.report.seeds import MEAN as SEEDS_MEAN
 from mnemoflow.report.seeds import SD as SEEDS_SD
 from mnemoflow.report.seeds import has_seeds
@@ -521,7 +521,7 @@ def compare_runs(a: Run, b: Run) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     A cell holds A's value and interval, B's value, B - A, whether B's value lies outside A's
     interval and, at each run's last step, the paired test on the items both runs scored."""
     keys = [*RUN, "metric", "aggregate"]
-    joined = a.summary.merge(b.summary, on=keys, suffixes=("_a", "_b"))
+    joined = _compared(a.summary).merge(_compared(b.summary), on=keys, suffixes=("_a", "_b"))
     last = joined.groupby(["benchmark", "system", "protocol"])["step"].transform("max")
     cells = []
     for row, last_step in zip(joined.to_dict("records"), last, strict=True):
@@ -545,6 +545,14 @@ def compare_runs(a: Run, b: Run) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
         cells.append(cell)
     cells = _counts(pd.DataFrame(cells, columns=RUNS_COLUMNS))
     return (cells, *_run_ranks(cells))
+
+
+def _compared(summary: pd.DataFrame) -> pd.DataFrame:
+    """The rows two runs are compared on: not the footprint (retrieval wall clock and snapshot
+    size: measurements of the machine and the storage, not scores with an interval or a rank),
+    nor the spread across seeds (``repeats``: the base seed's rows are compared)."""
+    spread = summary["aggregate"].astype(str).str.startswith((SEEDS_MEAN, SEEDS_SD))
+    return summary[~summary["metric"].isin(FOOTPRINT_METRICS) & ~spread]
 
 
 RUN_TAU_COLUMNS = ["benchmark", "protocol", "metric", "aggregate", "n", "tau"]

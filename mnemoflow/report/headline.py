@@ -20,6 +20,7 @@ import re
 
 import pandas as pd
 
+from mnemoflow.data.tables import FOOTPRINT_METRICS
 from mnemoflow.report.seeds import seed_texts
 from mnemoflow.report.summaries import RUN, last_step
 
@@ -33,11 +34,11 @@ MEAN_OVER_PERIODS = "mean_over_periods"
 DENOMINATOR_SUFFIXES = (":all", ":scored", ":unscored")
 #: A memory's footprint (mnemoflow.eval.footprint), the last columns of a headline table: the
 #: columns memory papers lead with beside accuracy. Values without intervals.
-FOOTPRINT_METRICS = {
+FOOTPRINT_LABELS = {
     "retrieval_ms_p50": "retrieval p50 (ms)",
     "retrieval_ms_p95": "retrieval p95 (ms)",
     "retrieval_ms_cold": "first retrieval (ms)",
-    "memory_kb": "memory (KiB / episode)",
+    "memory_kb": "snapshot (KiB / episode)",
 }
 
 
@@ -128,7 +129,7 @@ def headline_tables(
                 if values:
                     table[name] = [values.get(label, math.nan) for label in table.index]
                     columns.append(name)
-        for metric, name in FOOTPRINT_METRICS.items():
+        for metric, name in FOOTPRINT_LABELS.items():
             values = rows[(rows["metric"] == metric) & (rows["aggregate"] == "micro")]
             if not values.empty:
                 table[name] = values.set_index("label")["value"]

@@ -72,7 +72,13 @@ HEADLINE = (
     ("retrieval_ms_p50", "micro", "retrieval p50 ms"),
     ("retrieval_ms_p95", "micro", "retrieval p95 ms"),
     ("retrieval_ms_cold", "micro", "first retrieval ms"),
-    ("memory_kb", "micro", "memory KiB/episode"),
+    ("memory_kb", "micro", "snapshot KiB/episode"),
+)
+FOOTPRINT_NOTE = (
+    "retrieval p50 / p95 and first retrieval: wall clock of this run on its machine (each "
+    "episode's first retrieval opens the loaded memory), which moves with load: compare systems "
+    "within a run, not runs; snapshot: the memory's size on disk as stored (the products' "
+    "adapters store a gzip'd tar)."
 )
 DENOMINATOR_NOTE = (
     "{metric}: over the questions the judge scored; (all items): over every question, one whose "
@@ -299,6 +305,8 @@ def summary_markdown(
         for label in ("accuracy", "J"):
             if f"{label} (all items)" in table.columns:
                 parts += [DENOMINATOR_NOTE.format(metric=label), ""]
+        if "retrieval p50 ms" in table.columns or "snapshot KiB/episode" in table.columns:
+            parts += [FOOTPRINT_NOTE, ""]
         if any(label.endswith(" fail") for label in table.columns):
             parts += ["Failure rates are shares of the wrong answers (not of all questions).", ""]
         if main is None:
