@@ -44,7 +44,8 @@ What this adapter does to the product, in-process, and nothing else:
 ``retrieve`` returns what MemoryOS puts in front of its reader, as one list ranked by its own
 similarity (query vector . stored vector): the retrieved pages (at most ``k``, de-duplicated:
 MemoryOS files a batch's pages under each of its topics), user and assistant knowledge (at most
-``k`` each, MemoryOS's threshold 0.01) and the short-term pairs (scored the same way), cut to
+``k`` each, MemoryOS's threshold 0.01; a line extracted again is one item naming the turns of
+every extraction) and the short-term pairs (scored the same way), cut to
 ``k``; then the user profile, unscored (score 0), when there is one. Retrieval changes
 MemoryOS's state as upstream does (session visits and heat).
 """
@@ -580,6 +581,9 @@ class MemoryOS(MemorySystem):
         for kind in ("user", "assistant"):
             for entry in found[f"retrieved_{kind}_knowledge"]:
                 known = self.knowledge.get(entry["knowledge"], [f"{kind}_knowledge", []])
+                if known[0] in seen:  # MemoryOS stores a line extracted twice twice
+                    continue
+                seen.add(known[0])
                 item = MemoryItem(known[0], entry["knowledge"], 0.0, list(known[1]), "")
                 scored.append((similarity(entry["knowledge_embedding"]), len(scored), item))
         for qa in memory.short_term_memory.get_all():
