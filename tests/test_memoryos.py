@@ -218,7 +218,8 @@ def test_offline_profile_is_not_made_up_and_continuity_needs_shared_words():
     other = _pair("Ann", "My cat is sick.", "Bob", "Sorry.")
     assert offline.continuity({"previous": previous, "current": same}) == "true"
     assert offline.continuity({"previous": previous, "current": other}) == "false"
-    assert offline.keywords({"texts": ["the cat sat; the cat ran", "a dog"]}) == "cat, sat, ran, dog"
+    texts = ["the cat sat; the cat ran", "a dog"]
+    assert offline.keywords({"texts": texts}) == "cat, sat, ran, dog"
 
 
 def test_memoryos_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fixture)
@@ -238,7 +239,7 @@ def test_a_workflow_runs_memoryos_on_the_synthetic_benchmark(tmp_path):
     wd = workdir(tmp_path)
     override = {
         "run": {"benchmarks": ["synthetic"], "systems": ["memoryos"]},
-        "systems": {"memoryos": {"type": "memoryos", "top_k": 5}},
+        "systems": {"memoryos": {"type": "memoryos", "top_k": 5, "short_term_capacity": 2}},
         "benchmarks": {
             "synthetic": {
                 "shards": 1,

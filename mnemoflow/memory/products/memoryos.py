@@ -372,6 +372,7 @@ class MemoryOS(MemorySystem):
         names = ("utils", "short_term", "mid_term", "long_term", "updater", "retriever", "memoryos")
         modules = {name: importlib.import_module(f"memoryos.{name}") for name in names}
         _install(modules)
+        self._utils = modules["utils"]
         self.clean = modules["utils"].clean_reasoning_model_output
         return modules
 
@@ -558,7 +559,7 @@ class MemoryOS(MemorySystem):
             return await self._in_thread(self._retrieve, memory, query, k)
 
     def _retrieve(self, memory: Any, query: str, k: int) -> list[MemoryItem]:
-        utils = self._modules()["utils"]
+        utils = self._utils
         memory.retriever.retrieval_queue_capacity = k
         found = memory.retriever.retrieve_context(
             user_query=query,
