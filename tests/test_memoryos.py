@@ -179,6 +179,41 @@ def test_memoryos_prompts_reach_an_endpoint_as_memoryos_wrote_them(tmp_path):
     assert "Assistant: Melanie: I adopted a beagle" in continuity["messages"][1]["content"]
 
 
+def test_a_model_call_from_an_unknown_site_is_an_error_and_nothing_is_downloaded():
+    """MemoryOS's own answer (get_response) calls the model from a site the bridge does not
+    know: refused, never guessed; its embedder is the gateway's, never a hub download."""
+    import memoryos.utils
+
+    async def go():
+        memory = await ingest(Gateway.from_config({}), CONVERSATION[:2])
+        with pytest.raises(RuntimeError, match="call site the mnemoflow bridge does not know"):
+            await memory._in_thread(memory._memory.get_response, "What colour?")
+
+    asyncio.run(go())
+    assert isinstance(memoryos.utils._model_cache[adapter.EMBEDDER], adapter._Embedder)
+
+
+def test_a_failed_call_is_never_swallowed_by_memoryos(monkeypatch):
+    """MemoryOS's retriever catches every error and returns nothing; the adapter re-raises."""
+    from mnemoflow.llm.offline import OfflineBackend
+
+    answer = OfflineBackend.complete
+
+    async def failing(self, request, spec):
+        if request.task == "memoryos_keywords" and request.fields["texts"] == ["Where?"]:
+            raise ValueError("the endpoint is down")
+        return await answer(self, request, spec)
+
+    monkeypatch.setattr(OfflineBackend, "complete", failing)
+
+    async def go():
+        memory = await ingest(Gateway.from_config({}))
+        with pytest.raises(ValueError, match="the endpoint is down"):
+            await memory.retrieve("Where?", 3)
+
+    asyncio.run(go())
+
+
 def test_a_missing_install_is_one_line_naming_the_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "memoryos", None)  # as if memoryos-pro were not installed
     with pytest.raises(ConfigError) as error:

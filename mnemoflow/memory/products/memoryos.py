@@ -291,16 +291,16 @@ class _Bridge:
 
     def chat_completion(self, model, messages, temperature=0.7, max_tokens=2000) -> str:
         owner = self.owner
-        if self.task is None:
-            raise RuntimeError(
-                f"MemoryOS made a model call from a call site the mnemoflow bridge does not "
-                f"know (memoryos-pro {VERSION} expected); refusing to guess its task"
-            )
-        request = ChatRequest(
-            role=ROLE, task=self.task, messages=[dict(m) for m in messages], fields=self.fields
-        )
-        parse = _json_list if self.task == SUMMARY else (lambda text: text)
         try:
+            if self.task is None:
+                raise RuntimeError(
+                    f"MemoryOS made a model call from a call site the mnemoflow bridge does not "
+                    f"know (memoryos-pro {VERSION} expected); refusing to guess its task"
+                )
+            request = ChatRequest(
+                role=ROLE, task=self.task, messages=[dict(m) for m in messages], fields=self.fields
+            )
+            parse = _json_list if self.task == SUMMARY else (lambda text: text)
             reply = owner.call(owner.llm.chat(request, parse=parse))
         except BaseException as exc:
             owner.failure = owner.failure or exc  # MemoryOS catches everything: re-raised later
