@@ -390,8 +390,10 @@ class MemoryOS(MemorySystem):
             finally:
                 _local.owner = None
 
-        result = await self._loop.run_in_executor(self._executor, run)
-        failure, self.failure = self.failure, None
+        try:
+            result = await self._loop.run_in_executor(self._executor, run)
+        finally:
+            failure, self.failure = self.failure, None
         if failure is not None:
             raise failure
         return result
