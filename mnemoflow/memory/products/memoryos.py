@@ -81,6 +81,8 @@ KEYWORDS, PROFILE, KNOWLEDGE = "memoryos_keywords", "memoryos_profile", "memoryo
 #: The hub name MemoryOS 0.1.0 loads its embedder by.
 EMBEDDER = "all-MiniLM-L6-v2"
 USER = "episode"
+DEFAULT_ASSISTANT = "default_assistant_profile"  # MemoryOS's assistant id
+KNOWLEDGE_KEYS = ("knowledge_base", "assistant_knowledge")  # in its long-term JSON files
 NO_REPLY, NO_MESSAGE = "(no reply)", "(no message)"
 SNAPSHOT = "memoryos.tar.gz"
 STATE = "memoryos_state.json"
@@ -668,13 +670,28 @@ class MemoryOS(MemorySystem):
                 out += [p for s in data.get("sessions", {}).values() for p in s["details"]]
         return out
 
+    def _knowledge_held(self) -> int:
+        """Knowledge entries MemoryOS holds now (each kind keeps its latest 100)."""
+        if self._folder is None:
+            return 0
+        folder = Path(self._folder.name)
+        held = 0
+        for path in (
+            folder / "users" / USER / "long_term_user.json",
+            folder / "assistants" / DEFAULT_ASSISTANT / "long_term_assistant.json",
+        ):
+            if path.exists():
+                data = json.loads(path.read_text(encoding="utf-8"))
+                held += sum(len(data.get(key, [])) for key in KNOWLEDGE_KEYS)
+        return held
+
     def stats(self) -> dict[str, Any]:
-        pages = self._pages()
+        pairs = {(p.get("meta_data") or {}).get("pair") for p in self._pages()}
+        knowledge = self._knowledge_held()
         return {
-            "items": len({(p.get("meta_data") or {}).get("pair") for p in pages})
-            + len(self.knowledge),
+            "items": len(pairs) + knowledge,
             "pairs": self.pairs,
-            "knowledge": len(self.knowledge),
+            "knowledge": knowledge,
             "tokens_written": self.tokens_written,
             "writer_calls": self.writer_calls,
             "parse_failures": self.parse_failures,
