@@ -9,11 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from pathlib import Path
 
-import pandas as pd
 import pytest
-import yaml
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
@@ -23,7 +20,7 @@ from mnemoflow.memory.products import memoryos as adapter
 from mnemoflow.testing.openai_server import OpenAITestServer
 from tests.test_interactive import gateway as interactive_gateway
 from tests.test_interactive import run_chain, users  # noqa: F401  (a fixture)
-from tests.workflow import TINY, snakemake, workdir
+from tests.test_memory_products import run_synthetic_workflow
 
 
 def _turn(turn_id: str, role: str, content: str, speaker: str, time: str) -> Message:
@@ -271,23 +268,9 @@ def test_memoryos_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fix
 
 @pytest.mark.slow
 def test_a_workflow_runs_memoryos_on_the_synthetic_benchmark(tmp_path):
-    wd = workdir(tmp_path)
-    override = {
-        "run": {"benchmarks": ["synthetic"], "systems": ["memoryos"]},
-        "systems": {"memoryos": {"type": "memoryos", "top_k": 5, "short_term_capacity": 2}},
-        "benchmarks": {
-            "synthetic": {
-                "shards": 1,
-                "params": {"users": 1, "periods": 1, "sessions_per_period": 3},
-            }
-        },
-    }
-    extra = Path(tmp_path / "memoryos.yaml")
-    extra.write_text(yaml.safe_dump(override))
-    snakemake(wd, configfiles=(TINY, extra))
-    run = wd / "results/synthetic/memoryos/qa/step0"
-    scores = pd.read_parquet(run / "scores.parquet")
-    micro = scores[scores["aggregate"] == "micro"].set_index("metric")["value"]
+    # a short-term memory of 2 pairs, so that the tiny episode reaches mid-term memory
+    spec = {"type": "memoryos", "top_k": 5, "short_term_capacity": 2}
+    micro, ledger = run_synthetic_workflow(tmp_path, "memoryos", spec)
     assert micro["turn_evidence_recall"] > 0.5 and micro["accuracy"] > 0.5, micro
-    ledger = json.loads((run / "shard0/ingest.ledger.json").read_text())["by_role_task"]
     assert ledger["memory_writer/memoryos_continuity"]["calls"] > 0
+    assert ledger["memory_writer/memoryos_multi_summary"]["calls"] > 0
