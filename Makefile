@@ -9,6 +9,10 @@ CORES ?= 2
 # The CPU build of torch, installed before everything else so that pip keeps it. Where pip has no
 # local CPU wheel: TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
 TORCH_SPEC ?= torch==2.13.0
+# MemoryOS (system `memoryos`): its PyPI metadata pins faiss-gpu and numpy 1.24 (unresolvable on
+# Python 3.11), so it is installed without its dependencies; what its code imports (faiss-cpu,
+# sentence-transformers, numpy, openai) is pinned by the project. `pip check` lists its pins.
+MEMORYOS_SPEC := memoryos-pro==0.1.0
 
 # llama-cpp-python (extra `local-llm`) compiles from source (~6 min on 2 cores); pip caches the
 # built wheel in ~/.cache/pip, so later installs take seconds. CPU-only, portable flags:
@@ -31,12 +35,15 @@ $(STAMP): pyproject.toml
 # the memory products (extra `products`), so no product test is skipped for a missing install.
 $(TEST_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,slurm,local-llm,products]'
+	$(BIN)/pip install -q --no-deps $(MEMORYOS_SPEC)
 	touch $(TEST_STAMP)
 
 # Real memory products (mem0_paper, mem0_graph: mem0ai 1.0.11 + Kuzu; graphiti: graphiti-core
-# 0.31.2 on the same Kuzu), ~80 MB, a few seconds.
+# 0.31.2 on the same Kuzu), ~80 MB, a few seconds; memoryos (memoryos-pro 0.1.0, --no-deps):
+# 31 kB, about a second.
 $(PRODUCTS_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[products]'
+	$(BIN)/pip install -q --no-deps $(MEMORYOS_SPEC)
 	touch $(PRODUCTS_STAMP)
 
 install: $(STAMP)
@@ -62,7 +69,7 @@ system-deps:
 run: $(STAMP) system-deps
 	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default
 
-## make run-products: the memory products (mem0_paper, mem0_graph, graphiti) beside bm25 and dense, offline, on a small synthetic benchmark (configs/products.yaml)
+## make run-products: the memory products (mem0_paper, mem0_graph, graphiti, memoryos) beside bm25 and dense, offline, on a small synthetic benchmark (configs/products.yaml)
 run-products: $(PRODUCTS_STAMP) system-deps
 	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default --configfile configs/products.yaml
 
@@ -84,9 +91,9 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.gateway
 
-## make bench-products: mem0_paper / mem0_graph / graphiti beside bm25 and dense on LoCoMo (not CI)
+## make bench-products: mem0_paper / mem0_graph / graphiti / memoryos beside bm25 and dense on LoCoMo (not CI)
 bench-products: $(PRODUCTS_STAMP)
-	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph,graphiti
+	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph,graphiti,memoryos
 
 clean:
 	rm -rf results .snakemake

@@ -38,6 +38,7 @@ SYSTEMS = {
     "mem0_paper": {"type": "mem0_paper", "speaker_roles": "all_user", "update_batch": 2},
     "mem0_graph": {"type": "mem0_graph", "speaker_roles": "all_user", "update_batch": 2},
     "graphiti": {"type": "graphiti"},
+    "memoryos": {"type": "memoryos"},
 }
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 

@@ -321,9 +321,12 @@ def test_mem0_paper_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the f
     assert memory.stored_ids() and all(t.startswith("ben_p") for t in memory.stored_ids())
 
 
-def run_synthetic_workflow(tmp_path: Path, system: str) -> tuple[pd.Series, dict[str, dict]]:
+def run_synthetic_workflow(
+    tmp_path: Path, system: str, spec: dict | None = None
+) -> tuple[pd.Series, dict[str, dict]]:
     """A tiny workflow run of ``system`` on the synthetic benchmark (one user, three sessions):
-    its micro scores and its ingest ledger (by role / task). Shared by the product tests."""
+    its micro scores and its ingest ledger (by role / task). Shared by the product tests.
+    ``spec`` replaces the default config's definition of the system."""
     wd = workdir(tmp_path)
     override = {
         "run": {"benchmarks": ["synthetic"], "systems": [system]},
@@ -334,6 +337,8 @@ def run_synthetic_workflow(tmp_path: Path, system: str) -> tuple[pd.Series, dict
             }
         },
     }
+    if spec is not None:
+        override["systems"] = {system: spec}
     extra = Path(tmp_path / f"{system}.yaml")
     extra.write_text(yaml.safe_dump(override))
     snakemake(wd, configfiles=(TINY, extra))

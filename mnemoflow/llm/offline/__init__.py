@@ -159,6 +159,7 @@ def _load_handlers() -> None:
             mem0,
             memorybench,
             memorybench_judges,
+            memoryos,
             notes,
             reader,
             self_evolution,

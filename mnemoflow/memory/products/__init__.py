@@ -6,8 +6,9 @@ a missing one fails in one line naming the ``pip install`` to run. Every model c
 makes goes through the gateway: its LLM and embedder objects are replaced in-process by bridges.
 
 Products adapted so far, all in extra ``products``: ``mem0_paper`` and ``mem0_graph`` (mem0ai
-1.0.11), ``graphiti`` (graphiti-core 0.31.2 on Kuzu). Not yet: a_mem, memoryos, langmem, letta,
-mem0 2.x (docs/memory.md says why).
+1.0.11), ``graphiti`` (graphiti-core 0.31.2 on Kuzu); and ``memoryos`` (memoryos-pro 0.1.0,
+installed ``--no-deps`` by ``make install-products``). Not yet: a_mem, langmem, letta, mem0 2.x
+(docs/memory.md says why).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from mnemoflow.errors import ConfigError
 INSTALL_HINT = "pip install -e '.[products]' (or: make install-products)"
 
 
-def require(system: str, module: str, distribution: str, version: str) -> ModuleType:
+def require(
+    system: str, module: str, distribution: str, version: str, install: str = INSTALL_HINT
+) -> ModuleType:
     """Import ``module`` of the product a system adapts, checking its pinned version; a missing
     or different installation is a one-line ConfigError naming the install command."""
     try:
@@ -31,7 +34,7 @@ def require(system: str, module: str, distribution: str, version: str) -> Module
         missing = exc.name or module
         raise ConfigError(
             f"systems type {system}: needs {distribution}=={version} (module {missing!r} is not "
-            f"installed); run: {INSTALL_HINT}"
+            f"installed); run: {install}"
         ) from None
     try:
         found = metadata.version(distribution)
@@ -39,7 +42,6 @@ def require(system: str, module: str, distribution: str, version: str) -> Module
         found = None
     if found != version:
         raise ConfigError(
-            f"systems type {system}: needs {distribution}=={version}, found {found}; "
-            f"run: {INSTALL_HINT}"
+            f"systems type {system}: needs {distribution}=={version}, found {found}; run: {install}"
         )
     return loaded

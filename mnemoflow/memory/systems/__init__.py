@@ -1,7 +1,11 @@
 """Built-in memory systems: importing this package registers each one by name (the product
 adapters too: they import their product only when a system is built)."""
 
-from mnemoflow.memory.products import graphiti, mem0_paper  # noqa: F401, E402  (registration)
+from mnemoflow.memory.products import (  # noqa: F401, E402  (registration)
+    graphiti,
+    mem0_paper,
+    memoryos,
+)
 from mnemoflow.memory.systems import (  # noqa: F401  (registration)
     agentic_external,
     agentic_incontext,
