@@ -36,6 +36,9 @@ from mnemoflow.ops import endpoints as endpoint_ops
 #: The jobs' logger: job_log sends it to the rule's log file.
 log = logging.getLogger("mnemoflow")
 
+#: Loggers that would write a line per model call into a job's log (httpx2: the openai client's).
+QUIET_LOGGERS = ("httpx", "httpx2")
+
 #: Params every rule may carry that are not the job's own: ``code`` only re-runs the job when its
 #: code changes; ``models``, ``limits`` and ``seed`` make up the :class:`JobEnv`.
 ENV_PARAMS = ("models", "limits", "seed")
@@ -167,6 +170,11 @@ def job_log(path: str | Path | None) -> Iterator[None]:
         logging.basicConfig(
             stream=handle, level=logging.INFO, format="%(asctime)s %(message)s", force=True
         )
+        # The HTTP client logs every request at INFO ("HTTP Request: POST ..."): one line per model
+        # call costs client CPU on the event loop and buries the job's own lines; the ledger counts
+        # the calls. Its warnings and errors still reach the log.
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
         try:
             yield
         except BaseException:
