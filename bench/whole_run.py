@@ -2,15 +2,15 @@
 
 Method (recorded in docs/performance.md): a stand-in LongMemEval-S file is written in the official
 layout, ``--questions`` questions (500 in LongMemEval-S) each with a haystack of ``--sessions``
-sessions (about 50 in S) of ``--turns`` short turns (S's turns are long; short turns keep the
-bench about model calls, not tokenizing). The test server runs in its own process, answers every
-chat completion after ``--latency`` (50 ms) with one fixed text that every caller here parses (a
-writer's facts / events JSON that also says "yes" to the judge), and every chat role (agent, judge,
-memory_writer) is bound to it with ``concurrency: --concurrency`` (64); the embedder is the offline
-hashed bag of words. Then the repository's workflow runs as a user runs it, ``snakemake --cores
---cores`` in a fresh working directory with an empty cache, for ``--systems`` (the default run's
-seven), end to end (prepare, ingest, answer, judge, score, summary, report): Snakemake's own
-start-up, DAG and every job's start-up are inside the wall-clock time.
+sessions (about 50 in S) of ``--turns`` short turns (S's turns are long; short turns keep the bench
+about model calls, not tokenizing). The test server runs in its own process, answers every chat
+completion after ``--latency`` (50 ms) with a text that every caller here parses (a writer's facts
+/ events JSON that also says "yes" to the judge, naming a digest of the request), and every chat
+role (agent, judge, memory_writer) is bound to it with ``concurrency: --concurrency`` (64); the
+embedder is the offline hashed bag of words. Then the repository's workflow runs as a user runs it,
+``snakemake --cores --cores`` in a fresh working directory with an empty cache, for ``--systems``
+(the default run's seven), end to end (prepare, ingest, answer, judge, score, summary, report):
+Snakemake's own start-up, DAG and every job's start-up are inside the wall-clock time.
 
 Rate = chat completions the server answered / wall-clock seconds of the ``snakemake`` process. The
 gateway's own rate (bench.gateway's method: independent requests from one process at the same
@@ -20,17 +20,19 @@ endpoint per job is ``concurrency / endpoint_jobs`` (config ``endpoint_jobs``; h
 the jobs Snakemake runs at once hold the whole endpoint between them).
 
     python -m bench.whole_run                      # the full shape: 500 questions x 7 systems
-    python -m bench.whole_run --questions 50 --runs 3   # a tenth of it
+    python -m bench.whole_run --questions 100 --shards 1 --runs 3   # a fifth of it, one shard
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -39,23 +41,48 @@ import time
 from pathlib import Path
 
 from bench.gateway import ServerProcess, _gateway_run
+from mnemoflow.testing.openai_server import OpenAITestServer
 
 REPO = Path(__file__).resolve().parent.parent
 
 #: The default run's seven systems (config.yaml run.systems).
 SYSTEMS = "none,full_context,bm25_message,bm25_session,dense_message,rag,agentic_external"
 
-#: One reply every caller of this run parses: the writers' facts and events (agentic_external,
-#: rag), the key-value writer's empty update, and a judge's "yes"; the reader takes it as its
-#: answer. A reply no one parses would multiply the writers' calls by their re-asks.
-REPLY = json.dumps(
-    {
-        "facts": ["yes, the user keeps the bicycle in the hallway"],
-        "memory": [{"event": "ADD", "text": "yes, the user keeps the bicycle in the hallway"}],
-        "set": [],
-        "delete": [],
-    }
-)
+
+def reply(body: dict) -> str:
+    """One reply every caller of this run parses: the writers' facts and events (agentic_external,
+    rag), the key-value writer's empty update, and a judge's "yes"; the reader takes it as its
+    answer. A reply no one parses would multiply the writers' calls by their re-asks. It names a
+    digest of the request, so two systems' answers differ and their judge prompts do too (with one
+    fixed reply, every system after the first found its judgements in the cache)."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
+    fact = f"yes, the user keeps the bicycle in the hallway ({digest})"
+    return json.dumps(
+        {"facts": [fact], "memory": [{"event": "ADD", "text": fact}], "set": [], "delete": []}
+    )
+
+
+def serve(argv: list[str]) -> int:
+    """The test server with :func:`reply` (``python -m bench.whole_run --serve --latency S``)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--serve", action="store_true")
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--jitter", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    server = OpenAITestServer(latency=args.latency, jitter=args.jitter, reply=reply)
+
+    async def run() -> None:
+        await server.astart()
+        print(f"serving {server.base_url}", flush=True)
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+        await stop.wait()
+        await server.astop()
+
+    asyncio.run(run())
+    return 0
+
 
 WORDS = (
     "memory assistant recipe travel budget garden weekend concert library project deadline "
@@ -173,6 +200,9 @@ def job_counts(output: str) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--serve" in argv:
+        return serve(argv)
     parser = argparse.ArgumentParser(prog="python -m bench.whole_run", description=__doc__)
     parser.add_argument("--questions", type=int, default=500, help="LongMemEval-S: 500")
     parser.add_argument("--sessions", type=int, default=50, help="per haystack; S: about 50")
@@ -196,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     data = root / "longmemeval_s_standin.json"
     shape = write_haystack(data, args.questions, args.sessions, args.turns, args.words)
-    server = ServerProcess(args.latency, reply=REPLY)
+    server = ServerProcess(args.latency, module="bench.whole_run", options=("--serve",))
     runs: list[dict] = []
     try:
         dry = root / "dry"
