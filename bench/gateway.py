@@ -61,10 +61,20 @@ class Row:
 class ServerProcess:
     """The test server in a child process; the URL is read from its first line of output."""
 
-    def __init__(self, latency: float, jitter: float = 0.0):
-        command = [sys.executable, "-m", "mnemoflow.testing.openai_server"]
+    def __init__(
+        self,
+        latency: float,
+        jitter: float = 0.0,
+        reply: str | None = None,
+        module: str = "mnemoflow.testing.openai_server",
+        options: tuple[str, ...] = (),
+    ):
+        command = [sys.executable, "-m", module, *options]
+        command += ["--latency", str(latency), "--jitter", str(jitter)]
+        if reply is not None:
+            command += ["--reply", reply]
         self.proc = subprocess.Popen(
-            [*command, "--latency", str(latency), "--jitter", str(jitter)],
+            command,
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -14,6 +14,11 @@ the server's answered requests / wall-clock seconds of the step; each cell is th
 the same concurrency (bench.gateway's method: independent requests) is measured in the same run
 as the ceiling any protocol can reach here. Client CPU per call (this process's CPU time / calls)
 is printed beside the rates: on a shared machine it moves far less than they do.
+
+``--processes P`` runs the users as the workflow's ``shards: P`` would (dealt round-robin; each
+shard its own process with ``concurrency / P`` of the endpoint, as ``endpoint_jobs`` shares it):
+the same calls and the same ideal, spread over P event loops and P interpreters. The rate is then
+all processes' calls / wall-clock seconds from a common start to the last one's end.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import statistics
 import tempfile
 import time
@@ -57,6 +63,43 @@ async def _loop_run(base_url: str, users, concurrency: int, work: Path) -> tuple
     return calls, seconds, cpu
 
 
+def _shard_worker(base_url, users, concurrency, work, ready, start, results) -> None:
+    """One shard's process: wait for the common start, run the loop, report (calls, cpu)."""
+    ready.release()
+    start.wait()
+    calls, _, cpu = asyncio.run(_loop_run(base_url, users, concurrency, work))
+    results.put((calls, cpu))
+
+
+def _sharded_run(
+    base_url: str, users, concurrency: int, work: Path, processes: int
+) -> tuple[int, float, float]:
+    """The loop over ``processes`` shards of the users at once: (calls, wall seconds, CPU)."""
+    if processes == 1:
+        return asyncio.run(_loop_run(base_url, users, concurrency, work))
+    context = multiprocessing.get_context("fork")
+    ready, start, results = context.Semaphore(0), context.Event(), context.Queue()
+    workers = []
+    for shard in range(processes):
+        folder = work / f"shard{shard}"
+        folder.mkdir()
+        share = max(1, concurrency // processes)
+        args = (base_url, users[shard::processes], share, folder, ready, start, results)
+        workers.append(context.Process(target=_shard_worker, args=args))
+        workers[-1].start()
+    for _ in workers:
+        ready.acquire()
+    started = time.perf_counter()
+    start.set()
+    outcomes = [results.get() for _ in workers]
+    seconds = time.perf_counter() - started
+    for worker in workers:
+        worker.join()
+        if worker.exitcode:
+            raise RuntimeError(f"bench: a shard process failed (exit {worker.exitcode})")
+    return sum(c for c, _ in outcomes), seconds, sum(cpu for _, cpu in outcomes)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--users", type=int, default=40)
@@ -64,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--processes", type=int, default=1, help="shards of the users, one process each"
+    )
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args(argv)
 
@@ -79,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                 work = Path(tmp) / f"run{run}"
                 work.mkdir()
                 server.reset()
-                calls, seconds, cpu = asyncio.run(
-                    _loop_run(server.base_url, users, args.concurrency, work)
+                calls, seconds, cpu = _sharded_run(
+                    server.base_url, users, args.concurrency, work, args.processes
                 )
                 answered = sum(server.stats()["answered"].values())
                 if answered != calls:
@@ -109,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         "questions": args.questions,
         "concurrency": args.concurrency,
         "latency_s": args.latency,
+        "processes": args.processes,
         "calls_per_run": calls,
         "ideal_calls_per_s": ideal,
         "loop_calls_per_s": loop,

@@ -211,3 +211,35 @@ def test_in_memory_cache_without_a_path():
     cache.put_vectors({"v": np.ones(2)})
     assert (cache.get("k").text, cache.count(), cache.get("missing")) == ("a", 1, None)
     assert cache.get_vectors(["v", "w"])["v"].dtype == np.float32
+
+
+def test_cache_key_is_the_sha256_of_the_sorted_compact_json_however_messages_are_encoded():
+    # Keys must never change (every cache on disk is keyed by them): the spliced, per-message
+    # encoding of a growing history hashes exactly the text json.dumps gives for the payload.
+    import hashlib
+    import json
+
+    def plain(payload):
+        text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    history = [{"role": "system", "content": 'Quote " and é, \u2028 and 😀\n'}]
+    tool = {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function"}]}
+    for turn in range(4):  # the same history again and again, one message longer each time
+        history.append({"role": "user" if turn % 2 else "assistant", "content": f"turn {turn}"})
+        payload = {
+            "backend": "openai",
+            "model": "m",
+            "messages": [*history, tool],
+            "sampling": {"temperature": 0.0},
+            "fields": {"messages": "not the messages"},
+            "task": "t",
+        }
+        assert cache_key(payload) == plain(payload)
+    for payload in (
+        {"a": 1},
+        {"messages": "text"},
+        {"messages": []},
+        {"messages": [{"role": "u"}]},
+    ):
+        assert cache_key(payload) == plain(payload)

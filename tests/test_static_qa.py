@@ -159,3 +159,16 @@ def test_retrieval_log_path_is_what_the_answer_rule_takes_as_input():
     assert qa.retrieval_log_path(reader) == "logs/bm25.jsonl"
     assert qa.retrieval_log_path({"name": "longmemeval", "mode": "retrieval"}) is None
     assert qa.retrieval_log_path("generic") is None and qa.retrieval_log_path(None) is None
+
+
+def test_episodes_in_flight_keep_every_slot_of_the_endpoint_busy():
+    # A LongMemEval episode asks one question: 16 episodes at once left half of a 32-slot
+    # endpoint idle. Twice the role's concurrency, never below the default.
+    from types import SimpleNamespace
+
+    from mnemoflow.protocols.static_qa import EPISODE_CONCURRENCY, episodes_in_flight
+
+    gateway = SimpleNamespace(specs={"agent": SimpleNamespace(concurrency=32)})
+    assert episodes_in_flight(gateway, "agent") == 64
+    assert episodes_in_flight(gateway, "memory_writer") == EPISODE_CONCURRENCY == 16
+    assert episodes_in_flight(object(), "agent") == 16

@@ -192,16 +192,29 @@ def official_id(corpus_id: str) -> str:
     return corpus_id.replace("noans_", "answer_")
 
 
-def id_chunks(ranked_ids: list[str], turns: pd.DataFrame) -> list[Chunk]:
-    """Chunks for ranked session or turn ids (an official retrieval log, in rank order).
+TurnIndex = tuple[dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]
 
-    A session id gives its session; a turn id gives its round (that turn and the next one), as the
-    official reader expands turn-level retrieval results. Unknown ids are skipped, as officially.
-    """
+
+def turn_index(turns: pd.DataFrame) -> TurnIndex:
+    """The turns by id, and each session's turns in order (what :func:`id_chunks` looks up)."""
     by_turn = {r["turn_id"]: r for r in turns.to_dict("records")}
     by_session: dict[str, list[dict[str, Any]]] = {}
     for record in sorted(by_turn.values(), key=lambda r: r["turn_index"]):
         by_session.setdefault(record["session_id"], []).append(record)
+    return by_turn, by_session
+
+
+def id_chunks(
+    ranked_ids: list[str], turns: pd.DataFrame, index: TurnIndex | None = None
+) -> list[Chunk]:
+    """Chunks for ranked session or turn ids (an official retrieval log, in rank order).
+
+    A session id gives its session; a turn id gives its round (that turn and the next one), as the
+    official reader expands turn-level retrieval results. Unknown ids are skipped, as officially.
+    ``index`` is :func:`turn_index` of ``turns`` when the caller already has it (one per question,
+    not one per retrieved item).
+    """
+    by_turn, by_session = index if index is not None else turn_index(turns)
     chunks = []
     for raw in ranked_ids:
         ident = official_id(raw)
@@ -226,13 +239,15 @@ def item_chunks(items: list[Any], turns: pd.DataFrame | None = None) -> list[Chu
     as its own text with its time.
     """
     chunks = []
+    index = None
     for get, sources, records in with_source_turns(items, turns):
         if records is None:
             chunks.append(
                 Chunk(time=str(get("time") or ""), text=str(get("text")), source_ids=sources)
             )
         elif len(records) == 1 and records[0]["role"] == "user":
-            chunks.extend(id_chunks(sources, turns))
+            index = index if index is not None else turn_index(turns)
+            chunks.extend(id_chunks(sources, turns, index))
         else:
             records = sorted(records, key=lambda r: r["turn_index"])
             chunks.append(

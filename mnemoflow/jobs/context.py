@@ -12,7 +12,9 @@ import dataclasses
 import inspect
 import json
 import logging
+import os
 import sys
+import time
 import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +35,9 @@ from mnemoflow.ops import endpoints as endpoint_ops
 
 #: The jobs' logger: job_log sends it to the rule's log file.
 log = logging.getLogger("mnemoflow")
+
+#: Loggers that would write a line per model call into a job's log (httpx2: the openai client's).
+QUIET_LOGGERS = ("httpx", "httpx2")
 
 #: Params every rule may carry that are not the job's own: ``code`` only re-runs the job when its
 #: code changes; ``models``, ``limits`` and ``seed`` make up the :class:`JobEnv`.
@@ -165,6 +170,11 @@ def job_log(path: str | Path | None) -> Iterator[None]:
         logging.basicConfig(
             stream=handle, level=logging.INFO, format="%(asctime)s %(message)s", force=True
         )
+        # The HTTP client logs every request at INFO ("HTTP Request: POST ..."): one line per model
+        # call costs client CPU on the event loop and buries the job's own lines; the ledger counts
+        # the calls. Its warnings and errors still reach the log.
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
         try:
             yield
         except BaseException:
@@ -220,13 +230,33 @@ def run_wildcards(wildcards: Any) -> dict[str, str]:
     return {name: value for name, value in wildcards.items() if name != "repeat"}
 
 
+def process_age() -> float | None:
+    """Seconds since this process started (Linux ``/proc``; None elsewhere).
+
+    A job logs it when its function is called: the job's start-up (interpreter, Snakemake's script
+    preamble, imports), which ``bench.startup`` sums over a run's logs.
+    """
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            started = int(stat.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            return float(uptime.read().split()[0]) - started
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run(smk: Any, job: Callable[..., Any]) -> None:
     """Run ``job`` for the Snakemake rule ``smk`` in its log: files, run keys, env and params.
 
     Every script is this one call; a param the job does not take is an error, so a rule and its
-    job cannot drift apart silently.
+    job cannot drift apart silently. The log's first line is the job's start-up and its last the
+    job's own time (``job start-up 0.91 s`` / ``job done in 2.40 s``).
     """
+    startup = process_age()
     with job_log(smk.log[0]):
+        if startup is not None:
+            log.info("job start-up %.2f s", startup)
+        began = time.perf_counter()
         params = plain_params(smk.params)
         signature = inspect.signature(job)
         hints = typing.get_type_hints(job)
@@ -251,6 +281,7 @@ def run(smk: Any, job: Callable[..., Any]) -> None:
         if unused:
             raise TypeError(f"{job.__module__}.{job.__name__}: params it does not take {unused}")
         job(**arguments)
+        log.info("job done in %.2f s", time.perf_counter() - began)
 
 
 def read_all(paths: list[str], schema: pa.Schema | str) -> pd.DataFrame:

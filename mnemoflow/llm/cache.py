@@ -69,10 +69,51 @@ _MAX_OPEN_READERS = 256
 _OFFSET_BITS, _LENGTH_BITS = 40, 32
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+#: Stands in for ``payload["messages"]`` while the rest of a payload is encoded (random, so no
+#: text a payload carries can be taken for it).
+_MESSAGES_MARK = f"mnemoflow-messages-{secrets.token_hex(16)}"
+_MESSAGES_MARK_JSON = _dumps(_MESSAGES_MARK)
+
+#: UTF-8 JSON of plain {role, content} messages already encoded in this process. A conversation
+#: sends its growing history at every turn: each message is encoded once, not once per turn.
+_MESSAGE_JSON: dict[tuple[str, str], bytes] = {}
+_MESSAGE_JSON_MAX = 100_000
+
+
+def _message_json(message: Any) -> bytes:
+    if type(message) is dict and len(message) == 2:
+        role, content = message.get("role"), message.get("content")
+        if type(role) is str and type(content) is str:
+            key = (role, content)
+            text = _MESSAGE_JSON.get(key)
+            if text is None:
+                if len(_MESSAGE_JSON) >= _MESSAGE_JSON_MAX:
+                    _MESSAGE_JSON.clear()
+                text = _MESSAGE_JSON[key] = _dumps(message).encode("utf-8")
+            return text
+    return _dumps(message).encode("utf-8")
+
+
 def cache_key(payload: dict[str, Any]) -> str:
-    """Stable sha256 of a JSON payload (sorted keys, no whitespace variation)."""
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    """Stable sha256 of a JSON payload (sorted keys, no whitespace variation).
+
+    The text hashed is exactly ``json.dumps(payload, sort_keys=True, ensure_ascii=False,
+    separators=(",", ":"))``; a ``messages`` list is spliced in from per-message encodings that
+    are kept across calls (:func:`_message_json`), so a growing history costs one encoding per
+    new message instead of re-encoding the whole conversation at every turn (AMemGym's loop).
+    """
+    messages = payload.get("messages")
+    if type(messages) is not list:
+        return hashlib.sha256(_dumps(payload).encode("utf-8")).hexdigest()
+    head, _, tail = _dumps({**payload, "messages": _MESSAGES_MARK}).partition(_MESSAGES_MARK_JSON)
+    digest = hashlib.sha256(head.encode("utf-8"))
+    digest.update(b"[" + b",".join([_message_json(m) for m in messages]) + b"]")
+    digest.update(tail.encode("utf-8"))
+    return digest.hexdigest()
 
 
 def _key_bytes(key: str) -> bytes:

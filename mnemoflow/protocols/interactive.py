@@ -48,7 +48,12 @@ from mnemoflow.memory.base import build
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows, turns_of
 from mnemoflow.protocols.registry import register_protocol
 from mnemoflow.protocols.snapshot import publishing, save_episode, write_manifest
-from mnemoflow.protocols.static_qa import EPISODE_CONCURRENCY, bounded, episode_dirname
+from mnemoflow.protocols.static_qa import (
+    EPISODE_CONCURRENCY,
+    bounded,
+    episode_dirname,
+    episodes_in_flight,
+)
 from mnemoflow.simulators.state_user import StateRevealingUser
 
 PROTOCOL = "interactive"  # on-policy: the assistant's own sessions
@@ -415,8 +420,7 @@ def users_in_flight(gateway: Any) -> int:
     periods another must have a request ready; with only as many users as slots the endpoint
     idles at every turn boundary. A test double of the gateway without specs gets the default.
     """
-    spec = getattr(gateway, "specs", {}).get("agent")
-    return max(EPISODE_CONCURRENCY, 2 * spec.concurrency if spec is not None else 0)
+    return episodes_in_flight(gateway, "agent")
 
 
 async def run_step(

@@ -61,6 +61,18 @@ def shard_episodes(episode_ids: Iterable[str], shard: int, n_shards: int) -> lis
     return ordered[shard::n_shards]
 
 
+def episodes_in_flight(gateway: Any, role: str) -> int:
+    """Episodes processed at once: twice the concurrency of the endpoint ``role`` calls (at least
+    :data:`EPISODE_CONCURRENCY`).
+
+    An episode's calls are sequential (a writer's batches, a question after another), and a
+    LongMemEval episode asks one question: with no more episodes than slots, the endpoint idles
+    while an episode loads its memory or retrieves. A test double without specs gets the default.
+    """
+    spec = getattr(gateway, "specs", {}).get(role)
+    return max(EPISODE_CONCURRENCY, 2 * spec.concurrency if spec is not None else 0)
+
+
 def episode_dirname(episode_id: str) -> str:
     """A file-system-safe, collision-free folder name for an episode id."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", episode_id)
@@ -151,7 +163,7 @@ async def ingest(
             progress(None)
 
     with publishing(out_dir) as staging:  # the folder ``one`` saves into
-        await bounded(episodes, one, EPISODE_CONCURRENCY)
+        await bounded(episodes, one, episodes_in_flight(gateway, "memory_writer"))
         manifest = {
             "system": system_spec,
             "step": step,
@@ -255,7 +267,7 @@ async def answer(
             if progress:
                 progress(result.reply.cache_hit)
 
-    await bounded(sorted(set(questions["episode_id"])), one, EPISODE_CONCURRENCY)
+    await bounded(sorted(set(questions["episode_id"])), one, episodes_in_flight(gateway, "agent"))
     frame = pd.DataFrame(rows, columns=ANSWERS.names)
     return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
 

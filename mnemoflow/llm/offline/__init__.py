@@ -127,8 +127,11 @@ def identity(task: str | None) -> str:
     """``offline-heuristic@<fingerprint>`` of the code that answers ``task`` (``None``: the
     embeddings), for the response cache key: editing a handler, or anything it calls, makes its
     cached replies a miss while the other tasks' replies stay valid."""
-    _load_handlers()
-    handler = HANDLERS.get(task) if task is not None else hashed_embedding
+    if task is None:  # the embeddings: no need to import every chat handler (nltk among them)
+        handler = hashed_embedding
+    else:
+        _load_handlers()
+        handler = HANDLERS.get(task)
     if handler is None:
         return OFFLINE_MODEL  # no handler: the request fails in ``complete`` anyway
     try:
