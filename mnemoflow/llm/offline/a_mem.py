@@ -32,7 +32,7 @@ from mnemoflow.llm.offline.memoryos import top_words
 
 def _without_speaker(words: list[str], speaker: str) -> list[str]:
     names = set(content_words(speaker))
-    return [w for w in words if w not in names]
+    return [w for w in words if w.split("'")[0] not in names]  # "ann's" names Ann too
 
 
 @handles("a_mem_analyze")
