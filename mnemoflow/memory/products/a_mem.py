@@ -132,6 +132,12 @@ def _embedding_function_class() -> type:
         def __init__(self, model_name: str = "") -> None:
             self._owner = weakref.ref(_owner())  # built in the memory's own thread
 
+        @staticmethod
+        def name() -> Any:
+            """None, silently: a "legacy" function to Chroma, which then stores no config to
+            rebuild it from (the adapter always passes it) and warns of nothing."""
+            return NotImplemented
+
         def __call__(self, input: list[str]) -> list[np.ndarray]:  # noqa: A002 (Chroma's name)
             owner = self._owner()
             if owner is None:
