@@ -18,6 +18,8 @@ from mnemoflow.llm.offline import a_mem as offline
 from mnemoflow.memory.base import Message, build
 from mnemoflow.memory.products import a_mem as adapter
 from mnemoflow.testing.openai_server import OpenAITestServer
+from tests.test_interactive import gateway as interactive_gateway
+from tests.test_interactive import run_chain, users  # noqa: F401  (a fixture)
 from tests.test_memory_products import run_synthetic_workflow
 
 
@@ -267,6 +269,19 @@ def test_offline_evolution_links_neighbours_sharing_two_words_and_rewrites_none(
     }
     alone = json.loads(offline.evolve({**fields, "neighbours": fields["neighbours"][1:]}))
     assert alone["should_evolve"] is False and alone["suggested_connections"] == []
+
+
+def test_a_mem_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fixture)
+    """The interactive step chain: the assistant's pairs reach A-Mem, each step's snapshot
+    loads, and its notes name the turns they came from."""
+    spec = {"type": "a_mem", "top_k": 5}
+    results = run_chain(users, spec, tmp_path, interactive_gateway(), steps=2)
+    stats = results[1].manifest["stats"]["ben"]
+    assert stats["pairs_written"] == 4 and stats["writer_calls"] > 0
+    memory = build(spec, llm=interactive_gateway())
+    memory.load(tmp_path / "step1" / "ben")
+    assert all(t.startswith("ben_p") for t in memory.stored_ids())
+    assert len(memory.stored_ids()) == stats["items"] > 0  # one note per message
 
 
 @pytest.mark.slow
