@@ -53,7 +53,7 @@ install: $(STAMP)
 install-products: $(PRODUCTS_STAMP)
 
 # A-Mem (system a_mem: a-mem 0.2.6), apart from install-products for its weight: 44 distributions,
-# ~650 MB (chromadb, litellm, onnxruntime...); ~25 s from a local wheel mirror.
+# ~500 MB (chromadb, litellm, onnxruntime...); ~25 s from a local wheel mirror.
 $(AMEM_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[products-amem]'
 	touch $(AMEM_STAMP)

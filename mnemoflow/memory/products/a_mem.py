@@ -9,7 +9,7 @@ returns the nearest notes (and their links, when fewer than ``k`` notes matched)
 ``a-mem`` 0.2.6 is the DiaaAj/a-mem-mcp packaging of agiresearch/A-mem (the official repo is not
 on PyPI).
 
-Install weight: ``pip install a-mem==0.2.6`` adds 44 distributions (~650 MB: chromadb, litellm,
+Install weight: ``pip install a-mem==0.2.6`` adds 44 distributions (~500 MB: chromadb, litellm,
 onnxruntime, kubernetes, opentelemetry, mcp...) beside the project, hence its own extra
 (``make install-amem``; ``make test`` installs it), not ``products``. Importing it takes 12-16 s
 (litellm, chromadb, transformers), paid only when a system is built.
