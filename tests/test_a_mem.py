@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 
 import pytest
@@ -188,7 +189,7 @@ def test_a_mem_prompts_reach_an_endpoint_as_a_mem_wrote_them(tmp_path):
     assert {body["temperature"] for body in seen} == {0.3}
 
 
-def test_a_model_call_from_an_unknown_site_is_an_error_and_nothing_is_downloaded():
+def test_a_model_call_from_an_unknown_site_is_an_error_and_nothing_phones_home():
     async def go():
         memory = await ingest(Gateway.from_config({}), CONVERSATION[:1])
         llm = memory._memory.llm_controller.llm
@@ -199,6 +200,11 @@ def test_a_model_call_from_an_unknown_site_is_an_error_and_nothing_is_downloaded
     memory = asyncio.run(go())
     embedder = memory._memory.retriever.collection._embedding_function
     assert type(embedder).__name__ == "GatewayEmbeddingFunction"
+    assert memory._memory.retriever.client.get_settings().anonymized_telemetry is False
+    import litellm
+
+    assert litellm.model_cost  # the cost map litellm ships, not one fetched from GitHub
+    assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
 
 
 def test_a_failed_call_is_never_swallowed_by_a_mem(monkeypatch):
