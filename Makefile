@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 PRODUCTS_STAMP := $(VENV)/.installed-products
+AMEM_STAMP := $(VENV)/.installed-amem
 CORES ?= 2
 # The CPU build of torch, installed before everything else so that pip keeps it. Where pip has no
 # local CPU wheel: TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
@@ -21,7 +22,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=O
   -DGGML_OPENCL=OFF -DGGML_RPC=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install install-test install-products system-deps run run-products test lint format bench bench-products clean
+.PHONY: install install-test install-products install-amem system-deps run run-products test lint format bench bench-products clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -32,9 +33,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The test suite also exercises the SLURM executor, a real local model (llama.cpp server) and
-# the memory products (extra `products`), so no product test is skipped for a missing install.
+# the memory products (extras `products` and `products-amem`), so no product test is skipped for
+# a missing install.
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[dev,slurm,local-llm,products]'
+	$(BIN)/pip install -q -e '.[dev,slurm,local-llm,products,products-amem]'
 	$(BIN)/pip install -q --no-deps $(MEMORYOS_SPEC)
 	touch $(TEST_STAMP)
 
@@ -49,6 +51,14 @@ $(PRODUCTS_STAMP): $(STAMP)
 install: $(STAMP)
 
 install-products: $(PRODUCTS_STAMP)
+
+# A-Mem (system a_mem: a-mem 0.2.6), apart from install-products for its weight: 44 distributions,
+# ~500 MB (chromadb, litellm, onnxruntime...); ~25 s from a local wheel mirror.
+$(AMEM_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[products-amem]'
+	touch $(AMEM_STAMP)
+
+install-amem: $(AMEM_STAMP)
 
 install-test: $(TEST_STAMP) system-deps
 

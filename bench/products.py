@@ -12,7 +12,8 @@ writer; the embedder offline-hashed or MiniLM), then answers every question with
 
 Run: ``python -m bench.products [--conversations 10] [--embedder offline|minilm] [--k 10]
 [--systems bm25_message,dense_message,mem0_paper,mem0_graph,graphiti]``. mem0_* and graphiti
-need the extra ``products`` (``make install-products``). Not part of CI: minutes per system.
+need the extra ``products`` (``make install-products``), a_mem the extra ``products-amem``
+(``make install-amem``). Not part of CI: minutes per system.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ SYSTEMS = {
     "mem0_graph": {"type": "mem0_graph", "speaker_roles": "all_user", "update_batch": 2},
     "graphiti": {"type": "graphiti"},
     "memoryos": {"type": "memoryos"},
+    "a_mem": {"type": "a_mem"},
 }
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 

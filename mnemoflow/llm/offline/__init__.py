@@ -154,6 +154,7 @@ def _load_handlers() -> None:
     global _loaded
     if not _loaded:
         from mnemoflow.llm.offline import (  # noqa: F401
+            a_mem,
             environment_sessions,
             environment_state,
             graphiti,

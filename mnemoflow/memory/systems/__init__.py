@@ -2,6 +2,7 @@
 adapters too: they import their product only when a system is built)."""
 
 from mnemoflow.memory.products import (  # noqa: F401, E402  (registration)
+    a_mem,
     graphiti,
     mem0_paper,
     memoryos,
