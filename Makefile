@@ -39,7 +39,8 @@ $(TEST_STAMP): $(STAMP)
 	touch $(TEST_STAMP)
 
 # Real memory products (mem0_paper, mem0_graph: mem0ai 1.0.11 + Kuzu; graphiti: graphiti-core
-# 0.31.2 on the same Kuzu), ~80 MB, a few seconds; memoryos (memoryos-pro 0.1.0, --no-deps):
+# 0.31.2 on the same Kuzu), ~80 MB, a few seconds; langmem (langmem 0.0.30 + LangGraph), +96 MB,
+# 24 distributions, ~9 s; memoryos (memoryos-pro 0.1.0, --no-deps):
 # 31 kB, about a second.
 $(PRODUCTS_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[products]'
