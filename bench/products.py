@@ -39,6 +39,7 @@ SYSTEMS = {
     "mem0_graph": {"type": "mem0_graph", "speaker_roles": "all_user", "update_batch": 2},
     "graphiti": {"type": "graphiti"},
     "memoryos": {"type": "memoryos"},
+    "langmem": {"type": "langmem", "update_batch": 2},
 }
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 
