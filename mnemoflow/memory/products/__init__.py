@@ -7,8 +7,8 @@ makes goes through the gateway: its LLM and embedder objects are replaced in-pro
 
 Products adapted so far, all in extra ``products``: ``mem0_paper`` and ``mem0_graph`` (mem0ai
 1.0.11), ``graphiti`` (graphiti-core 0.31.2 on Kuzu), ``langmem`` (langmem 0.0.30); and
-``memoryos`` (memoryos-pro 0.1.0, installed ``--no-deps`` by ``make install-products``). Not yet: a_mem, letta, mem0 2.x
-(docs/memory.md says why).
+``memoryos`` (memoryos-pro 0.1.0, installed ``--no-deps`` by ``make install-products``). Not
+yet: a_mem, letta, mem0 2.x (docs/memory.md says why).
 """
 
 from __future__ import annotations
