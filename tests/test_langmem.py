@@ -63,7 +63,12 @@ def test_items_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_pa
     )
     assert all(a.score >= b.score for a, b in zip(trip, trip[1:], strict=False))
     assert memory.stored_ids() == loaded.stored_ids() == ALL_TURNS
-    assert memory.stats() == {"items": 4, "tokens_written": 38, "writer_calls": 3}
+    assert memory.stats() == {
+        "items": 4,
+        "tokens_written": 38,
+        "writer_calls": 3,
+        "parse_failures": 0,
+    }
     assert loaded.stats() == memory.stats()
 
 
@@ -103,6 +108,9 @@ def test_a_rerun_is_served_from_the_cache(tmp_path):
     for key, entry in again.items():
         assert entry["calls"] == counts[key]["calls"] > 0
         assert entry["cache_hits"] == entry["calls"], key
+    # one call per manager step (the writer never answers blank, so the gateway never re-asks)
+    assert counts["memory_writer/langmem_manage_memories"]["calls"] == 3
+    assert counts["memory_writer/langmem_manage_memories"]["reasks"] == 0
 
 
 def test_episodes_are_isolated_even_when_they_run_at_once():
@@ -196,7 +204,15 @@ def test_offline_manager_inserts_patches_and_deletes_only_when_offered():
     ]  # fmt: skip
     deletes = offline.manage_memories({**fields, "tools": ["PatchDoc", "Memory", "RemoveDoc"]})
     assert {"name": "RemoveDoc", "arguments": {"json_doc_id": "b2"}} in deletes
-    assert offline.manage_memories({**fields, "messages": [said("Ann", "Hi there!")]}) == []
+    # nothing to write: text when no call is required, a PatchDoc of no patches when one is
+    idle = {**fields, "messages": [said("Ann", "Hi there!")]}
+    assert offline.manage_memories({**idle, "memories": [], "tools": ["Memory"]}) == (
+        "Nothing new to remember."
+    )
+    assert offline.manage_memories(idle) == [
+        {"name": "PatchDoc", "arguments": {
+            "json_doc_id": "a1", "planned_edits": "nothing new: no change", "patches": []}}
+    ]  # fmt: skip
 
 
 @pytest.mark.slow

@@ -13,7 +13,10 @@ user's only). A new fact is a ``Memory`` call ``{"content": fact}``; a fact that
 memory is trustcall's ``PatchDoc`` replacing its ``/content``; a fact that negates one is
 ``RemoveDoc`` when the request offers it (LangMem's ``enable_deletes``), otherwise nothing, as
 the model cannot delete then; a memory no fact touches is left alone (LangMem keeps what the
-reply does not mention).
+reply does not mention). With nothing to write, the reply is a short text when nothing is shown
+(trustcall leaves the choice of tools to the model then), and otherwise — trustcall requires a
+call once memories are shown — a ``PatchDoc`` of the first shown memory with no patches, which
+trustcall applies as no change.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from typing import Any
 from mnemoflow.llm.offline import ToolCalls, handles
 from mnemoflow.llm.offline.writer import extract, update_facts
 
+NOTHING = "Nothing new to remember."
+
 
 @handles("langmem_manage_memories")
-def manage_memories(fields: dict[str, Any]) -> ToolCalls:
+def manage_memories(fields: dict[str, Any]) -> ToolCalls | str:
     memories = [{"id": str(m["id"]), "text": m["text"]} for m in fields["memories"]]
     texts = {m["id"]: m["text"] for m in memories}
     facts = [{"text": f["text"]} for f in extract(fields["messages"])]
@@ -49,4 +54,10 @@ def manage_memories(fields: dict[str, Any]) -> ToolCalls:
             )  # fmt: skip
         elif kind == "DELETE" and "RemoveDoc" in offered:
             calls.append({"name": "RemoveDoc", "arguments": {"json_doc_id": event["id"]}})
-    return ToolCalls(calls)
+    if calls:
+        return ToolCalls(calls)
+    if memories and "PatchDoc" in offered:
+        plan = "nothing new: no change"
+        no_change = {"json_doc_id": memories[0]["id"], "planned_edits": plan, "patches": []}
+        return ToolCalls([{"name": "PatchDoc", "arguments": no_change}])
+    return NOTHING

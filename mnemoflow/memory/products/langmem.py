@@ -174,6 +174,8 @@ def _bridge_class() -> type:
             )
             reply = await owner.llm.chat(request)
             owner.writer_calls += 1
+            if not reply.parse_ok:
+                owner.parse_failures += 1
             calls = [
                 {"name": c["name"], "args": c["arguments"], "id": c["id"], "type": "tool_call"}
                 for c in reply.tool_calls
@@ -239,6 +241,7 @@ class LangMem(MemorySystem):
         self.batch_time = ""
         self.pending: tuple[str, dict[str, Any]] | None = None
         self.writer_calls = 0
+        self.parse_failures = 0
         self.tokens_written = 0
 
     def _modules(self) -> dict[str, Any]:
@@ -366,6 +369,7 @@ class LangMem(MemorySystem):
             "counter": self.counter,
             "clock": self.clock.isoformat(),
             "writer_calls": self.writer_calls,
+            "parse_failures": self.parse_failures,
             "tokens_written": self.tokens_written,
             "items": [
                 {
@@ -393,6 +397,7 @@ class LangMem(MemorySystem):
 
         self.counter, self.clock = state["counter"], datetime.fromisoformat(state["clock"])
         self.writer_calls, self.tokens_written = state["writer_calls"], state["tokens_written"]
+        self.parse_failures = state["parse_failures"]
         self._manager = None
         self._store = self._new_store()
         for entry in state["items"]:
@@ -414,6 +419,7 @@ class LangMem(MemorySystem):
             "items": len(self._items()),
             "tokens_written": self.tokens_written,
             "writer_calls": self.writer_calls,
+            "parse_failures": self.parse_failures,
         }
 
     def stored_ids(self) -> set[str]:
