@@ -21,6 +21,8 @@ from mnemoflow.llm.offline import langmem as offline
 from mnemoflow.memory.base import build
 from mnemoflow.memory.products import langmem as adapter
 from mnemoflow.testing.openai_server import OpenAITestServer
+from tests.test_interactive import gateway as interactive_gateway
+from tests.test_interactive import run_chain, users  # noqa: F401  (a fixture)
 from tests.test_memory_products import CONVERSATION, QUESTIONS, run_synthetic_workflow
 
 SPEC = {"type": "langmem"}
@@ -213,6 +215,18 @@ def test_offline_manager_inserts_patches_and_deletes_only_when_offered():
         {"name": "PatchDoc", "arguments": {
             "json_doc_id": "a1", "planned_edits": "nothing new: no change", "patches": []}}
     ]  # fmt: skip
+
+
+def test_langmem_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fixture)
+    """The interactive step chain: the assistant's pairs reach LangMem, each step's snapshot
+    loads, and its memories name the turns they came from."""
+    spec = {"type": "langmem", "top_k": 5}
+    results = run_chain(users, spec, tmp_path, interactive_gateway(), steps=2)
+    stats = results[1].manifest["stats"]["ben"]
+    assert stats["pairs_written"] == 4 and stats["writer_calls"] > 0 and stats["items"] > 0
+    memory = build(spec, llm=interactive_gateway())
+    memory.load(tmp_path / "step1" / "ben")
+    assert memory.stored_ids() and all(t.startswith("ben_p") for t in memory.stored_ids())
 
 
 @pytest.mark.slow

@@ -38,7 +38,9 @@ What this adapter does to the product, in-process, and nothing else:
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import functools
 import gzip
 import json
 import threading
@@ -127,6 +129,7 @@ def _tool_choice(choice: Any) -> Any:
     return choice
 
 
+@functools.cache
 def _bridge_class() -> type:
     """The ``BaseChatModel`` bridge (built on first use: langchain-core is an optional extra)."""
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -186,6 +189,7 @@ def _bridge_class() -> type:
     return GatewayChatModel
 
 
+@functools.cache
 def _store_class(memory_module: Any) -> type:
     """LangGraph's ``InMemoryStore``, writing each item's turns and time into its value."""
 
@@ -235,6 +239,7 @@ class LangMem(MemorySystem):
         self._modules()  # a missing install fails here, in one line, before any work
         self._store: Any = None
         self._manager: Any = None
+        self._lock = asyncio.Lock()
         self.counter = 0
         self.clock = EPOCH
         self.batch: list[Message] | None = None
@@ -338,6 +343,10 @@ class LangMem(MemorySystem):
 
     async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
         kept = [m for m in messages if m.content.strip()]
+        async with self._lock:
+            await self._add(kept)
+
+    async def _add(self, kept: list[Message]) -> None:
         token = _current.set(self)
         try:
             manager = self._open()
@@ -355,9 +364,10 @@ class LangMem(MemorySystem):
 
     async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
         k = k or self.params["top_k"]
-        if self._store is None or not self._store._data.get(NAMESPACE):
-            return []
-        found = await self._store.asearch(NAMESPACE, query=query, limit=k)
+        async with self._lock:
+            if self._store is None or not self._store._data.get(NAMESPACE):
+                return []
+            found = await self._store.asearch(NAMESPACE, query=query, limit=k)
         return [_item(entry) for entry in found]
 
     def save(self, directory: Path) -> None:
