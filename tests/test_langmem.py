@@ -17,6 +17,7 @@ import pytest
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.offline import HANDLERS, OfflineBackendError, ToolCalls
 from mnemoflow.llm.offline import langmem as offline
 from mnemoflow.memory.base import build
 from mnemoflow.memory.products import langmem as adapter
@@ -169,6 +170,47 @@ def test_langmem_prompts_and_tools_reach_an_endpoint_as_langmem_wrote_them(tmp_p
     assert [t["function"]["name"] for t in second["tools"]] == ["PatchDoc", "Memory"]
     assert second["tool_choice"] == "required"  # LangChain's "any"
     assert "Caroline likes teal." in second["messages"][0]["content"]
+
+
+def test_an_invalid_tool_call_is_repaired_through_the_endpoint(tmp_path):
+    """trustcall's re-ask after a tool call that fails validation goes through the gateway too,
+    tagged as a repair of the step, and its patch becomes the memory."""
+    seen = []
+
+    def reply(body):
+        seen.append(body)
+        if len(seen) == 1:  # Memory without its required "content"
+            return {"content": "", "tool_calls": [{"name": "Memory", "arguments": {
+                "text": "Caroline likes teal."}}]}  # fmt: skip
+        fix = {"op": "add", "path": "/content", "value": "Caroline likes teal."}
+        patch = {"json_doc_id": "call_0", "planned_edits": "add content", "patches": [fix]}
+        return {"content": "", "tool_calls": [{"name": "PatchFunctionErrors", "arguments": patch}]}
+
+    async def go(server):
+        gateway = Gateway.from_config(
+            {"memory_writer": {"base_url": server.base_url, "model": "m"}}
+        )
+        memory = await ingest(gateway, CONVERSATION[:2])
+        items = await memory.retrieve("teal", 3)
+        await gateway.aclose()
+        return items, gateway.ledger.to_dict()["by_role_task"]
+
+    with OpenAITestServer(reply=reply) as server:
+        items, ledger = asyncio.run(go(server))
+    assert [(i.text, i.source_ids) for i in items] == [("Caroline likes teal.", ["D1:1", "D1:2"])]
+    assert ledger["memory_writer/langmem_manage_memories"]["calls"] == 1
+    assert ledger["memory_writer/langmem_repair_tool_call"]["calls"] == 1
+    assert "1 validation error for Memory" in seen[1]["messages"][-1]["content"]
+
+
+def test_a_failed_repair_call_is_never_swallowed_by_trustcall(monkeypatch):
+    """trustcall's repair step catches every error of its model call; the adapter re-raises it
+    (here: the offline backend, which never needs a repair, has no handler for one)."""
+    monkeypatch.setitem(
+        HANDLERS, adapter.MANAGE, lambda fields: ToolCalls([{"name": "Memory", "arguments": {}}])
+    )
+    with pytest.raises(OfflineBackendError, match="no handler for task 'langmem_repair_tool_call'"):
+        asyncio.run(ingest(Gateway.from_config({}), CONVERSATION[:2]))
 
 
 def test_a_model_call_from_an_unknown_site_is_an_error():

@@ -18,8 +18,11 @@ What this adapter does to the product, in-process, and nothing else:
   ``MemoryManager.ainvoke``; a wrapper around exactly that tags it ``langmem_manage_memories``
   with the structured inputs LangMem built its prompt from (the batch's messages, the existing
   memories it shows by their ids, the tools offered), so the offline backend
-  (``mnemoflow/llm/offline/langmem.py``) never reads LangMem's prompt. A second model call in one
-  step (trustcall re-asks after an invalid tool call) is an error, never a guess.
+  (``mnemoflow/llm/offline/langmem.py``) never reads LangMem's prompt. Further calls in one step
+  are trustcall's repairs of tool calls that failed validation (``langmem_repair_tool_call``,
+  the same fields; the offline writer's calls always validate, so offline has no handler); a
+  call outside a step is an error, never a guess. trustcall's repair step swallows any error
+  of the model call; the adapter re-raises it after the step.
 - **clock and ids**: LangMem puts a fresh uuid4 into every prompt (``<session_…>``) and names new
   memories by uuid4, and the store stamps items with the wall clock. Here uuid4 is a counter per
   memory (its prompts, and so the cache keys, repeat on a rerun) and the store's clock is the
@@ -58,6 +61,9 @@ from mnemoflow.memory.tokens import count_tokens
 VERSION = "0.0.30"
 ROLE = "memory_writer"
 MANAGE = "langmem_manage_memories"
+#: trustcall's re-ask after a tool call that failed validation (a real endpoint's; the offline
+#: writer's calls always validate, so the offline backend has no handler for it).
+REPAIR = "langmem_repair_tool_call"
 NAMESPACE = ("memories", "episode")
 SNAPSHOT = "langmem_store.json.gz"
 #: The store's clock when the data has no time (never the wall clock).
@@ -165,17 +171,21 @@ def _bridge_class() -> type:
             owner = self.owner()
             if owner is None:
                 raise RuntimeError("LangMem called a bridge whose memory system is gone")
-            task, fields = owner.take_call()
-            offered = [t.get("function", {}).get("name") for t in tools or ()]
-            request = ChatRequest(
-                role=ROLE,
-                task=task,
-                messages=convert_to_openai_messages(messages),
-                fields={**fields, "tools": offered},
-                tools=tools,
-                tool_choice=tool_choice,
-            )
-            reply = await owner.llm.chat(request)
+            try:
+                task, fields = owner.take_call()
+                offered = [t.get("function", {}).get("name") for t in tools or ()]
+                request = ChatRequest(
+                    role=ROLE,
+                    task=task,
+                    messages=convert_to_openai_messages(messages),
+                    fields={**fields, "tools": offered},
+                    tools=tools,
+                    tool_choice=tool_choice,
+                )
+                reply = await owner.llm.chat(request)
+            except BaseException as exc:
+                owner.failure = owner.failure or exc  # trustcall's repair step catches all
+                raise
             owner.writer_calls += 1
             if not reply.parse_ok:
                 owner.parse_failures += 1
@@ -245,6 +255,8 @@ class LangMem(MemorySystem):
         self.batch: list[Message] | None = None
         self.batch_time = ""
         self.pending: tuple[str, dict[str, Any]] | None = None
+        self.step_calls = 0  # model calls in the current manager step
+        self.failure: BaseException | None = None
         self.writer_calls = 0
         self.parse_failures = 0
         self.tokens_written = 0
@@ -287,11 +299,15 @@ class LangMem(MemorySystem):
             manage = inner.ainvoke
 
             async def ainvoke(input: dict, config: Any = None, **kwargs: Any) -> Any:
-                self.pending = (MANAGE, self._manage_fields(input))
+                self.pending, self.step_calls = (MANAGE, self._manage_fields(input)), 0
                 try:
-                    return await manage(input, config, **kwargs)
+                    result = await manage(input, config, **kwargs)
                 finally:
                     self.pending = None
+                    failure, self.failure = self.failure, None
+                if failure is not None:
+                    raise failure
+                return result
 
             inner.ainvoke = ainvoke
             self._manager = manager
@@ -300,13 +316,18 @@ class LangMem(MemorySystem):
     # ---- what the bridge asks ---------------------------------------------------------------
 
     def take_call(self) -> tuple[str, dict[str, Any]]:
-        call, self.pending = self.pending, None
-        if call is None:
+        """The task of LangMem's next model call: the manager step's call, then trustcall's
+        repairs of it (tool calls that failed validation), each with the step's fields."""
+        if self.pending is None:
             raise RuntimeError(
                 "LangMem made a model call from a call site the mnemoflow bridge does not know "
                 f"(langmem {VERSION} expected); refusing to guess its task"
             )
-        return call
+        task, fields = self.pending
+        self.step_calls += 1
+        if self.step_calls == 1:
+            return task, fields
+        return REPAIR, {**fields, "attempt": self.step_calls - 1}
 
     def _manage_fields(self, input: dict[str, Any]) -> dict[str, Any]:
         """The manager step's structured inputs: the batch's turns and the memories shown."""
