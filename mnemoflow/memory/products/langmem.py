@@ -24,9 +24,10 @@ What this adapter does to the product, in-process, and nothing else:
   call outside a step is an error, never a guess. trustcall's repair step swallows any error
   of the model call; the adapter re-raises it after the step.
 - **clock and ids**: LangMem puts a fresh uuid4 into every prompt (``<session_…>``) and names new
-  memories by uuid4, and the store stamps items with the wall clock. Here uuid4 is a counter per
-  memory (its prompts, and so the cache keys, repeat on a rerun) and the store's clock is the
-  conversation time of the batch being written (epoch 1970 when the data has no time).
+  memories by uuid4, and the store (and LangMem's ``default`` memory) stamps items with the wall
+  clock. Here uuid4 is a counter per memory (its prompts, and so the cache keys, repeat on a
+  rerun) and the clock is the conversation time of the batch being written (epoch 1970 when the
+  data has no time).
 - **speakers, times and provenance**: each turn is a LangChain message (``user`` as human,
   ``assistant`` as AI) with the speaker as its ``name`` and the content prefixed with its
   conversation time (``[2023-05-08T13:56] …``; LangMem itself has no notion of time). Every item
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import datetime as _datetime
 import functools
 import gzip
 import json
@@ -104,6 +106,16 @@ class _Clock(datetime):
         return owner.clock
 
 
+class _DatetimeModule:
+    """What ``langmem.knowledge.extraction`` sees as ``datetime`` (it stamps a default memory
+    with ``datetime.datetime.now``): the standard module with the conversation's clock."""
+
+    datetime = _Clock
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_datetime, name)
+
+
 def conversation_clock(time: str) -> datetime | None:
     """A conversation time as the store's aware datetime (UTC when the data gives no zone)."""
     try:
@@ -119,6 +131,7 @@ def _install(extraction: Any, trustcall_base: Any, store_module: Any) -> None:
         if _installed:
             return
         extraction.uuid = _Ids()
+        extraction.datetime = _DatetimeModule()
         trustcall_base.uuid = _Ids()
         store_module.datetime = _Clock
         _installed = True
