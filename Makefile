@@ -70,7 +70,7 @@ system-deps:
 run: $(STAMP) system-deps
 	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default
 
-## make run-products: the memory products (mem0_paper, mem0_graph, graphiti, memoryos) beside bm25 and dense, offline, on a small synthetic benchmark (configs/products.yaml)
+## make run-products: the memory products (mem0_paper, mem0_graph, graphiti, memoryos, langmem) beside bm25 and dense, offline, on a small synthetic benchmark (configs/products.yaml)
 run-products: $(PRODUCTS_STAMP) system-deps
 	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default --configfile configs/products.yaml
 
@@ -92,9 +92,9 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.gateway
 
-## make bench-products: mem0_paper / mem0_graph / graphiti / memoryos beside bm25 and dense on LoCoMo (not CI)
+## make bench-products: mem0_paper / mem0_graph / graphiti / memoryos / langmem beside bm25 and dense on LoCoMo (not CI)
 bench-products: $(PRODUCTS_STAMP)
-	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph,graphiti,memoryos
+	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph,graphiti,memoryos,langmem
 
 clean:
 	rm -rf results .snakemake
