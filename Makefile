@@ -41,7 +41,8 @@ $(TEST_STAMP): $(STAMP)
 	touch $(TEST_STAMP)
 
 # Real memory products (mem0_paper, mem0_graph: mem0ai 1.0.11 + Kuzu; graphiti: graphiti-core
-# 0.31.2 on the same Kuzu), ~80 MB, a few seconds; memoryos (memoryos-pro 0.1.0, --no-deps):
+# 0.31.2 on the same Kuzu), ~80 MB, a few seconds; langmem (langmem 0.0.30 + LangGraph), +96 MB,
+# 24 distributions, ~9 s; memoryos (memoryos-pro 0.1.0, --no-deps):
 # 31 kB, about a second.
 $(PRODUCTS_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[products]'
@@ -79,7 +80,7 @@ system-deps:
 run: $(STAMP) system-deps
 	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default
 
-## make run-products: the memory products (mem0_paper, mem0_graph, graphiti, memoryos) beside bm25 and dense, offline, on a small synthetic benchmark (configs/products.yaml)
+## make run-products: the memory products (mem0_paper, mem0_graph, graphiti, memoryos, langmem) beside bm25 and dense, offline, on a small synthetic benchmark (configs/products.yaml)
 run-products: $(PRODUCTS_STAMP) system-deps
 	$(BIN)/snakemake --cores $(CORES) --workflow-profile profiles/default --configfile configs/products.yaml
 
@@ -101,9 +102,9 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.gateway
 
-## make bench-products: mem0_paper / mem0_graph / graphiti / memoryos beside bm25 and dense on LoCoMo (not CI)
+## make bench-products: mem0_paper / mem0_graph / graphiti / memoryos / langmem beside bm25 and dense on LoCoMo (not CI)
 bench-products: $(PRODUCTS_STAMP)
-	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph,graphiti,memoryos
+	$(BIN)/python -m bench.products --systems bm25_message,dense_message,mem0_paper,mem0_graph,graphiti,memoryos,langmem
 
 clean:
 	rm -rf results .snakemake

@@ -41,6 +41,7 @@ SYSTEMS = {
     "graphiti": {"type": "graphiti"},
     "memoryos": {"type": "memoryos"},
     "a_mem": {"type": "a_mem"},
+    "langmem": {"type": "langmem", "update_batch": 2},
 }
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 

@@ -26,6 +26,8 @@ PRODUCTS = {
     "mem0_graph": {"type": "mem0_graph", "update_batch": 2, "top_k": 5},
     "graphiti": {"type": "graphiti", "top_k": 5},
     "memoryos": {"type": "memoryos", "top_k": 5},
+    "langmem": {"type": "langmem", "update_batch": 2, "top_k": 5},
+    "a_mem": {"type": "a_mem", "top_k": 5},
 }
 
 

@@ -160,6 +160,7 @@ def _load_handlers() -> None:
             graphiti,
             interactive,
             judge,
+            langmem,
             mem0,
             memorybench,
             memorybench_judges,

@@ -6,10 +6,10 @@ a missing one fails in one line naming the ``pip install`` to run. Every model c
 makes goes through the gateway: its LLM and embedder objects are replaced in-process by bridges.
 
 Products adapted so far, all in extra ``products``: ``mem0_paper`` and ``mem0_graph`` (mem0ai
-1.0.11), ``graphiti`` (graphiti-core 0.31.2 on Kuzu); and ``memoryos`` (memoryos-pro 0.1.0,
-installed ``--no-deps`` by ``make install-products``); ``a_mem`` (a-mem 0.2.6) in extra
-``products-amem`` of its own, for its weight (``make install-amem``). Not yet: langmem, letta,
-mem0 2.x (docs/memory.md says why).
+1.0.11), ``graphiti`` (graphiti-core 0.31.2 on Kuzu), ``langmem`` (langmem 0.0.30); and
+``memoryos`` (memoryos-pro 0.1.0, installed ``--no-deps`` by ``make install-products``);
+``a_mem`` (a-mem 0.2.6) in extra ``products-amem`` of its own, for its weight (``make
+install-amem``). Not yet: letta, mem0 2.x (docs/memory.md says why).
 """
 
 from __future__ import annotations

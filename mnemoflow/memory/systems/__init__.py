@@ -4,6 +4,7 @@ adapters too: they import their product only when a system is built)."""
 from mnemoflow.memory.products import (  # noqa: F401, E402  (registration)
     a_mem,
     graphiti,
+    langmem,
     mem0_paper,
     memoryos,
 )
