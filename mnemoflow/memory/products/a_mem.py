@@ -58,7 +58,7 @@ import tarfile
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -69,6 +69,7 @@ import numpy as np
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
 from mnemoflow.memory.products import require
+from mnemoflow.memory.products.threads import ProductThread
 from mnemoflow.memory.tokens import count_tokens
 
 VERSION = "0.2.6"
@@ -229,10 +230,12 @@ class _Bridge:
 
 
 @register
-class AMem(MemorySystem):
+class AMem(ProductThread, MemorySystem):
     """A-Mem (a-mem 0.2.6): LLM-annotated notes that link to and rewrite their neighbours."""
 
     name: ClassVar[str] = "a_mem"
+    owners = _local  # ProductThread: the memory whose A-Mem runs in this thread
+    thread_name = "a_mem"
     defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
     params_schema: ClassVar[dict[str, Any]] = {"top_k": {"type": "integer", "minimum": 1}}
     ingest_params: ClassVar[frozenset[str]] = frozenset()
@@ -269,33 +272,6 @@ class AMem(MemorySystem):
 
         _install(memory_system, retrievers)
         return memory_system
-
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run A-Mem (synchronous) in this memory's own thread (as mem0_paper: never the loop's
-        default executor, which a local embedding model may need meanwhile)."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a_mem")
-        self._loop = asyncio.get_running_loop()
-
-        def run() -> Any:
-            _local.owner = self
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                _local.owner = None
-
-        try:
-            result = await self._loop.run_in_executor(self._executor, run)
-        finally:
-            failure, self.failure = self.failure, None
-        if failure is not None:
-            raise failure
-        return result
-
-    def call(self, coroutine: Coroutine) -> Any:
-        """Run a gateway coroutine on the job's event loop from A-Mem's thread."""
-        assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def _construct(self, folder: Path) -> Any:
         memory_system = self._modules()

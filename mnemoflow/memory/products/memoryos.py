@@ -60,7 +60,7 @@ import tarfile
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -71,6 +71,7 @@ import numpy as np
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
 from mnemoflow.memory.products import require
+from mnemoflow.memory.products.threads import ProductThread
 from mnemoflow.memory.tokens import count_tokens
 
 VERSION = "0.1.0"
@@ -317,11 +318,13 @@ class _Bridge:
 
 
 @register
-class MemoryOS(MemorySystem):
+class MemoryOS(ProductThread, MemorySystem):
     """MemoryOS (memoryos-pro 0.1.0): short-term pairs, mid-term topic pages, long-term
     profile and knowledge."""
 
     name: ClassVar[str] = "memoryos"
+    owners = _local  # ProductThread: the memory whose MemoryOS runs in this thread
+    thread_name = "memoryos"
     defaults: ClassVar[dict[str, Any]] = {
         "top_k": 10,
         "short_term_capacity": 10,
@@ -377,33 +380,6 @@ class MemoryOS(MemorySystem):
         self._utils = modules["utils"]
         self.clean = modules["utils"].clean_reasoning_model_output
         return modules
-
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run MemoryOS (synchronous) in this memory's own thread (as mem0_paper: never the
-        loop's default executor, which a local embedding model may need meanwhile)."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memoryos")
-        self._loop = asyncio.get_running_loop()
-
-        def run() -> Any:
-            _local.owner = self
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                _local.owner = None
-
-        try:
-            result = await self._loop.run_in_executor(self._executor, run)
-        finally:
-            failure, self.failure = self.failure, None
-        if failure is not None:
-            raise failure
-        return result
-
-    def call(self, coroutine: Coroutine) -> Any:
-        """Run a gateway coroutine on the job's event loop from MemoryOS's thread."""
-        assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def _construct(self, folder: Path) -> Any:
         main = self._modules()["memoryos"]
