@@ -6,11 +6,12 @@ embedder have no limit). A request fits when its prompt tokens plus the role's `
 at most the window, since OpenAI and vLLM refuse a request whose prompt and completion budget
 exceed it.
 
-Prompt tokens are counted before the call, with OpenAI's ``o200k_base`` BPE (``bpe-openai``, no
-download) plus the chat format's 3 tokens per message and 3 for the reply: exact for the GPT-4o /
-4.1 / o-series / GPT-5 families, an estimate for other tokenizers (Qwen, Claude, Gemini count
-differently, typically within 10-20 % for English). The ledger's own ``tokens_in`` is what the
-endpoint reports; the offline backend counts with ``lexical.count_tokens``, as its ledger does.
+Prompt tokens are counted before the call, with OpenAI's ``o200k_base`` BPE (``bpe-openai``
+through :mod:`mnemoflow.llm.bpe`, no download) plus the chat format's 3 tokens per message and 3
+for the reply: exact for the GPT-4o / 4.1 / o-series / GPT-5 families, an estimate for other
+tokenizers (Qwen, Claude, Gemini count differently, typically within 10-20 % for English). The
+ledger's own ``tokens_in`` is what the endpoint reports; the offline backend counts with
+``lexical.count_tokens``, as its ledger does.
 
 ``overflow: truncate_oldest`` drops history messages -- those after the leading system
 message(s) and before the prompt -- oldest first, until the request fits; a memory that a caller
@@ -22,13 +23,12 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
 from typing import Any, TypeVar
 
 from mnemoflow import lexical
+from mnemoflow.llm.bpe import tokenizer
 from mnemoflow.llm.types import ChatRequest, ContextOverflow, EndpointSpec
 from mnemoflow.prices import context_window
 
@@ -69,21 +69,12 @@ def scoped(
     return run
 
 
-@lru_cache(maxsize=1)
-def _o200k() -> Any:
-    with warnings.catch_warnings():  # bpe-openai reads its data with a deprecated importlib API
-        warnings.simplefilter("ignore", DeprecationWarning)
-        import bpe_openai
-
-        return bpe_openai.get_encoding("o200k_base")
-
-
 def count_text(text: str, backend: str) -> int:
     """Tokens of ``text`` as this module counts them for ``backend``."""
     if not text:
         return 0
     if backend == "openai":
-        return len(_o200k().encode(text, disallowed_special=()))
+        return tokenizer("o200k_base").count(text)
     return lexical.count_tokens(text)
 
 

@@ -4,38 +4,34 @@
 lengths in model tokens, so budgets are counted with OpenAI's ``o200k_base`` encoding (GPT-4o
 family) rather than a word estimate. The encodings ship inside the ``bpe-openai`` package (token
 ids identical to tiktoken's), so nothing is downloaded at run time; tiktoken itself would fetch
-its encoding files on first use.
+its encoding files on first use. :mod:`mnemoflow.llm.bpe` loads them without the package's slow
+import.
 """
 
 from __future__ import annotations
 
-import warnings
-from functools import lru_cache
-from typing import Any
+from mnemoflow.llm.bpe import Tokenizer, tokenizer
 
 DEFAULT_ENCODING = "o200k_base"
 
 
-@lru_cache(maxsize=4)
-def encoding(name: str = DEFAULT_ENCODING) -> Any:
+def encoding(name: str = DEFAULT_ENCODING) -> Tokenizer:
     """The named BPE encoding (cl100k_base, o200k_base, ...), loaded once per process."""
-    with warnings.catch_warnings():  # bpe-openai reads its data with a deprecated importlib API
-        warnings.simplefilter("ignore", DeprecationWarning)
-        import bpe_openai
-
-        return bpe_openai.get_encoding(name)
+    return tokenizer(name)
 
 
 def encode(text: str, name: str = DEFAULT_ENCODING) -> list[int]:
     """Token ids of ``text``; special-token strings are counted as ordinary text."""
     if not text:
         return []
-    return list(encoding(name).encode(text, disallowed_special=()))
+    return tokenizer(name).encode(text)
 
 
 def count_tokens(text: str, name: str = DEFAULT_ENCODING) -> int:
     """Number of model tokens in ``text`` under the named encoding."""
-    return len(encode(text, name))
+    if not text:
+        return 0
+    return tokenizer(name).count(text)
 
 
 def truncate_newest(texts: list[str], budget: int, name: str = DEFAULT_ENCODING) -> int:
