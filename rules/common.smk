@@ -504,6 +504,93 @@ def all_interactive_ledgers(repeat=""):
     )
 
 
+# --- scoring: one job per family and repeat (rules score, score_interactive) --------------------
+# A step's scoring is seconds of CPU, less than a job's start-up, so one job scores every step of a
+# family (static QA, interactive) of one repeat, each step into its own folder as before; a step's
+# files and knobs travel in params.steps, the rule's input and output lists are their union.
+
+
+def scored_step_files(protocols, name):
+    """Output list: ``name`` in every step folder of ``protocols``' runs, under the {repeat}."""
+    return [
+        f"{RUN_STEP.format(repeat='{repeat}', benchmark=b, system=s, protocol=p, step=k)}/{name}"
+        for b, s, p in runs_with(protocols)
+        for k in steps_of(b, p)
+    ]
+
+
+def static_scored_steps(wildcards):
+    """Params function: every static QA step of the job's repeat, its files and judge kind."""
+    steps = []
+    for b, s, _ in runs_with(("qa",)):
+        for k in steps_of(b):
+            keys = dict(repeat=wildcards.repeat, benchmark=b, system=s, step=k)
+            shards = [SHARD.format(**keys, shard=h) for h in shards_of(b)]
+            folder = STEP.format(**keys)
+            steps.append(
+                dict(
+                    judgements=[f"{shard}/judgements.parquet" for shard in shards],
+                    answers=[f"{shard}/answers.parquet" for shard in shards],
+                    snapshots=[f"{shard}/memory" for shard in shards],
+                    questions=f"{PREPARED.format(benchmark=b)}/questions.parquet",
+                    sessions=f"{PREPARED.format(benchmark=b)}/sessions.parquet",
+                    scores=f"{folder}/scores.parquet",
+                    question_scores=f"{folder}/question_scores.parquet",
+                    diagnosis=f"{folder}/diagnosis.parquet",
+                    kind=judge_kind_for(BENCHMARKS[b]),
+                )
+            )
+    return steps
+
+
+def interactive_scored_steps(wildcards):
+    """Params function: every interactive step of the job's repeat, its files and knobs."""
+    steps = []
+    for b, s, p in runs_with(interactive.PROTOCOLS):
+        spec = SimpleNamespace(benchmark=b)
+        for k in steps_of(b, p):
+            keys = dict(repeat=wildcards.repeat, benchmark=b, system=s, protocol=p)
+            shards = [
+                ISHARD.format(**keys, step=j, shard=h)
+                for j in range(k + 1)
+                for h in shards_of(b)
+            ]
+            folder = RUN_STEP.format(**keys, step=k)
+            steps.append(
+                dict(
+                    run=dict(benchmark=b, system=s, protocol=p, step=k),
+                    environment=environment_file(spec),
+                    replies=[f"{shard}/checkpoint_replies.parquet" for shard in shards],
+                    recall=[f"{shard}/recall_replies.parquet" for shard in shards],
+                    evolution=[f"{shard}/evolution.parquet" for shard in shards],
+                    upper=f"{UPPER_BOUND.format(repeat=wildcards.repeat, benchmark=b)}.parquet",
+                    scores=f"{folder}/scores.parquet",
+                    question_scores=f"{folder}/question_scores.parquet",
+                    diagnosis=f"{folder}/diagnosis.parquet",
+                    period_scores=f"{folder}/period_scores.parquet",
+                    reference_upper_bound=reference_upper_bound(spec),
+                )
+            )
+    return steps
+
+
+def scored_inputs(steps_of_job, names):
+    """Input function: the files ``names`` of every step ``steps_of_job`` lists (each once)."""
+
+    def inputs(wildcards):
+        steps = steps_of_job(wildcards)
+        found = {}
+        for name in names:
+            files = []
+            for step in steps:
+                value = step[name]
+                files.extend(value if isinstance(value, list) else [value])
+            found[name] = list(dict.fromkeys(files))
+        return found
+
+    return inputs
+
+
 # --- environments generated with a model (`generate: {method: llm}`, rules/environment.smk) ---
 
 GENERATED_USER = "results/{benchmark}/environment/users/{user}"

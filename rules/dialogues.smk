@@ -1,6 +1,6 @@
 # Interactive protocols (AMemGym; `protocols: [interactive, interactive_replay]`): the live
 # dialogues rule converses period k from step k-1's memory; replay_dialogues memorizes another
-# system's transcripts instead. score_interactive writes each step's scores and diagnosis.
+# system's transcripts instead. score_interactive writes every step's scores and diagnosis.
 # evolution.parquet: self-evolving AWI's section rewrites (empty unless the system sets evolve).
 # Logic: mnemoflow/jobs/interactive.py and mnemoflow/protocols/interactive.py.
 
@@ -118,29 +118,29 @@ rule upper_bound:
         "../scripts/upper_bound.py"
 
 
+# Every interactive step of the run (of one repeat) in one job, as rule score does for static QA.
 rule score_interactive:
     input:
-        environment=environment_file,
-        replies=interactive_files_upto("checkpoint_replies.parquet"),
-        recall=interactive_files_upto("recall_replies.parquet"),
-        upper=f"{UPPER_BOUND}.parquet",
-        evolution=interactive_files_upto("evolution.parquet"),
+        unpack(
+            scored_inputs(
+                interactive_scored_steps,
+                ("environment", "replies", "recall", "upper", "evolution"),
+            )
+        ),
     output:
-        scores=f"{RUN_STEP}/scores.parquet",
-        question_scores=f"{RUN_STEP}/question_scores.parquet",
-        diagnosis=f"{RUN_STEP}/diagnosis.parquet",
-        period_scores=f"{RUN_STEP}/period_scores.parquet",
+        scores=scored_step_files(interactive.PROTOCOLS, "scores.parquet"),
+        question_scores=scored_step_files(interactive.PROTOCOLS, "question_scores.parquet"),
+        diagnosis=scored_step_files(interactive.PROTOCOLS, "diagnosis.parquet"),
+        period_scores=scored_step_files(interactive.PROTOCOLS, "period_scores.parquet"),
     log:
-        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/score.log",
-    wildcard_constraints:
-        protocol="|".join(interactive.PROTOCOLS),
+        "results/logs/{repeat}score_interactive.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=2000,
+        runtime=60,
     params:
-        reference_upper_bound=reference_upper_bound,
+        steps=interactive_scored_steps,
         code=code_version("mnemoflow.jobs.interactive:score"),
     script:
         "../scripts/score_interactive.py"

@@ -1,4 +1,4 @@
-"""Rule score_interactive: replies of periods 0..k + upper bound -> step k's scores."""
+"""Rule score_interactive: every interactive step k's replies of periods 0..k -> its scores."""
 
 from mnemoflow.jobs import interactive, run
 

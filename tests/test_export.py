@@ -28,7 +28,7 @@ from mnemoflow.eval import memorybench_metrics
 from mnemoflow.eval.rescore import score_tables
 from mnemoflow.jobs.context import RunKeys
 from mnemoflow.jobs.interactive import ScoreFiles
-from mnemoflow.jobs.interactive import score as score_job
+from mnemoflow.jobs.interactive import score_step as score_job
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive

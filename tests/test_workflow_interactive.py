@@ -70,7 +70,10 @@ def test_dry_run_chains_dialogues_step_k_minus_1_to_k_and_replay_reads_the_sourc
     )
     assert SHARD.format(system="rag", protocol="interactive_replay", step=1) + "/memory" in replay
     assert len(blocks(log, "upper_bound")) == 1  # once per benchmark, whatever the systems
-    assert len(blocks(log, "score_interactive")) == 12  # 2 systems x 2 protocols x 3 steps
+    # one job scores all 2 systems x 2 protocols x 3 steps, each into its step's folder
+    (scoring,) = blocks(log, "score_interactive").values()
+    outputs = scoring.split("output:")[1].split("\n")[0]
+    assert outputs.count("/scores.parquet") == 12
     assert "rule summarize:" in log
 
 

@@ -21,7 +21,16 @@ from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.tables import DIAGNOSIS, SCORES, read_table, write_table
 from mnemoflow.eval.amemgym_rows import diagnosis_rows, evolution_rows, summary_rows
 from mnemoflow.eval.amemgym_score import score_replies
-from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
+from mnemoflow.jobs.context import (
+    JobEnv,
+    RunKeys,
+    log,
+    naming_step,
+    read_all,
+    steps_writing,
+    tick,
+    write_ledger,
+)
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.static_qa import shard_episodes
@@ -143,6 +152,10 @@ def _write_any(frame: pd.DataFrame, path: str) -> None:
     write_table(frame, path, pa.Schema.from_pandas(frame, preserve_index=False))
 
 
+#: The tables :func:`score_step` writes into a step's folder.
+STEP_OUTPUTS = ("scores", "question_scores", "diagnosis", "period_scores")
+
+
 @dataclass(frozen=True)
 class ScoreFiles:
     environment: str
@@ -156,15 +169,15 @@ class ScoreFiles:
     evolution: list[str] = ()
 
 
-def score(files: ScoreFiles, run: RunKeys, *, reference_upper_bound: bool) -> None:
+def score_step(step: ScoreFiles, run: RunKeys, *, reference_upper_bound: bool) -> None:
     """Step k's scores from the replies of periods 0..k (``score_replies`` of
     ``mnemoflow.eval.amemgym_score``): period k's values, and the mean over periods 0..k (at the
     last step, the reference's reported number). The diagnosis of period k needs the recall at
     the checkpoints where each info type last changed, hence the earlier periods."""
-    users = read_environment(files.environment)
-    checkpoint = read_all(files.replies, interactive.CHECKPOINT_REPLIES)
-    recalled = read_all(files.recall, interactive.RECALL_REPLIES)
-    bound = read_table(files.upper, interactive.UPPER_BOUND_REPLIES)
+    users = read_environment(step.environment)
+    checkpoint = read_all(step.replies, interactive.CHECKPOINT_REPLIES)
+    recalled = read_all(step.recall, interactive.RECALL_REPLIES)
+    bound = read_table(step.upper, interactive.UPPER_BOUND_REPLIES)
     columns = interactive.SCORER_COLUMNS
     per_question, per_period = score_replies(
         users,
@@ -177,12 +190,42 @@ def score(files: ScoreFiles, run: RunKeys, *, reference_upper_bound: bool) -> No
     counts = checkpoint.groupby("period").size().to_dict()
     if "period" in per_question.columns:
         per_question = per_question[per_question["period"] == run.step]
-    _write_any(per_question.reset_index(drop=True), files.question_scores)
-    _write_any(per_period, files.period_scores)
+    _write_any(per_question.reset_index(drop=True), step.question_scores)
+    _write_any(per_period, step.period_scores)
     rows = summary_rows(per_period, keys, counts)
-    evolved = evolution_rows(read_all(list(files.evolution), EVOLUTION), keys)
+    evolved = evolution_rows(read_all(list(step.evolution), EVOLUTION), keys)
     if len(evolved):
         rows = pd.concat([rows, evolved], ignore_index=True)
-    write_table(rows, files.scores, SCORES)
-    write_table(diagnosis_rows(per_period, keys, counts), files.diagnosis, DIAGNOSIS)
+    write_table(rows, step.scores, SCORES)
+    write_table(diagnosis_rows(per_period, keys, counts), step.diagnosis, DIAGNOSIS)
     log.info("scored %d checkpoint replies of %s/%s", len(checkpoint), run.system, run.protocol)
+
+
+@dataclass(frozen=True)
+class ScoreStepsFiles:
+    """Every file of the run's interactive scoring job (the union of its steps' files)."""
+
+    environment: list[str]
+    replies: list[str]
+    recall: list[str]
+    upper: list[str]
+    evolution: list[str]
+    scores: list[str]
+    question_scores: list[str]
+    diagnosis: list[str]
+    period_scores: list[str]
+
+
+def score(files: ScoreStepsFiles, *, steps: list[dict[str, Any]]) -> None:
+    """Every interactive step of the run, one :func:`score_step` each (``steps``: each step's run
+    keys, files and ``reference_upper_bound``, from the rule's params)."""
+    outputs = {name: getattr(files, name) for name in STEP_OUTPUTS}
+    for step in steps_writing(steps, outputs):
+        knobs = ("run", "reference_upper_bound")
+        step_files = ScoreFiles(**{k: v for k, v in step.items() if k not in knobs})
+        with naming_step(step_files.scores):
+            score_step(
+                step_files,
+                RunKeys(**step["run"]),
+                reference_upper_bound=step["reference_upper_bound"],
+            )
