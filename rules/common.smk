@@ -504,10 +504,12 @@ def all_interactive_ledgers(repeat=""):
     )
 
 
-# --- scoring: one job per family and repeat (rules score, score_interactive) --------------------
-# A step's scoring is seconds of CPU, less than a job's start-up, so one job scores every step of a
-# family (static QA, interactive) of one repeat, each step into its own folder as before; a step's
-# files and knobs travel in params.steps, the rule's input and output lists are their union.
+# --- interactive scoring: one job per repeat (rule score_interactive) ---------------------------
+# A step's AMemGym scoring is seconds of CPU, less than a job's start-up, so one job scores every
+# interactive step of a repeat, each step into its own folder as before; a step's files and knobs
+# travel in params.steps, the rule's input and output lists are their union. Static QA keeps a
+# score job per step: its scoring reads every snapshot of the step (LongMemEval-S: seconds per
+# system), which runs in parallel across systems and shards.
 
 
 def scored_step_files(protocols, name):
@@ -517,30 +519,6 @@ def scored_step_files(protocols, name):
         for b, s, p in runs_with(protocols)
         for k in steps_of(b, p)
     ]
-
-
-def static_scored_steps(wildcards):
-    """Params function: every static QA step of the job's repeat, its files and judge kind."""
-    steps = []
-    for b, s, _ in runs_with(("qa",)):
-        for k in steps_of(b):
-            keys = dict(repeat=wildcards.repeat, benchmark=b, system=s, step=k)
-            shards = [SHARD.format(**keys, shard=h) for h in shards_of(b)]
-            folder = STEP.format(**keys)
-            steps.append(
-                dict(
-                    judgements=[f"{shard}/judgements.parquet" for shard in shards],
-                    answers=[f"{shard}/answers.parquet" for shard in shards],
-                    snapshots=[f"{shard}/memory" for shard in shards],
-                    questions=f"{PREPARED.format(benchmark=b)}/questions.parquet",
-                    sessions=f"{PREPARED.format(benchmark=b)}/sessions.parquet",
-                    scores=f"{folder}/scores.parquet",
-                    question_scores=f"{folder}/question_scores.parquet",
-                    diagnosis=f"{folder}/diagnosis.parquet",
-                    kind=judge_kind_for(BENCHMARKS[b]),
-                )
-            )
-    return steps
 
 
 def interactive_scored_steps(wildcards):

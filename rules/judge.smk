@@ -25,29 +25,26 @@ rule judge:
         "../scripts/judge.py"
 
 
-# Every static QA step of the run (of one repeat) in one job: each step's scoring is seconds of
-# CPU, less than a job's start-up (rules/common.smk, scoring).
 rule score:
     input:
-        unpack(
-            scored_inputs(
-                static_scored_steps,
-                ("judgements", "answers", "snapshots", "questions", "sessions"),
-            )
-        ),
+        judgements=shard_files("judgements.parquet"),
+        answers=shard_files("answers.parquet"),
+        snapshots=shard_files("memory"),
+        questions=f"{PREPARED}/questions.parquet",
+        sessions=f"{PREPARED}/sessions.parquet",
     output:
-        scores=scored_step_files(("qa",), "scores.parquet"),
-        question_scores=scored_step_files(("qa",), "question_scores.parquet"),
-        diagnosis=scored_step_files(("qa",), "diagnosis.parquet"),
+        scores=f"{STEP}/scores.parquet",
+        question_scores=f"{STEP}/question_scores.parquet",
+        diagnosis=f"{STEP}/diagnosis.parquet",
     log:
-        "results/logs/{repeat}score.log",
+        f"{RLOGS}/{{system}}/qa/step{{step}}/score.log",
     conda:
         "../envs/mnemoflow.yaml"
     resources:
-        mem_mb=2000,
-        runtime=60,
+        mem_mb=1000,
+        runtime=10,
     params:
-        steps=static_scored_steps,
+        kind=judge_kind,
         code=code_version("mnemoflow.jobs.static_qa:score"),
     script:
         "../scripts/score.py"

@@ -1,4 +1,4 @@
-"""Rule score: every static QA step's judgements, answers and snapshots -> its scores, diagnosis."""
+"""Rule score: one step's judgements, answers and snapshots (all shards) -> scores, diagnosis."""
 
 from mnemoflow.jobs import run, static_qa
 

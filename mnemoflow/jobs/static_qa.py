@@ -12,16 +12,7 @@ from typing import Any
 
 from mnemoflow.data.tables import QUESTION_SCORES, read_table, write_atomic_text, write_table
 from mnemoflow.eval.judges import judge_provenance
-from mnemoflow.jobs.context import (
-    JobEnv,
-    RunKeys,
-    log,
-    naming_step,
-    read_all,
-    steps_writing,
-    tick,
-    write_ledger,
-)
+from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import static_qa
 
@@ -168,49 +159,23 @@ class ScoreFiles:
     diagnosis: str
 
 
-def score_step(step: ScoreFiles, *, kind: str) -> None:
+def score(files: ScoreFiles, *, kind: str) -> None:
     """One step's judgements, answers and snapshots of every shard -> scores and diagnosis."""
-    snapshots = [Path(p) for p in step.snapshots]
+    snapshots = [Path(p) for p in files.snapshots]
     stored, known = static_qa.read_stored(snapshots)
     scored = static_qa.score(
-        read_all(step.judgements, "judgements"),
-        read_all(step.answers, "answers"),
-        read_table(step.questions, "questions"),
-        read_table(step.sessions, "sessions"),
+        read_all(files.judgements, "judgements"),
+        read_all(files.answers, "answers"),
+        read_table(files.questions, "questions"),
+        read_table(files.sessions, "sessions"),
         kind,
         stored,
         known,
         snapshots,
     )
-    write_table(scored.question_scores, step.question_scores, QUESTION_SCORES)
-    write_table(scored.diagnosis, step.diagnosis, "diagnosis")
-    write_table(scored.scores, step.scores, "scores")
+    write_table(scored.question_scores, files.question_scores, QUESTION_SCORES)
+    write_table(scored.diagnosis, files.diagnosis, "diagnosis")
+    write_table(scored.scores, files.scores, "scores")
     log.info(
-        "scored %d judgements from %d shards", len(scored.question_scores), len(step.judgements)
+        "scored %d judgements from %d shards", len(scored.question_scores), len(files.judgements)
     )
-
-
-@dataclass(frozen=True)
-class ScoreStepsFiles:
-    """Every file of the run's static QA scoring job (the union of its steps' files)."""
-
-    judgements: list[str]
-    answers: list[str]
-    snapshots: list[str]
-    questions: list[str]
-    sessions: list[str]
-    scores: list[str]
-    question_scores: list[str]
-    diagnosis: list[str]
-
-
-def score(files: ScoreStepsFiles, *, steps: list[dict[str, Any]]) -> None:
-    """Every static QA step of the run, one :func:`score_step` each (``steps``: each step's files
-    and judge kind, from the rule's params). One job for them all: a step's scoring costs less
-    than a job's start-up."""
-    outputs = {"scores": files.scores, "question_scores": files.question_scores}
-    outputs["diagnosis"] = files.diagnosis
-    for step in steps_writing(steps, outputs):
-        step_files = ScoreFiles(**{k: v for k, v in step.items() if k != "kind"})
-        with naming_step(step_files.scores):
-            score_step(step_files, kind=step["kind"])
