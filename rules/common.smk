@@ -460,23 +460,6 @@ def replay_dialogues(wildcards):
     return f"{ISHARD.format(**keys)}/dialogues.parquet"
 
 
-def interactive_files_upto(name):
-    """Input function: ``name`` of every shard of steps 0..k of the job's run."""
-
-    def files(wildcards):
-        return expand(
-            f"{ISHARD}/{name}",
-            repeat=wildcards.repeat,
-            benchmark=wildcards.benchmark,
-            system=wildcards.system,
-            protocol=wildcards.protocol,
-            step=range(int(wildcards.step) + 1),
-            shard=shards_of(wildcards.benchmark),
-        )
-
-    return files
-
-
 def all_interactive_ledgers(repeat=""):
     """Ledgers of the interactive runs (dialogues per shard, the upper bound per benchmark) and,
     in repeat 0, of the environments they share."""

@@ -118,7 +118,7 @@ rule upper_bound:
         "../scripts/upper_bound.py"
 
 
-# Every interactive step of the run (of one repeat) in one job, as rule score does for static QA.
+# One job scores every interactive step of a repeat (rules/common.smk, interactive scoring).
 rule score_interactive:
     input:
         unpack(
