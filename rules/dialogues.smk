@@ -129,7 +129,9 @@ rule score_interactive:
         ),
     output:
         scores=scored_step_files(interactive.PROTOCOLS, "scores.parquet"),
-        question_scores=scored_step_files(interactive.PROTOCOLS, "question_scores.parquet"),
+        question_scores=scored_step_files(
+            interactive.PROTOCOLS, "question_scores.parquet"
+        ),
         diagnosis=scored_step_files(interactive.PROTOCOLS, "diagnosis.parquet"),
         period_scores=scored_step_files(interactive.PROTOCOLS, "period_scores.parquet"),
     log:
