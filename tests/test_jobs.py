@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from mnemoflow import jobs
-from mnemoflow.jobs import context
+from mnemoflow.jobs import context, interactive
 from mnemoflow.jobs.context import JobEnv, RunKeys, files_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,15 +163,15 @@ def test_the_package_names_its_entry_point():
 def test_a_scoring_job_writes_exactly_the_steps_its_rule_declares():
     steps = [{"scores": "a/step0/scores.parquet"}, {"scores": "a/step1/scores.parquet"}]
     declared = {"scores": ["a/step1/scores.parquet", "a/step0/scores.parquet"]}
-    assert context.steps_writing(steps, declared) == steps
+    assert interactive.steps_writing(steps, declared) == steps
     drifted = {"scores": ["a/step0/scores.parquet", "b/step0/scores.parquet"]}
     with pytest.raises(ValueError, match=r"missing \['b/step0/scores.parquet'\]"):
-        context.steps_writing(steps, drifted)
+        interactive.steps_writing(steps, drifted)
 
 
 def test_a_failure_while_scoring_names_its_step():
     with pytest.raises(KeyError) as raised:
-        with context.naming_step("results/b/s/qa/step1/scores.parquet"):
+        with interactive.naming_step("results/b/s/qa/step1/scores.parquet"):
             raise KeyError("value")
     assert raised.value.__notes__ == [
         "while scoring the step of results/b/s/qa/step1/scores.parquet"

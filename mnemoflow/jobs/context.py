@@ -284,33 +284,6 @@ def run(smk: Any, job: Callable[..., Any]) -> None:
         log.info("job done in %.2f s", time.perf_counter() - began)
 
 
-def steps_writing(
-    steps: list[dict[str, Any]], outputs: dict[str, list[str]]
-) -> list[dict[str, Any]]:
-    """``steps`` (a job's per-step files from its params), checked to write exactly the rule's
-    ``outputs`` (name -> files): a rule and its params cannot drift apart silently."""
-    for name, declared in outputs.items():
-        written = [step[name] for step in steps]
-        if sorted(written) != sorted(declared):
-            missing = sorted(set(declared) - set(written))
-            extra = sorted(set(written) - set(declared))
-            raise ValueError(
-                f"params.steps: output {name!r} does not match the rule's "
-                f"(missing {missing[:3]}, not declared {extra[:3]})"
-            )
-    return steps
-
-
-@contextmanager
-def naming_step(path: str) -> Iterator[None]:
-    """A failure inside names the step it happened in (the job scores many)."""
-    try:
-        yield
-    except Exception as error:
-        error.add_note(f"while scoring the step of {path}")
-        raise
-
-
 def read_all(paths: list[str], schema: pa.Schema | str) -> pd.DataFrame:
     """Every file's rows as one table (the schema's empty table when there are none)."""
     frames = [read_table(path, schema) for path in paths]

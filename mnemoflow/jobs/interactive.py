@@ -8,6 +8,8 @@ The benchmark's knobs (schedule, replay source, upper-bound scoring) are read by
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,16 +23,7 @@ from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.tables import DIAGNOSIS, SCORES, read_table, write_table
 from mnemoflow.eval.amemgym_rows import diagnosis_rows, evolution_rows, summary_rows
 from mnemoflow.eval.amemgym_score import score_replies
-from mnemoflow.jobs.context import (
-    JobEnv,
-    RunKeys,
-    log,
-    naming_step,
-    read_all,
-    steps_writing,
-    tick,
-    write_ledger,
-)
+from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.static_qa import shard_episodes
@@ -199,6 +192,33 @@ def score_step(step: ScoreFiles, run: RunKeys, *, reference_upper_bound: bool) -
     write_table(rows, step.scores, SCORES)
     write_table(diagnosis_rows(per_period, keys, counts), step.diagnosis, DIAGNOSIS)
     log.info("scored %d checkpoint replies of %s/%s", len(checkpoint), run.system, run.protocol)
+
+
+def steps_writing(
+    steps: list[dict[str, Any]], outputs: dict[str, list[str]]
+) -> list[dict[str, Any]]:
+    """``steps`` (a job's per-step files from its params), checked to write exactly the rule's
+    ``outputs`` (name -> files): a rule and its params cannot drift apart silently."""
+    for name, declared in outputs.items():
+        written = [step[name] for step in steps]
+        if sorted(written) != sorted(declared):
+            missing = sorted(set(declared) - set(written))
+            extra = sorted(set(written) - set(declared))
+            raise ValueError(
+                f"params.steps: output {name!r} does not match the rule's "
+                f"(missing {missing[:3]}, not declared {extra[:3]})"
+            )
+    return steps
+
+
+@contextmanager
+def naming_step(path: str) -> Iterator[None]:
+    """A failure inside names the step it happened in (the job scores many steps)."""
+    try:
+        yield
+    except Exception as error:
+        error.add_note(f"while scoring the step of {path}")
+        raise
 
 
 @dataclass(frozen=True)
