@@ -59,6 +59,20 @@ LOADER_CASES = {
         "locomo_turn_without_dia_id.json: record 0 (conv-x) conversation.session_1[0]: missing "
         "field 'dia_id'",
     ),
+    "locomo_qa_without_answer.json": (
+        "locomo",
+        "locomo_qa_without_answer.json: record 0 (conv-x) qa[0]: missing field 'answer'",
+    ),
+    "locomo_adversarial_without_adversarial_answer.json": (
+        "locomo",
+        "locomo_adversarial_without_adversarial_answer.json: record 0 (conv-x) qa[0]: missing "
+        "field 'adversarial_answer'",
+    ),
+    "locomo_session_without_date.json": (
+        "locomo",
+        "locomo_session_without_date.json: record 0 (conv-x) conversation: missing field "
+        "'session_1_date_time'",
+    ),
     "lme_answer_list.json": (
         "longmemeval",
         "lme_answer_list.json: record 1 (gpt4_59c863d7): 'answer' must be a string or an "
