@@ -43,7 +43,13 @@ import pandas as pd
 
 from mnemoflow.data.jsonstream import iter_array
 from mnemoflow.data.registry import Prepared, Tally, register_loader
-from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, source_of
+from mnemoflow.data.sources import (
+    BenchmarkInfo,
+    check_available,
+    describe,
+    resolve_file,
+    source_of,
+)
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
 from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
@@ -154,7 +160,12 @@ def conversation_rows(
     return rows
 
 
-@register_loader(BENCHMARK)
+def check(spec: dict[str, Any], where: str) -> None:
+    """At startup: the file is there, or a pinned download is allowed."""
+    check_available(source_of(spec, INFO.sources["default"]), BENCHMARK)
+
+
+@register_loader(BENCHMARK, check=check)
 def load(spec: dict[str, Any]) -> Prepared:
     """Load ``locomo10.json`` named by ``spec['source']`` (default: the pinned upstream file)."""
     path = resolve_file(source_of(spec, INFO.sources["default"]), BENCHMARK)

@@ -17,6 +17,7 @@ import pandas as pd
 from mnemoflow.data.errata import apply_overlay, load_overlay, overlay_path
 from mnemoflow.data.tables import DIALOGUES, EPISODE_SESSIONS
 from mnemoflow.data.validate import DataError
+from mnemoflow.errors import ConfigError
 from mnemoflow.registry import Registry
 
 
@@ -89,9 +90,36 @@ LOADERS = Registry(
 )
 
 
-def register_loader(name: str, steps: StepCounter | None = None) -> Callable[[Loader], Loader]:
-    """Register a loader; ``steps(spec)`` says how many steps its data has (default 1: static)."""
-    return LOADERS.register(name, steps=steps)
+#: ``check(spec, where)``: what a loader can check when the workflow starts, before any job (its
+#: source present or an allowed pinned download, its parameters' types); raises a one-line
+#: ConfigError or DataError, ``where`` being ``config benchmarks.NAME``.
+Checker = Callable[[dict[str, Any], str], None]
+
+
+def register_loader(
+    name: str, steps: StepCounter | None = None, check: Checker | None = None
+) -> Callable[[Loader], Loader]:
+    """Register a loader; ``steps(spec)`` says how many steps its data has (default 1: static),
+    ``check`` what is checked at startup (:func:`check_benchmarks`)."""
+    return LOADERS.register(name, steps=steps, check=check)
+
+
+def check_benchmarks(benchmarks: dict[str, Any], names: list[str]) -> None:
+    """The startup check of the run's benchmarks ``names``: the loader is known, and its own
+    ``check`` passes (source, parameters); one line naming ``config benchmarks.NAME``."""
+    for name in names:
+        spec = benchmarks[name]
+        where = f"config benchmarks.{name}"
+        try:
+            check = LOADERS.info(spec.get("loader")).get("check")
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.loader: {exc}") from None
+        if check is None:
+            continue
+        try:
+            check(spec, where)
+        except DataError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
 
 
 def loaders() -> list[str]:

@@ -159,6 +159,8 @@ def models_markdown(models: Mapping[str, Mapping[str, Any]] | None) -> list[str]
     columns = ["role", "backend", "model"]
     if any(spec.get("endpoint") for spec in models.values()):
         columns.append("endpoint")  # the named endpoint (config endpoints:) a role is bound to
+    if any(spec.get("host") for spec in models.values()):
+        columns.append("host")  # where its requests go (host:port, never a path or a key)
     table = pd.DataFrame(
         [[role, *(spec.get(key) or "" for key in columns[1:])] for role, spec in models.items()],
         columns=columns,
