@@ -18,6 +18,7 @@ from mnemoflow.memory import products
 from mnemoflow.memory.base import check_installed
 from mnemoflow.planning.plan import Line, Plan
 from mnemoflow.prices import price_table
+from mnemoflow.report.summary import models_markdown
 
 WHERE = "config models.judge.base_url"
 
@@ -79,6 +80,10 @@ def test_an_offline_role_carrying_an_address_or_key_is_refused():
     assert models["judge"] == {"backend": "offline", "endpoint": "openai"}
     spec = EndpointSpec.from_config("judge", models["judge"])
     assert binding_text(spec) == "offline (endpoint openai; model ignored)"
+    table = "\n".join(models_markdown(played_by(models, ["judge", "agent"])))
+    assert "| judge | offline (endpoint openai; model ignored) | offline-heuristic | openai |" in (
+        table
+    )
     assert played_by(models, ["judge", "agent"]) == {
         "agent": {"backend": "offline", "model": "offline-heuristic"},
         "judge": {
