@@ -325,7 +325,18 @@ def _dry_run(tmp_path, *configfiles):
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
-@pytest.mark.parametrize("name", sorted(PARSE_CASES))
+#: Two parse-time cases run in every test run; the others are marked slow (each of their checks
+#: is also called directly by tests/test_startup_checks.py, in milliseconds).
+FAST_PARSE_CASES = ("config_base_url_ftp.yaml", "config_missing_locomo_file.yaml")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=() if name in FAST_PARSE_CASES else pytest.mark.slow)
+        for name in sorted(PARSE_CASES)
+    ],
+)
 def test_refused_when_the_snakefile_is_parsed(tmp_path, name):
     """A dry run fails in one line while rules/common.smk is parsed: no job is listed."""
     result = _dry_run(tmp_path, CORPUS / name)
