@@ -107,8 +107,6 @@ def check_config_files(args: list[str], root: str | Path) -> None:
                 files.append(root / value)
         elif taking:
             files.append(root / arg)
-    default = directory / "config.yaml"
-    for path in [default] if default.is_file() else []:
-        read_config_file(path)
-    for path in files:
-        read_config_file(path)
+    for path in [directory / "config.yaml", *files]:
+        if path.is_file():  # a missing one: Snakemake's own message names it
+            read_config_file(path)
