@@ -37,7 +37,7 @@ from mnemoflow.memory.base import (
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
-from mnemoflow.protocols.static_qa import retrieval_log_path
+from mnemoflow.protocols.static_qa import check_reader, retrieval_log_path
 from mnemoflow.repeats import PATTERN as REPEAT_PATTERN
 from mnemoflow.repeats import folder_seed, folders, seeded_models
 from mnemoflow.report.reproduction import request_of
@@ -68,6 +68,9 @@ check_benchmarks(BENCHMARKS, config["run"]["benchmarks"])
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, BENCHMARKS[_name])  # known protocols only
     scoring_of(BENCHMARKS[_name])  # MemoryBench's scoring: paper | judge
+    check_reader(
+        BENCHMARKS[_name], f"config benchmarks.{_name}"
+    )  # name, options, log file
     for _system in BENCHMARKS[_name].get("systems", []):
         if _system not in config["systems"]:
             raise ValueError(

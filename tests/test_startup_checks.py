@@ -213,3 +213,20 @@ def test_a_config_file_error_names_the_file_and_its_line_or_byte(tmp_path):
     assert str(info.value) == f"{path}: not UTF-8: byte 0xff at offset 31,005 (line 2)"
     path.write_text("a: [1, 2]\n")
     assert read_config_file(path) == {"a": [1, 2]}
+
+
+def test_a_benchmark_s_reader_is_checked_with_its_key_path(tmp_path):
+    from mnemoflow.protocols.static_qa import check_reader
+
+    where = "config benchmarks.lme"
+    check_reader({}, where)
+    check_reader({"reader": {"name": "locomo", "mode": "retrieval"}}, where)
+    with pytest.raises(ConfigError) as info:
+        check_reader({"reader": "nosuch"}, where)
+    assert str(info.value) == (
+        "config benchmarks.lme.reader: one of ['generic', 'locomo', 'longmemeval'], got 'nosuch'"
+    )
+    missing = str(tmp_path / "log.jsonl")
+    reader = {"name": "longmemeval", "mode": "retrieval", "retrieval_log": missing}
+    with pytest.raises(ConfigError, match=r"^config benchmarks.lme.reader.retrieval_log: no such"):
+        check_reader({"reader": reader}, where)
