@@ -266,7 +266,6 @@ class FolderProduct(Product):
         if self._finalizer is not None:
             self._finalizer()  # closes the store (and its thread), once
             self._finalizer = None
-            self._executor = None
         folder, self._folder = self._folder, None
         if folder is not None:
             shutil.rmtree(folder.name, ignore_errors=True)
@@ -314,6 +313,11 @@ class ThreadProduct(FolderProduct):
     def _finalize(self) -> weakref.finalize:
         """Release the thread (a subclass: its store too) with this instance, or at exit."""
         return weakref.finalize(self, _shut_thread, self._executor)
+
+    def _close(self) -> None:
+        if self._finalizer is not None:
+            self._executor = None  # the finalizer shuts it: the next open starts a thread
+        super()._close()
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` in this memory's thread, as its owner; a failure a bridge
