@@ -4,6 +4,8 @@ A product's package is imported only when a system is built (never when the regi
 systems or the workflow checks a config), so the project runs without any product installed and
 a missing one fails in one line naming the ``pip install`` to run. Every model call a product
 makes goes through the gateway: its LLM and embedder objects are replaced in-process by bridges.
+Each adapter is one class on ``base.py`` (install check, snapshot tar, bridge thread, counters),
+naming its offline twin in ``mnemoflow/llm/offline/``.
 
 Products adapted so far, all in extra ``products``: ``mem0_paper`` and ``mem0_graph`` (mem0ai
 1.0.11), ``graphiti`` (graphiti-core 0.31.2 on Kuzu), ``langmem`` (langmem 0.0.30); and
