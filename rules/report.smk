@@ -14,6 +14,10 @@ rule report:
         recall_replies=all_interactive_shard_files("recall_replies.parquet"),
         environments=list(interactive_environments().values()),
         published=published_tables(),
+        # `judge.panel` only (none without): the panel, the configured judge, the probe
+        panel=all_panel_files("panel_judgements.parquet"),
+        panel_configured=all_panel_files("judgements.parquet"),
+        probes=all_probe_files("probe_judgements.parquet"),
     output:
         html="results/report.html",
         derived=directory("results/report"),
