@@ -394,3 +394,27 @@ def test_a_panel_run_adds_its_section_and_keeps_the_configured_judgements(tiny_r
     page = (wd / "results" / "report.html").read_text()
     assert "Judge panel" in page and "Lenient judge" in page
     assert (wd / "results" / "report" / "panel_kappa.tsv").is_file()
+
+
+def test_the_config_schema_names_the_panel_entry_and_field():
+    import yaml
+
+    from mnemoflow.config_schema import check_config
+    from tests.workflow import REPO
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    schema = REPO / "schemas" / "config.schema.yaml"
+    good = [
+        {"name": "a", "kind": "generic", "model": OFFLINE},
+        {"name": "b", "kind": "generic", "model": {"base_url": "http://x/v1", "model": "m"}},
+    ]
+    check_config({**config, "judge": {"panel": good, "probe": {"size": 5}}}, schema)
+    bad = [
+        ({"panel": [good[0]]}, "config judge.panel: .* is too short"),
+        ({"panel": [good[0], {"name": "b", "kind": "generic"}]}, "judge.panel.1: 'model'"),
+        ({"panel": good, "probe": {"size": 0}}, "config judge.probe.size: 0 is less than"),
+        ({"panel": [good[0], {**good[1], "name": "b c"}]}, "config judge.panel.1.name"),
+    ]
+    for judge, message in bad:
+        with pytest.raises(ConfigError, match=message):
+            check_config({**config, "judge": judge}, schema)

@@ -12,6 +12,9 @@ For one (benchmark, system, step, shard):
 - **judge** (exact count): one ``judge`` request per judged answer and repeat seed, rendered by
   :func:`mnemoflow.eval.judges.judge_request_for` over the cached answer when the cache holds it
   (then its key is looked up too), else over the gold answer as a stand-in response.
+- **judge_panel** (``judge.panel``, exact count): one request per answer and panel judge, as
+  ``judge`` with the judge's kind and its own gateway, counted under the role ``judge[NAME]``;
+  **judge_probe** (:func:`plan_probe`): one per probe and judge, the configured one included.
 - **ingest** (expected): what a memory system writes or embeds depends on its writer's replies:
   ``memory_writer`` about one call per ``update_batch`` messages (two for ``agentic_external``:
   extract, then update), each the size of the batch's extract-facts prompt; ``embedder`` one text
