@@ -158,30 +158,21 @@ def probe_set(
 
 
 async def judge_probes(
-    judges: list[PanelJudge],
-    gateways: Mapping[str, Any],
-    questions: pd.DataFrame,
-    probes: pd.DataFrame,
-    seed: int = 0,
+    judges: list[PanelJudge], gateways: Mapping[str, Any], questions, probes, seed: int = 0
 ) -> pd.DataFrame:
     """Every probe judged by every judge (the configured one included, as a :class:`PanelJudge`
-    named :data:`CONFIGURED`); rows in :data:`PROBE_JUDGEMENTS`. Each probe kind is judged as
-    its own set of answers, so a question's three probes never meet in one call."""
+    named :data:`CONFIGURED`), through :func:`judge_panel`; rows in :data:`PROBE_JUDGEMENTS`.
+    Each probe kind is judged as its own set of answers, so a question's three probes never
+    meet in one call."""
     frames = []
-    for judge in judges:
-        for kind in KINDS:
-            subset = probes[probes.probe == kind]
-            if subset.empty:
-                continue
-            answers = subset[["benchmark", "system", "protocol", "step", "question_id"]].assign(
-                response=subset.response.to_numpy()
-            )
-            frame = await judge_answers(
-                gateways[judge.name], judge.kind, questions, answers, 1, seed
-            )
-            frame = _verdicts(frame)[["question_id", *_VERDICT_COLUMNS]]
-            merged = subset.merge(frame, on="question_id", how="inner", validate="one_to_one")
-            frames.append(merged.assign(panel_judge=judge.name))
+    for kind in KINDS:
+        subset = probes[probes.probe == kind]
+        if subset.empty:
+            continue
+        answers = subset[[*RUN_KEY_NAMES, "question_id", "response"]]
+        judged = await judge_panel(judges, gateways, questions, answers, seed)
+        verdicts = judged[["question_id", "panel_judge", *_VERDICT_COLUMNS]]
+        frames.append(subset.merge(verdicts, on="question_id", validate="one_to_many"))
     if not frames:
         return pd.DataFrame(columns=PROBE_JUDGEMENTS.names)
     return pd.concat(frames, ignore_index=True)[PROBE_JUDGEMENTS.names]

@@ -4,7 +4,8 @@ For a seeded sample of answerable questions, three answers that are wrong by con
 
 - ``swapped``: the gold with its key date, number or name replaced by another of the same kind
   found in the question's own conversation (haystack), so the wrong answer is plausible; where
-  the gold holds none of them, another gold answer of the same conversation stands in for it;
+  the gold holds none of them, another gold answer of the same conversation (same question type
+  first) that shares no word with it stands in for it;
 - ``vague``: an answer that commits to nothing (``Something we talked about at some point.``);
 - ``abstention``: a refusal to answer a question the conversation does answer.
 
@@ -24,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.eval.retrieval import is_abstention
+from mnemoflow.lexical import stems, words
 
 #: Probes per run by default (``judge.probe.size``); a run with fewer questions uses them all.
 DEFAULT_SIZE = 100
@@ -72,26 +74,44 @@ class Probe:
 
 def _mid_sentence(text: str, start: int) -> bool:
     """Whether a capitalized word at ``start`` is inside a sentence (so a name, not a start)."""
-    before = text[:start].rstrip(" \t\"'(")
+    before = text[max(0, start - 40) : start].rstrip(" \t\"'(")
     return bool(before) and before[-1] not in ".!?:;\n"
 
 
-def _spans(pattern: re.Pattern[str], text: str, names_anywhere: bool = False) -> list[str]:
+def _spans(pattern: re.Pattern[str], text: str) -> list[str]:
     """The spans ``pattern`` finds; for names, only capitalized words inside a sentence (a
-    sentence's first word is capitalized whatever it is), unless ``names_anywhere`` (a gold
-    answer, short, often only the name)."""
+    sentence's first word is capitalized whatever it is) whose words the text never writes in
+    lower case (``Dance`` beside ``dance`` is no name)."""
     text = text or ""
+    lower = set(re.findall(r"\b[a-z]+\b", text)) if pattern is _NAME else set()
     found = []
     for match in pattern.finditer(text):
         span = match.group(0).strip()
-        if pattern is _NAME:
-            if span.split()[0] in _NOT_NAMES:
-                continue
-            if not names_anywhere and not _mid_sentence(text, match.start()):
-                continue
+        if pattern is _NAME and (
+            span.split()[0] in _NOT_NAMES
+            or not _mid_sentence(text, match.start())
+            or any(word.lower() in lower for word in span.split())
+        ):
+            continue
         if span:
             found.append(span)
     return found
+
+
+def _keys(kind: str, pattern: re.Pattern[str], gold: str, names: set[str]) -> list[str]:
+    """The gold's facts of one kind: dates, numbers outside its dates, and names (a gold is
+    short and often only the name: a capitalized word counts when the conversation uses it as
+    a name, ``names``, or the gold does, inside its own sentence)."""
+    if kind == "name":
+        return [
+            m.group(0)
+            for m in pattern.finditer(gold)
+            if m.group(0) in names or m.group(0) in _spans(pattern, gold)
+        ]
+    keys = _spans(pattern, gold)
+    if kind == "number":
+        keys = [k for k in keys if not any(k in d for d in _spans(_DATE, gold))]
+    return keys
 
 
 def _number_value(text: str) -> float:
@@ -106,22 +126,23 @@ def _swap(gold: str, text: str, others: list[str], rng: random.Random) -> tuple[
     """(wrong answer, kind of what was swapped, "old -> new"), or ("", kind, "") when the
     conversation holds nothing of the kind to swap in."""
     low = gold.lower()
+    names = set(_spans(_NAME, text))
     for kind, pattern in (("date", _DATE), ("number", _NUMBER), ("name", _NAME)):
-        keys = _spans(pattern, gold, names_anywhere=True)
-        if kind == "number":
-            keys = [k for k in keys if not any(k in d for d in _spans(_DATE, gold))]
+        keys = _keys(kind, pattern, gold, names)
         if not keys:
             continue
         key = keys[0]
-        pool = sorted({c for c in _spans(pattern, text) if c.lower() not in low})
+        found = names if kind == "name" else _spans(pattern, text)
+        pool = sorted({c for c in found if c.lower() not in low})
         if kind == "number":  # off-by-one is accepted by some judges on purpose: stay clear of it
             pool = [c for c in pool if abs(_number_value(c) - _number_value(key)) > 1]
         if pool:
             new = rng.choice(pool)
             return _replace_once(gold, key, new), kind, f"{key} -> {new}"
         return "", kind, ""
-    pool = sorted(
-        {o for o in others if o.strip() and o.lower() not in low and low not in o.lower()}
+    said = set(stems(gold)) | {w for w in words(gold) if w in ("yes", "no")}
+    pool = sorted(  # another gold that shares no word of this one ("likely no" is no swap)
+        {o for o in others if o.strip() and not said & (set(stems(o)) | set(words(o)))}
     )
     if pool:
         new = rng.choice(pool)
@@ -151,12 +172,13 @@ def build_probes(
     and those ``judged`` refuses (no judge scores them) are left out."""
     if size < 1:
         raise ValueError(f"judge.probe.size must be >= 1, got {size}")
-    text_of = sessions.groupby("episode_id")["content"].agg(lambda c: "\n".join(map(str, c)))
+    turns = sessions.groupby("episode_id")["content"]  # joined only for the questions taken
     by_id = {q["question_id"]: q for q in questions.to_dict("records")}
-    golds: dict[str, list[str]] = {}
+    golds: dict[tuple[str, str], list[str]] = {}
     for q in by_id.values():
         if not is_abstention(q["question_id"]):
-            golds.setdefault(q["episode_id"], []).append(str(q["answer"] or ""))
+            key = (q["episode_id"], q["question_type"])
+            golds.setdefault(key, []).append(str(q["answer"] or ""))
     probes: list[Probe] = []
     for qid in _order(by_id, seed):
         if len(probes) >= size:
@@ -167,8 +189,12 @@ def build_probes(
             continue
         rng = random.Random(f"{seed}:{qid}")
         episode = question["episode_id"]
-        text = str(text_of.get(episode, ""))
-        swapped, kind, detail = _swap(gold, text, golds.get(episode, []), rng)
+        text = "\n".join(map(str, turns.get_group(episode))) if episode in turns.groups else ""
+        same_type = golds.get((episode, question["question_type"]), [])
+        others = [a for (e, _), answers in sorted(golds.items()) if e == episode for a in answers]
+        swapped, kind, detail = _swap(gold, text, same_type, rng)
+        if not swapped:  # no gold of the same type to stand in: any of the conversation's
+            swapped, kind, detail = _swap(gold, text, others, rng)
         if swapped:
             probes.append(Probe(qid, "swapped", swapped, detail))
         probes.append(Probe(qid, "vague", VAGUE[kind]))
