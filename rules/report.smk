@@ -18,6 +18,8 @@ rule report:
         panel=all_panel_files("panel_judgements.parquet"),
         panel_configured=all_panel_files("judgements.parquet"),
         probes=all_probe_files("probe_judgements.parquet"),
+        panel_ledgers=all_panel_files("panel.ledgers.json")
+        + all_probe_files("panel.ledgers.json"),
     output:
         html="results/report.html",
         derived=directory("results/report"),

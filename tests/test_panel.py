@@ -5,6 +5,7 @@ real judges against the offline model and a scripted OpenAI-compatible endpoint.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 
@@ -353,8 +354,6 @@ def test_panel_and_probe_judged_by_the_offline_judge_and_a_scripted_endpoint(tmp
 def test_a_panel_run_adds_its_section_and_keeps_the_configured_judgements(tiny_run, tmp_path):
     """The tiny run again with a panel of two judges (the offline heuristic and a scripted
     endpoint that accepts everything): only the panel's jobs, the summary and the report run."""
-    import json
-
     from mnemoflow.data.tables import read_table
     from tests.workflow import copy_run, snakemake
 
@@ -394,6 +393,7 @@ def test_a_panel_run_adds_its_section_and_keeps_the_configured_judgements(tiny_r
     page = (wd / "results" / "report.html").read_text()
     assert "Judge panel" in page and "Lenient judge" in page
     assert (wd / "results" / "report" / "panel_kappa.tsv").is_file()
+    assert "Calls per judge" in summary and "Calls per judge" in page
 
 
 def test_the_config_schema_names_the_panel_entry_and_field():
@@ -418,3 +418,22 @@ def test_the_config_schema_names_the_panel_entry_and_field():
     for judge, message in bad:
         with pytest.raises(ConfigError, match=message):
             check_config({**config, "judge": judge}, schema)
+
+
+def test_panel_costs_add_up_each_judges_ledgers(tmp_path):
+    from mnemoflow.report.panel import panel_costs
+
+    def ledger(calls, usd):
+        totals = {"calls": calls, "cache_hits": 1, "tokens_in": 10 * calls, "tokens_out": calls}
+        return {"totals": {**totals, "parse_failures": 0, "usd": usd}}
+
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"judges": {"paid": ledger(3, 0.5), "free": ledger(2, 0.0)}}))
+    second.write_text(json.dumps({"judges": {"paid": ledger(4, 0.25), "free": ledger(1, None)}}))
+    cost = panel_costs([str(first), str(second)]).set_index("judge")
+    assert cost.loc["paid", "calls"] == 7 and cost.loc["paid", "tokens_in"] == 70
+    assert cost.loc["paid", "usd"] == pytest.approx(0.75) and cost.loc["paid", "cache_hits"] == 2
+    assert math.isnan(cost.loc["free", "usd"])  # a model without a price: no total
+    first.write_text("{}")
+    with pytest.raises(ValueError, match="a.json: not a panel ledger file"):
+        panel_costs([str(first)])

@@ -35,6 +35,7 @@ class SummarizeFiles:
     panel: list[str] = ()
     panel_configured: list[str] = ()
     probes: list[str] = ()
+    panel_ledgers: list[str] = ()
 
 
 def repeat_summaries(paths: list[str]) -> list[pd.DataFrame]:
@@ -80,7 +81,9 @@ def summarize_runs(
     _, lines = published_section(
         files.summary, Request.from_params(published), files.published, benchmarks
     )
-    lines += panel_markdown(read_panel(files.panel, files.panel_configured, files.probes))
+    lines += panel_markdown(
+        read_panel(files.panel, files.panel_configured, files.probes, files.panel_ledgers)
+    )
     if lines:
         text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
     write_atomic_text(files.table, text)
@@ -107,6 +110,7 @@ class ReportFiles:
     panel: list[str] = ()
     panel_configured: list[str] = ()
     probes: list[str] = ()
+    panel_ledgers: list[str] = ()
 
 
 def report(
@@ -155,6 +159,6 @@ def report(
         published=section,
         published_missing=request.missing if request is not None else "",
         drill=drill,
-        panel=read_panel(files.panel, files.panel_configured, files.probes),
+        panel=read_panel(files.panel, files.panel_configured, files.probes, files.panel_ledgers),
     )
     log.info("report written to %s", files.html)

@@ -657,6 +657,7 @@ def _panel_html(panel: dict[str, pd.DataFrame]) -> str:
         ("spread", "Headline and its spread across the panel"),
         ("kappa", "Agreement per pair of judges"),
         ("probe", "False-positive probe"),
+        ("cost", "Calls per judge (the panel's and the probe's jobs)"),
     ]
     for name, heading in parts:
         if not panel.get(name, pd.DataFrame()).empty:

@@ -11,7 +11,9 @@ probe). A verdict is a judgement's value read as correct (>= 0.5) or wrong; an u
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -198,8 +200,36 @@ def panel_tables(
     }
 
 
-def read_panel(panel: list[str], configured: list[str], probes: list[str]) -> dict:
-    """:func:`panel_tables` of the files (empty: no panel)."""
+#: The ledger counters the panel's cost table adds up per judge.
+COST_COUNTERS = ("calls", "cache_hits", "tokens_in", "tokens_out", "parse_failures")
+
+
+def panel_costs(paths: list[str]) -> pd.DataFrame:
+    """Per judge, over the panel jobs' ledgers (``panel.ledgers.json``: one ledger per judge):
+    calls, cache hits, tokens, parse failures and dollars (NaN when a model has no price).
+    The configured judge's row is its probe only; its answers are in the run's own costs."""
+    totals: dict[str, dict[str, float | None]] = {}
+    for path in paths:
+        try:
+            judges = json.loads(Path(path).read_text(encoding="utf-8"))["judges"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not a panel ledger file ({exc})") from None
+        for name, ledger in sorted(judges.items()):
+            entry = totals.setdefault(name, dict.fromkeys((*COST_COUNTERS, "usd"), 0.0))
+            found = ledger["totals"]
+            for counter in COST_COUNTERS:
+                entry[counter] += found.get(counter, 0)
+            usd = found.get("usd")
+            entry["usd"] = None if usd is None or entry["usd"] is None else entry["usd"] + usd
+    rows = [{"judge": name, **entry} for name, entry in totals.items()]
+    frame = pd.DataFrame(rows, columns=["judge", *COST_COUNTERS, "usd"])
+    return frame.astype({c: int for c in COST_COUNTERS})
+
+
+def read_panel(
+    panel: list[str], configured: list[str], probes: list[str], ledgers: list[str] = ()
+) -> dict:
+    """:func:`panel_tables` of the files, and the judges' ``cost`` (empty: no panel)."""
     if not panel:
         return {}
 
@@ -207,11 +237,12 @@ def read_panel(panel: list[str], configured: list[str], probes: list[str]) -> di
         frames = [read_table(p, schema) for p in paths]
         return pd.concat(frames, ignore_index=True) if frames else empty(schema)
 
-    return panel_tables(
+    tables = panel_tables(
         read(panel, "panel_judgements"),
         read(configured, "judgements"),
         read(probes, "probe_judgements"),
     )
+    return {**tables, "cost": panel_costs(list(ledgers))}
 
 
 def flagged_judges(tables: dict[str, pd.DataFrame]) -> list[str]:
@@ -266,6 +297,13 @@ def panel_markdown(tables: dict[str, pd.DataFrame]) -> list[str]:
         lines += [*_markdown(tables["kappa"]), ""]
     if not tables["probe"].empty:
         lines += ["False-positive probe per judge:", "", *_markdown(tables["probe"]), ""]
+    cost = tables.get("cost", pd.DataFrame())
+    if not cost.empty:
+        lines += [
+            "Calls per judge (the panel's and the probe's jobs; USD at the run's prices):",
+            "",
+        ]
+        lines += [*_markdown(cost), ""]
     split = tables["disagreements"]
     if split.empty:
         lines += ["The judges agree on every answer.", ""]
