@@ -143,6 +143,12 @@ JUDGEMENTS = pa.schema(
 #: A judge panel's verdicts (eval.panel): the judgements schema plus the panel judge's name.
 PANEL_JUDGEMENTS = pa.schema([*JUDGEMENTS, ("panel_judge", _str)])
 
+#: ``panel_judge`` of the configured judge (``models.judge`` with the benchmark's judge kind) in
+#: the probe's verdicts and the report's panel tables.
+CONFIGURED_JUDGE = "configured"
+#: Judgement metrics that are not a judge's verdict (LoCoMo's official F1, repeat agreement).
+NOT_VERDICTS = ("f1", "judge_agreement")
+
 #: The false-positive probe's verdicts (eval.probes, eval.panel): wrong answers built from the
 #: gold (``probe``: swapped | vague | abstention; ``detail``: what was swapped for what), each
 #: judged like an answer by every judge of the panel and the configured one (``panel_judge``).

@@ -22,7 +22,14 @@ from typing import Any
 
 import pandas as pd
 
-from mnemoflow.data.tables import JUDGEMENTS, PANEL_JUDGEMENTS, PROBE_JUDGEMENTS, RUN_KEYS
+from mnemoflow.data.tables import CONFIGURED_JUDGE as CONFIGURED
+from mnemoflow.data.tables import (
+    JUDGEMENTS,
+    NOT_VERDICTS,
+    PANEL_JUDGEMENTS,
+    PROBE_JUDGEMENTS,
+    RUN_KEYS,
+)
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.benchmark_metric import JUDGES
 from mnemoflow.eval.judges import judge_answers
@@ -31,10 +38,6 @@ from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import JobLimits, endpoint_budgets, job_limits
 from mnemoflow.llm.types import EndpointSpec
 
-#: The panel name of the configured judge (``models.judge`` with the benchmark's judge kind).
-CONFIGURED = "configured"
-#: Metrics of a judgement that are not a judge's verdict (LoCoMo's official F1, repeat agreement).
-NOT_VERDICTS = ("f1", "judge_agreement")
 RUN_KEY_NAMES = [name for name, _ in RUN_KEYS]
 #: A judgement's verdict columns (what the judge said), without the answer's keys.
 _VERDICT_COLUMNS = [

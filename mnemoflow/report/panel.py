@@ -18,15 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mnemoflow.data.tables import empty, read_table
+from mnemoflow.data.tables import CONFIGURED_JUDGE as CONFIGURED
+from mnemoflow.data.tables import NOT_VERDICTS, empty, read_table
 from mnemoflow.intervals import wilson_interval
 
 #: A judge that accepts more than this share of the probe's wrong answers is flagged.
 FLAG_RATE = 0.10
-#: The configured judge's name in the panel's tables.
-CONFIGURED = "configured"
-#: Metrics of a judgements table that are not verdicts (LoCoMo's F1, repeat agreement).
-NOT_VERDICTS = ("f1", "judge_agreement")
 #: Disagreements summary.md lists at most (the report's panel_disagreements.tsv has them all).
 MARKDOWN_DISAGREEMENTS = 20
 _KEYS = ["benchmark", "system", "step", "question_id"]
