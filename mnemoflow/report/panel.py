@@ -218,7 +218,8 @@ def panel_costs(paths: list[str]) -> pd.DataFrame:
                 entry[counter] += found.get(counter, 0)
             usd = found.get("usd")
             entry["usd"] = None if usd is None or entry["usd"] is None else entry["usd"] + usd
-    rows = [{"judge": name, **entry} for name, entry in totals.items()]
+    order = sorted(totals, key=lambda name: (name != CONFIGURED, name))
+    rows = [{"judge": name, **totals[name]} for name in order]
     frame = pd.DataFrame(rows, columns=["judge", *COST_COUNTERS, "usd"])
     return frame.astype({c: int for c in COST_COUNTERS})
 
