@@ -140,6 +140,28 @@ JUDGEMENTS = pa.schema(
     ]
 )
 
+#: A judge panel's verdicts (eval.panel): the judgements schema plus the panel judge's name.
+PANEL_JUDGEMENTS = pa.schema([*JUDGEMENTS, ("panel_judge", _str)])
+
+#: ``panel_judge`` of the configured judge (``models.judge`` with the benchmark's judge kind) in
+#: the probe's verdicts and the report's panel tables.
+CONFIGURED_JUDGE = "configured"
+#: Judgement metrics that are not a judge's verdict (LoCoMo's official F1, repeat agreement).
+NOT_VERDICTS = ("f1", "judge_agreement")
+
+#: The false-positive probe's verdicts (eval.probes, eval.panel): wrong answers built from the
+#: gold (``probe``: swapped | vague | abstention; ``detail``: what was swapped for what), each
+#: judged like an answer by every judge of the panel and the configured one (``panel_judge``).
+PROBE_JUDGEMENTS = pa.schema(
+    [
+        *JUDGEMENTS,
+        ("probe", _str),
+        ("detail", _str),
+        ("response", _str),
+        ("panel_judge", _str),
+    ]
+)
+
 #: Score rows that time the run (eval.footprint): wall clock on the machine that ran it, so they
 #: are shown beside the results but never compared or ranked as results.
 TIMED_METRICS = ("retrieval_ms_p50", "retrieval_ms_p95", "retrieval_ms_cold")
@@ -244,6 +266,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "dialogues": DIALOGUES,
     "answers": ANSWERS,
     "judgements": JUDGEMENTS,
+    "panel_judgements": PANEL_JUDGEMENTS,
+    "probe_judgements": PROBE_JUDGEMENTS,
     "scores": SCORES,
     "summary": SUMMARY,
     "question_scores": QUESTION_SCORES,

@@ -12,6 +12,7 @@ import pandas as pd
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
 from mnemoflow.repeats import path_seed
+from mnemoflow.report.panel import panel_markdown, read_panel
 from mnemoflow.report.reproduction import Request, published_section
 from mnemoflow.report.seeds import across_seeds
 from mnemoflow.report.summaries import ledger_labels, load_ledger, run_costs
@@ -30,6 +31,11 @@ class SummarizeFiles:
     versions: list[str] = ()
     repeats: list[str] = ()  # the scores of repeats 1..N-1, under results/seed{S}/
     published: list[str] = ()
+    # `judge.panel` (report/panel.py): the panel's verdicts, the configured judge's, the probe's
+    panel: list[str] = ()
+    panel_configured: list[str] = ()
+    probes: list[str] = ()
+    panel_ledgers: list[str] = ()
 
 
 def repeat_summaries(paths: list[str]) -> list[pd.DataFrame]:
@@ -72,6 +78,9 @@ def summarize_runs(
     _, lines = published_section(
         files.summary, Request.from_params(published), files.published, benchmarks
     )
+    lines += panel_markdown(
+        read_panel(files.panel, files.panel_configured, files.probes, files.panel_ledgers)
+    )
     if lines:
         text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
     write_atomic_text(files.table, text)
@@ -96,6 +105,10 @@ class ReportFiles:
     environments: list[str] = ()
     published: list[str] = ()
     versions: list[str] = ()
+    panel: list[str] = ()
+    panel_configured: list[str] = ()
+    probes: list[str] = ()
+    panel_ledgers: list[str] = ()
 
 
 def report(
@@ -145,6 +158,7 @@ def report(
         published_missing=request.missing if request is not None else "",
         drill=drill,
         data_versions=read_versions(files.versions),
+        panel=read_panel(files.panel, files.panel_configured, files.probes, files.panel_ledgers),
     )
     log.info("report written to %s", files.html)
 
