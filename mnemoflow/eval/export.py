@@ -60,8 +60,15 @@ class Run:
 
 
 def loader_of(results: Path, benchmark: str) -> str | None:
-    """The loader a benchmark's prepared questions came from (their ``benchmark`` column), or
-    ``amemgym`` for a benchmark with checkpoint replies; None when neither is there."""
+    """The loader a benchmark's prepared tables came from (``prepared/data_version.json``'s
+    ``loader``; in results prepared before it recorded one, the questions' ``benchmark`` column,
+    which then held the loader's name), or ``amemgym`` for a benchmark with checkpoint replies;
+    None when neither is there."""
+    version = results / benchmark / "prepared" / "data_version.json"
+    if version.is_file():
+        loader = json.loads(version.read_text(encoding="utf-8")).get("loader")
+        if loader:
+            return str(loader)
     prepared = results / benchmark / "prepared" / "questions.parquet"
     if prepared.exists():
         names = read_table(prepared, "questions")["benchmark"].unique()
