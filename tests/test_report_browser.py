@@ -196,7 +196,9 @@ def test_a_renamed_benchmark_shows_every_question_gold_and_context(browser, rena
     assert ids[:3] == ["conv-26_q0", "conv-26_q1", "conv-26_q2"] and ids[10] == "conv-26_q10"
     adversarial = [r for r in by_system["full_context"] if r["type"] == "adversarial"]
     assert len(adversarial) == 6
-    assert all(r["gold"].startswith("not mentioned") and r["adversarial_answer"] for r in adversarial)
+    assert all(
+        r["gold"].startswith("not mentioned") and r["adversarial_answer"] for r in adversarial
+    )
     row = next(r for r in _rows(browser) if r.get_attribute("data-id") == adversarial[0]["id"])
     row.click()
     card = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .card"))[0].text

@@ -197,7 +197,11 @@ def versions_section(root: Path, models: dict | None = None) -> tuple[list[str],
             None if models is None else rejudge(bench, questions, answers, judgements, models)
         )
         frame = score_versions(
-            questions, answers, judgements, recall=loader_of(root, bench.name) == "locomo", rejudged=rejudged
+            questions,
+            answers,
+            judgements,
+            recall=loader_of(root, bench.name) == "locomo",
+            rejudged=rejudged,
         )
         counts = ", ".join(f"{n} {action}" for action, n in errata["counts"].items())
         lines += [

@@ -188,4 +188,3 @@ def corrected_gold(questions: pd.DataFrame) -> pd.DataFrame:
             row["evidence_ids"] = list(erratum["evidence"])
         rows.append(row)
     return pd.DataFrame(rows, columns=questions.columns)
-
