@@ -22,8 +22,8 @@ and a suffix per format:
   mnemoflow's own field, the reference has no probe), which the failure diagnosis reads.
 
 Each is read back by ``mnemoflow score`` (LoCoMo samples and AMemGym eval-output included), and
-every metric is the run's own, empty retrievals included (``tests/test_export.py``). Logic only: the command is
-``mnemoflow/commands/export.py``.
+every metric is the run's own, empty retrievals included (``tests/test_export.py``). Logic
+only: the command is ``mnemoflow/commands/export.py``.
 """
 
 from __future__ import annotations
