@@ -8,6 +8,8 @@ rule summarize:
         ledgers=all_ledgers() + all_repeat_ledgers(),
         versions=all_data_versions(),
         published=published_tables(),
+        # the headline table's intervals, as report.html's
+        judgements=all_judgements() + all_feedback_step_files("judgements.parquet"),
     output:
         summary="results/summary.parquet",
         diagnosis="results/diagnosis.parquet",
