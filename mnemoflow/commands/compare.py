@@ -349,7 +349,9 @@ def run(args: argparse.Namespace) -> int:
     if args.paired:
         paired = paired_systems(run_a)
         sections += _section(
-            f"Paired tests between the systems of {args.results} (last step, shared items)",
+            f"Paired tests between the systems of {args.results} (last step, shared items; "
+            "over clusters where items share one; significant: Holm-adjusted p_holm < 0.05 "
+            "over the pairs of each metric)",
             paired,
             "No two systems scored the same items.",
         )
