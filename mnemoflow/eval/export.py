@@ -548,9 +548,9 @@ def read_eval_output(
 ) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
     """(checkpoint replies, upper-bound replies or None, recall replies or None) from an AMemGym
     eval-output JSON as :func:`amemgym_eval_output` writes it, in the frames ``score_replies``
-    reads: each result's
-    ``raw_response`` re-parsed through its ``option_order`` (``json_error`` true = a reply the
-    run already gave up on); one-line errors naming file, user, period, question and field."""
+    reads: each result's ``raw_response`` re-parsed through its ``option_order`` (``json_error``
+    true = a reply the run already gave up on); one-line errors naming file, user, period,
+    question and field."""
     try:
         content = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -562,31 +562,18 @@ def read_eval_output(
         where = f"{path}: user {user_id}"
         if not isinstance(entry, dict) or not isinstance(entry.get("overall_results"), list):
             raise ConfigError(f"{where}: missing field 'overall_results'")
-        recall += _recall_records(entry.get("recall_results"), user_id, where)
-        for p, row in enumerate(entry["overall_results"]):
-            if not isinstance(row, list):
-                raise ConfigError(f"{where} overall_results[{p}]: expected a list")
-            for q, result in enumerate(row):
-                if result is None:
-                    continue
-                loc = f"{where} overall_results[{p}][{q}]"
-                record = _reply_record(result, loc)
-                replies.append({"user_id": user_id, "period": p, "question_index": q, **record})
-        utilization = entry.get("utilization_results")
-        if utilization is None:
-            continue
-        if not isinstance(utilization, list):
-            raise ConfigError(f"{where}: 'utilization_results' must be a list")
-        for q, row in enumerate(utilization):
-            if not isinstance(row, list):
-                raise ConfigError(f"{where} utilization_results[{q}]: expected a list")
-            for k, result in enumerate(row):
-                if result is None:
-                    continue
-                loc = f"{where} utilization_results[{q}][{k}]"
-                record = _reply_record(result, loc)
-                record["parse_ok"] = None  # re-parsed, as the workflow scores upper replies
-                upper.append({"user_id": user_id, "question_index": q, "option_index": k, **record})
+        for p, q, result, loc in _grid(entry, "overall_results", where):
+            record = _reply_record(result, loc)
+            replies.append({"user_id": user_id, "period": p, "question_index": q, **record})
+        for q, k, result, loc in _grid(entry, "utilization_results", where):
+            record = _reply_record(result, loc)
+            record["parse_ok"] = None  # re-parsed, as the workflow scores upper replies
+            upper.append({"user_id": user_id, "question_index": q, "option_index": k, **record})
+        for p, q, result, loc in _grid(entry, "recall_results", where):
+            if not isinstance(result, dict) or not isinstance(result.get("raw_response"), str):
+                raise ConfigError(f"{loc}: missing field 'raw_response'")
+            reply = result["raw_response"]
+            recall.append({"user_id": user_id, "period": p, "question_index": q, "reply": reply})
     if not replies:
         raise ConfigError(f"{path}: no results")
     return (
@@ -596,24 +583,20 @@ def read_eval_output(
     )
 
 
-def _recall_records(results: Any, user_id: str, where: str) -> list[dict[str, Any]]:
-    """The recall replies of an entry's ``recall_results`` (none: no field)."""
-    if results is None:
-        return []
-    if not isinstance(results, list):
-        raise ConfigError(f"{where}: 'recall_results' must be a list")
-    out = []
-    for p, row in enumerate(results):
+def _grid(entry: dict[str, Any], name: str, where: str):
+    """(i, j, result, its place for errors) of every non-null result of a user's ``name``
+    ([i][j] lists; an absent field has none)."""
+    rows = entry.get(name)
+    if rows is None:
+        return
+    if not isinstance(rows, list):
+        raise ConfigError(f"{where}: '{name}' must be a list")
+    for i, row in enumerate(rows):
         if not isinstance(row, list):
-            raise ConfigError(f"{where} recall_results[{p}]: expected a list")
-        for q, result in enumerate(row):
-            if result is None:
-                continue
-            if not isinstance(result, dict) or not isinstance(result.get("raw_response"), str):
-                raise ConfigError(f"{where} recall_results[{p}][{q}]: missing field 'raw_response'")
-            reply = result["raw_response"]
-            out.append({"user_id": user_id, "period": p, "question_index": q, "reply": reply})
-    return out
+            raise ConfigError(f"{where} {name}[{i}]: expected a list")
+        for j, result in enumerate(row):
+            if result is not None:
+                yield i, j, result, f"{where} {name}[{i}][{j}]"
 
 
 def _reply_record(result: Any, loc: str) -> dict[str, Any]:
