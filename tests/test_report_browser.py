@@ -192,6 +192,10 @@ def test_a_renamed_benchmark_shows_every_question_gold_and_context(browser, rena
     nothing = set(answers.loc[answers["retrieved_ids"].map(len) == 0, "question_id"])
     assert {r["id"] for r in by_system["bm25_message"] if not r["items"]} == nothing
     assert len(nothing) < 5
+    # the run's summary.md opens with the headline table report.html opens with
+    summary = (renamed_run.parents[1] / "summary.md").read_text()
+    assert summary.startswith("# mnemoflow summary\n\n## Headline scores\n")
+    assert "### locomo_one (step 0)" in summary
     ids = [r["id"] for r in by_system["full_context"]]
     assert ids[:3] == ["conv-26_q0", "conv-26_q1", "conv-26_q2"] and ids[10] == "conv-26_q10"
     adversarial = [r for r in by_system["full_context"] if r["type"] == "adversarial"]
