@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from snakemake.utils import validate
 
 from mnemoflow.codeversion import code_version
+from mnemoflow.config_layers import check_layer_order
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.errata import errata_inputs
 from mnemoflow.data.published import PUBLISHED_DIR
@@ -44,6 +45,8 @@ from mnemoflow.repeats import PATTERN as REPEAT_PATTERN
 from mnemoflow.repeats import folder_seed, folders, seeded_models
 from mnemoflow.report.reproduction import request_of
 
+# a preset's requires_layers against the --configfile order (mnemoflow/config_layers.py)
+check_layer_order(workflow.overwrite_configfiles, workflow.basedir)
 # one-line errors naming the key first; snakemake's validate then fills in the defaults
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml")

@@ -14,6 +14,8 @@ rule summarize:
         probes=all_probe_files("probe_judgements.parquet"),
         panel_ledgers=all_panel_files("panel.ledgers.json")
         + all_probe_files("panel.ledgers.json"),
+        # the headline table's intervals, as report.html's
+        judgements=all_judgements() + all_feedback_step_files("judgements.parquet"),
     output:
         summary="results/summary.parquet",
         diagnosis="results/diagnosis.parquet",
