@@ -114,8 +114,12 @@ def test_dialsim_exact_match_is_one_sided_on_the_final_dot():
     assert exact_match("Monica.", "Monica")
     assert not exact_match("Monica", "Monica.")  # gold with "." vs reply without: judge decides
     assert parse_verdict("Correct") is True and parse_verdict(" wrong. ") is False
-    with pytest.raises(UnparseableReply):
-        parse_verdict("Correct, because Monica said so")
+    # a verbose reply is read for the verdict it states (the reference would retry it)
+    assert parse_verdict("Correct, because Monica said so") is True
+    assert parse_verdict("The prediction is not correct: Ross cooked.") is False
+    for text in ("Correct or wrong?", "Partly correct, partly wrong."):
+        with pytest.raises(UnparseableReply):
+            parse_verdict(text)
 
 
 def test_dialsim_exact_match_needs_no_judge_and_the_rest_goes_to_it(tmp_path):
@@ -150,11 +154,12 @@ def test_dialsim_judge_reply_reasked_then_counted(tmp_path):
 # ------------------------------------------------------------------ NFCats judge
 
 
-def test_nfcats_score_parsing_is_strict():
+def test_nfcats_score_is_the_final_explicit_one_on_the_scale():
     assert [
-        parse_score(t) for t in ("4", "5.", "3/5", "2 - partial", "###Score of the answer: 1")
-    ] == [4, 5, 3, 2, 1]
-    for text in ("10", "6", "Score: 4", "4.5", "", "The answer is fine."):
+        parse_score(t)
+        for t in ("4", "5.", "3/5", "2 - partial", "###Score of the answer: 1", "Score: 4")
+    ] == [4, 5, 3, 2, 1, 4]
+    for text in ("10", "6", "Score: 8/10", "4.5", "", "The answer is fine.", "3 or 4"):
         with pytest.raises(UnparseableReply):
             parse_score(text)
 

@@ -135,8 +135,11 @@ JUDGEMENTS = pa.schema(
         ("judge", _str),  # judge model and prompt version, e.g. "offline-heuristic/qa-v1"
         ("metric", _str),
         ("value", _float),
-        ("raw_reply", _str),
-        ("parse_ok", _bool),
+        ("raw_reply", _str),  # verbatim (a thinking block stripped); re-asks: a JSON list
+        ("parse_ok", _bool),  # false: no verdict after the re-asks; value is then NaN
+        # the reference's own reading of the reply where it parses differently (LongMemEval: any
+        # "yes" in the lower-cased reply); NaN where there is none
+        ("value_reference", _float),
     ]
 )
 
@@ -327,13 +330,25 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema 
     return path
 
 
+#: Columns added to a schema after tables were written without them: a table that lacks exactly
+#: these trailing columns is read with them null (``judgements`` of runs made before
+#: ``value_reference`` existed), so older results stay readable.
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {"judgements": ("value_reference",)}
+
+
 def read_table(path: str | os.PathLike, schema: pa.Schema | str | None = None) -> pd.DataFrame:
-    """Read a Parquet table; with ``schema``, check that its columns are the schema's."""
+    """Read a Parquet table; with ``schema``, check that its columns are the schema's (an older
+    table that lacks only the schema's :data:`ADDED_COLUMNS` gets them as nulls)."""
     if isinstance(schema, str):
         schema = SCHEMAS[schema]
     table = pq.read_table(path)
     if schema is not None and table.schema.names != schema.names:
-        raise TableError(f"{path}: columns {table.schema.names} are not {schema.names}")
+        added = next((c for n, c in ADDED_COLUMNS.items() if SCHEMAS[n] is schema), ())
+        if table.schema.names + list(added) != schema.names:
+            raise TableError(f"{path}: columns {table.schema.names} are not {schema.names}")
+        for name in added:
+            field = schema.field(name)
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
     return table.to_pandas()
 
 
