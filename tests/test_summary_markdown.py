@@ -93,3 +93,14 @@ def test_a_run_whose_every_judgement_failed_still_gets_its_summary():
     text = summary_markdown(summary)
     assert "## synthetic: last step (0), no answer scored" in text
     assert "Judge replies that could not be parsed: 3" in text
+
+
+def test_verdicts_the_reference_reads_differently_are_counted():
+    rows = [_row("none", "accuracy", "micro", 0.5), _row("bm25", "accuracy", "micro", 0.6)]
+    rows += [
+        {**_row("none", "judge_reference_disagreements", "count", 2.0), "n": 30},
+        {**_row("bm25", "judge_reference_disagreements", "count", 1.0), "n": 30},
+    ]
+    text = summary_markdown(pd.DataFrame(rows))
+    assert "Verdicts the reference's own parse reads differently: 3 of 60" in text
+    assert "reads differently" not in summary_markdown(pd.DataFrame(rows[:2]))

@@ -25,6 +25,7 @@ How a reply is read (docs/metrics.md "How verdicts are read"):
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterator
@@ -38,7 +39,7 @@ from mnemoflow.llm.types import UnparseableReply
 FINAL, LABELLED, PHRASED, FREE = 4, 3, 2, 1
 
 _KEYS = (
-    r"answer|verdict|label|labels?|judge?ment|decision|grade|result|conclusion|assessment|"
+    r"answer|verdict|labels?|judge?ment|decision|grade|result|conclusion|assessment|"
     r"evaluation|output|rating|score|classification|response"
 )
 _MARKUP = r"[\s*_`#>\-\"'“”‘’()\[\]]*"
@@ -113,8 +114,7 @@ class _Reply:
             head = found.end()
         after = _SENTENCE_END.search(self.blank, end)
         stop = after.start() if after else len(self.blank)
-        mark = after.group(0) if after else ""
-        # "?" closing the sentence makes it a question; a sentence may end in "?" after quotes
+        mark = after.group(0) if after else ""  # "?": the sentence is a question
         return self.blank[head:start], self.blank[end:stop], mark
 
 
@@ -141,8 +141,6 @@ def _load_object(body: str) -> Any:
     except ValueError:
         pass
     try:
-        import ast
-
         return ast.literal_eval(body)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
