@@ -178,3 +178,13 @@ def test_judgements_written_before_value_reference_are_read_with_it_null(tmp_pat
     old.to_parquet(tmp_path / "old.parquet")
     back = read_table(tmp_path / "old.parquet", "judgements")
     assert list(back.columns) == list(frame.columns) and back["value_reference"].isna().all()
+
+
+def test_a_json_rating_is_found_among_prose_and_must_agree():
+    from mnemoflow.eval.judged_score import json_rating
+
+    assert json_rating('The idea overlaps a lot.\n```json\n{"rating": 7}\n```', 10) == 7
+    assert json_rating('<think>{"rating": 2}</think>Here: {"rating": 8, "why": "x"}', 10) == 8
+    for text in ('{"rating": 7} or maybe {"rating": 8}', "Rating: 7", '{"rating": 11}'):
+        with pytest.raises(UnparseableReply):
+            json_rating(text, 10)

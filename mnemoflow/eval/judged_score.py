@@ -68,11 +68,9 @@ def single_integer(text: str, low: int, high: int) -> int:
 
 
 def json_rating(text: str, high: int) -> int:
-    """The ``rating`` of a JSON object reply, an integer from 1 to ``high`` (else re-asked)."""
-    result = load_structure(text)
-    if not isinstance(result, dict) or "rating" not in result:
-        raise UnparseableReply("expected an object with 'rating'")
-    rating = result["rating"]
+    """The ``rating`` of the reply's JSON object, an integer from 1 to ``high`` (else re-asked);
+    the object may be fenced or follow an explanation (:func:`.verdicts.json_field`)."""
+    rating = verdicts.json_field(text, "rating")
     if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= high:
         raise UnparseableReply(f"rating {rating!r} is not an integer 1-{high}")
     return rating

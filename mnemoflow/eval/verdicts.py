@@ -421,6 +421,22 @@ def json_label(text: str, key: str, labels: dict[str, float], scheme: LabelSchem
     return _decide(_label_statements(reply, scheme), scheme.name, scheme.ask)
 
 
+def json_field(text: str, key: str) -> Any:
+    """The value under ``key`` of the reply's JSON object(s) (fenced, bare, or among prose; a
+    thinking block dropped); several objects must agree."""
+    found = [
+        obj[name]
+        for _, _, obj in _json_objects(strip_reasoning(str(text or "")))
+        for name in obj
+        if str(name).lower() == key.lower()
+    ]
+    distinct = {json.dumps(value, sort_keys=True) for value in found}
+    if len(distinct) != 1:
+        what = "no JSON object" if not found else "JSON objects that disagree"
+        raise UnparseableReply(f"it holds {what} with {key!r}; reply with only the JSON object")
+    return found[-1]
+
+
 # ---- numeric scores ----------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)(?![\w]|\.\d)")
