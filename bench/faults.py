@@ -45,6 +45,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from mnemoflow.data.tables import TIMED_METRICS
 from mnemoflow.lexical import content_words
 from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer, original_body
 from mnemoflow.testing.verbose_judge import verbose
@@ -217,18 +218,28 @@ def ledger_totals(workdir: Path) -> dict[str, int]:
     return totals
 
 
-def differing(clean: pd.DataFrame, other: pd.DataFrame, keys: list[str], cols: list[str]) -> int:
-    """Rows whose ``cols`` differ, or that exist on one side only."""
+def differing_rows(
+    clean: pd.DataFrame, other: pd.DataFrame, keys: list[str], cols: list[str]
+) -> pd.DataFrame:
+    """The keys of rows whose ``cols`` differ, or that exist on one side only."""
     merged = clean[keys + cols].merge(
         other[keys + cols], on=keys, how="outer", suffixes=("_a", "_b"), indicator=True
     )
-    one_side = int((merged["_merge"] != "both").sum())
-    both = merged[merged["_merge"] == "both"]
-    changed = pd.Series(False, index=both.index)
+    changed = merged["_merge"] != "both"
     for col in cols:
-        a, b = both[f"{col}_a"], both[f"{col}_b"]
+        a, b = merged[f"{col}_a"], merged[f"{col}_b"]
         changed |= ~((a == b) | (a.isna() & b.isna()))
-    return one_side + int(changed.sum())
+    return merged.loc[changed, keys]
+
+
+def differing(clean: pd.DataFrame, other: pd.DataFrame, keys: list[str], cols: list[str]) -> int:
+    """How many rows' ``cols`` differ, or exist on one side only."""
+    return len(differing_rows(clean, other, keys, cols))
+
+
+def results(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary without the rows that time the run (wall clock: never equal twice)."""
+    return summary[~summary["metric"].isin(TIMED_METRICS)]
 
 
 def lost(clean: pd.DataFrame, other: pd.DataFrame, keys: list[str]) -> int:
@@ -258,7 +269,17 @@ def compare(clean: dict[str, pd.DataFrame], workdir: Path) -> dict[str, Any]:
             clean["judgements"], other["judgements"], JUDGEMENT_KEYS, ["value", "parse_ok"]
         ),
         "differing_summary_rows": differing(
-            clean["summary"], other["summary"], SUMMARY_KEYS, ["value", "n"]
+            results(clean["summary"]), results(other["summary"]), SUMMARY_KEYS, ["value", "n"]
+        ),
+        "differing_summary_metrics": sorted(
+            set(
+                differing_rows(
+                    results(clean["summary"]), results(other["summary"]), SUMMARY_KEYS, ["value"]
+                )["metric"]
+            )
+        ),
+        "timed_summary_rows_not_compared": int(
+            other["summary"]["metric"].isin(TIMED_METRICS).sum()
         ),
         "parse_failures": totals.get("parse_failures", 0),
         "reasks": totals.get("reasks", 0),
