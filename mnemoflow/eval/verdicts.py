@@ -26,6 +26,7 @@ How a reply is read (docs/metrics.md "How verdicts are read"):
 from __future__ import annotations
 
 import ast
+import bisect
 import json
 import re
 from collections.abc import Iterator
@@ -100,6 +101,8 @@ class _Reply:
         for start, end, _ in self.objects:
             blank = blank[:start] + " " * (end - start) + blank[end:]
         self.blank = blank
+        self.ends = [m for m in _SENTENCE_END.finditer(blank)]
+        self.end_at = [m.start() for m in self.ends]
 
     def line_around(self, start: int, end: int) -> tuple[str, str]:
         """The text before and after a match on its line."""
@@ -109,10 +112,10 @@ class _Reply:
 
     def sentence_around(self, start: int, end: int) -> tuple[str, str, str]:
         """(text before the match in its sentence, text after it, the sentence's last mark)."""
-        head = 0
-        for found in _SENTENCE_END.finditer(self.blank, 0, start):
-            head = found.end()
-        after = _SENTENCE_END.search(self.blank, end)
+        before = bisect.bisect_left(self.end_at, start)  # sentence ends before the match
+        head = self.ends[before - 1].end() if before else 0
+        following = bisect.bisect_left(self.end_at, end)
+        after = self.ends[following] if following < len(self.ends) else None
         stop = after.start() if after else len(self.blank)
         mark = after.group(0) if after else ""  # "?": the sentence is a question
         return self.blank[head:start], self.blank[end:stop], mark
@@ -191,12 +194,13 @@ def _overruled(reply: _Reply, statements: list[Statement]) -> list[Statement]:
     out = list(statements)
     for i, early in enumerate(out):
         for late in out[i + 1 :]:
+            ends = bisect.bisect_left(reply.end_at, late.start)
+            if ends - bisect.bisect_left(reply.end_at, early.end) > 2:
+                break  # later statements are farther still
             if late.value == early.value or late.hedged:
                 continue
             between = reply.blank[early.end : late.start]
             head, _, _ = reply.sentence_around(early.start, early.end)
-            if len(_SENTENCE_END.findall(between)) > 2:
-                continue
             contrast = _CONTRAST.search(between)
             concessive = _CONCESSIVE.search(head) and not _SENTENCE_END.search(between)
             appearance = _APPEARANCE.search(head[-60:] + reply.blank[early.start : early.end])
