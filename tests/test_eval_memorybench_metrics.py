@@ -147,7 +147,8 @@ def test_dialsim_judge_reply_reasked_then_counted(tmp_path):
         gateway = scripted(tmp_path / "b", server)
         score = run(_score(item, "the neighbour", gateway))
         assert server.stats().total == 3  # 1 + 2 re-asks, as the reference's patience of 3
-    assert (score.value, score.parse_ok) == (0.0, False)
+    assert (score.value, score.parse_ok) == (None, False)  # unscored, never guessed
+    assert item_value("DialSim-bigbang", score) == 0.0  # the reference's False, in :all
     assert gateway.ledger.totals().parse_failures == 1
 
 
@@ -183,7 +184,8 @@ def test_nfcats_judge_failure_scores_the_bottom_of_the_scale_and_is_counted(tmp_
     assert score == ItemScore("score", 4.0, "10\n---\n4", True)
     with OpenAITestServer(reply=Script("It is good.")) as server:
         score = run(_score(item, "A person of great bravery.", scripted(tmp_path / "b", server)))
-    assert (score.value, score.parse_ok) == (1.0, False)
+    assert (score.value, score.parse_ok) == (None, False)  # unscored, never guessed
+    assert item_value("NFCats", score) == 1.0  # the bottom of the scale, in :all
     assert score.raw_reply == "It is good.\n---\nIt is good.\n---\nIt is good."
 
 

@@ -7,8 +7,8 @@ prompts; its reply is read by :func:`mnemoflow.eval.verdicts.correct_wrong` (the
 accepts only "Correct" / "Wrong" with an optional final "."; a verbose "Correct, because ..." is
 its retry, here the verdict it states). A reply stating neither or both is re-asked by the
 gateway (the reference retries up to 3 times in all, as the gateway's default 1 + 2 re-asks does);
-still unparseable, the item counts as wrong, is stored with ``parse_ok`` false and counted in the
-ledger, as the reference returns False.
+still unparseable, the item is stored unscored (``parse_ok`` false, no value) and counted in the
+ledger; its item value is 0, as the reference returns False.
 
 The reference's judge runs at temperature 0.2, top_p 0.1: bind the judge role so for a faithful
 run (docs/memorybench.md).

@@ -4,8 +4,8 @@ The judge role reads the reference's prompt (system "You are a helpful assistant
 prompt as the question). Its reply is read by :func:`mnemoflow.eval.verdicts.score` on 1-5: the
 final explicit score ("4", "4/5", "4 - ...", "###Score of the answer: 4", "Score: 4 out of 5",
 "I rate it 4"); a reply with none, two different ones or one off the scale is re-asked by the
-gateway; still unparseable, the item is stored with ``parse_ok`` false, counted in the ledger, and
-scored :data:`FAILURE_SCORE`.
+gateway; still unparseable, the item is stored unscored (``parse_ok`` false, no value), counted in
+the ledger, and its item value is :data:`FAILURE_SCORE` (the ``NFCats`` family's failure value).
 
 Differences from the reference (docs/memorybench.md): it takes the first integer 1-10 anywhere in
 the reply (so "6" or "10" are accepted on a 1-5 scale, and "On a scale of 1 to 5, 4" is its 1),
