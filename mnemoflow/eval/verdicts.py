@@ -353,10 +353,8 @@ def _free(scheme: LabelScheme, word: str, before: str, after: str, clause: str) 
     if scheme is YES_NO:
         at_start = not clause.strip(" *_`\"'“”‘’")
         punctuated = _starts_clause(after)
-        if word.lower() == "no":
-            if _DETERMINER_NEXT.match(after) and not punctuated:
-                return False
-            return punctuated or at_start
+        if word.lower() == "no" and not punctuated and _DETERMINER_NEXT.match(after):
+            return False  # "no date is given", "No mention of ..."
         return punctuated or at_start
     # CORRECT / WRONG in lower case: only as a predicate ("is correct", "isn't wrong", "nothing
     # wrong") or a sentence of its own ("Correct, it names the city.")
