@@ -188,3 +188,8 @@ def test_a_json_rating_is_found_among_prose_and_must_agree():
     for text in ('{"rating": 7} or maybe {"rating": 8}', "Rating: 7", '{"rating": 11}'):
         with pytest.raises(UnparseableReply):
             json_rating(text, 10)
+
+
+def test_the_reference_reading_skips_the_thinking_as_the_verdict_does():
+    assert longmemeval_reference("<think>yes? maybe</think>\nNo.") == 0.0
+    assert longmemeval_reference("Nope, the eyes colour differs.") == 1.0  # its substring rule

@@ -46,6 +46,7 @@ from mnemoflow.eval.locomo_f1 import locomo_f1
 from mnemoflow.eval.qa_judge import PROMPT_VERSION as QA_VERSION
 from mnemoflow.eval.qa_judge import judge_request as qa_judge_request
 from mnemoflow.eval.retrieval import is_abstention
+from mnemoflow.llm.gateway import strip_reasoning
 from mnemoflow.llm.types import ChatRequest, Reply, UnparseableReply
 
 log = logging.getLogger("mnemoflow")
@@ -189,8 +190,9 @@ def _or_none(reader: Callable[[str], float], reply: str) -> float | None:
 def longmemeval_reference(reply: str) -> float:
     """The official LongMemEval reading (``evaluate_qa.py``): yes when "yes" is anywhere in the
     lower-cased reply, so "No, yesterday's date is wrong" counts as yes. Kept as
-    ``value_reference`` beside the verdict read by :func:`parse_yes_no`."""
-    return 1.0 if "yes" in (reply or "").lower() else 0.0
+    ``value_reference`` beside the verdict read by :func:`parse_yes_no`; read after a leading
+    thinking block, as the verdict is, so the two differ by their parse alone."""
+    return 1.0 if "yes" in strip_reasoning(reply or "").lower() else 0.0
 
 
 #: The strict readers behind the verdict functions: their complaint names the label to reply with,
