@@ -193,3 +193,9 @@ def test_a_json_rating_is_found_among_prose_and_must_agree():
 def test_the_reference_reading_skips_the_thinking_as_the_verdict_does():
     assert longmemeval_reference("<think>yes? maybe</think>\nNo.") == 0.0
     assert longmemeval_reference("Nope, the eyes colour differs.") == 1.0  # its substring rule
+
+
+def test_a_judgements_frame_without_value_reference_is_written_with_it_null(tmp_path):
+    frame = _judgements([1.0], [1.0]).drop(columns="value_reference")
+    back = read_table(write_table(frame, tmp_path / "j.parquet", "judgements"), "judgements")
+    assert back["value_reference"].isna().all() and back["value"].tolist() == [1.0]

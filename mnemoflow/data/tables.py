@@ -319,21 +319,29 @@ def _atomic_file(path: Path, binary: bool) -> Iterator[IO]:
         raise
 
 
+#: Columns added to a schema after tables were written without them: a table that lacks exactly
+#: these trailing columns is read with them null (``judgements`` of runs made before
+#: ``value_reference`` existed), so older results stay readable; a frame written without them
+#: gets them null too.
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {"judgements": ("value_reference",)}
+
+
+def _added(schema: pa.Schema) -> tuple[str, ...]:
+    return next((c for n, c in ADDED_COLUMNS.items() if SCHEMAS[n] is schema), ())
+
+
 def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | str) -> Path:
     """Validate ``frame`` against ``schema`` and write it to ``path`` atomically."""
     if isinstance(schema, str):
         schema = SCHEMAS[schema]
     path = Path(path)
+    missing = [c for c in _added(schema) if c not in frame.columns]
+    if missing:  # a writer that predates the column: null, as an old table reads
+        frame = frame.assign(**{c: None for c in missing})
     table = to_arrow(frame, schema, where=str(path))
     with _atomic_file(path, binary=True) as handle:
         pq.write_table(table, handle)
     return path
-
-
-#: Columns added to a schema after tables were written without them: a table that lacks exactly
-#: these trailing columns is read with them null (``judgements`` of runs made before
-#: ``value_reference`` existed), so older results stay readable.
-ADDED_COLUMNS: dict[str, tuple[str, ...]] = {"judgements": ("value_reference",)}
 
 
 def read_table(path: str | os.PathLike, schema: pa.Schema | str | None = None) -> pd.DataFrame:
@@ -343,7 +351,7 @@ def read_table(path: str | os.PathLike, schema: pa.Schema | str | None = None) -
         schema = SCHEMAS[schema]
     table = pq.read_table(path)
     if schema is not None and table.schema.names != schema.names:
-        added = next((c for n, c in ADDED_COLUMNS.items() if SCHEMAS[n] is schema), ())
+        added = _added(schema)
         if table.schema.names + list(added) != schema.names:
             raise TableError(f"{path}: columns {table.schema.names} are not {schema.names}")
         for name in added:
