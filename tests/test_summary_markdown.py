@@ -136,3 +136,14 @@ def test_summary_opens_with_the_headline_table_report_html_opens_with(tmp_path):
         assert f"| {first['run']} | {int(first['n'])} | {first['accuracy']:.3f} | {interval} |" in (
             part
         )
+
+
+def test_verdicts_the_reference_reads_differently_are_counted():
+    rows = [_row("none", "accuracy", "micro", 0.5), _row("bm25", "accuracy", "micro", 0.6)]
+    rows += [
+        {**_row("none", "judge_reference_disagreements", "count", 2.0), "n": 30},
+        {**_row("bm25", "judge_reference_disagreements", "count", 1.0), "n": 30},
+    ]
+    text = summary_markdown(pd.DataFrame(rows))
+    assert "Verdicts the reference's own parse reads differently: 3 of 60" in text
+    assert "reads differently" not in summary_markdown(pd.DataFrame(rows[:2]))

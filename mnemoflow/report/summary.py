@@ -22,6 +22,14 @@ from mnemoflow.report.interactive import (
 )
 from mnemoflow.report.seeds import seeds_table
 
+#: summary.md's line on the verdicts the reference's own parse reads differently.
+REFERENCE_NOTE = (
+    "Verdicts the reference's own parse reads differently: {differ} of {read} "
+    "(`value_reference` in judgements.parquet; docs/metrics.md)."
+)
+#: The count eval.scoring writes per run (report reads tables, never eval).
+REFERENCE_DISAGREEMENTS = "judge_reference_disagreements"
+
 
 def summarize(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate score tables in a stable order (benchmark, system, protocol, step)."""
@@ -376,6 +384,10 @@ def summary_markdown(
     if not failures.empty and failures["value"].sum() > 0:
         count = int(failures["value"].sum())
         parts += [f"Judge replies that could not be parsed: {count}", ""]
+    reference = everything[everything["metric"] == REFERENCE_DISAGREEMENTS]
+    if not reference.empty:
+        differ, read = int(reference["value"].sum()), int(reference["n"].sum())
+        parts += [REFERENCE_NOTE.format(differ=differ, read=read), ""]
     parts += seeds_markdown(summary)
     parts += costs_markdown(costs)
     parts += versions_markdown(versions)
