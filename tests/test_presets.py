@@ -334,3 +334,28 @@ def test_a_locomo_run_scores_f1_and_j_and_says_its_paper_numbers_are_missing(loc
     assert "Published vs ours" in html and "not shipped: LoCoMo&#x27;s paper tables" in html
     assert cli(["compare", str(results), "--preset", "locomo"]) == 2
     assert "not shipped yet" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["amemgym-v1base-native", "memorybench-off-policy"])
+def test_mnemoflow_plan_succeeds_once_the_data_is_where_the_error_said(
+    name, standins, fresh_clone, capsys
+):
+    """`mnemoflow plan` with the real site file, offline and with no key variable set."""
+    (fresh_clone / "run").mkdir()
+    wd = workdir(fresh_clone / "run")
+    files = [*layers(PRESETS / f"{name}.yaml"), SITE]
+    args = ["plan", "--json", "--directory", str(wd), "--configfile", *map(str, files)]
+    assert cli(args) == 2  # nothing placed yet: the one-line error
+    cwd = os.getcwd()
+    os.chdir(wd)
+    try:
+        said = place_standins(merged(*files), standins, wd)
+    finally:
+        os.chdir(cwd)
+    assert list(said.values())[0] in capsys.readouterr().err
+    assert cli(args) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["calls"] > 0 and {run["benchmark"] for run in plan["runs"]} == set(
+        merged(*files)["run"]["benchmarks"]
+    )

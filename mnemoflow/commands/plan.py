@@ -9,6 +9,7 @@ without calling any model (docs/plan.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
             raise OSError(f"the dry run failed: {dry_run_error(result.stdout + result.stderr)}")
         parsed = json.loads(dump.read_text(encoding="utf-8"))
     jobs = dry_run_jobs(result.stdout + result.stderr)
-    plan = plan_run(parsed["config"], parsed["workdir"], jobs, parsed["model_rules"])
+    with contextlib.chdir(parsed["workdir"]):  # the config's relative paths, as the run reads them
+        plan = plan_run(parsed["config"], parsed["workdir"], jobs, parsed["model_rules"])
     sys.stdout.write(plan.to_json() if args.json else plan.render())
     return 0
