@@ -137,7 +137,7 @@ _FILE_PLACES = {
     "locomo": re.compile(r"; place (\S+)$"),
     "longmemeval": re.compile(r"; place (\S+)$"),
 }
-_MB_FOLDER = re.compile(r"; place (\S+)\)")
+_MB_FOLDER = re.compile(r"; place the snapshot's files under (\S+)\)")
 _MB_FILE = re.compile(r"(?:missing: |; )(\S+) \(https://")
 
 

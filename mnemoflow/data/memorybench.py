@@ -280,7 +280,7 @@ def check(spec: dict[str, Any], where: str) -> None:
     try:
         check_available(source_of(spec, INFO.sources["default"]), BENCHMARK, folder=True)
     except DataError as exc:
-        missing.append(f"the Hub release's dataset/ and corpus/ folders ({exc})")
+        missing.append(f"the release's datasets ({exc})")
     for path, source in pinned_files(spec):
         if path.exists():
             continue
@@ -292,7 +292,8 @@ def check(spec: dict[str, Any], where: str) -> None:
     if configs and not Path(str(configs)).expanduser().is_dir() and not missing:
         raise DataError(f"configs {configs} is not a folder; place MemoryBench's configs/datasets")
     if missing:
-        fix = "offline: " if spec.get("download") else "set download: true, or "
+        fix = "set download: true, or " if not spec.get("download") else ""
+        fix = "offline: " if spec.get("download") and offline() else fix
         raise DataError(
             f"{len(missing)} missing: " + "; ".join(missing) + f" ({fix}place each file there; "
             'docs/data.md "MemoryBench")'

@@ -336,7 +336,8 @@ def check_available(source: Any, benchmark: str, *, folder: bool = False, origin
         pinned = bool(source.get("sha256") or (source.get("repo") and source.get("revision")))
     else:
         raise DataError("source needs 'path', 'url', or 'repo' + 'file' (a folder: 'repo')")
-    _check_may_download(source, benchmark, target.name, origin, f"{origin} at {target}", target)
+    placed = f"the snapshot's files under {target}" if folder and source.get("repo") else target
+    _check_may_download(source, benchmark, target.name, origin, f"{origin} at {target}", placed)
     if not pinned:
         raise DataError(
             f"a download of {origin} must be pinned: source.sha256 (the file's content) or "
