@@ -21,6 +21,7 @@ from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import statistics_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
+from mnemoflow.llm.addresses import public_bindings, redacted_config
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
@@ -43,7 +44,11 @@ validate(config, schema="../schemas/config.schema.yaml")
 BENCHMARKS = resolved_benchmarks(config["benchmarks"])
 # every role's binding with its `endpoint: NAME` resolved (an external endpoint's base_url, a
 # managed one's endpoint://NAME, which each job resolves to the running server: docs/slurm.md)
-MODELS = bind_endpoints(config["models"], config.get("endpoints"))
+BINDINGS = bind_endpoints(config["models"], config.get("endpoints"))
+# the same with every base_url redacted (scheme://host:port + a hash of the path): all params,
+# resource names and ledgers see only these; a job finds the real address in the config
+# (docs/gateway.md, "Secrets")
+MODELS = public_bindings(BINDINGS)
 # the published numbers the run reproduces (a paper preset: configs/paper/, docs/reproduce.md)
 PUBLISHED_REQUEST = request_of(config, BENCHMARKS)
 
@@ -225,8 +230,9 @@ def run_loaders():
 
 
 def report_config():
-    """The config the report shows: as written, with every benchmark as the jobs saw it."""
-    return {**config, "benchmarks": BENCHMARKS}
+    """The config the report shows: as written, with every benchmark as the jobs saw it and every
+    endpoint address redacted."""
+    return redacted_config({**config, "benchmarks": BENCHMARKS})
 
 
 # --- models: one role tuple per rule ------------------------------------------------------------
@@ -716,7 +722,7 @@ def all_normalized(repeat=""):
 # every role's endpoint and key variable (not for `mnemoflow plan`, which calls no model); no role
 # the run uses silently offline beside real models
 check_bindings(
-    MODELS,
+    BINDINGS,
     used=run_roles(),
     allow_offline=config.get("allow_offline_roles", []),
     require_keys=not planning(),
