@@ -121,13 +121,15 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
                 if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
                     raise ConfigError(f"{where}.{key}: a positive number, got {value!r}")
             checked[name] = merged
-        elif "base_url" in spec or "base_url_env" in spec:
-            reject_unknown(spec, EXTERNAL_KEYS, where, list_known=True)
-            if "base_url" in spec and "base_url_env" in spec:
-                raise ConfigError(f"{where}: both base_url and base_url_env; give the URL once")
-            if managed_name(spec.get("base_url")) is not None:
-                raise ConfigError(f"{where}.base_url: an http(s) address, got {spec['base_url']!r}")
+        elif "base_url_env" in spec:
             check_external(spec, where)
+            reject_unknown(spec, EXTERNAL_KEYS, where, list_known=True)
+            checked[name] = dict(spec)
+        elif "base_url" in spec:
+            check_external(spec, where)
+            reject_unknown(spec, EXTERNAL_KEYS, where, list_known=True)
+            if managed_name(spec["base_url"]) is not None:
+                raise ConfigError(f"{where}.base_url: an http(s) address, got {spec['base_url']!r}")
             checked[name] = dict(spec)
         else:
             raise ConfigError(
@@ -139,6 +141,8 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
 
 def check_external(spec: Mapping[str, Any], where: str) -> None:
     """An external endpoint names its secrets by environment variable only (one line each)."""
+    if "base_url" in spec and "base_url_env" in spec:
+        raise ConfigError(f"{where}: both base_url and base_url_env; give the URL once")
     refuse_credentials(spec.get("base_url"), f"{where}.base_url")
     check_variable(spec.get("base_url_env"), f"{where}.base_url_env")
     check_headers_env(spec.get("headers_env"), f"{where}.headers_env")

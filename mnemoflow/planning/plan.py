@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemoflow.llm.addresses import redact
 from mnemoflow.llm.types import EndpointSpec
 from mnemoflow.prices import FREE_BACKENDS, usd
 
@@ -136,7 +135,7 @@ class Plan:
         out: dict[str, dict[str, Any]] = {}
         for role, n in sorted(misses.items()):
             spec = self.specs[role]
-            name = redact(spec.base_url.rstrip("/")) if spec.base_url else spec.backend
+            name = (spec.base_url or spec.backend).rstrip("/")
             seconds, source = self.latency.get(role, (0.0, "local"))
             entry = out.setdefault(
                 name, {"roles": [], "concurrency": spec.concurrency, "calls": 0, "seconds": 0.0}
