@@ -28,6 +28,7 @@ from mnemoflow.llm.addresses import (
     redact,
     refuse_credentials,
 )
+from mnemoflow.llm.urls import check_base_url
 
 #: ``base_url`` of a role bound to a managed endpoint, until its job resolves the address.
 MANAGED_SCHEME = "endpoint://"
@@ -128,8 +129,7 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
         elif "base_url" in spec:
             check_external(spec, where)
             reject_unknown(spec, EXTERNAL_KEYS, where, list_known=True)
-            if managed_name(spec["base_url"]) is not None:
-                raise ConfigError(f"{where}.base_url: an http(s) address, got {spec['base_url']!r}")
+            check_base_url(spec["base_url"], f"{where}.base_url")
             checked[name] = dict(spec)
         else:
             raise ConfigError(
@@ -182,7 +182,7 @@ def bind_endpoints(
         spec = known[name]
         if spec.get("backend") == "offline":
             kept = {k: v for k, v in raw.items() if k not in SERVER_ONLY_KEYS}
-            bound[role] = {**kept, "backend": "offline"}
+            bound[role] = {**kept, "backend": "offline", "endpoint": name}  # said aloud
             continue
         if "serve" in spec:
             address = {"base_url": managed_url(name)}

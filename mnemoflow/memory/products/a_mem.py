@@ -68,7 +68,7 @@ import numpy as np
 
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
+from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.threads import ProductThread
 from mnemoflow.memory.tokens import count_tokens
 
@@ -234,6 +234,8 @@ class AMem(ProductThread, MemorySystem):
     """A-Mem (a-mem 0.2.6): LLM-annotated notes that link to and rewrite their neighbours."""
 
     name: ClassVar[str] = "a_mem"
+    requires: ClassVar[tuple[tuple[str, str, str], ...]] = (("agentic_memory", "a-mem", VERSION),)
+    install: ClassVar[str] = INSTALL
     owners = _local  # ProductThread: the memory whose A-Mem runs in this thread
     thread_name = "a_mem"
     defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
@@ -266,7 +268,7 @@ class AMem(ProductThread, MemorySystem):
 
     def _modules(self) -> Any:
         os.environ.update(QUIET_ENV)  # read at import by chromadb, litellm, huggingface_hub
-        require(self.name, "agentic_memory", "a-mem", VERSION, install=INSTALL)
+        require_all(self)
         import agentic_memory.memory_system as memory_system
         import agentic_memory.retrievers as retrievers
 

@@ -85,7 +85,7 @@ from typing import Any, ClassVar
 
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
+from mnemoflow.memory.products import require_all
 
 VERSION = "0.31.2"
 ROLE = "memory_writer"
@@ -389,6 +389,11 @@ class GraphitiMemory(MemorySystem):
     """Graphiti (graphiti-core 0.31.2, Zep's engine, embedded Kuzu): a temporal fact graph."""
 
     name: ClassVar[str] = "graphiti"
+    requires: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("httpx", "httpx", "0.28.1"),
+        ("kuzu", "kuzu", "0.11.3"),
+        ("graphiti_core", "graphiti-core", VERSION),
+    )
     defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
     params_schema: ClassVar[dict[str, Any]] = {"top_k": {"type": "integer", "minimum": 1}}
     ingest_params: ClassVar[frozenset[str]] = frozenset()
@@ -415,9 +420,9 @@ class GraphitiMemory(MemorySystem):
 
     def _modules(self) -> Any:
         os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
-        require(self.name, "httpx", "httpx", "0.28.1")
-        require(self.name, "kuzu", "kuzu", "0.11.3")
-        core = require(self.name, "graphiti_core", "graphiti-core", VERSION)
+        require_all(self)
+        import graphiti_core as core
+
         _install()
         return core
 

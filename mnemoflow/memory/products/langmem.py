@@ -57,7 +57,7 @@ from typing import Any, ClassVar
 
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
+from mnemoflow.memory.products import require_all
 from mnemoflow.memory.tokens import count_tokens
 
 VERSION = "0.0.30"
@@ -238,6 +238,7 @@ class LangMem(MemorySystem):
     """LangMem (langmem 0.0.30): a memory store manager on LangGraph's InMemoryStore."""
 
     name: ClassVar[str] = "langmem"
+    requires: ClassVar[tuple[tuple[str, str, str], ...]] = (("langmem", "langmem", VERSION),)
     defaults: ClassVar[dict[str, Any]] = {
         "top_k": 10,
         "update_batch": 2,
@@ -275,7 +276,7 @@ class LangMem(MemorySystem):
         self.tokens_written = 0
 
     def _modules(self) -> dict[str, Any]:
-        require(self.name, "langmem", "langmem", VERSION)
+        require_all(self)
         import langgraph.store.memory as store_module
         import trustcall._base as trustcall_base
         from langmem.knowledge import extraction

@@ -65,7 +65,7 @@ from typing import Any, ClassVar
 
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
+from mnemoflow.memory.products import require_all
 from mnemoflow.memory.tokens import count_tokens
 
 VERSION = "1.0.11"
@@ -238,6 +238,7 @@ class Mem0Paper(MemorySystem):
     """Mem0 (mem0ai 1.0.11, the paper's pipeline): LLM-extracted facts, ADD / UPDATE / DELETE."""
 
     name: ClassVar[str] = "mem0_paper"
+    requires: ClassVar[tuple[tuple[str, str, str], ...]] = (("mem0", "mem0ai", VERSION),)
     graph: ClassVar[bool] = False
     defaults: ClassVar[dict[str, Any]] = {
         "update_batch": 2,
@@ -277,10 +278,7 @@ class Mem0Paper(MemorySystem):
 
     def _modules(self) -> Any:
         os.environ.setdefault("MEM0_TELEMETRY", "False")  # read once, at mem0's import
-        require(self.name, "mem0", "mem0ai", VERSION)
-        if self.graph:
-            require(self.name, "kuzu", "kuzu", "0.11.3")
-            require(self.name, "rank_bm25", "rank-bm25", "0.2.2")
+        require_all(self)
         import mem0.memory.main as main
 
         _install_call_sites(main)
@@ -525,6 +523,11 @@ class Mem0Graph(Mem0Paper):
     """Mem0-G (mem0ai 1.0.11 with its Kuzu graph): Mem0's facts plus entity relations."""
 
     name: ClassVar[str] = "mem0_graph"
+    requires: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        *Mem0Paper.requires,
+        ("kuzu", "kuzu", "0.11.3"),
+        ("rank_bm25", "rank-bm25", "0.2.2"),
+    )
     graph: ClassVar[bool] = True
     #: Its search asks the model for the query's entities.
     query_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")

@@ -70,7 +70,7 @@ import numpy as np
 
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
+from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.threads import ProductThread
 from mnemoflow.memory.tokens import count_tokens
 
@@ -323,6 +323,8 @@ class MemoryOS(ProductThread, MemorySystem):
     profile and knowledge."""
 
     name: ClassVar[str] = "memoryos"
+    requires: ClassVar[tuple[tuple[str, str, str], ...]] = (("memoryos", "memoryos-pro", VERSION),)
+    install: ClassVar[str] = INSTALL
     owners = _local  # ProductThread: the memory whose MemoryOS runs in this thread
     thread_name = "memoryos"
     defaults: ClassVar[dict[str, Any]] = {
@@ -373,7 +375,7 @@ class MemoryOS(ProductThread, MemorySystem):
     # ---- opening MemoryOS -------------------------------------------------------------------
 
     def _modules(self) -> dict[str, Any]:
-        require(self.name, "memoryos", "memoryos-pro", VERSION, install=INSTALL)
+        require_all(self)
         names = ("utils", "short_term", "mid_term", "long_term", "updater", "retriever", "memoryos")
         modules = {name: importlib.import_module(f"memoryos.{name}") for name in names}
         _install(modules)
