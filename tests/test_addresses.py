@@ -61,6 +61,10 @@ def test_the_refusal_names_the_role_or_the_endpoint():
         EndpointSpec.from_config("judge", {"base_url": "https://h/v1?key=1", "model": "m"})
     with pytest.raises(ConfigError, match=r"^config endpoints\.gw\.base_url: holds user info"):
         check_endpoints({"gw": {"base_url": "https://u:p@h/v1"}})
+    # checked before the URL's syntax, whose message quotes the URL
+    with pytest.raises(ConfigError, match="holds user info") as caught:
+        EndpointSpec.from_config("judge", {"base_url": f"ftp://u:{TOKEN}@h/v1", "model": "m"})
+    assert TOKEN not in str(caught.value)
 
 
 def test_redact_worked_example():
@@ -121,7 +125,10 @@ def test_headers_env_is_checked_and_its_variables_required_at_startup():
         with pytest.raises(ConfigError, match=f"{where}.*{message}"):
             EndpointSpec.from_config("agent", {"base_url": "http://h/v1", "model": "m",
                                                "headers_env": bad})  # fmt: skip
-    with pytest.raises(ConfigError, match=r"models\.agent\.headers_env: only the openai"):
+    with pytest.raises(ConfigError, match=r"models\.embedder\.headers_env: only the openai"):
+        local = {"backend": "sentence_transformers", "headers_env": {"A": "B"}}
+        EndpointSpec.from_config("embedder", local)
+    with pytest.raises(ConfigError, match=r"models\.agent: backend offline .* headers_env is"):
         EndpointSpec.from_config("agent", {"backend": "offline", "headers_env": {"A": "B"}})
     models = {"agent": {"base_url_env": "GW_URL", "model": "m", "headers_env": {"X-Sig": "S"}}}
     with pytest.raises(ConfigError, match=r"models\.agent\.base_url_env: environment variable"):
