@@ -52,6 +52,9 @@ BENCHMARKS = resolved_benchmarks(config["benchmarks"])
 # every role's binding with its `endpoint: NAME` resolved (an external endpoint's base_url, a
 # managed one's endpoint://NAME, which each job resolves to the running server: docs/slurm.md)
 BINDINGS = bind_endpoints(config["models"], config.get("endpoints"))
+# each role's spec as written (URL syntax, credentials) before its address is redacted below;
+# keys and offline roles are checked once every helper is defined (the end of this file)
+check_bindings(BINDINGS, require_keys=False)
 # the same with every base_url redacted (scheme://host:port + a hash of the path): all params,
 # resource names and ledgers see only these; a job finds the real address in the config
 # (docs/gateway.md, "Secrets")
