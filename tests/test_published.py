@@ -42,7 +42,7 @@ def test_every_shipped_csv_loads_and_names_its_source(published):
     assert set(published["file"]) == {str(f) for f in files}
     assert (published["source"].str.len() > 0).all()
     counts = published.groupby("paper").size().to_dict()
-    assert counts == {"amemgym": 635, "locomo": 204, "mem0": 220}
+    assert counts == {"amemgym": 635, "locomo": 204 + 192, "mem0": 220}
     assert set(published.loc[published["paper"] == "amemgym", "aggregate"]) == {"mean"}
 
 
@@ -175,20 +175,25 @@ LOCOMO_TYPES = {
 
 
 @pytest.mark.parametrize(
-    ("paper", "table", "cells"),
+    ("paper", "table", "cells", "data", "source"),
     [
-        ("locomo", "qa_f1.by-row", 11 * 6),  # 11 readers x 5 categories and overall
-        ("locomo", "rag_qa.gpt-3.5-turbo", 6 + 11 * 12),  # no retrieval: F1 only
-        ("mem0", "qa.gpt-4o-mini", 11 * 4 * 2 + 6 * 4),  # F1, BLEU-1 for 11; J for 6
-        ("mem0", "latency.gpt-4o-mini", 14 * 5 + 2 * 4 + 5 * 6),  # RAG, no-search rows, systems
+        # 11 readers x 5 categories and overall
+        ("locomo", "qa_f1.by-row", 11 * 6, "locomo10", "2024.acl-long.747"),
+        # no retrieval: F1 only; 11 retrieval rows: F1 and R@k
+        ("locomo", "rag_qa.gpt-3.5-turbo", 6 + 11 * 12, "locomo10", "2024.acl-long.747"),
+        ("locomo", "v1_qa_f1.by-row", 9 * 6, "locomo50", "2402.17753v1"),
+        ("locomo", "v1_rag_qa.gpt-3.5-turbo-16k", 6 + 11 * 12, "locomo50", "2402.17753v1"),
+        # F1, BLEU-1 for 11 methods; J for 6
+        ("mem0", "qa.gpt-4o-mini", 11 * 4 * 2 + 6 * 4, "locomo10", "2504.19413v1"),
+        # RAG rows, the two rows without search, the memory systems
+        ("mem0", "latency.gpt-4o-mini", 14 * 5 + 2 * 4 + 5 * 6, "locomo10", "2504.19413v1"),
     ],
 )
-def test_locomo_and_mem0_tables_are_whole(published, paper, table, cells):
+def test_locomo_and_mem0_tables_are_whole(published, paper, table, cells, data, source):
     part = published[(published["paper"] == paper) & (published["table"] == table)]
     assert len(part) == cells
-    assert (part["version"] == "locomo10").all() and (part["protocol"] == "qa").all()
-    version = "2024.acl-long.747" if paper == "locomo" else "2504.19413v1"
-    assert part["source"].str.contains(version, regex=False).all()
+    assert (part["version"] == data).all() and (part["protocol"] == "qa").all()
+    assert part["source"].str.contains(source, regex=False).all()
     assert part["note"].str.startswith("printed ").all()
 
 
@@ -206,6 +211,10 @@ def test_pinned_locomo_and_mem0_values(published):
     assert qa(t3, "Summary top-2", "f1", "type:single-hop") == 0.328
     assert qa(t3, "Dialog top-50", "turn_evidence_recall", "type:multi-hop") == 0.73
     assert qa(t3, "None", "f1") == 0.224
+    v1 = "v1_rag_qa.gpt-3.5-turbo-16k"
+    assert qa(v1, "Dialog top-5", "f1", "type:single-hop") == 0.429
+    assert qa(v1, "Dialog top-10", "turn_evidence_recall", "type:multi-hop") == 2.474  # as printed
+    assert qa("v1_qa_f1.by-row", "GPT-3.5-turbo-16K 16K", "f1", "type:adversarial") == 0.021
     t1, lat = "qa.gpt-4o-mini", "latency.gpt-4o-mini"
     # Mem0's "Single Hop" column is the released category 1, mnemoflow's multi-hop
     assert qa(t1, "Mem0", "j", "type:multi-hop") == 0.6713
@@ -229,7 +238,8 @@ def test_locomo_overall_is_the_question_weighted_mean_of_its_categories(publishe
     categories 4, 1, 2, 3, 5) and the transcription: every F1 row's Overall is the mean over the
     1,986 questions of its five category values, to the printed precision (Human and RAG's None
     row are the exceptions their notes explain)."""
-    part = published[(published["paper"] == "locomo") & (published["metric"] == "f1")]
+    part = published[(published["version"] == "locomo10") & (published["metric"] == "f1")]
+    part = part[part["paper"] == "locomo"]
     checked = 0
     for (table, row), group in part.groupby(["table", "row"]):
         overall = group.set_index("aggregate")["value"]["mean"]
