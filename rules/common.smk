@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from snakemake.utils import validate
 
 from mnemoflow.codeversion import code_version
+from mnemoflow.config_layers import check_layer_order
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.errata import errata_inputs
 from mnemoflow.data.published import PUBLISHED_DIR
@@ -22,6 +23,8 @@ from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import statistics_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
+from mnemoflow.eval.panel import panel_budgets, panel_of, probe_settings
+from mnemoflow.eval.panel import panel_limits as panel_job_limits
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
@@ -42,6 +45,8 @@ from mnemoflow.repeats import PATTERN as REPEAT_PATTERN
 from mnemoflow.repeats import folder_seed, folders, seeded_models
 from mnemoflow.report.reproduction import request_of
 
+# a preset's requires_layers against the --configfile order (mnemoflow/config_layers.py)
+check_layer_order(workflow.overwrite_configfiles, workflow.basedir)
 # one-line errors naming the key first; snakemake's validate then fills in the defaults
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml")
@@ -439,6 +444,48 @@ def all_feedback_ledgers(repeat=""):
         if p in fb.PROTOCOLS
         for k in steps_of(b, p)
     ]
+
+
+# --- judge panel and false-positive probe: `judge.panel` (mnemoflow/eval/panel.py) ----------
+
+#: The panel's judges (none: the rules judge_panel and judge_probe have no job).
+PANEL = panel_of(config.get("judge"), config.get("endpoints"))
+PROBE_SIZE, PROBE_SEED = probe_settings(config.get("judge"))
+PROBE = "results/{benchmark}/probe"
+for _judge in PANEL:
+    check_bindings({"judge": _judge.model}, require_keys=not planning())
+for _name, _budget in panel_budgets(MODELS, PANEL).items():
+    if _name not in workflow.global_resources:
+        workflow.register_resource(_name, _budget)
+
+
+def panel_params():
+    return [{"name": j.name, "kind": j.kind, "model": j.model} for j in PANEL]
+
+
+def panel_limits(with_configured=False):
+    """A panel job's share of its judges' endpoints (the probe's: the configured judge's too)."""
+    bindings = [j.model for j in PANEL]
+    bindings += [MODELS.get("judge", {})] if with_configured else []
+    return panel_job_limits(MODELS, bindings, config.get("endpoint_jobs", 4))
+
+
+def configured_judge(wildcards):
+    """The configured judge as the probe asks it: the benchmark's judge kind, models.judge."""
+    return {"kind": judge_kind(wildcards), "model": MODELS.get("judge", {})}
+
+
+def all_panel_files(name):
+    """``name`` of every static QA shard when the config has a panel, else none."""
+    return [f"{SHARD.format(**run)}/{name}" for run in all_runs()] if PANEL else []
+
+
+def all_probe_files(name):
+    """``name`` of every static QA benchmark's probe when the config has a panel, else none."""
+    if not PANEL:
+        return []
+    benchmarks = {run["benchmark"] for run in all_runs()}
+    return [f"{PROBE.format(benchmark=b)}/{name}" for b in sorted(benchmarks)]
 
 
 # --- interactive protocols (AMemGym): `protocols: [interactive, interactive_replay]` ----------

@@ -16,13 +16,13 @@ from typing import Any
 import yaml
 from snakemake.utils import update_config
 
+from mnemoflow.config_layers import required_layers
 from tests.amemgym_fixtures import environment
 from tests.memorybench_release import LOCOMO_RECORD, write_release
 from tests.test_data_longmemeval import official_records
 from tests.workflow import REPO
 
 PRESETS = REPO / "configs" / "paper"
-REFERENCE = REPO / "configs" / "reference" / "amemgym-released.yaml"
 SITE = REPO / "configs" / "site.example.yaml"
 OFFLINE = REPO / "configs" / "site.offline.yaml"
 
@@ -52,9 +52,9 @@ REGISTRY = {
 
 def layers(preset: Path) -> list[Path]:
     """The config files of a preset run, in docs/reproduce.md's order (the site file goes last):
-    an AMemGym preset on top of the reference's settings for released data."""
-    first = [REFERENCE] if preset.stem.startswith("amemgym") else []
-    return [*first, preset]
+    the preset's ``requires_layers`` (an AMemGym preset: the reference's settings for released
+    data), then the preset."""
+    return [*(REPO / layer for layer in required_layers(preset)), preset]
 
 
 def merged(*files: Path) -> dict[str, Any]:

@@ -206,14 +206,16 @@ def test_limitgen_unknown_error_type_is_a_one_line_error():
 
 
 @pytest.mark.parametrize(
-    ("reply", "expected"), [("7", 7), ("**8**", 8), ("7/10", 7), ("Score: 9.", 9), (" 10\n", 10)]
+    ("reply", "expected"),
+    [("7", 7), ("**8**", 8), ("7/10", 7), ("Score: 9.", 9), (" 10\n", 10)]
+    + [("On a scale of 1 to 10 I give 8", 8)],  # the reference's first-number rule reads 1
 )
 def test_single_integer_accepts(reply, expected):
     assert single_integer(reply, 1, 10) == expected
 
 
 @pytest.mark.parametrize(
-    "reply", ["", "good", "11", "0", "7.5", "On a scale of 1 to 10 I give 8", "7 or 8"]
+    "reply", ["", "good", "11", "0", "7.5", "Somewhere between 7 and 8.", "7 or 8"]
 )
 def test_single_integer_rejects(reply):
     with pytest.raises(UnparseableReply):

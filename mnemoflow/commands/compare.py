@@ -26,7 +26,8 @@ from mnemoflow.data.memorybench_results import read_results
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
 from mnemoflow.data.tables import empty, read_table
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.data_versions import corrected_gold, is_locomo, score_versions
+from mnemoflow.eval.data_versions import corrected_gold, score_versions
+from mnemoflow.eval.export import loader_of
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.report.compare import (
@@ -196,7 +197,11 @@ def versions_section(root: Path, models: dict | None = None) -> tuple[list[str],
             None if models is None else rejudge(bench, questions, answers, judgements, models)
         )
         frame = score_versions(
-            questions, answers, judgements, recall=is_locomo(questions), rejudged=rejudged
+            questions,
+            answers,
+            judgements,
+            recall=loader_of(root, bench.name) == "locomo",
+            rejudged=rejudged,
         )
         counts = ", ".join(f"{n} {action}" for action, n in errata["counts"].items())
         lines += [
@@ -344,7 +349,9 @@ def run(args: argparse.Namespace) -> int:
     if args.paired:
         paired = paired_systems(run_a)
         sections += _section(
-            f"Paired tests between the systems of {args.results} (last step, shared items)",
+            f"Paired tests between the systems of {args.results} (last step, shared items; "
+            "over clusters where items share one; significant: Holm-adjusted p_holm < 0.05 "
+            "over the pairs of each metric)",
             paired,
             "No two systems scored the same items.",
         )

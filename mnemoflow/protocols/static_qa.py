@@ -374,7 +374,9 @@ def question_causes(
         stored, known = read_stored([shard / "memory"])
         keys = answers[["benchmark", "system", "protocol", "step"]].drop_duplicates()
         judged = judgements.merge(keys, on=list(keys.columns))
-        frames.append(diagnose(answers, judged, questions, stored, known))
+        # questions of this shard's benchmark only: two entries of one loader share question ids
+        own = questions[questions["benchmark"].isin(keys["benchmark"])]
+        frames.append(diagnose(answers, judged, own, stored, known))
     if not frames:
         return pd.DataFrame(columns=["benchmark", "system", "protocol", "step", "question_id"])
     return pd.concat(frames, ignore_index=True)

@@ -19,7 +19,17 @@ path ``{benchmark}/{system}/{protocol}/step{k}`` (a run's repeats with other see
 reproduce the summary value (same mean within 1e-6, same n); otherwise the proportion's Wilson
 interval out of n (``wilson-n``), else none. AMemGym items are clustered by user (a user's
 questions, and a user's periods, are not independent), so their interval is a bootstrap over
-users (``cluster-bootstrap``).
+users (``cluster-bootstrap``); so is AMemGym's memory score, a score normalized between the
+random and the upper-bound accuracy (:data:`NORMALIZED`), which is never given a proportion's
+Wilson interval even when every user's score is 0 or 1. An interval of zero width (every cluster,
+or every item, scores alike: the resampled means cannot vary) is no interval: it is marked
+``degenerate``, without bounds, and no published cell is called outside it.
+
+Paired tests take the clustering into account: items that share a cluster (AMemGym's users,
+whose questions come back every period) are tested with a sign-flip permutation test over
+clusters (``cluster-permutation``), independent items with McNemar (right / wrong) or the paired
+bootstrap; ``p_holm`` is the Holm-adjusted p-value over the pairs compared on one metric
+(:data:`HOLM_FAMILY`), and ``significant`` says whether it is below :data:`ALPHA`.
 """
 
 from __future__ import annotations
@@ -38,7 +48,13 @@ from mnemoflow.data.tables import FOOTPRINT_METRICS, QUESTION_SCORES, TableError
 from mnemoflow.report.seeds import MEAN as SEEDS_MEAN
 from mnemoflow.report.seeds import SD as SEEDS_SD
 from mnemoflow.report.seeds import has_seeds
-from mnemoflow.report.significance import kendall_tau, paired_test, rank_marks
+from mnemoflow.report.significance import (
+    cluster_paired_test,
+    holm,
+    kendall_tau,
+    paired_test,
+    rank_marks,
+)
 from mnemoflow.report.significance import ranks as rank_of
 from mnemoflow.report.stats import mean_interval, wilson_interval
 from mnemoflow.report.summaries import ReportError, is_proportion, lower_is_better
@@ -57,6 +73,11 @@ _STEP_DIR = re.compile(r"^step(\d+)$")
 _REPEAT_DIR = re.compile(r"^seed\d+$")
 #: AMemGym baselines that are shares of questions like accuracy.
 _BASELINES = ("random", "upper_bound")
+#: Scores normalized between two baselines (AMemGym's memory score: (accuracy - random) /
+#: (upper bound - random)): not proportions, so never a Wilson interval.
+NORMALIZED = ("memory_score",)
+#: An interval that cannot be drawn: every cluster (or item) scores alike.
+DEGENERATE = "degenerate"
 
 
 @dataclass
@@ -201,19 +222,24 @@ def cluster_interval(values: np.ndarray, clusters: np.ndarray) -> tuple[float, f
 
 
 def interval(run: Run, row) -> tuple[float, float, str]:
-    """(low, high, method) of one summary row; method "" when there is none."""
+    """(low, high, method) of one summary row; method "" when there is none, ``degenerate``
+    (no bounds) when the resampled means cannot vary."""
     sample = _sample(run, row)
     if len(sample):
         values = sample["value"].to_numpy(dtype=float)
         if len(values) != row.n or abs(values.mean() - row.value) > _TOLERANCE:
             return math.nan, math.nan, "mismatch"
-        if sample["cluster"].nunique() < len(sample):
+        if sample["cluster"].nunique() < len(sample) or row.metric in NORMALIZED:
             low, high = cluster_interval(values, sample["cluster"].to_numpy())
-            return low, high, "cluster-bootstrap"
-        found = mean_interval(values)
-        return found.low, found.high, found.method
+            method = "cluster-bootstrap"
+        else:
+            found = mean_interval(values)
+            low, high, method = found.low, found.high, found.method
+        if not high - low > 1e-12:
+            return math.nan, math.nan, DEGENERATE
+        return low, high, method
     proportion = is_proportion(row.metric) or row.metric in _BASELINES
-    if proportion and row.n > 0 and 0.0 <= row.value <= 1.0:
+    if proportion and row.metric not in NORMALIZED and row.n > 0 and 0.0 <= row.value <= 1.0:
         low, high = wilson_interval(row.value * row.n, int(row.n))
         return low, high, "wilson-n"
     return math.nan, math.nan, ""
@@ -485,30 +511,52 @@ def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 # ---------------------------------------------------------------- run A vs run B
 
 
-PAIRED_COLUMNS = ["test", "n_paired", "p_value", "significant", "diff_low", "diff_high", "b", "c"]
-#: A paired test's difference is called more than noise below this p-value.
+PAIRED_COLUMNS = ["test", "n_paired", "clusters", "p_value", "p_holm", "significant"]
+PAIRED_COLUMNS += ["diff_low", "diff_high", "b", "c"]
+#: A paired test's difference is called more than noise below this (Holm-adjusted) p-value.
 ALPHA = 0.05
+#: The family Holm's adjustment runs over: every pair compared on one metric and aggregate of
+#: one benchmark and protocol (and step, between the systems of one run).
+HOLM_FAMILY = ["benchmark", "protocol", "metric", "aggregate"]
 
 
 def _paired(sample_a: pd.DataFrame, sample_b: pd.DataFrame) -> dict:
-    """The paired test of two samples on the items both have (empty when they share none)."""
-    a = sample_a.drop_duplicates("item").set_index("item")["value"]
+    """The paired test of two samples on the items both have (empty when they share none):
+    over clusters when items share one, else over items."""
+    a = sample_a.drop_duplicates("item").set_index("item")
     b = sample_b.drop_duplicates("item").set_index("item")["value"]
     shared = a.index.intersection(b.index).sort_values()
     if len(shared) == 0:
         return {}
-    test = paired_test(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
+    clusters = a.loc[shared, "cluster"].to_numpy()
+    values_a, values_b = a.loc[shared, "value"].to_numpy(), b.loc[shared].to_numpy()
+    if len(set(clusters)) < len(clusters):
+        test = cluster_paired_test(values_a, values_b, clusters)
+    else:
+        test = paired_test(values_a, values_b)
     mcnemar = test.test == "mcnemar"
     return {
         "test": test.test,
         "n_paired": test.n,
+        "clusters": test.clusters or None,
         "p_value": test.p_value,
-        "significant": "yes" if test.p_value < ALPHA else "no",
         "diff_low": test.low,
         "diff_high": test.high,
         "b": test.b if mcnemar else None,
         "c": test.c if mcnemar else None,
     }
+
+
+def _holm_adjusted(frame: pd.DataFrame, family: list[str]) -> pd.DataFrame:
+    """``p_holm`` (Holm over each ``family`` group of tested rows) and ``significant``."""
+    frame["p_holm"] = math.nan
+    tested = frame[frame["p_value"].notna()]
+    for _, group in tested.groupby(family, sort=False):
+        frame.loc[group.index, "p_holm"] = holm(group["p_value"].astype(float))
+    frame["significant"] = [
+        None if pd.isna(p) else ("yes" if p < ALPHA else "no") for p in frame["p_holm"]
+    ]
+    return frame
 
 
 RUNS_COLUMNS = [*RUN, "metric", "aggregate", "a_value", "a_low", "a_high", "a_ci_method", "n_a"]
@@ -543,7 +591,7 @@ def compare_runs(a: Run, b: Run) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
         if row["aggregate"] in TESTED and row["step"] == last_step:
             cell.update(_paired(_sample(a, a_row), _sample(b, a_row)))
         cells.append(cell)
-    cells = _counts(pd.DataFrame(cells, columns=RUNS_COLUMNS))
+    cells = _counts(_holm_adjusted(pd.DataFrame(cells, columns=RUNS_COLUMNS), HOLM_FAMILY))
     return (cells, *_run_ranks(cells))
 
 
@@ -613,7 +661,8 @@ SYSTEMS_COLUMNS += ["mean_a", "mean_b", "diff", *PAIRED_COLUMNS]
 
 def paired_systems(run: Run) -> pd.DataFrame:
     """Every pair of systems of one run, at their last step, on the items both scored: mean of
-    each, B - A, and the paired test (McNemar for right / wrong values, else the bootstrap)."""
+    each, B - A, and the paired test (over clusters when items share one; else McNemar for
+    right / wrong values, else the bootstrap), Holm-adjusted over the pairs of one metric."""
     summary = run.summary[run.summary["aggregate"].isin(TESTED)]
     if summary.empty or run.items.empty:
         return pd.DataFrame(columns=SYSTEMS_COLUMNS)
@@ -653,12 +702,13 @@ def paired_systems(run: Run) -> pd.DataFrame:
                         **result,
                     }
                 )
-    return _counts(pd.DataFrame(rows, columns=SYSTEMS_COLUMNS))
+    frame = pd.DataFrame(rows, columns=SYSTEMS_COLUMNS)
+    return _counts(_holm_adjusted(frame, [*HOLM_FAMILY, "step"]))
 
 
 def _counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Integer columns that are empty where no test (or not McNemar's) ran."""
-    for name in ("n_paired", "b", "c"):
+    for name in ("n_paired", "clusters", "b", "c"):
         frame[name] = frame[name].astype("Int64")
     return frame
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from mnemoflow.data.tables import FOOTPRINT_METRICS
 from mnemoflow.report.seeds import seed_texts
-from mnemoflow.report.summaries import RUN, last_step
+from mnemoflow.report.summaries import RUN, add_labels, last_step, with_intervals
 
 #: Headline metrics, in the order their columns appear (retrieval metrics follow, sorted).
 HEADLINE_METRICS = ("accuracy", "j", "f1", "item_value", "llm_judge_score", "memory_score")
@@ -140,6 +140,16 @@ def headline_tables(
         table = table.reset_index()[["label", "system", "protocol", "step", "n", *columns]]
         tables[str(benchmark)] = table.rename(columns={"label": "run"})
     return tables
+
+
+def run_headline(
+    summary: pd.DataFrame, judgements: pd.DataFrame, published: pd.DataFrame | None = None
+) -> dict[str, pd.DataFrame]:
+    """:func:`headline_tables` of a summary, its intervals from the per-question
+    ``judgements``: the tables report.html and summary.md both open with."""
+    if summary.empty:
+        return {}
+    return headline_tables(add_labels(with_intervals(summary, judgements)), published)
 
 
 def _across_seeds(
