@@ -132,8 +132,12 @@ def test_an_amemgym_preset_without_the_reference_file_says_which_file_goes_first
 
 
 def test_compare_reads_every_preset_or_says_its_numbers_are_not_shipped():
-    spec, pairs, benchmark, _ = read_preset("amemgym-memory-agents", PRESETS)
+    spec, pairs, benchmark, unpaired = read_preset("amemgym-memory-agents", PRESETS)
     assert spec == "amemgym/memory_agents" and benchmark == "amemgym_v1"
+    assert dict(unpaired) == {
+        "A-Mem": "the a-mem product is not adapted (notes_linked is only A-Mem-style)",
+        "Nemori": "no mnemoflow adapter",
+    }
     assert ("awe_2_4_30", "AWE-(2,4,30)") in pairs and ("mem0_graph_2_30", "Mem0-G") in pairs
     spec, pairs, benchmark, unpaired = read_preset("locomo", PRESETS)
     assert spec == "locomo/qa_f1.by-row,locomo/rag_qa.gpt-3.5-turbo" and benchmark is None
@@ -274,6 +278,11 @@ def test_a_memory_agents_run_sets_the_published_numbers_beside_ours(memory_agent
     assert cli(["compare", str(results), "--preset", "amemgym-memory-agents"]) == 0
     out = capsys.readouterr().out
     assert "against the published amemgym/memory_agents" in out and "awe_2_4_30" in out
+    assert re.search(
+        r"^\| amemgym \| memory_agents \| Nemori \| 12 \| no mnemoflow adapter \|$", out, re.M
+    )
+    # preset systems this run left out are listed as such
+    assert re.search(r"\| AWI \| 12 \| its counterpart awi is not in the run \|", out)
     ours = summary.set_index(["system", "protocol", "step", "metric", "aggregate"])["value"]
     value = ours[("awe_2_4_30", "interactive", 1, "memory_score", "mean_over_periods")]
     assert f"| awe_2_4_30 | interactive | mean | mean | memory_score | 0.296 | {value:.3f} |" in out
