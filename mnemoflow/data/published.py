@@ -16,6 +16,8 @@ Columns (every file has exactly these, in this order):
 - ``protocol``: mnemoflow's protocol name (``interactive`` = AMemGym on-policy,
   ``interactive_replay`` = off-policy).
 - ``period``: ``mean`` (the mean over periods, a run's last step) or a period / step number.
+- ``aggregate``: over which questions: ``mean`` (all the table's questions) or
+  ``type:<question_type>`` (one question type, as mnemoflow's loader names it).
 - ``metric``: mnemoflow's metric name (``memory_score``, ``accuracy``, ``upper_bound``,
   ``random``, ``<cause>_failure_rate``) or ``rank_change`` (an integer: +k ranked k places higher).
 - ``value``: the number as printed (``.296`` -> 0.296).
@@ -49,6 +51,7 @@ COLUMNS = (
     "model",
     "protocol",
     "period",
+    "aggregate",
     "metric",
     "value",
     "source",
@@ -57,13 +60,15 @@ COLUMNS = (
 #: Columns that may be empty.
 OPTIONAL = frozenset({"model", "note"})
 #: One published cell: no two rows of the shipped files may share these.
-CELL_KEY = ("paper", "table", "version", "row", "protocol", "period", "metric")
+CELL_KEY = ("paper", "table", "version", "row", "protocol", "period", "aggregate", "metric")
 #: ``period`` for the mean over periods (compared with a run's last step).
 MEAN = "mean"
 #: The metric whose value is a rank change (an integer), not a score.
 RANK_CHANGE = "rank_change"
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+#: A metric id may also hold ``@`` (``recall_all@5``, as the score tables name it).
+_METRIC = re.compile(r"^[a-z0-9][a-z0-9_.@-]*$")
 
 
 def _check_row(record: dict[str, str], where: str) -> dict[str, str | float]:
@@ -76,9 +81,10 @@ def _check_row(record: dict[str, str], where: str) -> dict[str, str | float]:
         if not value and name not in OPTIONAL:
             raise DataError(f"{where}: field '{name}' is empty")
     for name in ("paper", "table", "benchmark", "protocol", "metric"):
-        if not _ID.match(record[name]):
+        pattern, allowed = (_METRIC, "_ . - @") if name == "metric" else (_ID, "_ . -")
+        if not pattern.match(record[name]):
             raise DataError(
-                f"{where}: field '{name}' must be a lower-case id (a-z, 0-9, _ . -), "
+                f"{where}: field '{name}' must be a lower-case id (a-z, 0-9, {allowed}), "
                 f"got {record[name]!r}"
             )
     period = record["period"]
