@@ -53,7 +53,14 @@ NAMES = [
     "memorybench-stepwise",
 ]
 #: Systems a preset runs beside the paper's rows, on purpose (the file's comment says why).
-NOT_PAPER_ROWS = {("locomo", "bm25_message")}
+NOT_PAPER_ROWS = {
+    ("locomo", "bm25_message"),
+    # LongMemEval's retrieval tables are on M with Stella V5 / Contriever: these stand in on S
+    *(
+        ("longmemeval-s", s)
+        for s in ("bm25_session", "dense_session", "bm25_message", "dense_message")
+    ),
+}
 KEYS = {"OPENAI_API_KEY": "sk-test", "DEEPSEEK_API_KEY": "sk-test"}
 
 
@@ -119,7 +126,8 @@ def test_labels_name_rows_of_the_tables_a_preset_compares_with():
             assert compare.get("missing"), name  # says what is not shipped
             continue
         rows = set(select_published(published, compare["published"])["row"])
-        labels = {spec["published_as"] for spec in preset(name)["systems"].values()}
+        systems = preset(name)["systems"].values()
+        labels = {spec["published_as"] for spec in systems if "published_as" in spec}
         assert labels <= rows, f"{name}: {sorted(labels - rows)} are not rows of its tables"
 
 
@@ -136,6 +144,9 @@ def test_compare_reads_every_preset_or_says_its_numbers_are_not_shipped():
     assert ("awe_2_4_30", "AWE-(2,4,30)") in pairs and ("mem0_graph_2_30", "Mem0-G") in pairs
     with pytest.raises(ConfigError, match=r"numbers for this preset are not shipped yet \(Lo"):
         read_preset("locomo", PRESETS)
+    spec, pairs, benchmark = read_preset("longmemeval-s", PRESETS)
+    assert spec == "longmemeval/fig3b_s_con.by-row" and benchmark == "longmemeval_s_long_context"
+    assert pairs == [("long_context", "GPT-4o")]  # the retrievers on S have no published row
 
 
 def test_an_offline_endpoint_binds_its_roles_to_the_offline_model():
@@ -292,3 +303,43 @@ def test_a_locomo_run_scores_f1_and_j_and_says_its_paper_numbers_are_missing(loc
     assert "Published vs ours" in html and "not shipped: LoCoMo&#x27;s paper tables" in html
     assert cli(["compare", str(results), "--preset", "locomo"]) == 2
     assert "not shipped yet" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def longmemeval_run(standins, tmp_path_factory):
+    """longmemeval-s on the stand-in records, offline: its long-context benchmark only."""
+    tmp = tmp_path_factory.mktemp("longmemeval")
+    scale = tmp / "scale.yaml"
+    scale.write_text(
+        yaml.safe_dump(
+            {
+                "run": {"benchmarks": ["longmemeval_s_long_context"], "systems": ["long_context"]},
+                "benchmarks": {"longmemeval_s_long_context": {"shards": 1}},
+            }
+        )
+    )
+    (tmp / "run").mkdir()
+    wd = workdir(tmp / "run")
+    snakemake_in_process(wd, _layered(tmp, "longmemeval-s", standins, OFFLINE, scale), dry=False)
+    return wd
+
+
+@pytest.mark.slow
+def test_a_longmemeval_run_sets_figure_3b_beside_ours(longmemeval_run, capsys):
+    results = longmemeval_run / "results"
+    assert cli(["compare", str(results), "--preset", "longmemeval-s", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "against the published longmemeval/fig3b_s_con.by-row" in out
+    assert "10 published cells; 1 paired with the run" in out
+    row = re.search(
+        r"^\| longmemeval \| fig3b_s_con.by-row \| GPT-4o \| long_context \|.*$", out, re.M
+    )
+    summary = pd.read_parquet(results / "summary.parquet")
+    ours = summary[
+        (summary["system"] == "long_context")
+        & (summary["metric"] == "accuracy")
+        & (summary["aggregate"] == "micro")
+    ]["value"]
+    assert row and f"| 0.640 | {ours.iloc[-1]:.3f} |" in row.group(0)
+    # the four readers the preset does not run are listed, unpaired
+    assert len(re.findall(r"^\|[^\n]*Instruct[^\n]*not paired", out, re.M)) == 8
