@@ -21,21 +21,12 @@ import pytest
 from mnemoflow.testing.openai_server import OpenAITestServer
 from tests.amemgym_fixtures import environment
 from tests.answering_model import answer
-from tests.workflow import TINY, ledgers, snakemake, workdir
+from tests.workflow import MODEL_RULES, TINY, ledgers, snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
 SUMMARY = ("results/summary.md",)
 CHAT_ROLES = ("agent", "judge", "user", "memory_writer")
-#: The rules that call models in this run; a forced rerun of them must reach no server.
-MODEL_RULES = (
-    "ingest",
-    "answer",
-    "judge",
-    "dialogues",
-    "upper_bound",
-    "feedback_step",
-)
 OVERRIDE = {
     "allow_offline_roles": ["embedder"],  # hashed bag-of-words: no model to call
     "run": {"benchmarks": ["synthetic", "synthetic_feedback", "amemgym_tiny"]},
