@@ -22,7 +22,7 @@ import yaml
 
 from mnemoflow.ops import local_llm
 from tests.amemgym_fixtures import environment
-from tests.workflow import MODEL_RULES, snakemake, workdir
+from tests.workflow import MODEL_RULES, SMALL_SYNTHETIC, snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
@@ -35,18 +35,7 @@ LAYER = {
         "systems": ["bm25_message"],
     },
     "benchmarks": {
-        "synthetic": {
-            "shards": 1,
-            "params": {
-                "users": 2,
-                "periods": 1,
-                "sessions_per_period": 2,
-                "turns_per_session": 4,
-                "attributes_per_user": 2,
-                "updates_per_period": 0,
-                "seed": 3,
-            },
-        },
+        "synthetic": SMALL_SYNTHETIC["benchmarks"]["synthetic"],  # 2 users, 1 period
         "synthetic_feedback": {
             "protocols": ["on_policy"],
             "params": {"items": 4, "seed": 3},

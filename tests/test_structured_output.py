@@ -32,6 +32,7 @@ from mnemoflow.llm.types import (
 from mnemoflow.report.summaries import LedgerFile, structured_forms
 from mnemoflow.report.summary import models_markdown
 from mnemoflow.testing.openai_server import LLAMA_CPP_REJECTED, OpenAITestServer
+from tests.test_gateway_openai import run as chat_all
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
@@ -56,16 +57,6 @@ def asks(n: int, form=JSON_SCHEMA, role: str = "user") -> list[ChatRequest]:
         ChatRequest(role, "feedback", [{"role": "user", "content": f"q{i}"}], response_format=form)
         for i in range(n)
     ]
-
-
-def chat_all(gateway: Gateway, requests: list[ChatRequest]):
-    async def main():
-        try:
-            return await asyncio.gather(*(gateway.chat(r) for r in requests))
-        finally:
-            await gateway.aclose()
-
-    return asyncio.run(main())
 
 
 # ---- reading a refusal ------------------------------------------------------------------------
