@@ -26,7 +26,7 @@ from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.context import current_item, fit
 from mnemoflow.llm.endpoints import Address, hide_addresses, managed_name
 from mnemoflow.llm.ledger import Ledger
-from mnemoflow.llm.structured import form_name, host, ladder, refuses_structured_output
+from mnemoflow.llm.structured import form_name, ladder, refuses_structured_output
 from mnemoflow.llm.types import (
     ROLE_DEFAULTS,
     ROLES,
@@ -39,6 +39,7 @@ from mnemoflow.llm.types import (
     UnparseableReply,
     resolved_spec,
 )
+from mnemoflow.llm.urls import url_host
 from mnemoflow.prices import FREE_BACKENDS, price_table
 
 log = logging.getLogger(__name__)
@@ -594,7 +595,7 @@ class Gateway:
             "this job (models.%s.structured_output: auto; 'off' never sends a response_format)",
             spec.role,
             spec.model,
-            host(spec.base_url),
+            url_host(spec.base_url),
             name,
             why,
             forms[1] if len(forms) > 1 else "none",

@@ -42,7 +42,6 @@ from mnemoflow.errors import ConfigError
 from mnemoflow.llm.addresses import redact, secrets_in
 from mnemoflow.llm.structured import (
     config_key,
-    host,
     is_validation_error,
     refuses_structured_output,
     rejected_field,
@@ -55,6 +54,7 @@ from mnemoflow.llm.types import (
     EndpointSpec,
     RejectedRequest,
 )
+from mnemoflow.llm.urls import url_host
 
 T = TypeVar("T")
 
@@ -333,8 +333,8 @@ class OpenAIBackend:
         said = f"HTTP {status}" + (", the same request-validation error twice" if repeated else "")
         if field:
             said += f", rejects {field} ({f'set by {key}' if key else 'no config key sets it'})"
-        message = f"models.{spec.role} ({spec.model} at {host(spec.base_url)}): {said}: {detail}"
-        return RejectedRequest(message, status, detail, field)
+        where = f"models.{spec.role} ({spec.model} at {url_host(spec.base_url)})"
+        return RejectedRequest(f"{where}: {said}: {detail}", status, detail, field)
 
     def _scrub(self, text: str) -> str:
         """One line, at most 300 characters, never the key, a header value or the URL."""

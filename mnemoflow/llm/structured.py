@@ -19,7 +19,6 @@ answer, so it is never worth more than one retry.
 from __future__ import annotations
 
 import re
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -112,9 +111,3 @@ def config_key(
     if extra and top in extra:
         return f"models.{role}.extra_body.{top}"
     return None
-
-
-def host(url: str | None) -> str:
-    """The host (and port) of an endpoint's URL, for messages: never its path, query or user
-    info, which could hold a secret."""
-    return urllib.parse.urlsplit(url or "").netloc.rpartition("@")[2] or "?"
