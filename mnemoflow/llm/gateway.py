@@ -39,7 +39,6 @@ from mnemoflow.llm.types import (
     UnparseableReply,
     resolved_spec,
 )
-from mnemoflow.llm.urls import url_host
 from mnemoflow.prices import FREE_BACKENDS, price_table
 
 log = logging.getLogger(__name__)
@@ -595,7 +594,7 @@ class Gateway:
             "this job (models.%s.structured_output: auto; 'off' never sends a response_format)",
             spec.role,
             spec.model,
-            url_host(spec.base_url),
+            redact(spec.base_url),
             name,
             why,
             forms[1] if len(forms) > 1 else "none",

@@ -333,7 +333,7 @@ class OpenAIBackend:
         said = f"HTTP {status}" + (", the same request-validation error twice" if repeated else "")
         if field:
             said += f", rejects {field} ({f'set by {key}' if key else 'no config key sets it'})"
-        where = f"models.{spec.role} ({spec.model} at {url_host(spec.base_url)})"
+        where = f"models.{spec.role} ({spec.model} at {url_host(self._url)})"
         return RejectedRequest(f"{where}: {said}: {detail}", status, detail, field)
 
     def _scrub(self, text: str) -> str:
