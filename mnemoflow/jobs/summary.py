@@ -9,9 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.published import PUBLISHED_DIR, load_published
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
 from mnemoflow.repeats import path_seed
+from mnemoflow.report.dossier import SUMMARY_LINES, build_dossier, code_identity
 from mnemoflow.report.headline import run_headline
 from mnemoflow.report.panel import panel_markdown, read_panel
 from mnemoflow.report.reproduction import Request, published_section
@@ -86,8 +88,8 @@ def summarize_runs(
     judgements = read_all(files.judgements, "judgements")
     headline = run_headline(frame, judgements, (section or {}).get("cells"))
     text = summary_markdown(frame, generation, models, costs, versions, headline)
-    if lines:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
+    lines += SUMMARY_LINES
+    text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
     write_atomic_text(files.table, text)
     log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))
 
@@ -151,6 +153,7 @@ def report(
     )
     request = Request.from_params(published)
     section, _ = published_section(files.summary, request, files.published, benchmarks)
+    dossier = run_dossier(files, config, section, request)
     build_report(
         files.summary,
         files.judgements,
@@ -164,8 +167,43 @@ def report(
         drill=drill,
         data_versions=read_versions(files.versions),
         panel=read_panel(files.panel, files.panel_configured, files.probes, files.panel_ledgers),
+        dossier=dossier,
     )
     log.info("report written to %s", files.html)
+
+
+def run_dossier(
+    files: ReportFiles,
+    config: dict[str, Any],
+    section: dict[str, pd.DataFrame] | None,
+    request: Request | None,
+) -> dict[str, Any]:
+    """The report's ``dossier.json`` (:mod:`mnemoflow.report.dossier`) from the rule's inputs."""
+    from mnemoflow.eval.judges import prompt_fingerprints
+
+    summary = read_table(files.summary, "summary")
+    paths = list(files.ledgers)
+    ledgers = [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
+    cells = (section or {}).get("cells")
+    return build_dossier(
+        summary,
+        ledgers=ledgers,
+        costs=run_costs(ledgers, summary, config.get("prices")),
+        files={
+            "answers": files.answers,
+            "judgements": files.judgements,
+            "question_scores": files.question_scores,
+            "checkpoint_replies": files.checkpoint_replies,
+            "recall_replies": files.recall_replies,
+        },
+        versions=files.versions,
+        prepared=[*files.questions, *files.sessions],
+        judge_prompts=prompt_fingerprints(),
+        cells=cells,
+        published=load_published(files.published or PUBLISHED_DIR) if cells is not None else None,
+        benchmark=request.benchmark if request is not None else None,
+        code=code_identity(),
+    )
 
 
 def read_versions(paths: list[str]) -> dict[str, dict[str, Any]]:
