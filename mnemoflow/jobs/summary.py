@@ -75,8 +75,7 @@ def summarize_runs(
     write_table(read_all(files.diagnoses, "diagnosis"), files.diagnosis, "diagnosis")
     write_table(frame, files.summary, "summary")
     generation = read_all(files.generation, "generation_report") if files.generation else None
-    paths = list(files.ledgers)
-    ledgers = [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
+    ledgers = read_ledgers(files.ledgers)
     costs = run_costs(ledgers, frame, prices) if ledgers else None
     versions = read_versions(files.versions)
     section, lines = published_section(
@@ -173,37 +172,43 @@ def report(
 
 
 def run_dossier(
-    files: ReportFiles,
+    inputs: ReportFiles,
     config: dict[str, Any],
     section: dict[str, pd.DataFrame] | None,
     request: Request | None,
 ) -> dict[str, Any]:
-    """The report's ``dossier.json`` (:mod:`mnemoflow.report.dossier`) from the rule's inputs."""
+    """The report's ``dossier.json`` (:mod:`mnemoflow.report.dossier`) from the report rule's
+    ``inputs``."""
     from mnemoflow.eval.judges import prompt_fingerprints
 
-    summary = read_table(files.summary, "summary")
-    paths = list(files.ledgers)
-    ledgers = [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
+    summary = read_table(inputs.summary, "summary")
+    ledgers = read_ledgers(inputs.ledgers)
     cells = (section or {}).get("cells")
     return build_dossier(
         summary,
         ledgers=ledgers,
         costs=run_costs(ledgers, summary, config.get("prices")),
         files={
-            "answers": files.answers,
-            "judgements": files.judgements,
-            "question_scores": files.question_scores,
-            "checkpoint_replies": files.checkpoint_replies,
-            "recall_replies": files.recall_replies,
+            "answers": inputs.answers,
+            "judgements": inputs.judgements,
+            "question_scores": inputs.question_scores,
+            "checkpoint_replies": inputs.checkpoint_replies,
+            "recall_replies": inputs.recall_replies,
         },
-        versions=files.versions,
-        prepared=[*files.questions, *files.sessions],
+        versions=inputs.versions,
+        prepared=[*inputs.questions, *inputs.sessions],
         judge_prompts=prompt_fingerprints(),
         cells=cells,
-        published=load_published(files.published or PUBLISHED_DIR) if cells is not None else None,
+        published=load_published(inputs.published or PUBLISHED_DIR) if cells is not None else None,
         benchmark=request.benchmark if request is not None else None,
         code=code_identity(),
     )
+
+
+def read_ledgers(paths: list[str]) -> list:
+    """Every ledger, labelled by its path below the folder the paths share."""
+    paths = list(paths)
+    return [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
 
 
 def read_versions(paths: list[str]) -> dict[str, dict[str, Any]]:
