@@ -38,7 +38,6 @@ from typing import Any
 
 import pandas as pd
 
-from mnemoflow.codeversion import code_version
 from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import JUDGEMENTS, RUN_KEYS
 from mnemoflow.eval import verdicts
@@ -232,18 +231,6 @@ GENERIC_JUDGE = JudgeKind("accuracy", QA_VERSION, qa_judge_request, parse_yes_no
 JUDGES.register("longmemeval")(LONGMEMEVAL_JUDGE)
 JUDGES.register("locomo")(LOCOMO_JUDGE)
 JUDGES.register("generic")(GENERIC_JUDGE)
-
-
-def prompt_fingerprints() -> dict[str, dict[str, str]]:
-    """judge name -> its prompt version and a fingerprint of the code that writes its prompt
-    (:func:`mnemoflow.codeversion.code_version` of its request builder and the prompt texts it
-    reads): a prompt edited without a new version still shows (the report's dossier)."""
-    out = {}
-    for name in JUDGES.names():
-        kind = JUDGES.get(name)
-        builder = f"{kind.build.__module__}:{kind.build.__name__}"
-        out[name] = {"prompt_version": kind.version, "prompt_fingerprint": code_version(builder)}
-    return out
 
 
 def kind_for(spec: dict[str, Any]) -> str:

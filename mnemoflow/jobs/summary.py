@@ -179,7 +179,7 @@ def run_dossier(
 ) -> dict[str, Any]:
     """The report's ``dossier.json`` (:mod:`mnemoflow.report.dossier`) from the report rule's
     ``inputs``."""
-    from mnemoflow.eval.judges import prompt_fingerprints
+    from mnemoflow.eval.judge_prompts import prompt_fingerprints
 
     summary = read_table(inputs.summary, "summary")
     ledgers = read_ledgers(inputs.ledgers)

@@ -152,20 +152,23 @@ def _binding(public: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _models(ledgers: list[LedgerFile]) -> dict[str, dict[str, Any]]:
-    """role -> its calls over the ledgers and every distinct binding they recorded (one, unless
-    repeats bind seeded copies)."""
+    """role -> its calls and cache hits over the ledgers and every distinct binding they
+    recorded (one, unless repeats bind seeded copies), for the roles the run called (a ledger
+    describes every bound role, called or not)."""
     roles: dict[str, dict[str, Any]] = {}
     for ledger in ledgers:
-        for role, public in (ledger.data.get("roles") or {}).items():
-            entry = roles.setdefault(role, {"calls": 0, "bindings": []})
-            binding = _binding(public)
-            if binding not in entry["bindings"]:
-                entry["bindings"].append(binding)
         for key, counters in ledger.data["by_role_task"].items():
-            role = key.split("/", 1)[0]
-            roles.setdefault(role, {"calls": 0, "bindings": []})["calls"] += int(
-                counters.get("calls", 0)
-            )
+            entry = roles.setdefault(key.split("/", 1)[0], {"calls": 0, "cache_hits": 0})
+            entry["calls"] += int(counters.get("calls", 0))
+            entry["cache_hits"] += int(counters.get("cache_hits", 0))
+    roles = {role: entry for role, entry in roles.items() if entry["calls"] or entry["cache_hits"]}
+    for entry in roles.values():
+        entry["bindings"] = []
+    for ledger in ledgers:
+        for role, public in (ledger.data.get("roles") or {}).items():
+            binding = _binding(public)
+            if role in roles and binding not in roles[role]["bindings"]:
+                roles[role]["bindings"].append(binding)
     return dict(sorted(roles.items()))
 
 
