@@ -73,6 +73,7 @@ def test_a_dossier_traces_runs_files_models_judge_and_published_cells(tmp_path):
         costs=run_costs(ledgers, summary, {"gpt-x": {"input": 1.0, "output": 2.0}}),
         files={"answers": [answers]},
         versions=[str(version)],
+        environments={"bench": str(version)},  # any file stands in for an environment
         judge_prompts={"generic": {"prompt_fingerprint": "f" * 16}},
         cells=cells,
         published=published,
@@ -83,6 +84,7 @@ def test_a_dossier_traces_runs_files_models_judge_and_published_cells(tmp_path):
     assert run["steps"] == [0, 1]
     assert run["data"]["version"] == "abc123"
     assert run["data"]["data_version"]["sha256"] == sha256(version)
+    assert run["data"]["environment"] == run["data"]["data_version"]
     assert run["files"]["answers"] == [{"path": answers, "sha256": sha256(answers)}]
     assert run["files"]["ledgers"][0]["path"] == ledgers[0].path
     binding = run["models"]["judge"]["bindings"][0]

@@ -152,7 +152,7 @@ def report(
     )
     request = Request.from_params(published)
     section, _ = published_section(files.summary, request, files.published, benchmarks)
-    dossier = run_dossier(files, config, section, request)
+    dossier = run_dossier(files, config, section, request, environments or {})
     build_report(
         files.summary,
         files.judgements,
@@ -176,9 +176,10 @@ def run_dossier(
     config: dict[str, Any],
     section: dict[str, pd.DataFrame] | None,
     request: Request | None,
+    environments: dict[str, str],
 ) -> dict[str, Any]:
     """The report's ``dossier.json`` (:mod:`mnemoflow.report.dossier`) from the report rule's
-    ``inputs``."""
+    ``inputs`` (``environments``: AMemGym benchmark -> its data.json)."""
     from mnemoflow.eval.judge_prompts import prompt_fingerprints
 
     summary = read_table(inputs.summary, "summary")
@@ -197,6 +198,7 @@ def run_dossier(
         },
         versions=inputs.versions,
         prepared=[*inputs.questions, *inputs.sessions],
+        environments=environments,
         judge_prompts=prompt_fingerprints(),
         cells=cells,
         published=load_published(inputs.published or PUBLISHED_DIR) if cells is not None else None,

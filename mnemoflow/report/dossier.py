@@ -198,9 +198,14 @@ def _by_run(paths: Iterable[str]) -> dict[tuple[str, str, str], list[str]]:
     return runs
 
 
-def _data(benchmark: str, versions: Mapping[str, str], prepared: Iterable[str]) -> dict[str, Any]:
-    """A benchmark's data version (its ``data_version.json``, read and hashed) and its prepared
-    tables with their sha256."""
+def _data(
+    benchmark: str,
+    versions: Mapping[str, str],
+    prepared: Iterable[str],
+    environments: Mapping[str, str],
+) -> dict[str, Any]:
+    """A benchmark's data version (its ``data_version.json``, read and hashed), its prepared
+    tables and an interactive benchmark's environment (``data.json``) with their sha256."""
     out: dict[str, Any] = {"version": None, "data_version": None, "prepared": []}
     path = versions.get(benchmark)
     if path:
@@ -211,6 +216,8 @@ def _data(benchmark: str, versions: Mapping[str, str], prepared: Iterable[str]) 
         out["errata"] = record.get("errata")
         out["data_version"] = file_entry(path)
     out["prepared"] = [file_entry(p) for p in prepared if Path(p).parent.parent.name == benchmark]
+    if environments.get(benchmark):
+        out["environment"] = file_entry(environments[benchmark])
     return out
 
 
@@ -222,6 +229,7 @@ def build_dossier(
     files: Mapping[str, Iterable[str]],
     versions: Iterable[str] = (),
     prepared: Iterable[str] = (),
+    environments: Mapping[str, str] | None = None,
     judge_prompts: Mapping[str, Any] | None = None,
     cells: pd.DataFrame | None = None,
     published: pd.DataFrame | None = None,
@@ -231,6 +239,7 @@ def build_dossier(
     """The dossier (module docstring) of a summary. ``files``: kind (``answers``,
     ``judgements``, ...) -> the per-question files, each placed in its run by its path;
     ``versions``: the ``data_version.json`` files; ``prepared``: the prepared tables;
+    ``environments``: interactive benchmark -> its environment's ``data.json``;
     ``cells``: the published-vs-ours cells (:func:`mnemoflow.report.compare.compare_published`)
     and ``published`` the published rows they came from (the paper's settings), paired with our
     ``benchmark`` (default: the published benchmark's name, else the one run of the cell's
@@ -258,7 +267,7 @@ def build_dossier(
             "system": system,
             "protocol": protocol,
             "steps": steps,
-            "data": _data(benchmark, versions_of, prepared),
+            "data": _data(benchmark, versions_of, prepared, environments or {}),
             "models": _models(mine),
             "judge": _judge(mine, per_kind.get("judgements", {}).get(run, []), judge_prompts or {}),
             "cost": {
