@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from mnemoflow.codeversion import code_version
-from mnemoflow.report.dossier import build_dossier, code_identity, host, sha256
+from mnemoflow.data.errata import file_sha256 as sha256
+from mnemoflow.report.dossier import build_dossier, code_identity, host
 from mnemoflow.report.summaries import LedgerFile, run_costs
 
 SECRET_URL = "https://alice:s3cret@api.example.com:8443/v1?api_key=abc"

@@ -23,7 +23,6 @@ Paths are as the workflow names them (relative to the directory it ran in).
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import math
 import subprocess
@@ -35,6 +34,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from mnemoflow.codeversion import ROOT, code_version
+from mnemoflow.data.errata import file_sha256
 from mnemoflow.data.published import CELL_KEY
 from mnemoflow.report.headline import is_headline
 from mnemoflow.report.provenance import git_commit, package_version
@@ -56,16 +56,8 @@ def run_id(benchmark: str, system: str, protocol: str) -> str:
     return f"{benchmark}/{system}/{protocol}"
 
 
-def sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def file_entry(path: str | Path) -> dict[str, str]:
-    return {"path": str(path), "sha256": sha256(path)}
+    return {"path": str(path), "sha256": file_sha256(path)}
 
 
 def host(url: Any) -> str:
