@@ -777,13 +777,13 @@ def all_normalized(repeat=""):
 
 # --- the run's role bindings, checked once every helper above is defined -----------------------
 
-# every role's endpoint and key variable (not for `mnemoflow plan`, which calls no model); no role
-# the run uses silently offline beside real models
+# every role's endpoint; no role the run uses silently offline beside real models (the key
+# variables are checked when a run starts: Snakefile's onstart; a dry run or plan needs none)
 check_bindings(
     MODELS,
     used=run_roles(),
     allow_offline=config.get("allow_offline_roles", []),
-    require_keys=not planning(),
+    require_keys=False,
 )
 # every system the run uses installed (a product's extra: the pip install to run)
 check_installed(config["systems"], run_systems())

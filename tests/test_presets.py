@@ -13,6 +13,7 @@ numbers are not shipped (the run says so).
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pandas as pd
@@ -34,6 +35,8 @@ from tests.paper_standins import (
     SITE,
     layers,
     merged,
+    missing_data_error,
+    place_standins,
     snakemake_in_process,
     standin_override,
     write_standins,
@@ -185,15 +188,54 @@ def _layered(tmp, name, standins, site, *extra):
     return [*layers(PRESETS / f"{name}.yaml"), site, override, *extra]
 
 
+@pytest.fixture()
+def fresh_clone(tmp_path, monkeypatch):
+    """Offline, an empty data cache, no key variable: a fresh clone on a machine that has only
+    the files a user placed."""
+    monkeypatch.setenv("MNEMOFLOW_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MNEMOFLOW_OFFLINE", "1")
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_presets_missing_data_is_named_in_one_line_and_placing_it_there_is_enough(
+    name, standins, fresh_clone, monkeypatch
+):
+    wd = fresh_clone / "run"
+    wd.mkdir()
+    monkeypatch.chdir(wd)
+    config = merged(*layers(PRESETS / f"{name}.yaml"), SITE)
+    said = place_standins(config, standins, wd)
+    for bench, message in said.items():
+        assert "\n" not in message and message.startswith(f"config benchmarks.{bench}: ")
+        if config["benchmarks"][bench]["loader"] == "memorybench":
+            # every file, where it goes and where it comes from (pinned), never cut off
+            assert message.count("sha256 ") == 4 and "THUIR/MemoryBench@" in message
+            assert "MemoryBench/configs/final_evaluate_summary_wo_details.json (https" in message
+        if config["benchmarks"][bench]["loader"] == "amemgym":
+            assert "AGI-Eval/AMemGym's v1.base/data.json" in message
+    assert said  # every preset's data is missing at first
+    for bench in config["run"]["benchmarks"]:  # placed where the messages say: the check passes
+        assert missing_data_error(config, bench) is None, bench
+
+
 @pytest.mark.slow
-def test_every_preset_dry_runs_on_stand_in_data_with_the_site_file(standins, tmp_path, monkeypatch):
-    for key, value in KEYS.items():
-        monkeypatch.setenv(key, value)
+def test_every_preset_dry_runs_on_stand_in_data_with_the_site_file(standins, fresh_clone):
+    """With the stand-ins placed where each one-line error says and no key variable set."""
     planned = {}
     for name in NAMES:
-        (tmp_path / name).mkdir()
-        wd = workdir(tmp_path / name)
-        planned[name] = snakemake_in_process(wd, _layered(tmp_path, name, standins, SITE), dry=True)
+        (fresh_clone / name).mkdir()
+        wd = workdir(fresh_clone / name)
+        files = [*layers(PRESETS / f"{name}.yaml"), SITE]
+        cwd = os.getcwd()
+        os.chdir(wd)
+        try:
+            place_standins(merged(*files), standins, wd)
+        finally:
+            os.chdir(cwd)
+        planned[name] = snakemake_in_process(wd, files, dry=True)
         assert "results/report.html" in planned[name], name
     # the plans are the papers' experiments: their systems, protocols and steps
     agents = planned["amemgym-memory-agents"]
@@ -304,3 +346,28 @@ def test_a_locomo_run_scores_f1_and_j_and_says_its_paper_numbers_are_missing(loc
     assert "Published vs ours" in html and "not shipped: LoCoMo&#x27;s paper tables" in html
     assert cli(["compare", str(results), "--preset", "locomo"]) == 2
     assert "not shipped yet" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["amemgym-v1base-native", "memorybench-off-policy"])
+def test_mnemoflow_plan_succeeds_once_the_data_is_where_the_error_said(
+    name, standins, fresh_clone, capsys
+):
+    """`mnemoflow plan` with the real site file, offline and with no key variable set."""
+    (fresh_clone / "run").mkdir()
+    wd = workdir(fresh_clone / "run")
+    files = [*layers(PRESETS / f"{name}.yaml"), SITE]
+    args = ["plan", "--json", "--directory", str(wd), "--configfile", *map(str, files)]
+    assert cli(args) == 2  # nothing placed yet: the one-line error
+    cwd = os.getcwd()
+    os.chdir(wd)
+    try:
+        said = place_standins(merged(*files), standins, wd)
+    finally:
+        os.chdir(cwd)
+    assert list(said.values())[0] in capsys.readouterr().err
+    assert cli(args) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["calls"] > 0 and {run["benchmark"] for run in plan["runs"]} == set(
+        merged(*files)["run"]["benchmarks"]
+    )
