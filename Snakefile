@@ -28,7 +28,7 @@ rule all:
 
 # The endpoints' key variables, checked when a run starts (a dry run or `mnemoflow plan` needs none).
 onstart:
-    check_bindings(MODELS)
+    check_keys()
 
 
 # The managed endpoints this run started (docs/slurm.md) stop when it ends, however it ends.
