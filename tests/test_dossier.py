@@ -89,7 +89,7 @@ def test_a_dossier_traces_runs_files_models_judge_and_published_cells(tmp_path):
     assert run["files"]["answers"] == [{"path": answers, "sha256": sha256(answers)}]
     assert run["files"]["ledgers"][0]["path"] == ledgers[0].path
     binding = run["models"]["judge"]["bindings"][0]
-    assert binding["host"] == "api.example.com:8443" and binding["seed"] == 7
+    assert binding["address"] == "api.example.com:8443" and binding["seed"] == 7
     assert run["models"]["judge"]["calls"] == 3
     assert run["judge"]["provenance"] == [{**judge, "prompt_fingerprint": "f" * 16}]
     assert run["cost"]["calls"] == 3 and run["cost"]["usd"] == pytest.approx(36e-6)
@@ -106,6 +106,20 @@ def test_a_dossier_traces_runs_files_models_judge_and_published_cells(tmp_path):
     assert paired["paper_settings"] == {"version": "v1", "model": "gpt-4o", "source": "Table 2",
                                         "note": "top-k 10"}  # fmt: skip
     assert unpaired["run"] is None and unpaired["ours"] is None
+
+
+def test_the_workflow_writes_addresses_redacted(tmp_path):
+    from mnemoflow.llm.addresses import redact
+
+    ledger = _ledger(tmp_path, "bm25", "answers.ledger")
+    ledger.data["roles"]["judge"]["base_url"] = "https://h.example/tok_abc/v1"
+    summary = pd.DataFrame([_summary_row("bm25", "accuracy", 1.0)])
+    dossier = build_dossier(
+        summary, ledgers=[ledger], costs=pd.DataFrame(), files={}, address=redact
+    )
+    [binding] = dossier["runs"]["bench/bm25/qa"]["models"]["judge"]["bindings"]
+    assert binding["address"].startswith("https://h.example:443/redacted-")
+    assert "tok_abc" not in json.dumps(dossier)
 
 
 def test_host_keeps_only_host_and_port():

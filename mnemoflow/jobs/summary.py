@@ -181,6 +181,7 @@ def run_dossier(
     """The report's ``dossier.json`` (:mod:`mnemoflow.report.dossier`) from the report rule's
     ``inputs`` (``environments``: AMemGym benchmark -> its data.json)."""
     from mnemoflow.eval.judge_prompts import prompt_fingerprints
+    from mnemoflow.llm.addresses import redact
 
     summary = read_table(inputs.summary, "summary")
     ledgers = read_ledgers(inputs.ledgers)
@@ -204,6 +205,7 @@ def run_dossier(
         published=load_published(inputs.published or PUBLISHED_DIR) if cells is not None else None,
         benchmark=request.benchmark if request is not None else None,
         code=code_identity(),
+        address=redact,
     )
 
 

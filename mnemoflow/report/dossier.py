@@ -9,7 +9,8 @@ the summary, every headline number and every published-vs-ours cell, from the ru
   fingerprints of the jobs' code (:mod:`mnemoflow.codeversion`) identify it instead.
 - per run (``runs``, keyed ``benchmark/system/protocol``): the data (``data_version.json`` and the
   prepared tables, each with its sha256), the models as the run's ledgers bound them (backend,
-  model, host only, sampling settings; never a key or a full URL), the judge (the judgements'
+  model, the address redacted or its host only, sampling settings; never a key or a full
+  URL), the judge (the judgements'
   ``judge`` column, the judge's provenance from its ledger, a fingerprint of the code that writes
   its prompt), the cost (:func:`mnemoflow.report.summaries.run_costs`) and the per-question files
   with their sha256.
@@ -26,7 +27,7 @@ import ast
 import json
 import math
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,6 +49,8 @@ FORMAT = 1
 SAMPLING = ("temperature", "max_tokens", "top_p", "seed")
 #: Columns of the published CSVs that state the paper's own settings for a cell.
 PAPER_SETTINGS = ("version", "model", "source", "note")
+#: How a role's ``base_url`` is written: never the URL itself, which may hold a token.
+Address = Callable[[str | None], str | None]
 #: Aggregates a headline number is read at (a run's micro mean, AMemGym's mean over periods).
 HEADLINE_AGGREGATES = ("micro", "mean_over_periods")
 
@@ -135,15 +138,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _binding(public: Mapping[str, Any]) -> dict[str, Any]:
-    """A role's binding as a ledger recorded it, reduced to what may be published."""
+def _binding(public: Mapping[str, Any], address: Address) -> dict[str, Any]:
+    """A role's binding as a ledger recorded it, reduced to what may be published: its address
+    only as ``address`` writes it."""
     out = {key: public.get(key) for key in ("backend", "model", "endpoint")}
-    out["host"] = host(public.get("base_url"))
+    out["address"] = address(public.get("base_url")) or ""
     out.update({key: public.get(key) for key in SAMPLING})
     return out
 
 
-def _models(ledgers: list[LedgerFile]) -> dict[str, dict[str, Any]]:
+def _models(ledgers: list[LedgerFile], address: Address) -> dict[str, dict[str, Any]]:
     """role -> its calls and cache hits over the ledgers and every distinct binding they
     recorded (one, unless repeats bind seeded copies), for the roles the run called (a ledger
     describes every bound role, called or not)."""
@@ -158,7 +162,7 @@ def _models(ledgers: list[LedgerFile]) -> dict[str, dict[str, Any]]:
         entry["bindings"] = []
     for ledger in ledgers:
         for role, public in (ledger.data.get("roles") or {}).items():
-            binding = _binding(public)
+            binding = _binding(public, address)
             if role in roles and binding not in roles[role]["bindings"]:
                 roles[role]["bindings"].append(binding)
     return dict(sorted(roles.items()))
@@ -227,6 +231,7 @@ def build_dossier(
     published: pd.DataFrame | None = None,
     benchmark: str | None = None,
     code: Mapping[str, Any] | None = None,
+    address: Address = host,
 ) -> dict[str, Any]:
     """The dossier (module docstring) of a summary. ``files``: kind (``answers``,
     ``judgements``, ...) -> the per-question files, each placed in its run by its path;
@@ -235,7 +240,8 @@ def build_dossier(
     ``cells``: the published-vs-ours cells (:func:`mnemoflow.report.compare.compare_published`)
     and ``published`` the published rows they came from (the paper's settings), paired with our
     ``benchmark`` (default: the published benchmark's name, else the one run of the cell's
-    system and protocol)."""
+    system and protocol). ``address`` writes a role's ``base_url`` (default: its host only;
+    the workflow passes the redacted form of :mod:`mnemoflow.llm.addresses`)."""
     versions_of = {Path(p).parent.parent.name: str(p) for p in versions}
     prepared = [str(p) for p in prepared]
     per_kind = {kind: _by_run(paths) for kind, paths in files.items()}
@@ -260,7 +266,7 @@ def build_dossier(
             "protocol": protocol,
             "steps": steps,
             "data": _data(benchmark, versions_of, prepared, environments or {}),
-            "models": _models(mine),
+            "models": _models(mine, address),
             "judge": _judge(mine, per_kind.get("judgements", {}).get(run, []), judge_prompts or {}),
             "cost": {
                 k: cost.get(k)
