@@ -4,6 +4,10 @@ Locomo-k ``f1``, DialSim ``accuracy``, LexEval ``rougel``, NFCats ``score``, Wri
 ``meteor``, HelloBench ``avg_score`` (checklist judge), WritingBench ``score`` (critic role),
 LimitGen-Syn ``accuracy`` + ``rating``, and the multi-metric families JuDGE / IdeaBench / JRE-L:
 their sub-metrics (as the fusion computed them) and the one fused ``llm_as_judge_score``.
+
+Each class also states its family under the judge protocol (``judge_score``: the calls of
+:mod:`~mnemoflow.eval.memorybench_judge_protocol`, which finds the family here): adding a family
+is one class in this module and its worked example.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from mnemoflow.eval import (
     nfcats_judge,
     writingbench_critic,
 )
+from mnemoflow.eval import memorybench_judge_protocol as jp
 from mnemoflow.eval.fusion import REFERENCE_SAMPLING as FUSION_SAMPLING
 from mnemoflow.eval.fusion import item_key
+from mnemoflow.eval.memorybench_judge_texts import WRITINGPROMPTS_RUBRIC
 from mnemoflow.eval.memorybench_locomo_f1 import memorybench_locomo_f1, options_of
 from mnemoflow.eval.memorybench_metrics import (
     FamilyJudge,
@@ -57,6 +63,7 @@ class Locomo(MetricFamily):
     name = "Locomo"
     value = "f1"
     required_info = ("golden_answer", "category")
+    judge_required_info = ("golden_answer",)
 
     def check(self, info: dict[str, Any], ident: Any) -> None:
         super().check(info, ident)
@@ -80,6 +87,9 @@ class Locomo(MetricFamily):
         value = memorybench_locomo_f1(item.response, item.info["golden_answer"], category)
         return [ItemScore(self.value, float(value))]
 
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        return await jp.score_locomo(item.question, item.info, item.response, gateway)
+
 
 @metric_family
 class DialSim(MetricFamily):
@@ -97,6 +107,9 @@ class DialSim(MetricFamily):
         # unscored (None) when the judge never gave a verdict: item_value counts failure_value
         return [ItemScore(self.value, value if ok else None, raw, ok)]
 
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        return await jp.score_dialsim(item.question, item.info, item.response, gateway)
+
 
 @metric_family
 class LexEval(MetricFamily):
@@ -107,6 +120,13 @@ class LexEval(MetricFamily):
     async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
         return [ItemScore(self.value, rouge_l_zh(item.response, str(item.info["golden_answer"])))]
 
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        dataset = str(item.question["dataset"])
+        rubric = jp.lexeval_rubric(dataset, item.response)
+        return await jp.score_shared(
+            dataset, item.question, item.info, item.response, rubric, gateway, stops=True
+        )
+
 
 @metric_family
 class NFCats(MetricFamily):
@@ -114,10 +134,14 @@ class NFCats(MetricFamily):
     value = "score"
     failure_value = nfcats_judge.FAILURE_SCORE
     judge_task = nfcats_judge.TASK
+    judge_failure_value = 0.2  # 1-5 / 5 starts at 0.2 (the reference's own fallback score)
 
     async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
         value, raw, ok = await nfcats_judge.nfcats_score(item.prompt, item.response, gateway)
         return [ItemScore(self.value, value if ok else None, raw, ok)]
+
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        return await jp.score_nfcats(item.question, item.info, item.response, gateway)
 
 
 @metric_family
@@ -130,6 +154,12 @@ class WritingPrompts(MetricFamily):
         # CPU-bound (WordNet lookups): off the event loop, so other items keep calling
         gold = str(item.info["golden_answer"])
         return [ItemScore(self.value, await asyncio.to_thread(meteor, gold, item.response))]
+
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        dataset, rubric = str(item.question["dataset"]), WRITINGPROMPTS_RUBRIC
+        return await jp.score_shared(
+            dataset, item.question, item.info, item.response, rubric, gateway
+        )
 
 
 class RubricJudged(MetricFamily):
@@ -166,6 +196,9 @@ class HelloBench(RubricJudged):
         ),
     )
 
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        return await jp.score_hellobench(item.question, item.info, item.response, gateway)
+
     def check(self, info: dict[str, Any], ident: Any) -> None:
         super().check(info, ident)
         if not (isinstance(info["checklist"], list) and info["checklist"]):
@@ -194,6 +227,9 @@ class WritingBench(RubricJudged):
         ),
     )
 
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        return await jp.score_writingbench(item.question, item.info, item.response, gateway)
+
 
 @metric_family
 class LimitGen(MetricFamily):
@@ -221,6 +257,10 @@ class LimitGen(MetricFamily):
             ItemScore("accuracy", accuracy, "", judged.parse_ok, judged.prompt_version),
             from_judged(judged),
         ]
+
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        dataset = str(item.question["dataset"])
+        return await jp.score_limitgen(dataset, item.question, item.info, item.response, gateway)
 
 
 #: Fusions being asked right now, by (store, item key): a second caller for the same item waits
@@ -306,6 +346,10 @@ class JuDGE(Fused):
         "judge_doc_fusion", judge_doc.PROMPT_VERSION, "judge", FUSION_SAMPLING, ("JuDGE",)
     )
 
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        dataset = str(item.question["dataset"])
+        return await jp.score_judge_doc(dataset, item.question, item.info, item.response, gateway)
+
 
 @metric_family
 class IdeaBench(Fused):
@@ -327,6 +371,10 @@ class IdeaBench(Fused):
         "llm_feasibility_ranking_score": "feasibility",
     }
 
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        dataset = str(item.question["dataset"])
+        return await jp.score_ideabench(dataset, item.question, item.info, item.response, gateway)
+
 
 @metric_family
 class JREL(Fused):
@@ -335,3 +383,7 @@ class JREL(Fused):
     required_info = ("pr-abstract",)
     fuse = staticmethod(jrel.jrel_score)
     judge = FamilyJudge("jrel_fusion", jrel.PROMPT_VERSION, "judge", FUSION_SAMPLING, ("JRE-L",))
+
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        dataset = str(item.question["dataset"])
+        return await jp.score_jrel(dataset, item.question, item.info, item.response, gateway)

@@ -80,6 +80,11 @@ class MetricFamily(ABC):
     the bottom of the metric's scale (None: a model-free metric, which always has a value);
     ``judge`` the judge behind the value, or ``judge_task`` the task of a judge whose prompt the
     reference fixes.
+
+    The same class states the family under MemoryBench's judge protocol (``scoring: judge``,
+    :mod:`~mnemoflow.eval.memorybench_judge_protocol`): :meth:`judge_score`, the ``info`` fields
+    it reads (``judge_required_info``; None: ``required_info``) and an unscored item's value
+    (``judge_failure_value``, on the 0-1 scale).
     """
 
     name: ClassVar[str]
@@ -89,12 +94,17 @@ class MetricFamily(ABC):
     failure_value: ClassVar[float | None] = None
     judge: ClassVar[FamilyJudge | None] = None
     judge_task: ClassVar[str] = ""
+    judge_required_info: ClassVar[tuple[str, ...] | None] = None
+    judge_failure_value: ClassVar[float] = 0.0  # the bottom of the judge's 0-1 scale
 
     def check(self, info: dict[str, Any], ident: Any) -> None:
         """Raise a one-line DataError for an ``info`` the metric cannot read."""
-        for name in self.required_info:
-            if name not in info:
-                raise DataError(f"questions: record {ident}: missing field 'info.{name}'")
+        _require(self.required_info, info, ident)
+
+    def check_judged(self, info: dict[str, Any], ident: Any) -> None:
+        """Raise a one-line DataError for an ``info`` the judge protocol cannot read."""
+        required = self.judge_required_info
+        _require(self.required_info if required is None else required, info, ident)
 
     @abstractmethod
     async def score(
@@ -102,6 +112,16 @@ class MetricFamily(ABC):
     ) -> list[ItemScore]:
         """Every metric of the item's response (``fusion``, ``bertscore``: see
         :func:`evaluate_item_all`)."""
+
+    @abstractmethod
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        """The item's ``llm_judge_score`` under MemoryBench's judge protocol."""
+
+
+def _require(names: Iterable[str], info: dict[str, Any], ident: Any) -> None:
+    for name in names:
+        if name not in info:
+            raise DataError(f"questions: record {ident}: missing field 'info.{name}'")
 
 
 #: MemoryBench metric families by name (the prefix of their datasets' names).
@@ -119,23 +139,27 @@ def family_of(dataset: str) -> str:
     """The dataset's family (``Locomo``, ``HelloBench``, ...); ConfigError for a stranger."""
     matches = [name for name in FAMILIES.names() if dataset.startswith(name)]
     if not matches:
-        raise ConfigError(f"memorybench: dataset {dataset!r} is not a MemoryBench dataset")
+        raise ConfigError(
+            f"memorybench: dataset {dataset!r} is not a MemoryBench dataset; families: "
+            f"{', '.join(FAMILIES.names())}"
+        )
     return max(matches, key=len)
 
 
-def _family(dataset: str) -> MetricFamily:
+def family_for(dataset: str) -> MetricFamily:
+    """The family object that scores ``dataset`` (both protocols); ConfigError for a stranger."""
     return FAMILIES.get(family_of(dataset))()
 
 
 def is_judged(dataset: str) -> bool:
     """Whether a dataset's value comes from a judge that can fail to give one (its family has a
     ``failure_value``): there, a mean over the judged items and one over all items can differ."""
-    return _family(dataset).failure_value is not None
+    return family_for(dataset).failure_value is not None
 
 
 def metric_of(dataset: str) -> tuple[str, bool]:
     """(the metric whose value normalization uses, whether mnemoflow computes it: always)."""
-    return _family(dataset).value, True
+    return family_for(dataset).value, True
 
 
 def check_supported(datasets: Iterable[str]) -> None:
@@ -217,7 +241,7 @@ async def evaluate_item_all(
     MiniLM, not the reference's; a BertScoreModel; or one per family ``{"JuDGE": ...}``).
     """
     dataset = str(question["dataset"])
-    family = _family(dataset)
+    family = family_for(dataset)
     info = _info(question)
     response = "" if response is None else str(response)
     family.check(info, question.get("question_id", dataset))
@@ -250,7 +274,7 @@ def item_value(dataset: str, scores: ItemScore | Iterable[ItemScore] | Mapping[s
     ``{metric: value}`` mapping (the reference's ``metrics`` of an item). The value of the
     family's ``value`` metric is taken; a judge that never parsed gives its ``failure_value``.
     """
-    family = _family(dataset)
+    family = family_for(dataset)
     metric = family.value
     if isinstance(scores, ItemScore):
         scores = [scores]
