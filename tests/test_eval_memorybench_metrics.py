@@ -295,8 +295,8 @@ def test_item_value_is_the_reference_rule():
 
 
 def test_a_new_family_is_one_class_scored_by_both_protocols(monkeypatch):
-    """A family registered alone (no other table edited) is found by the paper protocol and the
-    judge protocol alike, with its required fields and failure values."""
+    """A family registered alone (no other table edited) is found by the paper protocol, the
+    judge protocol and the simulated user alike, with its required fields and failure values."""
     from mnemoflow.eval import memorybench_judge_protocol as jp
     from mnemoflow.eval import memorybench_metrics as mm
     from mnemoflow.registry import Entry
@@ -308,6 +308,9 @@ def test_a_new_family_is_one_class_scored_by_both_protocols(monkeypatch):
         value = "exact"
         required_info = ("golden_answer",)
         judge_failure_value = 0.1
+        user_persona = "You are simulating a user who asked a short factual question."
+        user_criteria = ("Correctness of the answer",)
+        user_task = "asking a short factual question"
 
         async def score(self, item, gateway, **options):
             gold = str(item.info["golden_answer"])
@@ -317,6 +320,9 @@ def test_a_new_family_is_one_class_scored_by_both_protocols(monkeypatch):
             ok = item.response.strip() != "?"
             return mm.ItemScore(jp.METRIC, 1.0 if ok else None, "", ok)
 
+        def user_context(self, dataset, info, gold):
+            return f"{dataset}: {gold}"
+
     monkeypatch.setitem(mm.FAMILIES.entries, "ExactQA", Entry(ExactQA, {}))
     question = {"dataset": "ExactQA-1", "question_id": "ExactQA-1:0", "question": "Q",
                 "meta": json.dumps({"info": {"golden_answer": "42"}})}  # fmt: skip
@@ -325,6 +331,13 @@ def test_a_new_family_is_one_class_scored_by_both_protocols(monkeypatch):
     unscored = run(jp.evaluate_item(question, "?", None))
     assert jp.item_value("ExactQA-1", unscored) == 0.1
     assert jp.metric_of("ExactQA-1") == (jp.METRIC, True)
+    user = jp.simulated_user("ExactQA-1")
+    assert (user.persona, user.criteria, user.task) == (
+        ExactQA.user_persona,
+        ("Correctness of the answer",),
+        "asking a short factual question",
+    )
+    assert user.context({}, "42") == "ExactQA-1: 42"
     bare = {**question, "meta": json.dumps({"info": {}})}
     with pytest.raises(DataError, match=r"record ExactQA-1:0: missing field 'info.golden_answer'"):
         run(jp.evaluate_item(bare, "42", None))

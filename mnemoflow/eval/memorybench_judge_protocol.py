@@ -59,6 +59,7 @@ from mnemoflow.eval import memorybench_judge_texts as texts
 from mnemoflow.eval.memorybench_metrics import Item, ItemScore, family_for, family_of
 from mnemoflow.eval.memorybench_metrics import _info as item_info
 from mnemoflow.eval.memorybench_metrics import _meta as item_meta
+from mnemoflow.eval.memorybench_metrics import simulated_user as simulated_user
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 
 METRIC = "llm_judge_score"

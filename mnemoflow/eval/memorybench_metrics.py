@@ -21,9 +21,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,6 +71,21 @@ class FamilyJudge:
     datasets: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SimulatedUser:
+    """The LLM simulated user of one dataset (docs/feedback.md): the arguments of the
+    reference's ``build_base_system_prompt`` (persona, expertise, criteria, additional context)
+    and ``build_base_user_prompt``'s task, filled for the dataset; ``context(info, gold)`` the
+    privileged EVALUATION CONTEXT of one item ("" where the reference's is empty)."""
+
+    persona: str
+    expertise: str
+    criteria: tuple[str, ...]
+    additional_context: str
+    task: str
+    context: Callable[[dict[str, Any], str], str]
+
+
 class MetricFamily(ABC):
     """The metric of one MemoryBench dataset family, stated once.
 
@@ -85,6 +101,11 @@ class MetricFamily(ABC):
     :mod:`~mnemoflow.eval.memorybench_judge_protocol`): :meth:`judge_score`, the ``info`` fields
     it reads (``judge_required_info``; None: ``required_info``) and an unscored item's value
     (``judge_failure_value``, on the 0-1 scale).
+
+    And the simulated user of its feedback dialogues: ``user_persona``, ``user_expertise``,
+    ``user_criteria``, ``user_additional_context``, ``user_task`` (the reference's texts,
+    LittleDinoC/MemoryBench-code 59d1b60, verbatim) and :meth:`user_context`; no persona: the
+    rule-based user (Locomo, DialSim), which scores the answer with the family's metric.
     """
 
     name: ClassVar[str]
@@ -96,6 +117,29 @@ class MetricFamily(ABC):
     judge_task: ClassVar[str] = ""
     judge_required_info: ClassVar[tuple[str, ...] | None] = None
     judge_failure_value: ClassVar[float] = 0.0  # the bottom of the judge's 0-1 scale
+
+    user_persona: ClassVar[str] = ""
+    user_expertise: ClassVar[str] = ""
+    user_criteria: ClassVar[tuple[str, ...]] = ()
+    user_additional_context: ClassVar[str] = ""
+    user_task: ClassVar[str] = ""
+
+    def user_context(self, dataset: str, info: dict[str, Any], gold: str) -> str:
+        """The simulated user's privileged EVALUATION CONTEXT of one item ("": none)."""
+        return ""
+
+    def simulated_user(self, dataset: str) -> SimulatedUser | None:
+        """The LLM simulated user of ``dataset`` (None: the rule-based one)."""
+        if not self.user_persona:
+            return None
+        return SimulatedUser(
+            self.user_persona,
+            self.user_expertise,
+            self.user_criteria,
+            self.user_additional_context,
+            self.user_task,
+            functools.partial(self.user_context, dataset),
+        )
 
     def check(self, info: dict[str, Any], ident: Any) -> None:
         """Raise a one-line DataError for an ``info`` the metric cannot read."""
@@ -149,6 +193,12 @@ def family_of(dataset: str) -> str:
 def family_for(dataset: str) -> MetricFamily:
     """The family object that scores ``dataset`` (both protocols); ConfigError for a stranger."""
     return FAMILIES.get(family_of(dataset))()
+
+
+def simulated_user(dataset: str) -> SimulatedUser | None:
+    """The simulated user of ``dataset``'s feedback dialogues (None: rule-based); ConfigError
+    naming the dataset and the families for a stranger."""
+    return family_for(dataset).simulated_user(dataset)
 
 
 def is_judged(dataset: str) -> bool:

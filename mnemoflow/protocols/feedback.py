@@ -387,7 +387,8 @@ async def live_dialogues(
             every_round=every_round,
             show_window=config.show_window,
         )
-        simulator = FeedbackSimulator(item, gateway, evaluate)
+        user = metrics.simulated_user(str(item.get("dataset", "")))
+        simulator = FeedbackSimulator(item, gateway, evaluate, user)
         turns = await converse(assistant, simulator, item["question"], config.max_rounds)
         if progress:
             progress(None)
