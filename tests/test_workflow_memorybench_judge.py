@@ -70,6 +70,7 @@ def test_memorybench_locomo_scored_by_the_judge_protocol(tmp_path):
 def test_a_judge_scored_task_set_normalizes_with_the_shipped_statistics_by_default(tmp_path):
     configs = shared_file("memorybench") / "configs" / "datasets"  # absent: skip
     work = workdir(tmp_path)
+    (tmp_path / "release").mkdir()  # the startup check finds the release folder
     override = work / "judge.json"
     spec = {
         "loader": "memorybench",
