@@ -127,7 +127,9 @@ def published_csv(tmp_path):
     path.parent.mkdir()
     lines = [",".join(COLUMNS)]
     for row, period, value in PUBLISHED:
-        lines.append(f'paper,t,v1,amemgym,"{row}",,interactive,{period},accuracy,{value},fixture,')
+        lines.append(
+            f'paper,t,v1,amemgym,"{row}",,interactive,{period},mean,accuracy,{value},fixture,'
+        )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -262,7 +264,7 @@ def test_amemgym_memory_score_interval_resamples_users(tmp_path):
     published = tmp_path / "p.csv"
     published.write_text(
         ",".join(COLUMNS)
-        + "\npaper,t,v1,amemgym,AWE,,interactive,mean,memory_score,1.2,fixture,\n",
+        + "\npaper,t,v1,amemgym,AWE,,interactive,mean,mean,memory_score,1.2,fixture,\n",
         encoding="utf-8",
     )
     cells, _, _ = compare_published(load_run(root), load_published(published), [("awe", "AWE")])
@@ -375,7 +377,9 @@ def test_our_on_to_off_policy_rank_change_beside_the_published_one(tmp_path):
             ("interactive_replay", "memory_score", off),
             ("interactive", "rank_change", change),
         ):
-            lines.append(f"amemgym,onoff,v1,amemgym,{row},,{protocol},mean,{metric},{value},s,")
+            lines.append(
+                f"amemgym,onoff,v1,amemgym,{row},,{protocol},mean,mean,{metric},{value},s,"
+            )
     published.write_text("\n".join(lines) + "\n", encoding="utf-8")
     cells, taus, _ = compare_published(
         load_run(root), load_published(published), [("x", "X"), ("y", "Y")]
@@ -511,7 +515,7 @@ def test_an_interval_over_users_who_all_score_alike_is_degenerate_not_zero_width
     published = tmp_path / "p.csv"
     published.write_text(
         ",".join(COLUMNS)
-        + "\npaper,t,v1,amemgym,AWE,,interactive,mean,memory_score,0.9,fixture,\n",
+        + "\npaper,t,v1,amemgym,AWE,,interactive,mean,mean,memory_score,0.9,fixture,\n",
         encoding="utf-8",
     )
     cells, _, _ = compare_published(run, load_published(published), [("awe", "AWE")])

@@ -49,6 +49,7 @@ COLUMNS = (
     "model",
     "protocol",
     "period",
+    "aggregate",
     "metric",
     "value",
     "source",
@@ -57,7 +58,7 @@ COLUMNS = (
 #: Columns that may be empty.
 OPTIONAL = frozenset({"model", "note"})
 #: One published cell: no two rows of the shipped files may share these.
-CELL_KEY = ("paper", "table", "version", "row", "protocol", "period", "metric")
+CELL_KEY = ("paper", "table", "version", "benchmark", "row", "protocol", "period", "metric")
 #: ``period`` for the mean over periods (compared with a run's last step).
 MEAN = "mean"
 #: The metric whose value is a rank change (an integer), not a score.

@@ -319,6 +319,7 @@ CELL_COLUMNS = [
     "diff",
     "outside",
     "note",
+    "benchmark",
 ]
 #: With ``repeats: N``, each paired cell's mean and sd across the seeds and their number (our value
 #: and interval are the base seed's): columns only a repeated run's comparison has.
@@ -368,6 +369,7 @@ def compare_published(
                 "outside": "",
                 "note": "not paired" if not system else "",
             }
+            out["benchmark"] = name  # the published benchmark (a MemoryBench set, ...)
             if system and found is None and cell["metric"] != RANK_CHANGE:
                 out["note"] = "not in the run"
             if found is not None:
@@ -460,17 +462,18 @@ def _rank_change_cells(cells: pd.DataFrame) -> pd.DataFrame:
     return cells
 
 
-TAU_COLUMNS = ["paper", "table", "protocol", "metric", "n", "tau"]
+TAU_COLUMNS = ["paper", "table", "protocol", "metric", "n", "tau", "benchmark"]
 RANK_COLUMNS = ["paper", "table", "protocol", "metric", "row", "system"]
-RANK_COLUMNS += ["published", "ours", "published_rank", "our_rank", "rank_change"]
+RANK_COLUMNS += ["published", "ours", "published_rank", "our_rank", "rank_change", "benchmark"]
 
 
 def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per (table, protocol, metric) at period ``mean``: τ and each row's rank change."""
+    """Per (table, benchmark, protocol, metric) at period ``mean``: τ and each row's rank change
+    (a table over several benchmarks, such as MemoryBench's sets, is ranked per benchmark)."""
     taus, ranks = [], []
     paired = cells[(cells["period"] == MEAN) & cells["ours"].notna()]
-    for (paper, table, protocol, metric), group in paired.groupby(
-        ["paper", "table", "protocol", "metric"], sort=True
+    for (paper, table, benchmark, protocol, metric), group in paired.groupby(
+        ["paper", "table", "benchmark", "protocol", "metric"], sort=True
     ):
         if len(group) < 2:
             continue
@@ -479,6 +482,7 @@ def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             {
                 "paper": paper,
                 "table": table,
+                "benchmark": benchmark,
                 "protocol": protocol,
                 "metric": metric,
                 "n": len(group),
@@ -494,6 +498,7 @@ def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 {
                     "paper": paper,
                     "table": table,
+                    "benchmark": benchmark,
                     "protocol": protocol,
                     "metric": metric,
                     "row": row.row,
