@@ -23,6 +23,7 @@ from mnemoflow.cli import main as cli
 from mnemoflow.commands.compare import read_preset
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.published import load_published, select_published
+from mnemoflow.data.tables import SUMMARY, write_table
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.types import ROLES, check_bindings
@@ -292,3 +293,38 @@ def test_a_locomo_run_scores_f1_and_j_and_says_its_paper_numbers_are_missing(loc
     assert "Published vs ours" in html and "not shipped: LoCoMo&#x27;s paper tables" in html
     assert cli(["compare", str(results), "--preset", "locomo"]) == 2
     assert "not shipped yet" in capsys.readouterr().err
+
+
+MB_SETS = [
+    "mb_open_domain", "mb_academic_knowledge", "mb_legal",
+    "mb_long_short", "mb_short_long", "mb_long_long", "mb_short_short",
+]  # fmt: skip
+
+
+def test_a_memorybench_off_policy_run_is_set_against_tables_10_and_11(tmp_path, capsys):
+    """A run's set summaries (aggregate "normalized", as protocols/feedback.py writes them) are
+    paired with the paper's Tables 10 (weighted_average) and 11 (z_score), set by set; the paper's
+    rows without a system in the run stay unpaired."""
+    rows = [
+        {"benchmark": bench, "system": system, "protocol": "off_policy", "step": 0,
+         "metric": metric, "aggregate": "normalized", "value": value + 0.01 * i, "n": 50}
+        for i, bench in enumerate(MB_SETS)
+        for system, value in (("none", 0.5), ("bm25_session", 0.6))
+        for metric in ("weighted_average", "z_score")
+    ]  # fmt: skip
+    write_table(pd.DataFrame(rows), tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "against the published memorybench/off_policy_minmax.qwen3-8b" in out
+    assert "108 published cells; 28 paired with the run" in out
+    legal = re.search(r"^\| memorybench \| off_policy_minmax\.qwen3-8b \| BM25-S \| bm25_session "
+                      r"\| off_policy \| mean \| weighted_average \| ([0-9.]+) \| ([0-9.]+) \|"
+                      r"[^\n]*\| mb_legal \|$", out, re.M)  # fmt: skip
+    assert legal and float(legal.group(1)) == pytest.approx(0.4776, abs=5e-4)  # printed .3f
+    assert float(legal.group(2)) == pytest.approx(0.62)  # ours on mb_legal, not another set
+    assert re.search(r"^\| memorybench \| off_policy_zscore\.qwen3-8b \| A-Mem \|  \|.*not paired",
+                     out, re.M)  # fmt: skip
+    # Kendall tau within each set (two paired rows each), never across sets
+    taus = re.findall(r"^\| memorybench \| off_policy_minmax\.qwen3-8b \| off_policy \| "
+                      r"weighted_average \| 2 \| [-0-9.]+ \| (mb_\w+) \|$", out, re.M)  # fmt: skip
+    assert sorted(taus) == sorted(MB_SETS)
