@@ -318,8 +318,8 @@ def test_a_memorybench_off_policy_run_is_set_against_tables_10_and_11(tmp_path, 
     assert "against the published memorybench/off_policy_minmax.qwen3-8b" in out
     assert "108 published cells; 28 paired with the run" in out
     legal = re.search(r"^\| memorybench \| off_policy_minmax\.qwen3-8b \| BM25-S \| bm25_session "
-                      r"\| off_policy \| mean \| weighted_average \| ([0-9.]+) \| ([0-9.]+) \|"
-                      r"[^\n]*\| mb_legal \|$", out, re.M)  # fmt: skip
+                      r"\| off_policy \| mean \|(?: mean \|)? weighted_average \| "
+                      r"([0-9.]+) \| ([0-9.]+) \|[^\n]*\| mb_legal \|$", out, re.M)  # fmt: skip
     assert legal and float(legal.group(1)) == pytest.approx(0.4776, abs=5e-4)  # printed .3f
     assert float(legal.group(2)) == pytest.approx(0.62)  # ours on mb_legal, not another set
     assert re.search(r"^\| memorybench \| off_policy_zscore\.qwen3-8b \| A-Mem \|  \|.*not paired",
@@ -328,3 +328,17 @@ def test_a_memorybench_off_policy_run_is_set_against_tables_10_and_11(tmp_path, 
     taus = re.findall(r"^\| memorybench \| off_policy_minmax\.qwen3-8b \| off_policy \| "
                       r"weighted_average \| 2 \| [-0-9.]+ \| (mb_\w+) \|$", out, re.M)  # fmt: skip
     assert sorted(taus) == sorted(MB_SETS)
+
+
+def test_a_run_of_one_memorybench_set_pairs_that_set_only(tmp_path, capsys):
+    rows = [
+        {"benchmark": "mb_legal", "system": "none", "protocol": "off_policy", "step": 0,
+         "metric": metric, "aggregate": "normalized", "value": 0.5, "n": 50}
+        for metric in ("weighted_average", "z_score")
+    ]  # fmt: skip
+    write_table(pd.DataFrame(rows), tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "108 published cells; 2 paired with the run" in out
+    assert out.count("the run has no benchmark 'mb_open_domain'") == 2 * 7  # Mem0 has no cell
+    assert out.count("the run has no benchmark 'mb_academic_knowledge'") == 2 * 8

@@ -336,6 +336,7 @@ def compare_published(
 
     ``benchmark`` is our benchmark's name (default: the published benchmark's own name)."""
     summary = run.summary
+    published, absent = _split_absent(published, summary, benchmark)
     ours_benchmarks = sorted(summary["benchmark"].unique())
     cells = []
     for name, part in published.groupby("benchmark", sort=True):
@@ -392,9 +393,35 @@ def compare_published(
                 out.update(_seed_values(summary, found))
             cells.append(out)
     columns = CELL_COLUMNS + (SEED_COLUMNS if has_seeds(summary) else [])
+    cells += _absent_cells(absent, columns)
     cells = _rank_change_cells(pd.DataFrame(cells, columns=columns))
     taus, ranks = _rank_tables(cells[cells["metric"] != RANK_CHANGE])
     return cells, taus, ranks
+
+
+def _split_absent(published: pd.DataFrame, summary: pd.DataFrame, benchmark: str | None):
+    """(rows to compare, rows of benchmarks the run lacks). A table over several benchmarks
+    (MemoryBench's seven sets) compared with a run of some of them: the other benchmarks' cells
+    are listed as not in the run, never compared with another benchmark. Only when no
+    ``benchmark`` is named and the run has at least one of the published benchmarks."""
+    has = published["benchmark"].isin(set(summary["benchmark"]))
+    if benchmark is not None or not has.any():
+        return published, published.iloc[:0]
+    return published[has], published[~has]
+
+
+def _absent_cells(rows: pd.DataFrame, columns: list[str]) -> list[dict]:
+    """Unpaired cells of published rows whose benchmark the run does not have."""
+    blank = {"system": "", "ci_method": "", "n": 0, "outside": ""}
+    return [
+        {
+            **{c: cell.get(c, blank.get(c, math.nan)) for c in columns},
+            **blank,
+            "published": cell["value"],
+            "note": f"the run has no benchmark {cell['benchmark']!r}",
+        }
+        for cell in rows.to_dict("records")
+    ]
 
 
 def _seed_values(summary: pd.DataFrame, row) -> dict:
