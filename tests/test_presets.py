@@ -342,3 +342,49 @@ def test_a_run_of_one_memorybench_set_pairs_that_set_only(tmp_path, capsys):
     assert "108 published cells; 2 paired with the run" in out
     assert out.count("the run has no benchmark 'mb_open_domain'") == 2 * 7  # Mem0 has no cell
     assert out.count("the run has no benchmark 'mb_academic_knowledge'") == 2 * 8
+
+
+@pytest.fixture(scope="module")
+def memorybench_run(standins, tmp_path_factory):
+    """memorybench-off-policy on the stand-in release, offline: its Legal set with two of the
+    paper's rows (Vanilla and BM25-S), normalized with statistics written here."""
+    tmp = tmp_path_factory.mktemp("memorybench")
+    datasets = ("Locomo", "LexEval-QA")  # the stand-in's datasets (Locomo-k merged)
+    stats = {
+        f"dataset_{key}": dict.fromkeys(datasets, value)
+        for key, value in (("min", 0.0), ("max", 1.0), ("mu", 0.5), ("sigma", 0.25))
+    }
+    (tmp / "stats.json").write_text(json.dumps({"domain": {"Legal": {"summary": stats}}}))
+    scale = tmp / "scale.yaml"
+    scale.write_text(
+        yaml.safe_dump(
+            {
+                "run": {"benchmarks": ["mb_legal"], "systems": ["none", "bm25_session"]},
+                "benchmarks": {"mb_legal": {"normalize": {"stats": str(tmp / "stats.json")}}},
+            }
+        )
+    )
+    (tmp / "run").mkdir()
+    wd = workdir(tmp / "run")
+    snakemake_in_process(
+        wd, _layered(tmp, "memorybench-off-policy", standins, OFFLINE, scale), dry=False
+    )
+    return wd
+
+
+@pytest.mark.slow
+def test_a_memorybench_run_sets_tables_10_and_11_beside_ours(memorybench_run, capsys):
+    results = memorybench_run / "results"
+    summary = pd.read_parquet(results / "summary.parquet")
+    normalized = summary[summary["aggregate"] == "normalized"].set_index(["system", "metric"])
+    ours = normalized.loc[("bm25_session", "weighted_average"), "value"]
+    text = (results / "summary.md").read_text()
+    assert "## Published vs ours" in text and "memorybench/off_policy_minmax.qwen3-8b" in text
+    assert cli(["compare", str(results), "--preset", "memorybench-off-policy"]) == 0
+    out = capsys.readouterr().out
+    assert "108 published cells; 4 paired with the run" in out
+    row = re.search(r"^\| memorybench \| off_policy_minmax\.qwen3-8b \| BM25-S \| bm25_session \| "
+                    r"off_policy \| mean \|(?: mean \|)? weighted_average \| 0\.478 \| "
+                    r"([0-9.]+) \|",
+                    out, re.M)  # fmt: skip
+    assert row and float(row.group(1)) == pytest.approx(ours, abs=5e-4)
