@@ -23,8 +23,9 @@ from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import statistics_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
-from mnemoflow.eval.panel import panel_budgets, panel_of, probe_settings
+from mnemoflow.eval.panel import panel_budgets, panel_of, probe_settings, public_panel
 from mnemoflow.eval.panel import panel_limits as panel_job_limits
+from mnemoflow.llm.addresses import public_bindings, redacted_config
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
@@ -55,7 +56,14 @@ validate(config, schema="../schemas/config.schema.yaml")
 BENCHMARKS = resolved_benchmarks(config["benchmarks"])
 # every role's binding with its `endpoint: NAME` resolved (an external endpoint's base_url, a
 # managed one's endpoint://NAME, which each job resolves to the running server: docs/slurm.md)
-MODELS = bind_endpoints(config["models"], config.get("endpoints"))
+BINDINGS = bind_endpoints(config["models"], config.get("endpoints"))
+# each role's spec as written (URL syntax, credentials) before its address is redacted below;
+# keys and offline roles are checked once every helper is defined (the end of this file)
+check_bindings(BINDINGS, require_keys=False)
+# the same with every base_url redacted (scheme://host:port + a hash of the path): all params,
+# resource names and ledgers see only these; a job finds the real address in the config
+# (docs/gateway.md, "Secrets")
+MODELS = public_bindings(BINDINGS)
 # the published numbers the run reproduces (a paper preset: configs/paper/, docs/reproduce.md)
 PUBLISHED_REQUEST = request_of(config, BENCHMARKS)
 
@@ -247,8 +255,9 @@ def run_loaders():
 
 
 def report_config():
-    """The config the report shows: as written, with every benchmark as the jobs saw it."""
-    return {**config, "benchmarks": BENCHMARKS}
+    """The config the report shows: as written, with every benchmark as the jobs saw it and every
+    endpoint address redacted."""
+    return redacted_config({**config, "benchmarks": BENCHMARKS})
 
 
 # --- models: one role tuple per rule ------------------------------------------------------------
@@ -449,11 +458,19 @@ def all_feedback_ledgers(repeat=""):
 # --- judge panel and false-positive probe: `judge.panel` (mnemoflow/eval/panel.py) ----------
 
 #: The panel's judges (none: the rules judge_panel and judge_probe have no job).
-PANEL = panel_of(config.get("judge"), config.get("endpoints"))
+PANEL = public_panel(panel_of(config.get("judge"), config.get("endpoints")))
 PROBE_SIZE, PROBE_SEED = probe_settings(config.get("judge"))
 PROBE = "results/{benchmark}/probe"
 for _judge in PANEL:
-    check_bindings({"judge": _judge.model}, require_keys=not planning())
+    check_bindings({"judge": _judge.model}, require_keys=False)
+
+
+def check_keys():
+    """Every key variable the run's roles and panel judges name is set (when a run starts)."""
+    for bindings in [MODELS, *({"judge": judge.model} for judge in PANEL)]:
+        check_bindings(bindings)
+
+
 for _name, _budget in panel_budgets(MODELS, PANEL).items():
     if _name not in workflow.global_resources:
         workflow.register_resource(_name, _budget)
@@ -777,13 +794,13 @@ def all_normalized(repeat=""):
 
 # --- the run's role bindings, checked once every helper above is defined -----------------------
 
-# every role's endpoint and key variable (not for `mnemoflow plan`, which calls no model); no role
-# the run uses silently offline beside real models
+# every role's endpoint; no role the run uses silently offline beside real models (the key
+# variables are checked when a run starts: Snakefile's onstart; a dry run or plan needs none)
 check_bindings(
-    MODELS,
+    BINDINGS,
     used=run_roles(),
     allow_offline=config.get("allow_offline_roles", []),
-    require_keys=not planning(),
+    require_keys=False,
 )
 # every system the run uses installed (a product's extra: the pip install to run)
 check_installed(config["systems"], run_systems())

@@ -16,6 +16,7 @@ from mnemoflow.report.compare import (
     interval,
     load_run,
     paired_systems,
+    unpaired_rows,
 )
 from mnemoflow.report.significance import (
     cluster_paired_test,
@@ -26,6 +27,7 @@ from mnemoflow.report.significance import (
     paired_bootstrap,
     rank_marks,
 )
+from mnemoflow.report.summaries import ReportError
 
 
 def test_kendall_tau_worked_examples():
@@ -523,3 +525,84 @@ def test_an_interval_over_users_who_all_score_alike_is_degenerate_not_zero_width
     assert (cell["ours"], cell["n"], cell["ci_method"]) == (0.5, 4, "degenerate")
     assert math.isnan(cell["ci_low"]) and math.isnan(cell["ci_high"])
     assert cell["outside"] == ""
+
+
+# --- per question type, several benchmarks, unpaired rows --------------------------------------
+
+
+def _locomo_run(root, rows):
+    """A summary of static QA runs: (benchmark, system, aggregate, metric, value, n) per row."""
+    summary = [
+        {"benchmark": b, "system": s, "protocol": "qa", "step": 0, "metric": m, "aggregate": a,
+         "value": v, "n": n}
+        for b, s, a, m, v, n in rows
+    ]  # fmt: skip
+    write_table(pd.DataFrame(summary), root / "summary.parquet", SUMMARY)
+    return load_run(root)
+
+
+def _locomo_published(tmp_path, cells):
+    """Published rows (table, row, aggregate, metric, value) of benchmark locomo."""
+    path = tmp_path / "locomo.csv"
+    lines = [",".join(COLUMNS)]
+    for table, row, aggregate, metric, value in cells:
+        lines.append(
+            f"locomo,{table},locomo10,locomo,{row},,qa,mean,{aggregate},{metric},{value},s,"
+        )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return load_published(path)
+
+
+def test_a_per_type_cell_pairs_with_the_same_type_and_each_system_with_its_own_benchmark(tmp_path):
+    """`mean` pairs with our micro row, `type:temporal` with our type:temporal row; long_context
+    runs on one benchmark, dense_5 on another, and each is compared where it runs. Tables 3's
+    Observation row has no counterpart: listed once, with the preset's reason."""
+    run = _locomo_run(
+        tmp_path,
+        [
+            ("lc", "long_context", "micro", "f1", 0.36, 10),
+            ("lc", "long_context", "type:temporal", "f1", 0.25, 4),
+            ("rag", "dense_5", "micro", "f1", 0.40, 10),
+            ("rag", "dense_5", "type:temporal", "f1", 0.30, 4),
+        ],
+    )
+    published = _locomo_published(
+        tmp_path,
+        [
+            ("t2", "gpt 16K", "mean", "f1", 0.359),
+            ("t2", "gpt 16K", "type:temporal", "f1", 0.243),
+            ("t3", "Dialog top-5", "mean", "f1", 0.388),
+            ("t3", "Dialog top-5", "type:temporal", "f1", 0.354),
+            ("t3", "Observation top-5", "mean", "f1", 0.433),
+            ("t3", "Observation top-5", "type:temporal", "f1", 0.407),
+        ],
+    )
+    pairs = [("long_context", "gpt 16K"), ("dense_5", "Dialog top-5")]
+    reasons = {"Observation top-5": "observations are not a mnemoflow system"}
+    cells, taus, _ = compare_published(run, published, pairs, unpaired=reasons)
+    by = cells.set_index(["row", "aggregate"])
+    assert by.loc[("gpt 16K", "mean"), "ours"] == 0.36
+    assert by.loc[("gpt 16K", "type:temporal"), "ours"] == 0.25
+    assert by.loc[("Dialog top-5", "type:temporal"), "ours"] == 0.30
+    assert by.loc[("Dialog top-5", "mean"), "diff"] == pytest.approx(0.40 - 0.388)
+    assert math.isnan(by.loc[("Observation top-5", "mean"), "ours"])
+    assert list(taus["table"]) == []  # one paired row per table: no ranking to agree on
+    alone = unpaired_rows(cells)
+    assert alone.to_dict("records") == [
+        {"paper": "locomo", "table": "t3", "row": "Observation top-5", "cells": 2,
+         "reason": "observations are not a mnemoflow system"},
+    ]  # fmt: skip
+
+
+def test_a_system_on_several_benchmarks_needs_the_benchmark_named(tmp_path):
+    run = _locomo_run(
+        tmp_path,
+        [("a", "dense_5", "micro", "f1", 0.4, 10), ("b", "dense_5", "micro", "f1", 0.5, 10)],
+    )
+    published = _locomo_published(tmp_path, [("t3", "Dialog top-5", "mean", "f1", 0.388)])
+    with pytest.raises(ReportError, match=r"dense_5 runs on several benchmarks \(a, b\)"):
+        compare_published(run, published, [("dense_5", "Dialog top-5")])
+    cells, _, _ = compare_published(run, published, [("dense_5", "Dialog top-5")], benchmark="b")
+    assert cells["ours"].tolist() == [0.5]
+    with pytest.raises(ReportError, match=r"no benchmark 'locomo' .*name it with --benchmark"):
+        compare_published(run, published)  # nothing paired, no benchmark of that name

@@ -22,9 +22,11 @@ from mnemoflow.eval.panel import (
     panel_of,
     probe_set,
     probe_settings,
+    public_panel,
 )
 from mnemoflow.eval.probes import ABSTENTION, build_probes
 from mnemoflow.intervals import wilson_interval
+from mnemoflow.llm.addresses import redact
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.report.panel import (
     cohen_kappa,
@@ -290,8 +292,8 @@ def test_panel_limits_take_the_larger_share_of_an_endpoint_two_judges_share():
     bound = {"base_url": url, "model": "m", "concurrency": 8}
     models = {"agent": bound}
     limits = panel_limits(models, [{**bound, "model": "a"}, {**bound, "model": "b"}], 4)
-    assert limits.resources == {"endpoint_127_0_0_1_9_v1": 2}
-    assert limits.params[url]["concurrency"] == 2
+    assert limits.resources == {"endpoint_127_0_0_1_9_2d234c97": 2}  # host, port, path hash
+    assert limits.params[redact(url)]["concurrency"] == 2  # keyed as the gateway sees it
     assert panel_limits(models, [OFFLINE], 4).resources == {}
 
 
@@ -437,3 +439,20 @@ def test_panel_costs_add_up_each_judges_ledgers(tmp_path):
     first.write_text("{}")
     with pytest.raises(ValueError, match="a.json: not a panel ledger file"):
         panel_costs([str(first)])
+
+
+def test_a_panel_judges_address_is_written_redacted_and_found_again_by_its_job():
+    """A token in a panel judge's URL path reaches neither params nor the report's config; the
+    job finds the real address in the config by the redacted form."""
+    from mnemoflow.jobs.context import JobEnv, config_bindings
+    from mnemoflow.llm.addresses import redacted_config
+
+    url = "http://127.0.0.1:9/tok_canary123/v1"
+    entry = {"name": "b", "kind": "generic", "model": {"base_url": url, "model": "m"}}
+    panel = [entry, {**entry, "name": "c"}]
+    config = {"models": {"judge": {"backend": "offline"}}, "judge": {"panel": panel}}
+    judges = public_panel(panel_of(config["judge"]))
+    assert {j.model["base_url"] for j in judges} == {redact(url)}
+    assert "canary" not in json.dumps(redacted_config(config))
+    env = JobEnv(models={"judge": judges[0].model}, bindings=config_bindings(config))
+    assert [a.url for a in env.given_addresses().values()] == [url]

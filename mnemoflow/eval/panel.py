@@ -16,6 +16,7 @@ and the configured one: wrong answers a sound judge rejects.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from mnemoflow.errors import ConfigError
 from mnemoflow.eval.benchmark_metric import JUDGES
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.eval.probes import DEFAULT_SIZE, KINDS, build_probes, probe_answers
+from mnemoflow.llm.addresses import public_bindings
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import JobLimits, endpoint_budgets, job_limits
 from mnemoflow.llm.types import EndpointSpec
@@ -52,6 +54,14 @@ class PanelJudge:
     name: str
     kind: str
     model: dict[str, Any]
+
+
+def public_panel(judges: list[PanelJudge]) -> list[PanelJudge]:
+    """The panel as params, resource names and ledgers may carry it: every ``base_url``
+    redacted (a job finds the real one in the config: ``jobs.context.config_bindings``)."""
+    return [
+        dataclasses.replace(j, model=public_bindings({"judge": j.model})["judge"]) for j in judges
+    ]
 
 
 def panel_of(

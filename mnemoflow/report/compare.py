@@ -280,26 +280,62 @@ def _pairing(published: pd.DataFrame, systems: set[str], mapping: list[tuple[str
     return theirs_to_ours
 
 
-def _our_row(summary: pd.DataFrame, benchmark, system, protocol, period, metric):
-    """Our summary row for a published cell, or None: period ``mean`` is the run's last step's
-    row of the first of :data:`MEAN_AGGREGATES` it has, period k step k's micro row."""
+def _our_row(summary: pd.DataFrame, benchmark, system, cell: dict):
+    """Our summary row for a published cell, or None. Aggregate ``mean``: period ``mean`` is the
+    run's last step's row of the first of :data:`MEAN_AGGREGATES` it has, period k step k's micro
+    row; aggregate ``type:<question_type>`` that step's row of the same aggregate."""
     run = summary[
         (summary["benchmark"] == benchmark)
         & (summary["system"] == system)
-        & (summary["protocol"] == protocol)
-        & (summary["metric"] == metric)
+        & (summary["protocol"] == cell["protocol"])
+        & (summary["metric"] == cell["metric"])
     ]
     if run.empty:
         return None
-    if period == MEAN:
-        last = run[run["step"] == run["step"].max()]
+    period = cell["period"]
+    step = run[run["step"] == (run["step"].max() if period == MEAN else int(period))]
+    wanted = cell.get("aggregate", MEAN)
+    if wanted != MEAN:
+        hit = step[step["aggregate"] == wanted]
+    elif period == MEAN:
         for aggregate in MEAN_AGGREGATES:
-            hit = last[last["aggregate"] == aggregate]
+            hit = step[step["aggregate"] == aggregate]
             if not hit.empty:
                 break
     else:
-        hit = run[(run["step"] == int(period)) & (run["aggregate"] == "micro")]
+        hit = step[step["aggregate"] == "micro"]
     return None if hit.empty else next(hit.itertuples(index=False))
+
+
+def _benchmarks_of(summary: pd.DataFrame, name: str, benchmark: str | None) -> dict[str, str]:
+    """Our system -> the benchmark its cells are compared on, for published rows of benchmark
+    ``name``: ``benchmark`` if given, else ``name`` if the run has it, else each system's own
+    benchmark where it runs on exactly one (a preset whose systems run on different benchmarks:
+    LoCoMo's long context and retrieval)."""
+    ours = sorted(summary["benchmark"].unique())
+    chosen = benchmark or (name if name in ours else None)
+    if chosen is not None:
+        if chosen not in ours:
+            raise ReportError(
+                f"the run has no benchmark {chosen!r} for the published {name!r} rows "
+                f"(it has {', '.join(ours)}; name it with --benchmark)"
+            )
+        return dict.fromkeys(summary.loc[summary["benchmark"] == chosen, "system"], chosen)
+    where = summary.groupby("system")["benchmark"].unique()
+    return {system: names[0] for system, names in where.items() if len(names) == 1}
+
+
+def unpaired_rows(cells: pd.DataFrame) -> pd.DataFrame:
+    """The published rows no system of the run is paired with, one line per row and reason: paper,
+    table, row, its number of cells and the reason (the preset's ``compare.unpaired``, else its
+    note; a row of a table over several benchmarks may have one reason per benchmark)."""
+    columns = ["paper", "table", "row", "cells", "reason"]
+    alone = cells[cells["system"] == ""]
+    if alone.empty:
+        return pd.DataFrame(columns=columns)
+    grouped = alone.groupby(["paper", "table", "row", "note"], sort=False)["note"]
+    out = grouped.agg(cells="size").reset_index().rename(columns={"note": "reason"})
+    return out[columns]
 
 
 CELL_COLUMNS = [
@@ -309,6 +345,7 @@ CELL_COLUMNS = [
     "system",
     "protocol",
     "period",
+    "aggregate",
     "metric",
     "published",
     "ours",
@@ -331,34 +368,46 @@ def compare_published(
     published: pd.DataFrame,
     mapping: list[tuple[str, str]] = (),
     benchmark: str | None = None,
+    unpaired: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(cells, taus, ranks) of a run against published rows (see the module docstring).
 
-    ``benchmark`` is our benchmark's name (default: the published benchmark's own name)."""
+    ``benchmark`` is our benchmark's name (default: the published benchmark's own name, else
+    each paired system's own benchmark); ``unpaired`` the reason a row has no counterpart
+    (published row -> reason), the note of its cells when no system is paired with it."""
     summary = run.summary
     published, absent = _split_absent(published, summary, benchmark)
-    ours_benchmarks = sorted(summary["benchmark"].unique())
+    reasons = unpaired or {}
     cells = []
     for name, part in published.groupby("benchmark", sort=True):
-        ours = benchmark or name
-        if ours not in ours_benchmarks:
+        where = _benchmarks_of(summary, name, benchmark)
+        rows = set(part["row"])
+        for ours, theirs in mapping:
+            if theirs in rows and ours not in where and ours in set(summary["system"]):
+                runs_on = sorted(summary.loc[summary["system"] == ours, "benchmark"].unique())
+                raise ReportError(
+                    f"pairing {ours}={theirs}: {ours} runs on several benchmarks "
+                    f"({', '.join(runs_on)}); name the one to compare with --benchmark"
+                )
+        pairing = _pairing(part, set(where), list(mapping))
+        if not pairing and name not in set(summary["benchmark"]) and benchmark is None:
             raise ReportError(
-                f"the run has no benchmark {ours!r} for the published {name!r} rows "
-                f"(it has {', '.join(ours_benchmarks)}; name it with --benchmark)"
+                f"the run has no benchmark {name!r} for the published {name!r} rows and none of "
+                f"its systems is paired with them (it has "
+                f"{', '.join(sorted(summary['benchmark'].unique()))}; name it with --benchmark)"
             )
-        systems = set(summary.loc[summary["benchmark"] == ours, "system"])
-        pairing = _pairing(part, systems, list(mapping))
         periods = part[part["period"] != MEAN].groupby("table")["period"]
         last_published = periods.apply(lambda p: max(int(x) for x in p)).to_dict()
         for cell in part.to_dict("records"):
             system = pairing.get(cell["row"], "")
             found = (
-                _our_row(summary, ours, system, cell["protocol"], cell["period"], cell["metric"])
+                _our_row(summary, where[system], system, cell)
                 if system and cell["metric"] != RANK_CHANGE
                 else None
             )
+            keys = ("paper", "table", "row", "protocol", "period", "aggregate", "metric")
             out = {
-                **{k: cell[k] for k in ("paper", "table", "row", "protocol", "period", "metric")},
+                **{k: cell.get(k, MEAN) for k in keys},
                 "system": system,
                 "published": cell["value"],
                 "ours": math.nan,
@@ -368,7 +417,7 @@ def compare_published(
                 "n": 0,
                 "diff": math.nan,
                 "outside": "",
-                "note": "not paired" if not system else "",
+                "note": reasons.get(cell["row"], "not paired") if not system else "",
             }
             out["benchmark"] = name  # the published benchmark (a MemoryBench set, ...)
             if system and found is None and cell["metric"] != RANK_CHANGE:
@@ -457,7 +506,8 @@ def _rank_change_cells(cells: pd.DataFrame) -> pd.DataFrame:
     if not changes.any():
         return cells
     cells = cells.copy()
-    scores = cells[~changes & (cells["period"] == MEAN) & cells["ours"].notna()]
+    overall = (cells["period"] == MEAN) & (cells["aggregate"] == MEAN)
+    scores = cells[~changes & overall & cells["ours"].notna()]
     for (paper, table), group in cells[changes].groupby(["paper", "table"], sort=True):
         part = scores[(scores["paper"] == paper) & (scores["table"] == table)]
         if part.empty:
@@ -495,10 +545,11 @@ RANK_COLUMNS += ["published", "ours", "published_rank", "our_rank", "rank_change
 
 
 def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per (table, benchmark, protocol, metric) at period ``mean``: τ and each row's rank change
-    (a table over several benchmarks, such as MemoryBench's sets, is ranked per benchmark)."""
+    """Per (table, benchmark, protocol, metric) at period and aggregate ``mean`` (all questions;
+    not per question type): τ and each row's rank change (a table over several benchmarks, such as
+    MemoryBench's sets, is ranked per benchmark)."""
     taus, ranks = [], []
-    paired = cells[(cells["period"] == MEAN) & cells["ours"].notna()]
+    paired = cells[(cells["period"] == MEAN) & (cells["aggregate"] == MEAN) & cells["ours"].notna()]
     for (paper, table, benchmark, protocol, metric), group in paired.groupby(
         ["paper", "table", "benchmark", "protocol", "metric"], sort=True
     ):

@@ -175,6 +175,8 @@ def _benchmark_labels(rows: pd.DataFrame) -> pd.DataFrame:
 def _published_values(cells: pd.DataFrame, runs: pd.DataFrame, metric: str) -> dict[str, float]:
     """label -> the published mean of ``metric`` paired with that run (system and protocol)."""
     mean = cells[(cells["metric"] == metric) & (cells["period"].astype(str) == "mean")]
+    if "aggregate" in mean.columns:  # all questions, not one question type
+        mean = mean[mean["aggregate"] == "mean"]
     mean = mean[mean["system"] != ""]
     out: dict[str, float] = {}
     for run in runs.itertuples(index=False):

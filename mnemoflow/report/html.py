@@ -27,6 +27,7 @@ import yaml
 from mnemoflow.data.tables import read_table, write_atomic_text
 from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
+from mnemoflow.report.compare import unpaired_rows
 from mnemoflow.report.drilldown import DrillFrames, drilldown, write_drilldown
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_tables
@@ -449,6 +450,9 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
         "printed on- vs off-policy ∆Rank (▲k: k places higher off-policy) is set beside our own "
         "among the rows paired.</p>"
     )
+    unpaired = unpaired_rows(cells)
+    if len(unpaired):
+        text += "<h3>Published rows without a counterpart in the run</h3>" + table_html(unpaired)
     if paired.empty:
         return text + _note("No published cell is paired with a run: name the systems with --map.")
     rank = paired["metric"] == "rank_change"
@@ -470,6 +474,7 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
         "system": "ours",
         "protocol": "protocol",
         "period": "period",
+        "aggregate": "aggregate",
         "metric": "metric",
         "published": "published",
         "ours": "our value",
