@@ -415,6 +415,13 @@ MB_SETS = [
 ]  # fmt: skip
 
 
+def _compare_with_the_preset(tmp_path, rows, capsys) -> str:
+    """`compare --preset memorybench-off-policy --all` on a run of these summary rows."""
+    write_table(pd.DataFrame(rows), tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--all"]) == 0
+    return capsys.readouterr().out
+
+
 def test_a_memorybench_off_policy_run_is_set_against_tables_10_and_11(tmp_path, capsys):
     """A run's set summaries (aggregate "normalized", as protocols/feedback.py writes them) are
     paired with the paper's Tables 10 (weighted_average) and 11 (z_score), set by set; the paper's
@@ -426,9 +433,7 @@ def test_a_memorybench_off_policy_run_is_set_against_tables_10_and_11(tmp_path, 
         for system, value in (("none", 0.5), ("bm25_session", 0.6))
         for metric in ("weighted_average", "z_score")
     ]  # fmt: skip
-    write_table(pd.DataFrame(rows), tmp_path / "summary.parquet", SUMMARY)
-    assert cli(["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--all"]) == 0
-    out = capsys.readouterr().out
+    out = _compare_with_the_preset(tmp_path, rows, capsys)
     assert "against the published memorybench/off_policy_minmax.qwen3-8b" in out
     assert "108 published cells; 28 paired with the run" in out
     legal = re.search(r"^\| memorybench \| off_policy_minmax\.qwen3-8b \| BM25-S \| bm25_session "
@@ -450,9 +455,7 @@ def test_a_run_of_one_memorybench_set_pairs_that_set_only(tmp_path, capsys):
          "metric": metric, "aggregate": "normalized", "value": 0.5, "n": 50}
         for metric in ("weighted_average", "z_score")
     ]  # fmt: skip
-    write_table(pd.DataFrame(rows), tmp_path / "summary.parquet", SUMMARY)
-    assert cli(["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--all"]) == 0
-    out = capsys.readouterr().out
+    out = _compare_with_the_preset(tmp_path, rows, capsys)
     assert "108 published cells; 2 paired with the run" in out
     # each cell (Mem0 has none on Open), then one line per row and table below the cells
     assert out.count("the run has no benchmark 'mb_open_domain'") == 2 * 7 + 2 * 7

@@ -300,15 +300,10 @@ MB_ROWS = {
 
 
 def mb(frame, table, benchmark, row, metric, protocol="off_policy", paper="memorybench"):
-    hit = frame[
-        (frame["paper"] == paper)
-        & (frame["table"] == table)
-        & (frame["benchmark"] == benchmark)
-        & (frame["row"] == row)
-        & (frame["metric"] == metric)
-        & (frame["protocol"] == protocol)
-    ]
-    assert len(hit) == 1, (table, benchmark, row, metric, protocol)
+    where = {"paper": paper, "table": table, "benchmark": benchmark, "row": row}
+    where |= {"metric": metric, "protocol": protocol}
+    hit = frame[(frame[list(where)] == pd.Series(where)).all(axis=1)]
+    assert len(hit) == 1, where
     return hit["value"].iloc[0]
 
 
