@@ -400,3 +400,38 @@ def test_the_leaderboard_equals_tables_10_11_and_15_but_two_academic_cells(publi
     # a run the site leaves out is 0 and 0 in the file: shipped, and said so
     zero = board[(board["row"] == "a_mem") & (board["value"] == 0)]
     assert len(zero) == 2 and zero["note"].str.contains("probably no run").all()
+
+
+def test_memorybench_tables_agree_where_the_paper_repeats_itself(published):
+    """Checks of the transcription by the paper's own redundancy: Table 16's and 17's "With -
+    Without" is the difference of its columns, Table 22's first column is Table 10's Legal column,
+    Table 20's Vanilla rows are Tables 10 / 11, and Tables 13 / 14 repeat Table 12's means (but
+    the one cell the paper prints differently)."""
+    paper = published[published["paper"] == "memorybench"]
+    tables = ("feedback_effect.qwen3-8b", "locomo_feedback_effect.qwen3-8b")
+    part = paper[paper["table"].isin(tables)].copy()
+    # Table 16's rows are the columns, Table 17's "<LLMsys>, <column>"
+    part["system"] = part["row"].where(part["row"].str.contains(", "), "").str.split(", ").str[0]
+    part["column"] = part["row"].str.split(", ").str[-1]
+    groups = part.groupby(["table", "metric", "system"])
+    assert groups.ngroups == 34 + 6
+    for _, group in groups:
+        value = group.set_index("column")["value"]
+        with_, without = value["With Feedback"], value["Without Feedback"]
+        assert value["With - Without"] == pytest.approx(with_ - without, abs=2e-4), group
+    for row in MB_ROWS.values():
+        legal = ("mb_legal", row, "weighted_average")
+        table_22 = mb(published, "legal_user-qwen3-32b.qwen3-8b", *legal)
+        assert table_22 == mb(published, "off_policy_minmax.qwen3-8b", *legal)
+    for bench in ("mb_academic_knowledge", "mb_legal"):
+        for metric, table in (("weighted_average", "minmax"), ("z_score", "zscore")):
+            for action in ("like", "copy"):
+                assert mb(published, "action_feedback.qwen3-8b", bench, "Vanilla", metric,
+                          f"off_policy_{action}") == mb(
+                    published, f"off_policy_{table}.qwen3-8b", bench, "Vanilla", metric
+                )  # fmt: skip
+    key = ["benchmark", "row", "metric"]
+    raw = paper[paper["table"] == "off_policy_raw.qwen3-8b"].set_index(key)
+    std = paper[paper["table"] == "off_policy_raw_std.qwen3-8b"].set_index(key)
+    differ = raw.index[raw["value"] != std.loc[raw.index, "value"]]
+    assert list(differ) == [("mb_academic_knowledge", "Embed-S", "ideabench.llm_rating_score")]
