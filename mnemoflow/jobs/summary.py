@@ -16,7 +16,7 @@ from mnemoflow.report.headline import run_headline
 from mnemoflow.report.panel import panel_markdown, read_panel
 from mnemoflow.report.reproduction import Request, published_section
 from mnemoflow.report.seeds import across_seeds
-from mnemoflow.report.summaries import ledger_labels, load_ledger, run_costs
+from mnemoflow.report.summaries import ledger_labels, load_ledger, run_costs, structured_forms
 from mnemoflow.report.summary import summarize, summary_markdown
 
 
@@ -85,7 +85,10 @@ def summarize_runs(
     )
     judgements = read_all(files.judgements, "judgements")
     headline = run_headline(frame, judgements, (section or {}).get("cells"))
-    text = summary_markdown(frame, generation, models, costs, versions, headline)
+    structured = structured_forms(ledgers)
+    text = summary_markdown(
+        frame, generation, models, costs, versions, headline, structured=structured
+    )
     if lines:
         text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
     write_atomic_text(files.table, text)
