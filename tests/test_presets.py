@@ -304,16 +304,18 @@ def memory_agents_run(standins, tmp_path_factory):
     """amemgym-memory-agents on the stand-in environment (2 users, periods 0-1), offline, with
     two of the paper's rows (LLM and AWE-(2,4,30))."""
     tmp = tmp_path_factory.mktemp("agents")
-    scale = tmp / "scale.yaml"
     systems = ["native", "awe_2_4_30"]
-    scale.write_text(
-        yaml.safe_dump({"benchmarks": {"amemgym_v1": {"systems": systems, "shards": 1}}})
-    )
+    scale = {"benchmarks": {"amemgym_v1": {"systems": systems, "shards": 1}}}
+    return _offline_run(tmp, "amemgym-memory-agents", standins, scale)
+
+
+def _offline_run(tmp, name, standins, scale: dict):
+    """The working directory of an offline run of preset ``name`` on the stand-ins, with the
+    ``scale`` layer (fewer systems, shards) on top."""
+    (tmp / "scale.yaml").write_text(yaml.safe_dump(scale))
     (tmp / "run").mkdir()
     wd = workdir(tmp / "run")
-    snakemake_in_process(
-        wd, _layered(tmp, "amemgym-memory-agents", standins, OFFLINE, scale), dry=False
-    )
+    snakemake_in_process(wd, _layered(tmp, name, standins, OFFLINE, tmp / "scale.yaml"), dry=False)
     return wd
 
 
@@ -526,21 +528,11 @@ def memorybench_run(standins, tmp_path_factory):
         for key, value in (("min", 0.0), ("max", 1.0), ("mu", 0.5), ("sigma", 0.25))
     }
     (tmp / "stats.json").write_text(json.dumps({"domain": {"Legal": {"summary": stats}}}))
-    scale = tmp / "scale.yaml"
-    scale.write_text(
-        yaml.safe_dump(
-            {
-                "run": {"benchmarks": ["mb_legal"], "systems": ["none", "bm25_session"]},
-                "benchmarks": {"mb_legal": {"normalize": {"stats": str(tmp / "stats.json")}}},
-            }
-        )
-    )
-    (tmp / "run").mkdir()
-    wd = workdir(tmp / "run")
-    snakemake_in_process(
-        wd, _layered(tmp, "memorybench-off-policy", standins, OFFLINE, scale), dry=False
-    )
-    return wd
+    scale = {
+        "run": {"benchmarks": ["mb_legal"], "systems": ["none", "bm25_session"]},
+        "benchmarks": {"mb_legal": {"normalize": {"stats": str(tmp / "stats.json")}}},
+    }
+    return _offline_run(tmp, "memorybench-off-policy", standins, scale)
 
 
 @pytest.mark.slow
