@@ -15,6 +15,7 @@ import yaml
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.prices import price_table
+from mnemoflow.protocols.feedback import MOVED_STRUCTURED_OUTPUT
 
 
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
@@ -43,10 +44,7 @@ def check_moved(config: dict[str, Any]) -> None:
     for name, spec in (config.get("benchmarks") or {}).items():
         feedback = spec.get("feedback") if isinstance(spec, dict) else None
         if isinstance(feedback, dict) and "structured_output" in feedback:
-            raise ConfigError(
-                f"config benchmarks.{name}.feedback.structured_output: removed; set "
-                "models.user.structured_output (auto | on | off) instead"
-            )
+            raise ConfigError(MOVED_STRUCTURED_OUTPUT.replace("<name>", str(name)))
 
 
 def check_layers(config: dict[str, Any]) -> None:

@@ -269,7 +269,11 @@ def test_every_registered_dataset_is_supported_and_a_stranger_fails_with_one_lin
     )  # fmt: skip
     with pytest.raises(ConfigError) as info:
         check_supported(["NFCats", "FooBench-QA"])
-    assert str(info.value) == "memorybench: dataset 'FooBench-QA' is not a MemoryBench dataset"
+    assert str(info.value) == (
+        "memorybench: dataset 'FooBench-QA' is not a MemoryBench dataset; families: DialSim, "
+        "HelloBench, IdeaBench, JRE-L, JuDGE, LexEval, LimitGen, Locomo, NFCats, WritingBench, "
+        "WritingPrompts"
+    )
 
 
 def test_item_value_is_the_reference_rule():
@@ -288,3 +292,52 @@ def test_item_value_is_the_reference_rule():
     assert item_value("WritingBench-Politics&Law", [ItemScore("score", None)]) == 1.0
     with pytest.raises(ValueError, match="no value of metric 'meteor'"):
         item_value("WritingPrompts", [ItemScore("f1", 0.3)])
+
+
+def test_a_new_family_is_one_class_scored_by_both_protocols(monkeypatch):
+    """A family registered alone (no other table edited) is found by the paper protocol, the
+    judge protocol and the simulated user alike, with its required fields and failure values."""
+    from mnemoflow.eval import memorybench_judge_protocol as jp
+    from mnemoflow.eval import memorybench_metrics as mm
+    from mnemoflow.registry import Entry
+
+    mm.FAMILIES.names()  # the built-ins first, so the throwaway one is not overwritten
+
+    class ExactQA(mm.MetricFamily):
+        name = "ExactQA"
+        value = "exact"
+        required_info = ("golden_answer",)
+        judge_failure_value = 0.1
+        user_persona = "You are simulating a user who asked a short factual question."
+        user_criteria = ("Correctness of the answer",)
+        user_task = "asking a short factual question"
+
+        async def score(self, item, gateway, **options):
+            gold = str(item.info["golden_answer"])
+            return [mm.ItemScore(self.value, float(item.response.strip() == gold))]
+
+        async def judge_score(self, item, gateway):
+            ok = item.response.strip() != "?"
+            return mm.ItemScore(jp.METRIC, 1.0 if ok else None, "", ok)
+
+        def user_context(self, dataset, info, gold):
+            return f"{dataset}: {gold}"
+
+    monkeypatch.setitem(mm.FAMILIES.entries, "ExactQA", Entry(ExactQA, {}))
+    question = {"dataset": "ExactQA-1", "question_id": "ExactQA-1:0", "question": "Q",
+                "meta": json.dumps({"info": {"golden_answer": "42"}})}  # fmt: skip
+    assert run(mm.evaluate_item(question, "42", None)).value == 1.0
+    assert run(jp.evaluate_item(question, "42", None)).value == 1.0
+    unscored = run(jp.evaluate_item(question, "?", None))
+    assert jp.item_value("ExactQA-1", unscored) == 0.1
+    assert jp.metric_of("ExactQA-1") == (jp.METRIC, True)
+    user = jp.simulated_user("ExactQA-1")
+    assert (user.persona, user.criteria, user.task) == (
+        ExactQA.user_persona,
+        ("Correctness of the answer",),
+        "asking a short factual question",
+    )
+    assert user.context({}, "42") == "ExactQA-1: 42"
+    bare = {**question, "meta": json.dumps({"info": {}})}
+    with pytest.raises(DataError, match=r"record ExactQA-1:0: missing field 'info.golden_answer'"):
+        run(jp.evaluate_item(bare, "42", None))

@@ -15,6 +15,7 @@ import pytest
 from mnemoflow.config_schema import check_config
 from mnemoflow.environment.base import StageContext, StageLog, ask_validated
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval import synthetic_feedback
 from mnemoflow.eval.amemgym_replies import parse_answer
 from mnemoflow.eval.judges import parse_correct_wrong, verdict_parser
 from mnemoflow.llm.gateway import Gateway, strip_reasoning
@@ -130,7 +131,7 @@ def test_the_feedback_user_parses_through_thinking_and_without_structured_output
     history = [Turn("user", "Which font?"), Turn("assistant", "Garamond")]
     with OpenAITestServer(reply=FEEDBACK, think="inline", reject_response_format=True) as server:
         gateway = gateway_for(server)
-        simulator = FeedbackSimulator(item, gateway)
+        simulator = FeedbackSimulator(item, gateway, user=synthetic_feedback.simulated_user("x"))
         turn = asyncio.run(simulator.reply(history))
         asyncio.run(gateway.aclose())
         stats = server.stats()

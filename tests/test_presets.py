@@ -345,6 +345,18 @@ def test_a_memory_agents_run_sets_the_published_numbers_beside_ours(memory_agent
     assert f"| awe_2_4_30 | interactive | mean | mean | memory_score | 0.296 | {value:.3f} |" in out
 
 
+@pytest.mark.slow
+def test_the_dossier_names_each_published_cells_run_and_the_papers_settings(memory_agents_run):
+    dossier = json.loads((memory_agents_run / "results" / "report" / "dossier.json").read_text())
+    cells = [c for c in dossier["published"] if c["row"] == "AWE-(2,4,30)"]
+    paired = [c for c in cells if c["ours"] is not None]
+    assert paired and {c["run"] for c in paired} == {"amemgym_v1/awe_2_4_30/interactive"}
+    assert all(c["paper_settings"]["source"] and c["paper_settings"]["version"] for c in cells)
+    assert all(c["run"] is None for c in dossier["published"] if not c["system"])
+    data = dossier["runs"]["amemgym_v1/awe_2_4_30/interactive"]["data"]
+    assert (memory_agents_run / data["environment"]["path"]).is_file()
+
+
 @pytest.fixture(scope="module")
 def locomo_run(standins, tmp_path_factory):
     """locomo on the stand-in sample, offline: its retrieval benchmark with one system (the

@@ -11,7 +11,9 @@ import pytest
 
 from mnemoflow.data.synthetic_feedback import questions as synthetic_questions
 from mnemoflow.data.tables import DIALOGUES, SESSIONS
-from mnemoflow.eval import memorybench_metrics
+from mnemoflow.errors import ConfigError
+from mnemoflow.eval import memorybench_metrics, synthetic_feedback
+from mnemoflow.eval.memorybench_metrics import family_for
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import UnparseableReply
 from mnemoflow.protocols import feedback as fb
@@ -23,7 +25,6 @@ from mnemoflow.simulators.feedback import (
     WRONG_TEXT,
     FeedbackSimulator,
     evaluation_context,
-    family_of,
     parse_feedback,
     system_prompt,
 )
@@ -91,7 +92,7 @@ def synthetic_item(split: str = "train") -> dict:
 def test_offline_user_dislikes_a_miss_and_corrects_it_with_the_reference():
     item = synthetic_item()
     reference = json.loads(item["meta"])["reference"]
-    simulator = FeedbackSimulator(item, offline())
+    simulator = FeedbackSimulator(item, offline(), user=user_of(item["dataset"]))
     history = [Turn("user", item["question"]), Turn("assistant", "I don't know.")]
     turn = asyncio.run(simulator.reply(history))
     assert (turn.implicit_action, turn.terminated) == ("dislike", False)
@@ -101,7 +102,7 @@ def test_offline_user_dislikes_a_miss_and_corrects_it_with_the_reference():
 def test_offline_user_likes_a_match_and_ends():
     item = synthetic_item()
     reference = json.loads(item["meta"])["reference"]
-    simulator = FeedbackSimulator(item, offline())
+    simulator = FeedbackSimulator(item, offline(), user=user_of(item["dataset"]))
     history = [Turn("user", item["question"]), Turn("assistant", reference)]
     turn = asyncio.run(simulator.reply(history))
     assert (turn.implicit_action, turn.terminated, turn.content) == ("like", True, "")
@@ -119,7 +120,7 @@ def test_an_unparseable_user_is_re_asked_then_recorded_and_counted_never_a_silen
         gateway = Gateway.from_config(
             {"user": {"base_url": server.base_url, "model": "m", "max_parse_retries": 2}}, None
         )
-        simulator = FeedbackSimulator(item, gateway)
+        simulator = FeedbackSimulator(item, gateway, user=user_of(item["dataset"]))
         history = [Turn("user", item["question"]), Turn("assistant", "Garamond")]
         turn = asyncio.run(simulator.reply(history))
         asyncio.run(gateway.aclose())
@@ -145,7 +146,9 @@ def test_structured_output_is_the_user_bindings_switch():
     with OpenAITestServer(reply=reply) as server:
         binding = {"base_url": server.base_url, "model": "m", "structured_output": "off"}
         gateway = Gateway.from_config({"user": binding}, None)
-        turn = asyncio.run(FeedbackSimulator(item, gateway).reply(history))
+        turn = asyncio.run(
+            FeedbackSimulator(item, gateway, user=user_of(item["dataset"])).reply(history)
+        )
         asyncio.run(gateway.aclose())
     assert turn.implicit_action == "like"
     assert "response_format" not in bodies[0]
@@ -263,8 +266,10 @@ def test_each_family_gets_its_own_privileged_context():
         "answer": "",
         "meta": json.dumps({"info": {"ground_truth": "data", "category": "c", "aspect": "a"}}),
     }
-    assert evaluation_context(lexeval).startswith("Reference Answer: Article 5\n")
-    assert evaluation_context(limitgen) == (
+    assert evaluation_context(user_of(lexeval["dataset"]), lexeval).startswith(
+        "Reference Answer: Article 5\n"
+    )
+    assert evaluation_context(user_of(limitgen["dataset"]), limitgen) == (
         "Expected limitation type: data\nTarget category: c\nTarget aspect: a\n" + LIMITGEN_USE
     )
 
@@ -280,7 +285,7 @@ def test_limitgen_target_aspect_comes_from_the_category():
     """The release's LimitGen items carry only ``category``; the reference derives the aspect."""
     info = {"ground_truth": "No ablation of the attention module.", "category": "ablation"}
     item = {"dataset": "LimitGen-Syn", "answer": "", "meta": json.dumps({"info": info})}
-    assert evaluation_context(item) == (
+    assert evaluation_context(user_of(item["dataset"]), item) == (
         "Expected limitation type: No ablation of the attention module.\n"
         "Target category: ablation\nTarget aspect: experimental design\n" + LIMITGEN_USE
     )
@@ -290,28 +295,48 @@ def test_limitgen_target_aspect_comes_from_the_category():
     ("dataset", "family"),
     [
         # LexEval-Judge holds "judge" too: the reference tests "lexeval" first (evaluator_factory)
-        ("LexEval-Judge", "lexeval"),
-        ("LexEval-Summarization", "lexeval"),
-        ("JuDGE", "judge"),
-        ("WritingBench-Politics&Law", "writingbench"),
-        ("HelloBench-Academic&Knowledge-Writing", "hellobench"),
-        ("IdeaBench", "ideabench"),
-        ("JRE-L", "jre-l"),
-        ("LimitGen-Syn", "limitgen"),
-        ("WritingPrompts", "writingprompts"),
-        ("NFCats", "nfcats"),
-        ("synthetic_feedback", "synthetic"),
-        ("Unknown", "lexeval"),
+        ("LexEval-Judge", "LexEval"),
+        ("LexEval-Summarization", "LexEval"),
+        ("JuDGE", "JuDGE"),
+        ("WritingBench-Politics&Law", "WritingBench"),
+        ("HelloBench-Academic&Knowledge-Writing", "HelloBench"),
+        ("IdeaBench", "IdeaBench"),
+        ("JRE-L", "JRE-L"),
+        ("LimitGen-Syn", "LimitGen"),
+        ("WritingPrompts", "WritingPrompts"),
+        ("NFCats", "NFCats"),
     ],
 )
 def test_family_is_chosen_in_the_reference_order(dataset, family):
-    assert family_of(dataset)[0] == family
+    chosen = family_for(dataset)
+    assert chosen.name == family
+    assert user_of(dataset).persona == chosen.simulated_user(dataset).persona
+
+
+def test_an_unknown_dataset_has_no_user_but_one_line_naming_it_and_the_families():
+    with pytest.raises(ConfigError) as info:
+        user_of("Unknown")
+    assert str(info.value).startswith(
+        "memorybench: dataset 'Unknown' is not a MemoryBench dataset; families: DialSim, "
+    )
+    assert "\n" not in str(info.value)
+    # the rule-based families have no LLM user: their scorer is their metric
+    assert user_of("Locomo-0") is None and user_of("DialSim-friends") is None
+
+
+def user_of(dataset: str):
+    """The simulated user the feedback protocol passes for ``dataset`` (its family's texts)."""
+    if dataset.startswith("synthetic"):
+        return synthetic_feedback.simulated_user(dataset)
+    return memorybench_metrics.simulated_user(dataset)
 
 
 def test_lexeval_judge_gets_the_reference_answer_not_a_judgment_document():
     item = {"dataset": "LexEval-Judge", "answer": "判处有期徒刑三年", "meta": "{}"}
-    assert evaluation_context(item).startswith("Reference Answer: 判处有期徒刑三年\n")
-    assert system_prompt("LexEval-Judge").startswith(
+    assert evaluation_context(user_of(item["dataset"]), item).startswith(
+        "Reference Answer: 判处有期徒刑三年\n"
+    )
+    assert system_prompt(user_of("LexEval-Judge")).startswith(
         "You are an AI assistant simulating a knowledgeable user seeking legal information or "
         "assistance.\n\n"
     )
@@ -375,13 +400,6 @@ REFERENCE_FAMILIES = [
         "identify limitations in research papers.",
         5,
     ),
-    # an unknown name gets LexEval's user (the reference's intended default)
-    (
-        "Unknown",
-        "You are an AI assistant simulating a knowledgeable user seeking legal information or "
-        "assistance.",
-        5,
-    ),
 ]
 
 LEXEVAL_SYSTEM = (
@@ -431,41 +449,41 @@ Respond with valid JSON only."""  # noqa: E501
 
 @pytest.mark.parametrize(("dataset", "persona", "n_criteria"), REFERENCE_FAMILIES)
 def test_each_family_has_the_reference_persona_and_criteria_count(dataset, persona, n_criteria):
-    prompt = system_prompt(dataset)
+    prompt = system_prompt(user_of(dataset))
     assert prompt.startswith(persona + "\n\n")
     criteria = prompt.split("Consider factors like:\n", 1)[1].split("\n\n", 1)[0]
     assert len(criteria.splitlines()) == n_criteria
     assert all(line.startswith("- ") for line in criteria.splitlines())
-    assert len(family_of(dataset).criteria) == n_criteria
+    assert len(user_of(dataset).criteria) == n_criteria
 
 
 def test_lexeval_system_prompt_is_the_reference_text():
     """Persona, the no-reveal expertise line, the fixed block, all five criteria, the additional
     context, in the reference's order and separators."""
-    prompt = system_prompt("LexEval-QA")
+    prompt = system_prompt(user_of("LexEval-QA"))
     assert "without revealing specific ground truth details" in prompt
     assert prompt == LEXEVAL_SYSTEM
 
 
 def test_system_prompts_carry_the_reference_expertise_and_additional_context():
-    judge = system_prompt("JuDGE")
+    judge = system_prompt(user_of("JuDGE"))
     assert "\n\nYou understand Chinese legal procedures, judgment document structure" in judge
     assert judge.endswith("produces a document that would be acceptable in actual legal practice.")
-    assert system_prompt("NFCats").endswith(
+    assert system_prompt(user_of("NFCats")).endswith(
         "\n\nThe questions span multiple categories including COMPARISON, DEBATE, EVIDENCE-BASED, "
         "INSTRUCTION, EXPERIENCE, REASON, and FACTOID. Each requires a different approach to "
         "provide a satisfactory response."
     )
     assert (
         "- Properly formatted according to requirements (3 hypotheses with "
-        "---IDEA-SEPARATOR---)\n" in system_prompt("IdeaBench")
+        "---IDEA-SEPARATOR---)\n" in system_prompt(user_of("IdeaBench"))
     )
 
 
 def test_lexeval_user_prompt_is_assembled_as_the_reference():
     item = {"dataset": "LexEval-QA", "answer": "Article 5", "meta": "{}", "lang": "en"}
     history = [Turn("user", "Which article applies?"), Turn("assistant", "Article 7.")]
-    request = FeedbackSimulator(item, offline()).request(history)
+    request = FeedbackSimulator(item, offline(), user=user_of(item["dataset"])).request(history)
     assert request.messages[0]["content"] == LEXEVAL_SYSTEM
     assert request.messages[1]["content"] == (
         "Analyze this conversation and predict the user's response:\n\n"
@@ -492,7 +510,8 @@ def test_lexeval_user_prompt_is_assembled_as_the_reference():
 
 def test_language_line_and_empty_context_as_the_reference():
     history = [Turn("user", "写一份判决书"), Turn("assistant", "……")]
-    zh = FeedbackSimulator({"dataset": "JuDGE", "answer": "", "meta": "{}", "lang": "zh"}, None)
+    judge_item = {"dataset": "JuDGE", "answer": "", "meta": "{}", "lang": "zh"}
+    zh = FeedbackSimulator(judge_item, None, user=user_of("JuDGE"))
     text = zh.request(history).messages[1]["content"]
     assert "EVALUATION CONTEXT" not in text  # no gold: the reference leaves the block out
     assert (
@@ -511,12 +530,14 @@ def test_writingbench_names_its_domain_from_the_dataset_name():
         "answer": "",
         "meta": json.dumps({"info": info}),
     }
-    assert evaluation_context(item) == (
+    assert evaluation_context(user_of(item["dataset"]), item) == (
         "Domain: Politics & Law\nEvaluation Criteria:\n1. Tone: formal\n\n"
         "Use these criteria to evaluate writing quality and provide feedback based on how well "
         "the writing meets these standards."
     )
     assert "in the Academic & Engineering domain." in system_prompt(
-        "WritingBench-Academic&Engineering"
+        user_of("WritingBench-Academic&Engineering")
     )
-    assert "in the General Writing domain." in system_prompt("WritingBench-Creative&Design")
+    assert "in the General Writing domain." in system_prompt(
+        user_of("WritingBench-Creative&Design")
+    )

@@ -47,7 +47,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval import (
     checklist_judge,
@@ -57,9 +56,10 @@ from mnemoflow.eval import (
     writingbench_critic,
 )
 from mnemoflow.eval import memorybench_judge_texts as texts
-from mnemoflow.eval.memorybench_metrics import ItemScore, family_of
+from mnemoflow.eval.memorybench_metrics import Item, ItemScore, family_for, family_of
 from mnemoflow.eval.memorybench_metrics import _info as item_info
 from mnemoflow.eval.memorybench_metrics import _meta as item_meta
+from mnemoflow.eval.memorybench_metrics import simulated_user as simulated_user
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 
 METRIC = "llm_judge_score"
@@ -102,12 +102,6 @@ def statistics_file(given: Any, scoring: str, default: Any = None, where: str = 
 
 #: ``_compact``'s cut: longer texts end in "\n[truncated]" after this many characters.
 COMPACT_LIMIT = 12000
-#: Families the protocol scores: all eleven.
-SUPPORTED = (
-    "Locomo", "DialSim", "LexEval", "NFCats", "WritingPrompts", "HelloBench", "WritingBench",
-    "JRE-L", "JuDGE", "LimitGen", "IdeaBench",
-)  # fmt: skip
-FAILURE_VALUE = 0.0
 
 
 class JudgeFailed(ValueError):
@@ -260,12 +254,14 @@ def _ident(question: Mapping[str, Any]) -> str:
     return str(question.get("question_id", question.get("dataset")))
 
 
-async def _shared(dataset, question, info, response, rubric, gateway) -> ItemScore:
+async def score_shared(dataset, question, info, response, rubric, gateway, stops=False):
+    """The shared prompt with ``rubric`` (3 tries); ``stops``: a judge that fails stops the run
+    (:class:`JudgeFailed`), as the reference's LexEval does."""
     prompt = shared_prompt(dataset, _user_request(question), response, info, rubric)
     fields = {"kind": "rubric", "dataset": dataset, "response": response,
               "reference": str(info.get("golden_answer", info.get("abstract", "")))}  # fmt: skip
     score, raw, tries = await ask(gateway, prompt, SHARED_TRIES, SHARED_MAX_TOKENS, fields)
-    if score is None and dataset.startswith("LexEval"):
+    if score is None and stops:
         raise JudgeFailed(
             f"scoring: judge: record {_ident(question)}: the judge gave no parseable score after "
             f"{tries} tries (the reference stops a LexEval run here too)"
@@ -274,7 +270,7 @@ async def _shared(dataset, question, info, response, rubric, gateway) -> ItemSco
                      score is not None, PROMPT_VERSION)  # fmt: skip
 
 
-async def _locomo(question, info, response, gateway) -> ItemScore:
+async def score_locomo(question, info, response, gateway) -> ItemScore:
     prompt = locomo_prompt(str(question.get("question", "")), info, response)
     fields = {
         "kind": "locomo",
@@ -320,7 +316,7 @@ def _four(scores: list[float]) -> dict[str, str]:
     return {f"S{i}": f"{s:.4f}" for i, s in enumerate(scores, 1)}
 
 
-async def _jrel(dataset, question, info, response, gateway) -> ItemScore:
+async def score_jrel(dataset, question, info, response, gateway) -> ItemScore:
     reference = info["pr-abstract"]
 
     def merge(user_request, subs):
@@ -333,7 +329,7 @@ async def _jrel(dataset, question, info, response, gateway) -> ItemScore:
     return await _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge)
 
 
-async def _judge_doc(dataset, question, info, response, gateway) -> ItemScore:
+async def score_judge_doc(dataset, question, info, response, gateway) -> ItemScore:
     reference = info["golden_answer"]
 
     def merge(user_request, subs):
@@ -346,7 +342,7 @@ async def _judge_doc(dataset, question, info, response, gateway) -> ItemScore:
     return await _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge)
 
 
-async def _limitgen(dataset, question, info, response, gateway) -> ItemScore:
+async def score_limitgen(dataset, question, info, response, gateway) -> ItemScore:
     """The paper's LimitGen pipeline (aspect, subtype, 1-5 rating per limitation; ``limitgen``),
     then the merge prompt with the category score (1 / 0) and the best rating / 5."""
     judged = await limitgen.limitgen_rating(gateway, response, info)
@@ -454,7 +450,7 @@ async def _plain(gateway, prompt, parse, max_tokens, fields):
     return (reply.parsed if reply.parse_ok else None), list(reply.raw_replies or [reply.text])
 
 
-async def _ideabench(dataset, question, info, response, gateway) -> ItemScore:
+async def score_ideabench(dataset, question, info, response, gateway) -> ItemScore:
     """Semantic alignment (dataset-owned prompt), overlap rating 1-10, the reference's rank by
     novelty and by feasibility ((rank - 1) / hypotheses), then the merge prompt; when the merge
     fails, the compact merge prompt. Any failed call leaves the item unscored."""
@@ -512,7 +508,7 @@ async def _ideabench(dataset, question, info, response, gateway) -> ItemScore:
     return await _merge(dataset, prompt, subs, merged.raw_reply.split("\n---\n"), gateway)
 
 
-async def _dialsim(question, info, response, gateway) -> ItemScore:
+async def score_dialsim(question, info, response, gateway) -> ItemScore:
     value, raw, ok = await dialsim_accuracy.dialsim_accuracy(
         str(question.get("question", "")), str(info["golden_answer"]), response, gateway
     )
@@ -531,7 +527,7 @@ def parse_nfcats(text: str) -> int:
     return int(found[0])
 
 
-async def _nfcats(question, info, response, gateway) -> ItemScore:
+async def score_nfcats(question, info, response, gateway) -> ItemScore:
     request = dataclasses.replace(
         nfcats_judge.judge_request(str(question.get("question", "")), response),
         max_parse_retries=2,  # 3 tries, as the reference's loop
@@ -542,7 +538,7 @@ async def _nfcats(question, info, response, gateway) -> ItemScore:
     return ItemScore(METRIC, value, raw, reply.parse_ok, "")
 
 
-async def _hellobench(question, info, response, gateway) -> ItemScore:
+async def score_hellobench(question, info, response, gateway) -> ItemScore:
     judged = await checklist_judge.checklist_score(
         gateway, str(question.get("question", "")), response, info["checklist"]
     )
@@ -550,7 +546,7 @@ async def _hellobench(question, info, response, gateway) -> ItemScore:
                      judged.prompt_version)  # fmt: skip
 
 
-async def _writingbench(question, info, response, gateway) -> ItemScore:
+async def score_writingbench(question, info, response, gateway) -> ItemScore:
     judged = await writingbench_critic.critic_score(
         gateway, str(question.get("question", "")), response, info["criteria"]
     )
@@ -562,37 +558,22 @@ async def _writingbench(question, info, response, gateway) -> ItemScore:
     return ItemScore(METRIC, judged.value / 10, judged.raw_reply, True, judged.prompt_version)
 
 
-_REQUIRED = {
-    "Locomo": ("golden_answer",),
-    "DialSim": ("golden_answer",),
-    "LexEval": ("golden_answer",),
-    "WritingPrompts": ("golden_answer",),
-    "HelloBench": ("checklist",),
-    "WritingBench": ("criteria",),
-    "JRE-L": ("pr-abstract",),
-    "JuDGE": ("golden_answer",),
-    "LimitGen": ("category", "ground_truth"),
-    "IdeaBench": ("abstract",),
-}
-
-
 # ---- the item-metric interface ------------------------------------------------------------------
+#
+# Each family (``eval/memorybench_families.py``) states its judge call (``judge_score``), the
+# ``info`` fields it reads and its failure value beside its paper metric; this interface finds it.
 
 
 def metric_of(dataset: str) -> tuple[str, bool]:
-    """(``llm_judge_score``, whether mnemoflow computes it for ``dataset``)."""
-    return METRIC, family_of(dataset) in SUPPORTED
+    """(``llm_judge_score``, whether mnemoflow computes it for ``dataset``: always)."""
+    family_of(dataset)
+    return METRIC, True
 
 
 def check_supported(datasets: Iterable[str]) -> None:
-    """One-line ConfigError for a stranger or a family this protocol does not score yet."""
+    """One-line ConfigError for a dataset that is not MemoryBench's (naming the families)."""
     for dataset in datasets:
-        family = family_of(dataset)
-        if family not in SUPPORTED:
-            raise ConfigError(
-                f"scoring: judge: dataset {dataset!r} ({family}) is not scored by mnemoflow's "
-                f"judge protocol yet (supported: {', '.join(SUPPORTED)}); use scoring: paper"
-            )
+        family_of(dataset)
 
 
 def is_judged(dataset: str) -> bool:
@@ -605,38 +586,12 @@ def is_judged(dataset: str) -> bool:
 async def evaluate_item_all(question: Mapping[str, Any], response: str, gateway, **_: Any):
     """The item's ``llm_judge_score`` (one score: the protocol keeps no sub-metrics)."""
     dataset = str(question["dataset"])
-    check_supported([dataset])
-    family = family_of(dataset)
+    family = family_for(dataset)
     info = item_info(question)
-    for name in _REQUIRED.get(family, ()):
-        if name not in info:
-            raise DataError(f"questions: record {_ident(question)}: missing field 'info.{name}'")
+    family.check_judged(info, _ident(question))
     response = "" if response is None else str(response)
-    if family == "Locomo":
-        score = await _locomo(question, info, response, gateway)
-    elif family == "DialSim":
-        score = await _dialsim(question, info, response, gateway)
-    elif family == "NFCats":
-        score = await _nfcats(question, info, response, gateway)
-    elif family == "HelloBench":
-        score = await _hellobench(question, info, response, gateway)
-    elif family == "WritingBench":
-        score = await _writingbench(question, info, response, gateway)
-    elif family == "JRE-L":
-        score = await _jrel(dataset, question, info, response, gateway)
-    elif family == "JuDGE":
-        score = await _judge_doc(dataset, question, info, response, gateway)
-    elif family == "LimitGen":
-        score = await _limitgen(dataset, question, info, response, gateway)
-    elif family == "IdeaBench":
-        score = await _ideabench(dataset, question, info, response, gateway)
-    elif family == "LexEval":
-        rubric = lexeval_rubric(dataset, response)
-        score = await _shared(dataset, question, info, response, rubric, gateway)
-    else:  # WritingPrompts
-        rubric = texts.WRITINGPROMPTS_RUBRIC
-        score = await _shared(dataset, question, info, response, rubric, gateway)
-    return [score]
+    item = Item(question, str(question.get("question", "")), info, response)
+    return [await family.judge_score(item, gateway)]
 
 
 async def evaluate_item(question: Mapping[str, Any], response: str, gateway, **options: Any):
@@ -644,9 +599,8 @@ async def evaluate_item(question: Mapping[str, Any], response: str, gateway, **o
 
 
 def failure_value(dataset: str) -> float:
-    """An unscored item's value in the ``:all`` rows: the bottom of the 0-1 scale, except NFCats,
-    whose 1-5 scale / 5 starts at 0.2 (the reference's own fallback score)."""
-    return 0.2 if family_of(dataset) == "NFCats" else FAILURE_VALUE
+    """An unscored item's value in the ``:all`` rows: the family's ``judge_failure_value``."""
+    return family_for(dataset).judge_failure_value
 
 
 def item_value(dataset: str, scores: Any) -> float:

@@ -21,9 +21,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,6 +71,21 @@ class FamilyJudge:
     datasets: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SimulatedUser:
+    """The LLM simulated user of one dataset (docs/feedback.md): the arguments of the
+    reference's ``build_base_system_prompt`` (persona, expertise, criteria, additional context)
+    and ``build_base_user_prompt``'s task, filled for the dataset; ``context(info, gold)`` the
+    privileged EVALUATION CONTEXT of one item ("" where the reference's is empty)."""
+
+    persona: str
+    expertise: str
+    criteria: tuple[str, ...]
+    additional_context: str
+    task: str
+    context: Callable[[dict[str, Any], str], str]
+
+
 class MetricFamily(ABC):
     """The metric of one MemoryBench dataset family, stated once.
 
@@ -80,6 +96,16 @@ class MetricFamily(ABC):
     the bottom of the metric's scale (None: a model-free metric, which always has a value);
     ``judge`` the judge behind the value, or ``judge_task`` the task of a judge whose prompt the
     reference fixes.
+
+    The same class states the family under MemoryBench's judge protocol (``scoring: judge``,
+    :mod:`~mnemoflow.eval.memorybench_judge_protocol`): :meth:`judge_score`, the ``info`` fields
+    it reads (``judge_required_info``; None: ``required_info``) and an unscored item's value
+    (``judge_failure_value``, on the 0-1 scale).
+
+    And the simulated user of its feedback dialogues: ``user_persona``, ``user_expertise``,
+    ``user_criteria``, ``user_additional_context``, ``user_task`` (the reference's texts,
+    LittleDinoC/MemoryBench-code 59d1b60, verbatim) and :meth:`user_context`; no persona: the
+    rule-based user (Locomo, DialSim), which scores the answer with the family's metric.
     """
 
     name: ClassVar[str]
@@ -89,12 +115,40 @@ class MetricFamily(ABC):
     failure_value: ClassVar[float | None] = None
     judge: ClassVar[FamilyJudge | None] = None
     judge_task: ClassVar[str] = ""
+    judge_required_info: ClassVar[tuple[str, ...] | None] = None
+    judge_failure_value: ClassVar[float] = 0.0  # the bottom of the judge's 0-1 scale
+
+    user_persona: ClassVar[str] = ""
+    user_expertise: ClassVar[str] = ""
+    user_criteria: ClassVar[tuple[str, ...]] = ()
+    user_additional_context: ClassVar[str] = ""
+    user_task: ClassVar[str] = ""
+
+    def user_context(self, dataset: str, info: dict[str, Any], gold: str) -> str:
+        """The simulated user's privileged EVALUATION CONTEXT of one item ("": none)."""
+        return ""
+
+    def simulated_user(self, dataset: str) -> SimulatedUser | None:
+        """The LLM simulated user of ``dataset`` (None: the rule-based one)."""
+        if not self.user_persona:
+            return None
+        return SimulatedUser(
+            self.user_persona,
+            self.user_expertise,
+            self.user_criteria,
+            self.user_additional_context,
+            self.user_task,
+            functools.partial(self.user_context, dataset),
+        )
 
     def check(self, info: dict[str, Any], ident: Any) -> None:
         """Raise a one-line DataError for an ``info`` the metric cannot read."""
-        for name in self.required_info:
-            if name not in info:
-                raise DataError(f"questions: record {ident}: missing field 'info.{name}'")
+        _require(self.required_info, info, ident)
+
+    def check_judged(self, info: dict[str, Any], ident: Any) -> None:
+        """Raise a one-line DataError for an ``info`` the judge protocol cannot read."""
+        required = self.judge_required_info
+        _require(self.required_info if required is None else required, info, ident)
 
     @abstractmethod
     async def score(
@@ -102,6 +156,16 @@ class MetricFamily(ABC):
     ) -> list[ItemScore]:
         """Every metric of the item's response (``fusion``, ``bertscore``: see
         :func:`evaluate_item_all`)."""
+
+    @abstractmethod
+    async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
+        """The item's ``llm_judge_score`` under MemoryBench's judge protocol."""
+
+
+def _require(names: Iterable[str], info: dict[str, Any], ident: Any) -> None:
+    for name in names:
+        if name not in info:
+            raise DataError(f"questions: record {ident}: missing field 'info.{name}'")
 
 
 #: MemoryBench metric families by name (the prefix of their datasets' names).
@@ -119,23 +183,33 @@ def family_of(dataset: str) -> str:
     """The dataset's family (``Locomo``, ``HelloBench``, ...); ConfigError for a stranger."""
     matches = [name for name in FAMILIES.names() if dataset.startswith(name)]
     if not matches:
-        raise ConfigError(f"memorybench: dataset {dataset!r} is not a MemoryBench dataset")
+        raise ConfigError(
+            f"memorybench: dataset {dataset!r} is not a MemoryBench dataset; families: "
+            f"{', '.join(FAMILIES.names())}"
+        )
     return max(matches, key=len)
 
 
-def _family(dataset: str) -> MetricFamily:
+def family_for(dataset: str) -> MetricFamily:
+    """The family object that scores ``dataset`` (both protocols); ConfigError for a stranger."""
     return FAMILIES.get(family_of(dataset))()
+
+
+def simulated_user(dataset: str) -> SimulatedUser | None:
+    """The simulated user of ``dataset``'s feedback dialogues (None: rule-based); ConfigError
+    naming the dataset and the families for a stranger."""
+    return family_for(dataset).simulated_user(dataset)
 
 
 def is_judged(dataset: str) -> bool:
     """Whether a dataset's value comes from a judge that can fail to give one (its family has a
     ``failure_value``): there, a mean over the judged items and one over all items can differ."""
-    return _family(dataset).failure_value is not None
+    return family_for(dataset).failure_value is not None
 
 
 def metric_of(dataset: str) -> tuple[str, bool]:
     """(the metric whose value normalization uses, whether mnemoflow computes it: always)."""
-    return _family(dataset).value, True
+    return family_for(dataset).value, True
 
 
 def check_supported(datasets: Iterable[str]) -> None:
@@ -217,7 +291,7 @@ async def evaluate_item_all(
     MiniLM, not the reference's; a BertScoreModel; or one per family ``{"JuDGE": ...}``).
     """
     dataset = str(question["dataset"])
-    family = _family(dataset)
+    family = family_for(dataset)
     info = _info(question)
     response = "" if response is None else str(response)
     family.check(info, question.get("question_id", dataset))
@@ -250,7 +324,7 @@ def item_value(dataset: str, scores: ItemScore | Iterable[ItemScore] | Mapping[s
     ``{metric: value}`` mapping (the reference's ``metrics`` of an item). The value of the
     family's ``value`` metric is taken; a judge that never parsed gives its ``failure_value``.
     """
-    family = _family(dataset)
+    family = family_for(dataset)
     metric = family.value
     if isinstance(scores, ItemScore):
         scores = [scores]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from mnemoflow.eval.memorybench_metrics import SimulatedUser
 from mnemoflow.lexical import stems
 
 METRIC = "accuracy"
@@ -35,3 +36,37 @@ def contains_gold(gold: str, response: str) -> float:
 
 async def evaluate_item(question: dict[str, Any], response: str, gateway: Any = None) -> ItemScore:
     return ItemScore(METRIC, contains_gold(str(question["answer"]), response or ""))
+
+
+def _user_context(info: dict[str, Any], gold: str) -> str:
+    if not gold:
+        return ""
+    return (
+        f"Reference Answer: {gold}\n"
+        "Use this reference to evaluate whether the assistant's answer matches what you told it."
+    )
+
+
+#: The simulated user of the benchmark's feedback dialogues (mnemoflow's own texts).
+USER = SimulatedUser(
+    persona=(
+        "You are an AI assistant simulating a user who expects the assistant to remember your "
+        "preferences, house rules and facts you told it."
+    ),
+    expertise=(
+        "You know exactly what you told the assistant and can recognize whether its answer "
+        "matches it."
+    ),
+    criteria=(
+        "Whether the answer matches what you told the assistant",
+        "Precision of the answer",
+    ),
+    additional_context="",
+    task="asking about your own preferences, house rules and facts",
+    context=_user_context,
+)
+
+
+def simulated_user(dataset: str) -> SimulatedUser:
+    """The simulated user of the benchmark's feedback dialogues (one for every dataset)."""
+    return USER

@@ -61,7 +61,8 @@ ITEM_CONCURRENCY = 64
 T = TypeVar("T")
 
 
-#: The error of a config that still sets the old switch (the gateway decides for every role now).
+#: The error of a config that still sets the old switch (the gateway decides for every role now);
+#: the one text, read by ``config_schema.check_moved`` too (with the benchmark named).
 MOVED_STRUCTURED_OUTPUT = (
     "config benchmarks.<name>.feedback.structured_output: removed; set "
     "models.user.structured_output (auto | on | off) instead"
@@ -386,7 +387,8 @@ async def live_dialogues(
             every_round=every_round,
             show_window=config.show_window,
         )
-        simulator = FeedbackSimulator(item, gateway, evaluate)
+        user = metrics.simulated_user(str(item.get("dataset", "")))
+        simulator = FeedbackSimulator(item, gateway, evaluate, user)
         turns = await converse(assistant, simulator, item["question"], config.max_rounds)
         if progress:
             progress(None)
