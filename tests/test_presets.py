@@ -24,6 +24,7 @@ from mnemoflow.cli import main as cli
 from mnemoflow.commands.compare import read_preset
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.published import load_published, select_published
+from mnemoflow.data.tables import SUMMARY, write_table
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.types import ROLES, check_bindings
@@ -303,16 +304,18 @@ def memory_agents_run(standins, tmp_path_factory):
     """amemgym-memory-agents on the stand-in environment (2 users, periods 0-1), offline, with
     two of the paper's rows (LLM and AWE-(2,4,30))."""
     tmp = tmp_path_factory.mktemp("agents")
-    scale = tmp / "scale.yaml"
     systems = ["native", "awe_2_4_30"]
-    scale.write_text(
-        yaml.safe_dump({"benchmarks": {"amemgym_v1": {"systems": systems, "shards": 1}}})
-    )
+    scale = {"benchmarks": {"amemgym_v1": {"systems": systems, "shards": 1}}}
+    return _offline_run(tmp, "amemgym-memory-agents", standins, scale)
+
+
+def _offline_run(tmp, name, standins, scale: dict):
+    """The working directory of an offline run of preset ``name`` on the stand-ins, with the
+    ``scale`` layer (fewer systems, shards) on top."""
+    (tmp / "scale.yaml").write_text(yaml.safe_dump(scale))
     (tmp / "run").mkdir()
     wd = workdir(tmp / "run")
-    snakemake_in_process(
-        wd, _layered(tmp, "amemgym-memory-agents", standins, OFFLINE, scale), dry=False
-    )
+    snakemake_in_process(wd, _layered(tmp, name, standins, OFFLINE, tmp / "scale.yaml"), dry=False)
     return wd
 
 
@@ -470,3 +473,93 @@ def test_a_longmemeval_run_sets_figure_3b_beside_ours(longmemeval_run, capsys):
     assert row and f"| 0.640 | {ours.iloc[-1]:.3f} |" in row.group(0)
     # the four readers the preset does not run are listed, unpaired
     assert len(re.findall(r"^\|[^\n]*Instruct[^\n]*not paired", out, re.M)) == 8
+
+
+MB_SETS = [
+    "mb_open_domain", "mb_academic_knowledge", "mb_legal",
+    "mb_long_short", "mb_short_long", "mb_long_long", "mb_short_short",
+]  # fmt: skip
+
+
+def _compare_with_the_preset(tmp_path, rows, capsys) -> str:
+    """`compare --preset memorybench-off-policy --all` on a run of these summary rows."""
+    write_table(pd.DataFrame(rows), tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--all"]) == 0
+    return capsys.readouterr().out
+
+
+def test_a_memorybench_off_policy_run_is_set_against_tables_10_and_11(tmp_path, capsys):
+    """A run's set summaries (aggregate "normalized", as protocols/feedback.py writes them) are
+    paired with the paper's Tables 10 (weighted_average) and 11 (z_score), set by set; the paper's
+    rows without a system in the run stay unpaired."""
+    rows = [
+        {"benchmark": bench, "system": system, "protocol": "off_policy", "step": 0,
+         "metric": metric, "aggregate": "normalized", "value": value + 0.01 * i, "n": 50}
+        for i, bench in enumerate(MB_SETS)
+        for system, value in (("none", 0.5), ("bm25_session", 0.6))
+        for metric in ("weighted_average", "z_score")
+    ]  # fmt: skip
+    out = _compare_with_the_preset(tmp_path, rows, capsys)
+    assert "against the published memorybench/off_policy_minmax.qwen3-8b" in out
+    assert "108 published cells; 28 paired with the run" in out
+    legal = re.search(r"^\| memorybench \| off_policy_minmax\.qwen3-8b \| BM25-S \| bm25_session "
+                      r"\| off_policy \| mean \|(?: mean \|)? weighted_average \| "
+                      r"([0-9.]+) \| ([0-9.]+) \|[^\n]*\| mb_legal \|$", out, re.M)  # fmt: skip
+    assert legal and float(legal.group(1)) == pytest.approx(0.4776, abs=5e-4)  # printed .3f
+    assert float(legal.group(2)) == pytest.approx(0.62)  # ours on mb_legal, not another set
+    assert re.search(r"^\| memorybench \| off_policy_zscore\.qwen3-8b \| A-Mem \|  \|.*not adapted",
+                     out, re.M)  # fmt: skip
+    # Kendall tau within each set (two paired rows each), never across sets
+    taus = re.findall(r"^\| memorybench \| off_policy_minmax\.qwen3-8b \| off_policy \| "
+                      r"weighted_average \| 2 \| [-0-9.]+ \| (mb_\w+) \|$", out, re.M)  # fmt: skip
+    assert sorted(taus) == sorted(MB_SETS)
+
+
+def test_a_run_of_one_memorybench_set_pairs_that_set_only(tmp_path, capsys):
+    rows = [
+        {"benchmark": "mb_legal", "system": "none", "protocol": "off_policy", "step": 0,
+         "metric": metric, "aggregate": "normalized", "value": 0.5, "n": 50}
+        for metric in ("weighted_average", "z_score")
+    ]  # fmt: skip
+    out = _compare_with_the_preset(tmp_path, rows, capsys)
+    assert "108 published cells; 2 paired with the run" in out
+    # each cell (Mem0 has none on Open), then one line per row and table below the cells
+    assert out.count("the run has no benchmark 'mb_open_domain'") == 2 * 7 + 2 * 7
+    assert out.count("the run has no benchmark 'mb_academic_knowledge'") == 2 * 8 + 2 * 8
+    assert "| memorybench | off_policy_minmax.qwen3-8b | A-Mem | 1 | the a-mem product" in out
+
+
+@pytest.fixture(scope="module")
+def memorybench_run(standins, tmp_path_factory):
+    """memorybench-off-policy on the stand-in release, offline: its Legal set with two of the
+    paper's rows (Vanilla and BM25-S), normalized with statistics written here."""
+    tmp = tmp_path_factory.mktemp("memorybench")
+    datasets = ("Locomo", "LexEval-QA")  # the stand-in's datasets (Locomo-k merged)
+    stats = {
+        f"dataset_{key}": dict.fromkeys(datasets, value)
+        for key, value in (("min", 0.0), ("max", 1.0), ("mu", 0.5), ("sigma", 0.25))
+    }
+    (tmp / "stats.json").write_text(json.dumps({"domain": {"Legal": {"summary": stats}}}))
+    scale = {
+        "run": {"benchmarks": ["mb_legal"], "systems": ["none", "bm25_session"]},
+        "benchmarks": {"mb_legal": {"normalize": {"stats": str(tmp / "stats.json")}}},
+    }
+    return _offline_run(tmp, "memorybench-off-policy", standins, scale)
+
+
+@pytest.mark.slow
+def test_a_memorybench_run_sets_tables_10_and_11_beside_ours(memorybench_run, capsys):
+    results = memorybench_run / "results"
+    summary = pd.read_parquet(results / "summary.parquet")
+    normalized = summary[summary["aggregate"] == "normalized"].set_index(["system", "metric"])
+    ours = normalized.loc[("bm25_session", "weighted_average"), "value"]
+    text = (results / "summary.md").read_text()
+    assert "## Published vs ours" in text and "memorybench/off_policy_minmax.qwen3-8b" in text
+    assert cli(["compare", str(results), "--preset", "memorybench-off-policy"]) == 0
+    out = capsys.readouterr().out
+    assert "108 published cells; 4 paired with the run" in out
+    row = re.search(r"^\| memorybench \| off_policy_minmax\.qwen3-8b \| BM25-S \| bm25_session \| "
+                    r"off_policy \| mean \|(?: mean \|)? weighted_average \| 0\.478 \| "
+                    r"([0-9.]+) \|",
+                    out, re.M)  # fmt: skip
+    assert row and float(row.group(1)) == pytest.approx(ours, abs=5e-4)

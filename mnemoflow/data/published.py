@@ -14,7 +14,9 @@ Columns (every file has exactly these, in this order; data/published/README.md h
   ``--published locomo/rag_qa.gpt-3.5-turbo`` selects one table, ``--published locomo`` a paper.
 - ``version``: the data version the paper ran on (AMemGym ``v1.base``, LoCoMo ``locomo10``); the
   paper's own version (arXiv id and version, or ACL Anthology id) goes in ``source``.
-- ``benchmark``: the benchmark family as mnemoflow names its loader (``amemgym``).
+- ``benchmark``: the benchmark family as mnemoflow names its loader (``amemgym``), or, for a
+  table over several of a loader's sets, the presets' name of each set (MemoryBench ``mb_legal``):
+  part of a cell's key, so one table may span several benchmarks.
 - ``row``: the row label as printed (``AWE-(2,4,30)``, ``gpt-4.1-mini``, ``random``), made unique
   within its table by what the paper prints beside it (``gpt-3.5-turbo 16K``, ``Dialog top-5``).
 - ``model``: the base model when the table states it, else empty.
@@ -68,7 +70,17 @@ COLUMNS = (
 #: Columns that may be empty.
 OPTIONAL = frozenset({"model", "note"})
 #: One published cell: no two rows of the shipped files may share these.
-CELL_KEY = ("paper", "table", "version", "row", "protocol", "period", "aggregate", "metric")
+CELL_KEY = (
+    "paper",
+    "table",
+    "version",
+    "benchmark",
+    "row",
+    "protocol",
+    "period",
+    "aggregate",
+    "metric",
+)
 #: ``period`` for the mean over periods (compared with a run's last step); ``aggregate`` for all
 #: the table's questions.
 MEAN = "mean"

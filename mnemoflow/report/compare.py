@@ -326,14 +326,15 @@ def _benchmarks_of(summary: pd.DataFrame, name: str, benchmark: str | None) -> d
 
 
 def unpaired_rows(cells: pd.DataFrame) -> pd.DataFrame:
-    """The published rows no system of the run is paired with, one line each: paper, table, row,
-    its number of cells and the reason (the preset's ``compare.unpaired``, else its note)."""
+    """The published rows no system of the run is paired with, one line per row and reason: paper,
+    table, row, its number of cells and the reason (the preset's ``compare.unpaired``, else its
+    note; a row of a table over several benchmarks may have one reason per benchmark)."""
     columns = ["paper", "table", "row", "cells", "reason"]
     alone = cells[cells["system"] == ""]
     if alone.empty:
         return pd.DataFrame(columns=columns)
-    grouped = alone.groupby(["paper", "table", "row"], sort=False)["note"]
-    out = grouped.agg(cells="size", reason="first").reset_index()
+    grouped = alone.groupby(["paper", "table", "row", "note"], sort=False)["note"]
+    out = grouped.agg(cells="size").reset_index().rename(columns={"note": "reason"})
     return out[columns]
 
 
@@ -355,6 +356,7 @@ CELL_COLUMNS = [
     "diff",
     "outside",
     "note",
+    "benchmark",
 ]
 #: With ``repeats: N``, each paired cell's mean and sd across the seeds and their number (our value
 #: and interval are the base seed's): columns only a repeated run's comparison has.
@@ -374,6 +376,7 @@ def compare_published(
     each paired system's own benchmark); ``unpaired`` the reason a row has no counterpart
     (published row -> reason), the note of its cells when no system is paired with it."""
     summary = run.summary
+    published, absent = _split_absent(published, summary, benchmark)
     reasons = unpaired or {}
     cells = []
     for name, part in published.groupby("benchmark", sort=True):
@@ -416,6 +419,7 @@ def compare_published(
                 "outside": "",
                 "note": reasons.get(cell["row"], "not paired") if not system else "",
             }
+            out["benchmark"] = name  # the published benchmark (a MemoryBench set, ...)
             if system and found is None and cell["metric"] != RANK_CHANGE:
                 out["note"] = "not in the run"
             if found is not None:
@@ -438,9 +442,35 @@ def compare_published(
                 out.update(_seed_values(summary, found))
             cells.append(out)
     columns = CELL_COLUMNS + (SEED_COLUMNS if has_seeds(summary) else [])
+    cells += _absent_cells(absent, columns)
     cells = _rank_change_cells(pd.DataFrame(cells, columns=columns))
     taus, ranks = _rank_tables(cells[cells["metric"] != RANK_CHANGE])
     return cells, taus, ranks
+
+
+def _split_absent(published: pd.DataFrame, summary: pd.DataFrame, benchmark: str | None):
+    """(rows to compare, rows of benchmarks the run lacks). A table over several benchmarks
+    (MemoryBench's seven sets) compared with a run of some of them: the other benchmarks' cells
+    are listed as not in the run, never compared with another benchmark. Only when no
+    ``benchmark`` is named and the run has at least one of the published benchmarks."""
+    has = published["benchmark"].isin(set(summary["benchmark"]))
+    if benchmark is not None or not has.any():
+        return published, published.iloc[:0]
+    return published[has], published[~has]
+
+
+def _absent_cells(rows: pd.DataFrame, columns: list[str]) -> list[dict]:
+    """Unpaired cells of published rows whose benchmark the run does not have."""
+    blank = {"system": "", "ci_method": "", "n": 0, "outside": ""}
+    return [
+        {
+            **{c: cell.get(c, blank.get(c, math.nan)) for c in columns},
+            **blank,
+            "published": cell["value"],
+            "note": f"the run has no benchmark {cell['benchmark']!r}",
+        }
+        for cell in rows.to_dict("records")
+    ]
 
 
 def _seed_values(summary: pd.DataFrame, row) -> dict:
@@ -509,18 +539,19 @@ def _rank_change_cells(cells: pd.DataFrame) -> pd.DataFrame:
     return cells
 
 
-TAU_COLUMNS = ["paper", "table", "protocol", "metric", "n", "tau"]
+TAU_COLUMNS = ["paper", "table", "protocol", "metric", "n", "tau", "benchmark"]
 RANK_COLUMNS = ["paper", "table", "protocol", "metric", "row", "system"]
-RANK_COLUMNS += ["published", "ours", "published_rank", "our_rank", "rank_change"]
+RANK_COLUMNS += ["published", "ours", "published_rank", "our_rank", "rank_change", "benchmark"]
 
 
 def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per (table, protocol, metric) at period and aggregate ``mean`` (all questions; not per
-    question type): τ and each row's rank change."""
+    """Per (table, benchmark, protocol, metric) at period and aggregate ``mean`` (all questions;
+    not per question type): τ and each row's rank change (a table over several benchmarks, such as
+    MemoryBench's sets, is ranked per benchmark)."""
     taus, ranks = [], []
     paired = cells[(cells["period"] == MEAN) & (cells["aggregate"] == MEAN) & cells["ours"].notna()]
-    for (paper, table, protocol, metric), group in paired.groupby(
-        ["paper", "table", "protocol", "metric"], sort=True
+    for (paper, table, benchmark, protocol, metric), group in paired.groupby(
+        ["paper", "table", "benchmark", "protocol", "metric"], sort=True
     ):
         if len(group) < 2:
             continue
@@ -529,6 +560,7 @@ def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             {
                 "paper": paper,
                 "table": table,
+                "benchmark": benchmark,
                 "protocol": protocol,
                 "metric": metric,
                 "n": len(group),
@@ -544,6 +576,7 @@ def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 {
                     "paper": paper,
                     "table": table,
+                    "benchmark": benchmark,
                     "protocol": protocol,
                     "metric": metric,
                     "row": row.row,
