@@ -9,6 +9,7 @@ from snakemake.utils import validate
 from mnemoflow.codeversion import code_version
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.errata import errata_inputs
+from mnemoflow.data.integrity import sweep_results
 from mnemoflow.data.published import PUBLISHED_DIR
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.environment.knobs import (
@@ -725,6 +726,9 @@ check_bindings(
 check_budget(
     {**config, "models": MODELS}, workflow.is_main_process, model_rules=RULE_ROLES
 )
+# a corrupt table or ledger under results/ is moved to results/quarantine/ and made again
+# (docs/reliability.md "Corrupt outputs"); valid files stay as they are
+sweep_results(workflow.is_main_process)
 
 
 # --- the report's per-question drill-down: rules/report.smk ---------------------------------

@@ -25,5 +25,6 @@ COMMANDS = Registry(
         "mnemoflow.commands.compare",
         "mnemoflow.commands.export",
         "mnemoflow.commands.plan",
+        "mnemoflow.commands.verify",
     ],
 )

@@ -328,10 +328,24 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema 
 
 
 def read_table(path: str | os.PathLike, schema: pa.Schema | str | None = None) -> pd.DataFrame:
-    """Read a Parquet table; with ``schema``, check that its columns are the schema's."""
+    """Read a Parquet table; with ``schema``, check that its columns are the schema's.
+
+    A file that is not a whole Parquet table (truncated, damaged) is a :class:`TableError` in one
+    line naming it, never a pyarrow traceback: the next run moves it to ``results/quarantine/``
+    and makes it again (:mod:`mnemoflow.data.integrity`).
+    """
     if isinstance(schema, str):
         schema = SCHEMAS[schema]
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path}: not a readable Parquet table ({reason}); the next run moves it to "
+            "results/quarantine/ and makes it again"
+        ) from None
     if schema is not None and table.schema.names != schema.names:
         raise TableError(f"{path}: columns {table.schema.names} are not {schema.names}")
     return table.to_pandas()
