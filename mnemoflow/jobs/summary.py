@@ -14,7 +14,12 @@ from mnemoflow.jobs.context import log, read_all
 from mnemoflow.repeats import path_seed
 from mnemoflow.report.reproduction import Request, published_section
 from mnemoflow.report.seeds import across_seeds
-from mnemoflow.report.summaries import ledger_labels, load_ledger, run_costs
+from mnemoflow.report.summaries import (
+    failed_items_lines,
+    ledger_labels,
+    load_ledger,
+    run_costs,
+)
 from mnemoflow.report.summary import summarize, summary_markdown
 
 
@@ -72,6 +77,9 @@ def summarize_runs(
         for p in files.versions
     }  # results/{benchmark}/prepared/data_version.json
     text = summary_markdown(frame, generation, models, costs, versions)
+    failed = failed_items_lines(ledgers)
+    if failed:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(failed)
     _, lines = published_section(
         files.summary, Request.from_params(published), files.published, benchmarks
     )
