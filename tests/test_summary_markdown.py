@@ -93,3 +93,23 @@ def test_a_run_whose_every_judgement_failed_still_gets_its_summary():
     text = summary_markdown(summary)
     assert "## synthetic: last step (0), no answer scored" in text
     assert "Judge replies that could not be parsed: 3" in text
+
+
+def test_failed_items_are_listed_with_their_ledger_and_reason():
+    from mnemoflow.report.summaries import LedgerFile, failed_items_lines
+
+    reason = "models.agent (m), task answer, question q2: prompt 200 > context_window 160"
+    ledgers = [
+        LedgerFile("a/answers.ledger.json", {"failed_items": {"question q2": reason}}),
+        LedgerFile("b/answers.ledger.json", {}),
+    ]
+    lines = failed_items_lines(ledgers)
+    assert lines[0] == "## Failed items"
+    assert lines[2].startswith("1 items failed: a prompt did not fit")
+    assert f"| a/answers.ledger.json | question q2 | {reason} |" in lines
+    assert failed_items_lines(ledgers[1:]) == []
+    many = [LedgerFile("c", {"failed_items": {f"question {i}": "r" for i in range(5)}})]
+    assert (
+        failed_items_lines(many, shown=2)[-2]
+        == "| … | 3 more | the ledgers' `failed_items` list all |"
+    )

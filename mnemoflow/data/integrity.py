@@ -90,19 +90,30 @@ def check_file(path: Path) -> str | None:
     return None
 
 
+def _is_checked(name: str) -> bool:
+    return not name.startswith(".") and (name.endswith(".parquet") or name.endswith(".ledger.json"))
+
+
+def checked_entries(folder: str, top: bool = True) -> Iterator[os.DirEntry]:
+    """The directory entries of every Parquet table and ledger under ``folder`` outside
+    :data:`SKIPPED` and hidden names (a table being written is a hidden temporary file until it
+    is renamed), with ``os.scandir``: a parse-time walk over thousands of files."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if not entry.name.startswith(".") and not (top and entry.name in SKIPPED):
+                yield from checked_entries(entry.path, top=False)
+        elif _is_checked(entry.name):
+            yield entry
+
+
 def checked_files(results: Path) -> Iterator[Path]:
-    """Every Parquet table and ledger under ``results`` outside :data:`SKIPPED` and hidden
-    names (a table being written is a hidden temporary file until it is renamed)."""
-    for folder, dirs, names in os.walk(results):
-        here = Path(folder)
-        dirs[:] = sorted(
-            d for d in dirs if not d.startswith(".") and not (here == results and d in SKIPPED)
-        )
-        for name in sorted(names):
-            if not name.startswith(".") and (
-                name.endswith(".parquet") or name.endswith(".ledger.json")
-            ):
-                yield here / name
+    """:func:`checked_entries` as paths."""
+    for entry in checked_entries(str(results)):
+        yield Path(entry.path)
 
 
 def digest(path: Path) -> dict[str, Any]:
@@ -184,20 +195,20 @@ def sweep(results: str | os.PathLike = "results", workdir: str | os.PathLike = "
     passed = _load_state(state_path)
     now: dict[str, list[int]] = {}
     bad: list[Problem] = []
-    for path in checked_files(results):
+    for entry in checked_entries(str(results)):
         try:
-            stat = path.stat()
+            stat = entry.stat(follow_symlinks=True)
         except OSError:
             continue
         stamp = [stat.st_size, stat.st_mtime_ns]
-        if passed.get(str(path)) == stamp:
-            now[str(path)] = stamp
+        if passed.get(entry.path) == stamp:
+            now[entry.path] = stamp
             continue
-        reason = check_file(path)
+        reason = check_file(Path(entry.path))
         if reason is None:
-            now[str(path)] = stamp
+            now[entry.path] = stamp
         else:
-            bad.append(Problem(path, reason))
+            bad.append(Problem(Path(entry.path), reason))
     lines = []
     if bad and other_snakemake_running(workdir):
         return [f"{p.line()}; not moved: another Snakemake holds this directory" for p in bad]
