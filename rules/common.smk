@@ -722,13 +722,13 @@ check_bindings(
     allow_offline=config.get("allow_offline_roles", []),
     require_keys=not planning(),
 )
+# a corrupt table or ledger under results/ is moved to results/quarantine/ and made again
+# (docs/reliability.md "Corrupt outputs"); valid files stay as they are
+sweep_results(workflow.is_main_process)
 # budget_usd: a run whose plan (docs/plan.md) would cost more refuses to start; without it, nothing
 check_budget(
     {**config, "models": MODELS}, workflow.is_main_process, model_rules=RULE_ROLES
 )
-# a corrupt table or ledger under results/ is moved to results/quarantine/ and made again
-# (docs/reliability.md "Corrupt outputs"); valid files stay as they are
-sweep_results(workflow.is_main_process)
 
 
 # --- the report's per-question drill-down: rules/report.smk ---------------------------------
