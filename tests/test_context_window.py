@@ -32,6 +32,13 @@ def spec(**overrides) -> EndpointSpec:
     return EndpointSpec.from_config("agent", {"context_window": WINDOW, **raw, **overrides})
 
 
+def windowed(server: OpenAITestServer, tmp_path, overflow: str) -> Gateway:
+    """The agent on the test server with the small window and the given ``overflow``."""
+    binding = {"base_url": server.base_url, "model": "m", "context_window": WINDOW,
+               "max_tokens": MAX_TOKENS, "overflow": overflow}  # fmt: skip
+    return Gateway.from_config({"agent": binding}, tmp_path / "cache")
+
+
 def ask(gateway: Gateway, request: ChatRequest, item: str):
     async def main():
         async with gateway:
@@ -57,9 +64,7 @@ def test_fits_reports_the_tokens_asked_for_and_the_window():
 def test_overflow_fail_fails_the_item_before_the_call_and_names_it(tmp_path):
     request = ChatRequest("agent", "answer", conversation(10))
     with OpenAITestServer() as server:
-        binding = {"base_url": server.base_url, "model": "m", "context_window": WINDOW,
-                   "max_tokens": MAX_TOKENS, "overflow": "fail"}  # fmt: skip
-        gateway = Gateway.from_config({"agent": binding}, tmp_path / "cache")
+        gateway = windowed(server, tmp_path, "fail")
         reply = ask(gateway, request, "question q-17")
         fitting = ask(gateway, ChatRequest("agent", "answer", conversation(1)), "question q-18")
         stats = server.stats()
@@ -79,9 +84,7 @@ def test_overflow_fail_fails_the_item_before_the_call_and_names_it(tmp_path):
 def test_overflow_abort_stops_before_the_call_in_one_line(tmp_path):
     request = ChatRequest("agent", "answer", conversation(10))
     with OpenAITestServer() as server:
-        binding = {"base_url": server.base_url, "model": "m", "context_window": WINDOW,
-                   "max_tokens": MAX_TOKENS, "overflow": "abort"}  # fmt: skip
-        gateway = Gateway.from_config({"agent": binding}, tmp_path / "cache")
+        gateway = windowed(server, tmp_path, "abort")
         with pytest.raises(ContextOverflow) as caught:
             ask(gateway, request, "question q-17")
         stats = server.stats()
@@ -94,9 +97,7 @@ def test_overflow_abort_stops_before_the_call_in_one_line(tmp_path):
 def test_truncate_oldest_drops_the_oldest_history_until_it_fits_and_counts_it(tmp_path):
     request = ChatRequest("agent", "answer", conversation(10))
     with OpenAITestServer() as server:
-        binding = {"base_url": server.base_url, "model": "m", "context_window": WINDOW,
-                   "max_tokens": MAX_TOKENS, "overflow": "truncate_oldest"}  # fmt: skip
-        gateway = Gateway.from_config({"agent": binding}, tmp_path / "cache")
+        gateway = windowed(server, tmp_path, "truncate_oldest")
         reply = ask(gateway, request, "user 3")
         stats = server.stats()
     assert reply.text == "echo: Q?"

@@ -20,11 +20,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results", nargs="?", type=Path, default=Path("results"), help="default: results"
     )
-    parser.add_argument(
-        "--quarantine",
-        action="store_true",
-        help="move the bad files to RESULTS/quarantine/ (the next run makes them again)",
-    )
+    moves = "move the bad files to RESULTS/quarantine/ (the next run makes them again)"
+    parser.add_argument("--quarantine", action="store_true", help=moves)
     parser.set_defaults(func=run)
 
 
