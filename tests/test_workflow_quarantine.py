@@ -27,6 +27,9 @@ def untimed(summary):
 def test_truncated_tables_are_rebuilt_from_the_cache_and_siblings_kept(tiny_run, tmp_path):
     wd = copy_run(tiny_run, tmp_path / "wd")
     assert verify(wd / "results")[0] == []
+    # every job with a ledger lists its other outputs' sizes and sha256 in it (for verify)
+    recorded = json.loads((wd / ANSWERS).with_name("answers.ledger.json").read_text())["outputs"]
+    assert recorded["answers.parquet"]["bytes"] == (wd / ANSWERS).stat().st_size
     files = [
         p
         for p in sorted((wd / "results").rglob("*"))
