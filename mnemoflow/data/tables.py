@@ -327,17 +327,21 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema 
     return path
 
 
-def read_table(path: str | os.PathLike, schema: pa.Schema | str | None = None) -> pd.DataFrame:
+def read_table(
+    path: str | os.PathLike,
+    schema: pa.Schema | str | None = None,
+    columns: list[str] | None = None,
+) -> pd.DataFrame:
     """Read a Parquet table; with ``schema``, check that its columns are the schema's.
 
     A file that is not a whole Parquet table (truncated, damaged) is a :class:`TableError` in one
     line naming it, never a pyarrow traceback: the next run moves it to ``results/quarantine/``
-    and makes it again (:mod:`mnemoflow.data.integrity`).
+    and makes it again (:mod:`mnemoflow.data.integrity`). ``columns``: read only those.
     """
     if isinstance(schema, str):
         schema = SCHEMAS[schema]
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(path, columns=columns)
     except (pa.ArrowException, OSError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
@@ -346,7 +350,7 @@ def read_table(path: str | os.PathLike, schema: pa.Schema | str | None = None) -
             f"{path}: not a readable Parquet table ({reason}); the next run moves it to "
             "results/quarantine/ and makes it again"
         ) from None
-    if schema is not None and table.schema.names != schema.names:
+    if schema is not None and columns is None and table.schema.names != schema.names:
         raise TableError(f"{path}: columns {table.schema.names} are not {schema.names}")
     return table.to_pandas()
 
