@@ -78,7 +78,8 @@ def test_overflowing_items_fail_and_the_run_goes_on(tmp_path):
     assert calls == 30 - OVERFLOWING and sent == misses
 
     summary = read_table(wd / "results/summary.parquet", "summary")
-    counted = summary[(summary.metric == "accuracy:unscored") & (summary.aggregate == "micro")]
+    micro = summary[summary["aggregate"] == "micro"]
+    counted = micro[micro["metric"] == "accuracy:unscored"]
     assert counted["value"].sum() == OVERFLOWING
     text = (wd / "results/summary.md").read_text()
     assert f"{OVERFLOWING} items failed: a prompt did not fit" in text
