@@ -60,3 +60,53 @@ def check_layers(config: dict[str, Any]) -> None:
                 "goes after the one that defines it (AMemGym presets: "
                 "configs/reference/amemgym-released.yaml first, docs/reproduce.md)"
             )
+
+
+def read_config_file(path: str | Path) -> Any:
+    """A YAML (or JSON) config file, or one line naming the file and where it is wrong: the line
+    and column of a syntax error, the byte offset (and line) of a byte that is not UTF-8."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path}: not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start:,} (line {line})"
+        ) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = " ".join(str(exc.problem or exc.context or "").split())
+        raise ConfigError(f"{path}: {where}YAML syntax error: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: YAML syntax error: {' '.join(str(exc).split())}") from None
+
+
+def check_config_files(args: list[str], root: str | Path) -> None:
+    """The config files a Snakemake command line reads (``--configfile``/``--configfiles`` and
+    the working directory's ``config.yaml``), each read once before Snakemake starts: Snakemake's
+    own message for a broken file names neither the file nor the line (``mnemoflow run`` and
+    ``mnemoflow plan`` call this)."""
+    root = Path(root)
+    directory, files, taking = root, [], False
+    for previous, arg in zip(["", *args], args, strict=False):
+        name, _, value = arg.partition("=")
+        if name in ("--directory", "-d") and value:
+            directory = root / value
+        elif previous in ("--directory", "-d"):
+            directory = root / arg
+        if arg.startswith("-"):
+            taking = name in ("--configfile", "--configfiles")
+            if taking and value:
+                files.append(root / value)
+        elif taking:
+            files.append(root / arg)
+    for path in [directory / "config.yaml", *files]:
+        if path.is_file():  # a missing one: Snakemake's own message names it
+            read_config_file(path)

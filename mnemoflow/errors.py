@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 class ConfigError(ValueError):
@@ -23,3 +24,19 @@ def reject_unknown(
     if unknown:
         suffix = f"; known: {sorted(known)}" if list_known else ""
         raise ConfigError(f"{where}: unknown keys {unknown}{suffix}")
+
+
+_KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def check_types(given: Mapping[str, Any], defaults: Mapping[str, Any], where: str) -> None:
+    """Each value in ``given`` of its default's type (a number where the default is a float,
+    never ``true`` for a number), so a wrong type fails as ``<where>.<key>: an integer, got
+    'two'`` when the config is read, not as a bare ``TypeError`` inside a comparison."""
+    for key, value in given.items():
+        kind = type(defaults.get(key))
+        if kind not in _KIND_NAMES:
+            continue  # no default, or a structured one: its owner checks it
+        kinds = (int, float) if kind is float else (kind,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and kind is not bool):
+            raise ConfigError(f"{where}.{key}: {_KIND_NAMES[kind]}, got {value!r}")

@@ -11,6 +11,7 @@ from mnemoflow.config_schema import check_config
 from mnemoflow.data.errata import errata_inputs
 from mnemoflow.data.integrity import sweep_results
 from mnemoflow.data.published import PUBLISHED_DIR
+from mnemoflow.data.registry import check_benchmarks
 from mnemoflow.data.sources import local_source_file
 from mnemoflow.environment.knobs import (
     GENERATOR_ROLES,
@@ -27,11 +28,17 @@ from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
 from mnemoflow.ops.endpoints import stop_all as stop_endpoints
 from mnemoflow.planning.budget import check_budget, planning
-from mnemoflow.memory.base import check_systems, stage_roles, stage_spec, without_labels
+from mnemoflow.memory.base import (
+    check_installed,
+    check_systems,
+    stage_roles,
+    stage_spec,
+    without_labels,
+)
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
-from mnemoflow.protocols.static_qa import retrieval_log_path
+from mnemoflow.protocols.static_qa import check_reader, retrieval_log_path
 from mnemoflow.repeats import PATTERN as REPEAT_PATTERN
 from mnemoflow.repeats import folder_seed, folders, seeded_models
 from mnemoflow.report.reproduction import request_of
@@ -57,9 +64,14 @@ for _name in config["run"]["systems"]:
     if _name not in config["systems"]:
         raise ValueError(f"config run.systems: {_name!r} is not defined under systems")
 check_systems(config["systems"])  # each system's parameters against its params_schema
+# each run benchmark's loader known, its source present (or a pinned download), its params typed
+check_benchmarks(BENCHMARKS, config["run"]["benchmarks"])
 for _name in config["run"]["benchmarks"]:
     protocols_of(_name, BENCHMARKS[_name])  # known protocols only
     scoring_of(BENCHMARKS[_name])  # MemoryBench's scoring: paper | judge
+    check_reader(
+        BENCHMARKS[_name], f"config benchmarks.{_name}"
+    )  # name, options, log file
     for _system in BENCHMARKS[_name].get("systems", []):
         if _system not in config["systems"]:
             raise ValueError(
@@ -137,6 +149,11 @@ def protocols_for(benchmark):
 def systems_for(benchmark):
     """The systems run on ``benchmark``: its own ``systems:`` list, else run.systems."""
     return BENCHMARKS[benchmark].get("systems", config["run"]["systems"])
+
+
+def run_systems():
+    """Every system some run benchmark runs."""
+    return {s for b in config["run"]["benchmarks"] for s in systems_for(b)}
 
 
 def steps_of(benchmark, protocol="qa"):
@@ -722,6 +739,8 @@ check_bindings(
     allow_offline=config.get("allow_offline_roles", []),
     require_keys=not planning(),
 )
+# every system the run uses installed (a product's extra: the pip install to run)
+check_installed(config["systems"], run_systems())
 # a corrupt table or ledger under results/ is moved to results/quarantine/ and made again
 # (docs/reliability.md "Corrupt outputs"); valid files stay as they are
 sweep_results(workflow.is_main_process)

@@ -8,6 +8,7 @@ rule prepare:
         episode_sessions=f"{PREPARED}/episode_sessions.parquet",
         dialogues=f"{PREPARED}/dialogues.parquet",
         data_version=f"{PREPARED}/data_version.json",
+        notes=f"{PREPARED}/notes.txt",
     log:
         f"{LOGS}/prepared/prepare.log",
     conda:

@@ -14,6 +14,7 @@ rule report:
         recall_replies=all_interactive_shard_files("recall_replies.parquet"),
         environments=list(interactive_environments().values()),
         published=published_tables(),
+        versions=all_data_versions(),
     output:
         html="results/report.html",
         derived=directory("results/report"),

@@ -9,60 +9,22 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 
 import pytest
 
-from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline import a_mem as offline
-from mnemoflow.memory.base import Message, build
 from mnemoflow.memory.products import a_mem as adapter
 from mnemoflow.testing.openai_server import OpenAITestServer
-from tests.test_interactive import gateway as interactive_gateway
-from tests.test_interactive import run_chain, users  # noqa: F401  (a fixture)
-from tests.test_memory_products import run_synthetic_workflow
+from tests import products_fixtures as pf
+from tests.products_fixtures import users  # noqa: F401  (a fixture)
 
-
-def _turn(turn_id: str, role: str, content: str, speaker: str, time: str) -> Message:
-    return Message(turn_id, turn_id.split(":")[0], role, content, speaker, time)
-
-
-CONVERSATION = [
-    _turn("D1:1", "user", "My favorite color is teal.", "Caroline", "2023-05-08T13:56"),
-    _turn("D1:2", "assistant", "I adopted a beagle named Biscuit.", "Melanie", "2023-05-08T13:57"),
-    _turn(
-        "D1:3", "user", "I visited Paris with Melanie last week.", "Caroline", "2023-05-08T13:58"
-    ),
-    _turn("D1:4", "assistant", "My job is nurse at the clinic.", "Melanie", "2023-05-08T13:59"),
-    _turn("D2:1", "user", "My favorite color is now green.", "Caroline", "2023-06-01T10:00"),
-]
-QUESTIONS = [
-    "What is Caroline's favorite color?",
-    "Which beagle did Melanie adopt?",
-    "Where did Caroline travel with Melanie?",
-]
+QUESTIONS = pf.BEAGLE_QUESTIONS
 SPEC = {"type": "a_mem", "top_k": 3}
 
 
-async def ingest(gateway: Gateway, messages=CONVERSATION, **params):
-    memory = build({**SPEC, **params}, llm=gateway)
-    await memory.add(messages)
-    return memory
-
-
 def test_items_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_path):
-    async def go():
-        gateway = Gateway.from_config({})
-        memory = await ingest(gateway)
-        before = [await memory.retrieve(q, 3) for q in QUESTIONS]
-        memory.save(tmp_path)
-        loaded = build(SPEC, llm=gateway)
-        loaded.load(tmp_path)
-        after = [await loaded.retrieve(q, 3) for q in QUESTIONS]
-        return memory, loaded, before, after
-
-    memory, loaded, before, after = asyncio.run(go())
+    memory, loaded, before, after = pf.round_trip(SPEC, tmp_path, 3, QUESTIONS)
     assert before == after
     colour, dog, trip = before
     # one note per message, naming its turn; the similarity is a cosine, highest first
@@ -77,7 +39,7 @@ def test_items_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_pa
     assert dog[0].source_ids == ["D1:2"] and trip[0].source_ids == ["D1:3"]
     for items in before:
         assert [i.score for i in items] == sorted((i.score for i in items), reverse=True)
-    assert memory.stored_ids() == {"D1:1", "D1:2", "D1:3", "D1:4", "D2:1"}
+    assert memory.stored_ids() == pf.ALL_TURNS
     # the green note shares "favorite color" with the teal one: A-Mem linked them (strengthen)
     assert (
         memory.stats()
@@ -95,7 +57,7 @@ def test_items_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_pa
 
 def test_notes_carry_the_conversations_time_and_links():
     async def go():
-        memory = await ingest(Gateway.from_config({}))
+        memory = await pf.ingest(SPEC, Gateway.from_config({}))
         return await memory._in_thread(
             memory._memory.retriever.get_by_ids, ["note_000001", "note_000005"]
         )
@@ -109,45 +71,24 @@ def test_notes_carry_the_conversations_time_and_links():
 
 
 def test_a_rerun_is_served_from_the_cache(tmp_path):
-    async def once():
-        gateway = Gateway.from_config({}, tmp_path / "cache")
-        memory = await ingest(gateway)
-        items = [await memory.retrieve(q, 3) for q in QUESTIONS]
-        gateway.close()
-        return items, gateway.ledger.to_dict()["by_role_task"]
-
-    first, counts = asyncio.run(once())
-    second, again = asyncio.run(once())
+    first, counts, second, again = pf.cached_rerun(SPEC, tmp_path, 3, QUESTIONS)
     assert first == second
-    assert {key for key in again if key.startswith("memory_writer/")} == {
+    assert pf.writer_tasks(again) == {
         "memory_writer/a_mem_analyze",
         "memory_writer/a_mem_evolve",
     }
-    for key, entry in again.items():
-        assert entry["calls"] == counts[key]["calls"] > 0
-        assert entry["cache_hits"] == entry["calls"], key
+    pf.assert_all_from_the_cache(counts, again)
 
 
 def test_episodes_are_isolated_even_when_they_run_at_once():
-    async def go():
-        gateway = Gateway.from_config({})
-        one, two = await asyncio.gather(
-            ingest(gateway, CONVERSATION[:2]), ingest(gateway, CONVERSATION[2:4])
-        )
-        found = [
-            {s for q in QUESTIONS for i in await m.retrieve(q, 10) for s in i.source_ids}
-            for m in (one, two)
-        ]
-        return one, two, found
-
-    one, two, (first, second) = asyncio.run(go())
+    one, two, first, second = pf.two_episodes_at_once(SPEC, QUESTIONS)
     assert first == {"D1:1", "D1:2"} and second == {"D1:3", "D1:4"}
     assert one._folder.name != two._folder.name
     assert two._memory.retriever.collection.count() == 2
 
 
 def test_a_mem_prompts_reach_an_endpoint_as_a_mem_wrote_them(tmp_path):
-    """Bound to an OpenAI-compatible endpoint, the bridge sends A-Mem's own prompt and
+    """Bound to an OpenAI-compatible pf.endpoint, the bridge sends A-Mem's own prompt and
     json_schema, at the role's temperature (not A-Mem's 1.0)."""
     seen = []
 
@@ -166,16 +107,10 @@ def test_a_mem_prompts_reach_an_endpoint_as_a_mem_wrote_them(tmp_path):
             )
         return json.dumps({"keywords": ["beagle"], "context": "Pets.", "tags": ["pets"]})
 
-    async def go(server):
-        binding = {"base_url": server.base_url, "model": "m", "temperature": 0.3}
-        gateway = Gateway.from_config({"memory_writer": binding}, tmp_path / "cache")
-        memory = await ingest(gateway, CONVERSATION[:2])
-        items = await memory.retrieve("beagle", 1)
-        await gateway.aclose()
-        return items
-
     with OpenAITestServer(reply=reply) as server:
-        items = asyncio.run(go(server))
+        items, _, _ = pf.through_endpoint(
+            server, SPEC, pf.CONVERSATION[:2], "beagle", 1, tmp_path / "cache", temperature=0.3
+        )
     assert [(i.text, i.source_ids) for i in items] == [
         ("Melanie: I adopted a beagle named Biscuit.\ncontext: Pets.", ["D1:2"])
     ]
@@ -191,7 +126,7 @@ def test_a_mem_prompts_reach_an_endpoint_as_a_mem_wrote_them(tmp_path):
 
 def test_a_model_call_from_an_unknown_site_is_an_error_and_nothing_phones_home():
     async def go():
-        memory = await ingest(Gateway.from_config({}), CONVERSATION[:1])
+        memory = await pf.ingest(SPEC, Gateway.from_config({}), pf.CONVERSATION[:1])
         llm = memory._memory.llm_controller.llm
         with pytest.raises(RuntimeError, match="call site the mnemoflow bridge does not know"):
             await memory._in_thread(llm.get_completion, "Summarize.", {"type": "json_object"})
@@ -216,20 +151,16 @@ def test_a_failed_call_is_never_swallowed_by_a_mem(monkeypatch):
 
     async def failing(self, request, spec):
         if request.task == "a_mem_analyze" and request.fields["speaker"] == "Melanie":
-            raise ValueError("the endpoint is down")
+            raise ValueError("the pf.endpoint is down")
         return await answer(self, request, spec)
 
     monkeypatch.setattr(OfflineBackend, "complete", failing)
-    with pytest.raises(ValueError, match="the endpoint is down"):
-        asyncio.run(ingest(Gateway.from_config({}), CONVERSATION[:2]))
+    with pytest.raises(ValueError, match="the pf.endpoint is down"):
+        asyncio.run(pf.ingest(SPEC, Gateway.from_config({}), pf.CONVERSATION[:2]))
 
 
 def test_a_missing_install_is_one_line_naming_the_command(monkeypatch):
-    monkeypatch.setitem(sys.modules, "agentic_memory", None)  # as if a-mem were not installed
-    with pytest.raises(ConfigError) as error:
-        build({"type": "a_mem"}, llm=Gateway.from_config({}))
-    message = str(error.value)
-    assert "\n" not in message
+    message = pf.missing_install(monkeypatch, "agentic_memory", {"type": "a_mem"})
     assert "systems type a_mem: needs a-mem==0.2.6" in message
     assert "pip install -e '.[products-amem]'" in message and "make install-amem" in message
 
@@ -280,19 +211,6 @@ def test_offline_evolution_links_neighbours_sharing_two_words_and_rewrites_none(
 def test_a_mem_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fixture)
     """The interactive step chain: the assistant's pairs reach A-Mem, each step's snapshot
     loads, and its notes name the turns they came from."""
-    spec = {"type": "a_mem", "top_k": 5}
-    results = run_chain(users, spec, tmp_path, interactive_gateway(), steps=2)
-    stats = results[1].manifest["stats"]["ben"]
+    (_, stats), memory = pf.amemgym_chain(users, {"type": "a_mem", "top_k": 5}, tmp_path)
     assert stats["pairs_written"] == 4 and stats["writer_calls"] > 0
-    memory = build(spec, llm=interactive_gateway())
-    memory.load(tmp_path / "step1" / "ben")
-    assert all(t.startswith("ben_p") for t in memory.stored_ids())
     assert len(memory.stored_ids()) == stats["items"] > 0  # one note per message
-
-
-@pytest.mark.slow
-def test_a_workflow_runs_a_mem_on_the_synthetic_benchmark(tmp_path):
-    micro, ledger = run_synthetic_workflow(tmp_path, "a_mem", {"type": "a_mem", "top_k": 5})
-    assert micro["turn_evidence_recall"] > 0.5 and micro["accuracy"] > 0.5, micro
-    assert ledger["memory_writer/a_mem_analyze"]["calls"] > 0
-    assert ledger["memory_writer/a_mem_evolve"]["calls"] > 0

@@ -51,3 +51,15 @@ def test_empty_array(tmp_path):
     path = tmp_path / "a.json"
     path.write_text(" [ ] ")
     assert list(iter_array(path)) == []
+
+
+@pytest.mark.parametrize("chunk_size", [3, 7, 4096, 1 << 20])
+def test_a_byte_that_is_not_utf8_is_named_by_its_offset_in_the_file(tmp_path, chunk_size):
+    """Multi-byte characters before it and any read size (a character split across reads
+    included): the offset is the byte's own, 31,010 here, not a character count."""
+    head = b'[{"a": "' + "é".encode() * 20 + b"x" * (31_010 - 48)
+    path = tmp_path / "a.json"
+    path.write_bytes(head + b"\xff" + b'"}]')
+    with pytest.raises(DataError) as info:
+        list(iter_array(path, chunk_size=chunk_size))
+    assert str(info.value) == "a.json: not UTF-8: byte 0xff at offset 31,010"

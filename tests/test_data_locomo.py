@@ -9,7 +9,7 @@ import pytest
 
 from mnemoflow.cli import main
 from mnemoflow.data.locomo import normalize_evidence, parse
-from mnemoflow.data.registry import load_benchmark
+from mnemoflow.data.registry import load_benchmark, notes_text, records_note
 from mnemoflow.data.tables import QUESTIONS, SESSIONS, to_arrow
 from mnemoflow.data.validate import DataError
 from tests.shared_data import SHARED_DATA, needs_shared_data
@@ -107,6 +107,23 @@ def test_malformed_evidence_report(real):
     )
 
 
+@needs_locomo
+def test_the_released_file_s_gaps_are_counted_by_rule(real):
+    """The released file has no question without its gold and no undated session (those are
+    refused); what its rules keep or drop is counted: notes.txt, data_version, summary.md."""
+    assert [t.line() for t in real.tallies] == [
+        "444 adversarial questions without 'answer': kept (gold: not mentioned; "
+        "adversarial_answer in meta)",
+        "4 questions without evidence: kept (retrieval metrics skip them)",
+        "6 evidence strings: normalized ('D8:6; D9:17', 'D:11:26', ...)",
+        "2 evidence ids naming no turn: dropped (meta.raw_evidence keeps them)",
+        "1 unreadable evidence ids: dropped (meta.raw_evidence keeps them)",
+    ]
+    assert records_note(real)["questions"] == 1986
+    assert records_note(real)["questions_dropped"] == 0
+    assert notes_text(real).startswith("1986 questions kept, 0 dropped by the loader's rules")
+
+
 def test_normalize_evidence_examples():
     assert normalize_evidence("D8:6; D9:17") == ["D8:6", "D9:17"]
     assert normalize_evidence("D:11:26") == ["D11:26"]
@@ -184,9 +201,12 @@ def test_bad_input_one_line_and_nothing_written(tmp_path, capsys, mutate, messag
 
 
 def test_prepare_writes_tables(tmp_path, capsys):
-    path = _write(tmp_path, [_record()])
+    path = _write(tmp_path, [_record(evidence=["D1:2", "D9:9"])])
     out = tmp_path / "out"
     assert main(["data", "prepare", "locomo", "--path", str(path), "--out", str(out)]) == 0
+    notes = (out / "notes.txt").read_text().splitlines()
+    assert notes[0] == "1 questions kept, 0 dropped by the loader's rules (docs/data.md)"
+    assert "1 evidence ids naming no turn: dropped (meta.raw_evidence keeps them)" in notes
     assert sorted(p.name for p in out.iterdir()) == [
         "episode_sessions.parquet",
         "notes.txt",

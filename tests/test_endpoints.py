@@ -120,7 +120,12 @@ def test_an_external_endpoint_is_resolved_when_the_config_is_read(monkeypatch):
         check_bindings(models, environ={})
     check_bindings(models, environ={"SITE_KEY": "k"}, used=["agent"], allow_offline=["judge"])
     assert played_by(models, ["agent", "judge"]) == {
-        "agent": {"backend": "openai", "model": "gpt-4o-mini", "endpoint": "site"},
+        "agent": {
+            "backend": "openai",
+            "model": "gpt-4o-mini",
+            "endpoint": "site",
+            "host": "api.example.org",
+        },
         "judge": {"backend": "offline", "model": "offline-heuristic"},
     }
     # the cache key is the model's, not the address's: the same request bound by base_url

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from mnemoflow import jobs
+from mnemoflow.data.validate import DataError
 from mnemoflow.jobs import context, interactive
 from mnemoflow.jobs.context import JobEnv, RunKeys, files_of
 
@@ -99,7 +100,7 @@ def test_run_hands_the_job_its_files_keys_env_and_params(tmp_path):
     assert seen["files"].out == "o"
 
 
-def test_a_param_the_job_does_not_take_is_an_error(tmp_path):
+def test_a_param_the_job_does_not_take_is_an_error(tmp_path, capsys):
     def job(files: ExampleFiles) -> None:
         raise AssertionError("not reached")
 
@@ -109,8 +110,34 @@ def test_a_param_the_job_does_not_take_is_an_error(tmp_path):
         params={"kind": "qa"},
         log=str(tmp_path / "job.log"),
     )
-    with pytest.raises(TypeError, match=r"params it does not take \['kind'\]"):
+    with pytest.raises(SystemExit):
         context.run(smk, job)
+    line = capsys.readouterr().err.strip()
+    assert line == (
+        "TypeError: tests.test_jobs.job: params it does not take ['kind'] "
+        f"(traceback: {tmp_path / 'job.log'})"
+    )
+
+
+def test_a_failed_job_says_one_line_and_logs_its_traceback(tmp_path, capsys):
+    """The console gets the error's one line (a DataError names file, record and field), the
+    job's log the traceback."""
+
+    def job(files: ExampleFiles) -> None:
+        raise DataError("locomo10.json: record 3 (conv-30) qa[17]: missing field 'answer'")
+
+    log = tmp_path / "job.log"
+    smk = rule(input={"table": "t", "previous": [], "shards": []}, output={"out": "o"},
+               log=str(log))  # fmt: skip
+    with pytest.raises(SystemExit) as info:
+        context.run(smk, job)
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"locomo10.json: record 3 (conv-30) qa[17]: missing field 'answer' (traceback: {log})\n"
+    )
+    logged = log.read_text()
+    assert "job failed" in logged and "Traceback (most recent call last)" in logged
 
 
 def _jobs():

@@ -10,44 +10,24 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import sys
 from datetime import UTC, datetime
 
 import pytest
 
-from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline import HANDLERS, OfflineBackendError, ToolCalls
 from mnemoflow.llm.offline import langmem as offline
 from mnemoflow.memory.base import build
 from mnemoflow.memory.products import langmem as adapter
 from mnemoflow.testing.openai_server import OpenAITestServer
-from tests.test_interactive import gateway as interactive_gateway
-from tests.test_interactive import run_chain, users  # noqa: F401  (a fixture)
-from tests.test_memory_products import CONVERSATION, QUESTIONS, run_synthetic_workflow
+from tests import products_fixtures as pf
+from tests.products_fixtures import users  # noqa: F401  (a fixture)
 
 SPEC = {"type": "langmem"}
-ALL_TURNS = {"D1:1", "D1:2", "D1:3", "D1:4", "D2:1"}
-
-
-async def ingest(gateway: Gateway, messages=CONVERSATION, **params):
-    memory = build({**SPEC, **params}, llm=gateway)
-    await memory.add(messages)
-    return memory
 
 
 def test_items_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_path):
-    async def go():
-        gateway = Gateway.from_config({})
-        memory = await ingest(gateway)
-        before = [await memory.retrieve(q, 4) for q in QUESTIONS]
-        memory.save(tmp_path)
-        loaded = build(SPEC, llm=gateway)
-        loaded.load(tmp_path)
-        after = [await loaded.retrieve(q, 4) for q in QUESTIONS]
-        return memory, loaded, before, after
-
-    memory, loaded, before, after = asyncio.run(go())
+    memory, loaded, before, after = pf.round_trip(SPEC, tmp_path, 4)
     assert before == after
     colour, dog, trip = before
     # D2:1 patched the teal memory (trustcall's PatchDoc): it keeps the turns of both statements
@@ -65,7 +45,7 @@ def test_items_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_pa
         ["D1:3", "D1:4"],
     )
     assert all(a.score >= b.score for a, b in zip(trip, trip[1:], strict=False))
-    assert memory.stored_ids() == loaded.stored_ids() == ALL_TURNS
+    assert memory.stored_ids() == loaded.stored_ids() == pf.ALL_TURNS
     assert memory.stats() == {
         "items": 4,
         "tokens_written": 38,
@@ -77,7 +57,7 @@ def test_items_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_pa
 
 def test_ids_are_counters_and_the_stores_clock_is_the_conversations(tmp_path):
     async def go():
-        memory = await ingest(Gateway.from_config({}))
+        memory = await pf.ingest(SPEC, Gateway.from_config({}))
         memory.save(tmp_path)
 
     asyncio.run(go())
@@ -95,48 +75,25 @@ def test_ids_are_counters_and_the_stores_clock_is_the_conversations(tmp_path):
 
 
 def test_a_rerun_is_served_from_the_cache(tmp_path):
-    async def once():
-        gateway = Gateway.from_config({}, tmp_path / "cache")
-        memory = await ingest(gateway)
-        items = [await memory.retrieve(q, 4) for q in QUESTIONS]
-        gateway.close()
-        return items, gateway.ledger.to_dict()["by_role_task"]
-
-    first, counts = asyncio.run(once())
-    second, again = asyncio.run(once())
+    first, counts, second, again = pf.cached_rerun(SPEC, tmp_path, 4)
     assert first == second
-    assert {k for k in again if k.startswith("memory_writer/")} == {
-        "memory_writer/langmem_manage_memories"
-    }
-    for key, entry in again.items():
-        assert entry["calls"] == counts[key]["calls"] > 0
-        assert entry["cache_hits"] == entry["calls"], key
+    assert pf.writer_tasks(again) == {"memory_writer/langmem_manage_memories"}
+    pf.assert_all_from_the_cache(counts, again)
     # one call per manager step (the writer never answers blank, so the gateway never re-asks)
     assert counts["memory_writer/langmem_manage_memories"]["calls"] == 3
     assert counts["memory_writer/langmem_manage_memories"]["reasks"] == 0
 
 
 def test_episodes_are_isolated_even_when_they_run_at_once():
-    async def go():
-        gateway = Gateway.from_config({})
-        one, two = await asyncio.gather(
-            ingest(gateway, CONVERSATION[:2]), ingest(gateway, CONVERSATION[2:4])
-        )
-        found = [
-            {s for q in QUESTIONS for i in await m.retrieve(q, 10) for s in i.source_ids}
-            for m in (one, two)
-        ]
-        return one, two, found
-
-    one, two, (first, second) = asyncio.run(go())
+    one, two, first, second = pf.two_episodes_at_once(SPEC)
     assert first == {"D1:1", "D1:2"} and second == {"D1:3", "D1:4"}
     assert one._store is not two._store
     assert one.counter == two.counter  # each memory counts its own ids
 
 
 def test_langmem_prompts_and_tools_reach_an_endpoint_as_langmem_wrote_them(tmp_path):
-    """Bound to an OpenAI-compatible endpoint, the bridge sends LangMem's own prompt and tools,
-    and the endpoint's tool calls become memories."""
+    """Bound to an OpenAI-compatible pf.endpoint, the bridge sends LangMem's own prompt and tools,
+    and the pf.endpoint's tool calls become memories."""
     seen = []
 
     def reply(body):
@@ -145,16 +102,8 @@ def test_langmem_prompts_and_tools_reach_an_endpoint_as_langmem_wrote_them(tmp_p
         return {"content": "", "tool_calls": [{"name": "Memory", "arguments": {
             "content": content}}]}  # fmt: skip
 
-    async def go(server):
-        models = {"memory_writer": {"base_url": server.base_url, "model": "m"}}
-        gateway = Gateway.from_config(models, tmp_path / "cache")
-        memory = await ingest(gateway, CONVERSATION[:3])
-        items = await memory.retrieve("teal", 3)
-        await gateway.aclose()
-        return items
-
     with OpenAITestServer(reply=reply) as server:
-        items = asyncio.run(go(server))
+        items, _, _ = pf.through_endpoint(server, SPEC, pf.CONVERSATION[:3], "teal", 3, tmp_path)
     assert [(i.text, i.source_ids) for i in items] == [
         ("Caroline likes teal.", ["D1:1", "D1:2"]),
         ("Caroline visited Paris.", ["D1:3"]),
@@ -186,17 +135,8 @@ def test_an_invalid_tool_call_is_repaired_through_the_endpoint(tmp_path):
         patch = {"json_doc_id": "call_0", "planned_edits": "add content", "patches": [fix]}
         return {"content": "", "tool_calls": [{"name": "PatchFunctionErrors", "arguments": patch}]}
 
-    async def go(server):
-        gateway = Gateway.from_config(
-            {"memory_writer": {"base_url": server.base_url, "model": "m"}}
-        )
-        memory = await ingest(gateway, CONVERSATION[:2])
-        items = await memory.retrieve("teal", 3)
-        await gateway.aclose()
-        return items, gateway.ledger.to_dict()["by_role_task"]
-
     with OpenAITestServer(reply=reply) as server:
-        items, ledger = asyncio.run(go(server))
+        items, _, ledger = pf.through_endpoint(server, SPEC, pf.CONVERSATION[:2], "teal", 3)
     assert [(i.text, i.source_ids) for i in items] == [("Caroline likes teal.", ["D1:1", "D1:2"])]
     assert ledger["memory_writer/langmem_manage_memories"]["calls"] == 1
     assert ledger["memory_writer/langmem_repair_tool_call"]["calls"] == 1
@@ -210,7 +150,7 @@ def test_a_failed_repair_call_is_never_swallowed_by_trustcall(monkeypatch):
         HANDLERS, adapter.MANAGE, lambda fields: ToolCalls([{"name": "Memory", "arguments": {}}])
     )
     with pytest.raises(OfflineBackendError, match="no handler for task 'langmem_repair_tool_call'"):
-        asyncio.run(ingest(Gateway.from_config({}), CONVERSATION[:2]))
+        asyncio.run(pf.ingest(SPEC, Gateway.from_config({}), pf.CONVERSATION[:2]))
 
 
 def test_a_model_call_from_an_unknown_site_is_an_error():
@@ -220,11 +160,7 @@ def test_a_model_call_from_an_unknown_site_is_an_error():
 
 
 def test_a_missing_install_is_one_line_naming_the_command(monkeypatch):
-    monkeypatch.setitem(sys.modules, "langmem", None)  # as if langmem were not installed
-    with pytest.raises(ConfigError) as error:
-        build(SPEC, llm=Gateway.from_config({}))
-    message = str(error.value)
-    assert "\n" not in message
+    message = pf.missing_install(monkeypatch, "langmem", SPEC)
     assert "systems type langmem: needs langmem==0.0.30" in message
     assert "pip install -e '.[products]'" in message
 
@@ -262,17 +198,6 @@ def test_offline_manager_inserts_patches_and_deletes_only_when_offered():
 def test_langmem_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fixture)
     """The interactive step chain: the assistant's pairs reach LangMem, each step's snapshot
     loads, and its memories name the turns they came from."""
-    spec = {"type": "langmem", "top_k": 5}
-    results = run_chain(users, spec, tmp_path, interactive_gateway(), steps=2)
-    stats = results[1].manifest["stats"]["ben"]
+    (_, stats), memory = pf.amemgym_chain(users, {"type": "langmem", "top_k": 5}, tmp_path)
     assert stats["pairs_written"] == 4 and stats["writer_calls"] > 0 and stats["items"] > 0
-    memory = build(spec, llm=interactive_gateway())
-    memory.load(tmp_path / "step1" / "ben")
-    assert memory.stored_ids() and all(t.startswith("ben_p") for t in memory.stored_ids())
-
-
-@pytest.mark.slow
-def test_a_workflow_runs_langmem_on_the_synthetic_benchmark(tmp_path):
-    micro, ledger = run_synthetic_workflow(tmp_path, "langmem")
-    assert micro["turn_evidence_recall"] > 0.5 and micro["accuracy"] > 0.5, micro
-    assert ledger["memory_writer/langmem_manage_memories"]["calls"] > 0
+    assert memory.stored_ids()

@@ -59,6 +59,20 @@ LOADER_CASES = {
         "locomo_turn_without_dia_id.json: record 0 (conv-x) conversation.session_1[0]: missing "
         "field 'dia_id'",
     ),
+    "locomo_qa_without_answer.json": (
+        "locomo",
+        "locomo_qa_without_answer.json: record 0 (conv-x) qa[0]: missing field 'answer'",
+    ),
+    "locomo_adversarial_without_adversarial_answer.json": (
+        "locomo",
+        "locomo_adversarial_without_adversarial_answer.json: record 0 (conv-x) qa[0]: missing "
+        "field 'adversarial_answer'",
+    ),
+    "locomo_session_without_date.json": (
+        "locomo",
+        "locomo_session_without_date.json: record 0 (conv-x) conversation: missing field "
+        "'session_1_date_time'",
+    ),
     "lme_answer_list.json": (
         "longmemeval",
         "lme_answer_list.json: record 1 (gpt4_59c863d7): 'answer' must be a string or an "
@@ -173,9 +187,49 @@ CONFIG_CASES = {
 }
 
 
+#: config override -> the one-line message of a dry run, raised while the Snakefile is parsed
+#: (rules/common.smk), before any job: the same check runs for `mnemoflow plan` and `run`.
+PARSE_CASES = {
+    "config_base_url_not_a_url.yaml": (
+        "config models.judge.base_url: an http(s) address without spaces, got 'not a url'"
+    ),
+    "config_base_url_without_scheme.yaml": (
+        "config models.judge.base_url: an http(s) address (no scheme), got 'localhost:8000/v1'; "
+        "e.g. http://localhost:8000/v1"
+    ),
+    "config_base_url_ftp.yaml": (
+        "config models.judge.base_url: an http(s) address, got scheme 'ftp' in "
+        "'ftp://models.example.org/v1'"
+    ),
+    "config_endpoint_base_url_without_host.yaml": (
+        "config endpoints.site.base_url: an http(s) address with a host, got 'https:///v1'"
+    ),
+    "config_unknown_loader.yaml": (
+        "config benchmarks.mine.loader: unknown benchmark loader 'nosuch_loader'; available: ["
+    ),
+    "config_missing_locomo_file.yaml": (
+        "config benchmarks.locomo: source.path nowhere/locomo10.json does not exist; place the "
+        "file there"
+    ),
+    "config_param_type.yaml": "config benchmarks.synthetic.params.users: an integer, got 'two'",
+    "config_offline_role_with_base_url.yaml": (
+        "config models.judge: backend offline runs the embedded heuristic and calls no server, "
+        "yet base_url is given; drop backend: offline to call it, or base_url to run offline"
+    ),
+}
+
+#: config file -> the one line of `mnemoflow plan` / `mnemoflow run`, which read every config
+#: file before Snakemake does (Snakemake's own message names neither the file nor the line).
+CONFIG_FILE_CASES = {
+    "config_yaml_syntax_error.yaml": "config_yaml_syntax_error.yaml: line 3, column 10: YAML "
+    "syntax error: expected ',' or ']', but got ':'",
+    "config_not_utf8.yaml": "config_not_utf8.yaml: not UTF-8: byte 0xe9 at offset 136 (line 4)",
+}
+
+
 def test_the_corpus_is_complete():
     """Every file is a case (or an ok_ companion) and every case has its file: >= 25 cases."""
-    cases = {**LOADER_CASES, **SCORE_CASES, **CONFIG_CASES}
+    cases = {**LOADER_CASES, **SCORE_CASES, **CONFIG_CASES, **PARSE_CASES, **CONFIG_FILE_CASES}
     files = {p.name for p in CORPUS.iterdir() if not p.name.startswith("ok_")}
     assert files == set(cases)
     assert len(cases) >= 25
@@ -260,3 +314,71 @@ def test_workflow_config(tmp_path, name):
     assert len(lines) == 1, output  # the message stands on one line, once
     assert _parquet(tmp_path) == []
     assert not (tmp_path / "results").exists()
+
+
+def _dry_run(tmp_path, *configfiles):
+    shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n",
+               "--directory", str(tmp_path), "--cores", "1",
+               "--configfile", str(TINY), *map(str, configfiles)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+
+#: Two parse-time cases run in every test run; the others are marked slow (each of their checks
+#: is also called directly by tests/test_startup_checks.py, in milliseconds).
+FAST_PARSE_CASES = ("config_base_url_ftp.yaml", "config_missing_locomo_file.yaml")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=() if name in FAST_PARSE_CASES else pytest.mark.slow)
+        for name in sorted(PARSE_CASES)
+    ],
+)
+def test_refused_when_the_snakefile_is_parsed(tmp_path, name):
+    """A dry run fails in one line while rules/common.smk is parsed: no job is listed."""
+    result = _dry_run(tmp_path, CORPUS / name)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    lines = [line for line in output.splitlines() if PARSE_CASES[name] in line]
+    assert len(lines) == 1, output
+    assert 'Error in file "' in output and "rules/common.smk" in output  # at parse time
+    assert "rule " not in output and "Job stats" not in output  # no job was planned
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("command", ["plan", "run"])
+@pytest.mark.parametrize("name", sorted(CONFIG_FILE_CASES))
+def test_a_broken_config_file_is_named_with_its_line_or_byte(capsys, command, name):
+    """Read before Snakemake starts (so no job either): the file and its line, or byte offset."""
+    assert main([command, "--configfile", str(CORPUS / name)]) == 2
+    err = capsys.readouterr().err
+    _one_error_line(err, f"mnemoflow {command}: error: {CORPUS}/{CONFIG_FILE_CASES[name]}")
+
+
+def test_a_data_error_inside_a_job_is_one_line_on_the_console(tmp_path):
+    """The file exists (so the startup passes), its record is broken: the prepare job fails, the
+    console gets the one line naming file, record and field, the job's log the traceback."""
+    shutil.copy(CORPUS / "locomo_qa_without_answer.json", tmp_path / "conv.json")
+    override = tmp_path / "locomo.yaml"
+    override.write_text(
+        "benchmarks: {locomo: {source: {path: conv.json, sha256: null}}}\n"
+        "run: {benchmarks: [locomo], systems: [none]}\n"
+    )
+    shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
+    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+               "--directory", str(tmp_path), "--cores", "1",
+               "results/locomo/prepared/questions.parquet",
+               "--configfile", str(TINY), str(override)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    log = "results/logs/locomo/prepared/prepare.log"
+    line = f"conv.json: record 0 (conv-x) qa[0]: missing field 'answer' (traceback: {log})"
+    assert [x for x in output.splitlines() if "missing field 'answer'" in x] == [line], output
+    assert "Traceback (most recent call last)" not in output
+    assert "Traceback (most recent call last)" in (tmp_path / log).read_text()
+    assert _parquet(tmp_path / "results") == []

@@ -8,21 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
-import pytest
-
-from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline import graphiti as offline_graphiti
-from mnemoflow.memory.base import build
 from mnemoflow.memory.products import graphiti
 from mnemoflow.testing.openai_server import OpenAITestServer
-from tests.test_interactive import gateway as interactive_gateway
-from tests.test_interactive import run_chain, users  # noqa: F401  (a fixture)
-from tests.test_memory_products import CONVERSATION, QUESTIONS, run_synthetic_workflow
+from tests import products_fixtures as pf
+from tests.products_fixtures import users  # noqa: F401  (a fixture)
 
-#: The graphiti prompts one ingest of CONVERSATION calls (offline), by ledger key.
+#: The graphiti prompts one pf.ingest of pf.CONVERSATION calls (offline), by ledger key.
 TASKS = {
     f"memory_writer/graphiti.{p}"
     for p in (
@@ -34,24 +28,11 @@ TASKS = {
 }
 
 
-async def ingest(gateway: Gateway, messages=CONVERSATION):
-    memory = build({"type": "graphiti"}, llm=gateway)
-    await memory.add(messages)
-    return memory
+SPEC = {"type": "graphiti"}
 
 
 def test_facts_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_path):
-    async def go():
-        gateway = Gateway.from_config({})
-        memory = await ingest(gateway)
-        before = [await memory.retrieve(q, 3) for q in QUESTIONS]
-        memory.save(tmp_path)
-        loaded = build({"type": "graphiti"}, llm=gateway)
-        loaded.load(tmp_path)
-        after = [await loaded.retrieve(q, 3) for q in QUESTIONS]
-        return memory, before, after
-
-    memory, before, after = asyncio.run(go())
+    memory, _, before, after = pf.round_trip(SPEC, tmp_path, 3)
     assert before == after
     colour, dog, trip = before
     # The newer colour contradicts the older one: graphiti invalidates it as of the
@@ -63,7 +44,7 @@ def test_facts_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_pa
     assert colour[1].time == "2023-06-01T10:00"
     assert (dog[0].text, dog[0].source_ids) == ("Melanie adopted a beagle named Biscuit.", ["D1:2"])
     assert trip[0].source_ids == ["D1:3"] and trip[0].score > trip[1].score > 0
-    assert memory.stored_ids() == {"D1:1", "D1:2", "D1:3", "D1:4", "D2:1"}
+    assert memory.stored_ids() == pf.ALL_TURNS
     stats = memory.stats()
     assert stats["episodes"] == 5 and stats["items"] == 6 and stats["parse_failures"] == 0
     # Kuzu preallocates ~35 MB; the snapshot is compressed.
@@ -71,49 +52,26 @@ def test_facts_name_their_turns_and_a_loaded_snapshot_answers_identically(tmp_pa
 
 
 def test_a_rerun_is_served_from_the_cache(tmp_path):
-    async def once():
-        gateway = Gateway.from_config({}, tmp_path / "cache")
-        memory = await ingest(gateway)
-        items = [await memory.retrieve(q, 3) for q in QUESTIONS]
-        gateway.close()
-        return items, gateway.ledger.to_dict()["by_role_task"]
-
-    first, counts = asyncio.run(once())
-    second, again = asyncio.run(once())
+    first, counts, second, again = pf.cached_rerun(SPEC, tmp_path, 3)
     assert first == second
-    assert {key for key in again if key.startswith("memory_writer/")} == TASKS
-    for key, entry in again.items():
-        assert entry["calls"] == counts[key]["calls"] > 0
-        assert entry["cache_hits"] == entry["calls"], key
+    assert pf.writer_tasks(again) == TASKS
+    pf.assert_all_from_the_cache(counts, again)
 
 
 def test_episodes_are_isolated_even_when_ingested_at_once():
     """Two memories ingesting side by side on one event loop: each keeps its own clock, ids and
     database (the pinned clock and ids are per task, not per process)."""
-
-    async def go():
-        gateway = Gateway.from_config({})
-        one, two = await asyncio.gather(
-            ingest(gateway, CONVERSATION[:2]), ingest(gateway, CONVERSATION[2:4])
-        )
-        found = []
-        for memory in (one, two):
-            found.append(
-                {s for q in QUESTIONS for i in await memory.retrieve(q, 10) for s in i.source_ids}
-            )
-        return found, one, two
-
-    (first, second), one, two = asyncio.run(go())
+    one, two, first, second = pf.two_episodes_at_once(SPEC)
     assert first == {"D1:1", "D1:2"} and second == {"D1:3", "D1:4"}
     assert one._folder.name != two._folder.name
-    alone = asyncio.run(ingest(Gateway.from_config({}), CONVERSATION[2:4]))
+    alone = asyncio.run(pf.ingest(SPEC, Gateway.from_config({}), pf.CONVERSATION[2:4]))
     assert alone.facts == two.facts and alone.episodes == two.episodes  # the same ids
 
 
 def test_graphitis_prompts_reach_an_endpoint_with_their_schema_and_the_conversations_time(
     tmp_path,
 ):
-    """Bound to an OpenAI-compatible endpoint, the bridge sends graphiti's own prompts with its
+    """Bound to an OpenAI-compatible pf.endpoint, the bridge sends graphiti's own prompts with its
     json_schema response_format, dated as the conversation; a rerun reaches it not once."""
     seen = []
 
@@ -137,19 +95,16 @@ def test_graphitis_prompts_reach_an_endpoint_with_their_schema_and_the_conversat
             return json.dumps({"valid_at": "2023-05-08T13:56:00Z", "invalid_at": None})
         return "{}"
 
-    async def go(server):
-        models = {"memory_writer": {"base_url": server.base_url, "model": "m"}}
-        gateway = Gateway.from_config(models, tmp_path / "cache")
-        memory = await ingest(gateway, CONVERSATION[:1])
-        items = await memory.retrieve("favourite colour", 1)
-        await gateway.aclose()
-        gateway.close()
-        return items
+    def go(server):
+        cache = tmp_path / "cache"
+        return pf.through_endpoint(server, SPEC, pf.CONVERSATION[:1], "favourite colour", 1, cache)[
+            0
+        ]
 
     with OpenAITestServer(reply=reply) as server:
-        items = asyncio.run(go(server))
+        items = go(server)
         calls = len(seen)
-        assert asyncio.run(go(server)) == items and len(seen) == calls  # all from the cache
+        assert go(server) == items and len(seen) == calls  # all from the cache
     assert [(i.text, i.source_ids) for i in items] == [
         ("Caroline's favourite colour is teal", ["D1:1"])
     ]
@@ -163,15 +118,8 @@ def test_graphitis_prompts_reach_an_endpoint_with_their_schema_and_the_conversat
 
 
 def test_a_reply_that_never_fits_graphitis_schema_is_counted_not_guessed(tmp_path):
-    async def go(server):
-        models = {"memory_writer": {"base_url": server.base_url, "model": "m"}}
-        gateway = Gateway.from_config(models, tmp_path / "cache")
-        memory = await ingest(gateway, CONVERSATION[:1])
-        await gateway.aclose()
-        return memory
-
     with OpenAITestServer(reply=lambda body: '{"entities": "none"}') as server:
-        memory = asyncio.run(go(server))
+        _, memory, _ = pf.through_endpoint(server, SPEC, pf.CONVERSATION[:1], cache=tmp_path)
     stats = memory.stats()
     assert stats["parse_failures"] == stats["writer_calls"] > 0 and stats["items"] == 0
 
@@ -183,11 +131,7 @@ def test_the_clock_is_the_conversations_never_the_wall_clock():
 
 
 def test_a_missing_extra_is_one_line_naming_the_install(monkeypatch):
-    monkeypatch.setitem(sys.modules, "graphiti_core", None)  # as if it were not installed
-    with pytest.raises(ConfigError) as error:
-        build({"type": "graphiti"}, llm=Gateway.from_config({}))
-    message = str(error.value)
-    assert "\n" not in message
+    message = pf.missing_install(monkeypatch, "graphiti_core", SPEC)
     assert "systems type graphiti: needs graphiti-core==0.31.2" in message
     assert "pip install -e '.[products]'" in message
 
@@ -249,18 +193,6 @@ def test_offline_dedupe_finds_duplicates_and_contradictions():
 def test_graphiti_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fixture)
     """The interactive protocol's step chain (a one-user AMemGym fixture): the assistant's
     pairs reach graphiti, step 1 continues step 0's loaded graph, and its facts name their turns."""
-    spec = {"type": "graphiti", "top_k": 5}
-    results = run_chain(users, spec, tmp_path, interactive_gateway(), steps=2)
-    first, second = (r.manifest["stats"]["ben"] for r in results)
+    (first, second), memory = pf.amemgym_chain(users, {"type": "graphiti", "top_k": 5}, tmp_path)
     assert second["pairs_written"] == 4 and second["episodes"] > first["episodes"] > 0
-    memory = build(spec, llm=interactive_gateway())
-    memory.load(tmp_path / "step1" / "ben")
-    assert memory.stored_ids() and all(t.startswith("ben_p") for t in memory.stored_ids())
-
-
-@pytest.mark.slow
-def test_a_workflow_runs_graphiti_on_the_synthetic_benchmark(tmp_path):
-    micro, ledger = run_synthetic_workflow(tmp_path, "graphiti")
-    assert micro["turn_evidence_recall"] > 0.5 and micro["accuracy"] > 0.5, micro
-    assert ledger["memory_writer/graphiti.extract_nodes.extract_message"]["calls"] > 0
-    assert ledger["memory_writer/graphiti.extract_edges.edge"]["calls"] > 0
+    assert memory.stored_ids()

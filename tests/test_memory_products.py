@@ -8,43 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
-import yaml
 
-from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline import mem0 as offline_mem0
-from mnemoflow.memory.base import Message, build
 from mnemoflow.memory.products import mem0_paper
 from mnemoflow.testing.openai_server import OpenAITestServer
-from tests.test_interactive import gateway as interactive_gateway
-from tests.test_interactive import run_chain, users  # noqa: F401  (a fixture)
-from tests.workflow import TINY, snakemake, workdir
+from tests import products_fixtures as pf
+from tests.products_fixtures import users  # noqa: F401  (a fixture)
 
-
-def _turn(turn_id: str, role: str, content: str, speaker: str, time: str) -> Message:
-    return Message(turn_id, turn_id.split(":")[0], role, content, speaker, time)
-
-
-CONVERSATION = [
-    _turn("D1:1", "user", "My favorite color is teal.", "Caroline", "2023-05-08T13:56"),
-    _turn("D1:2", "assistant", "I adopted a beagle named Biscuit.", "Melanie", "2023-05-08T13:57"),
-    _turn(
-        "D1:3", "user", "I visited Paris with Melanie last week.", "Caroline", "2023-05-08T13:58"
-    ),
-    _turn("D1:4", "assistant", "My job is nurse at the clinic.", "Melanie", "2023-05-08T13:59"),
-    _turn("D2:1", "user", "My favorite color is now green.", "Caroline", "2023-06-01T10:00"),
-]
-QUESTIONS = [
-    "What is Caroline's favorite color?",
-    "What dog did Melanie adopt?",
-    "Where did Caroline travel with Melanie?",
-]
 SYSTEMS = ["mem0_paper", "mem0_graph"]
 
 
@@ -52,36 +26,16 @@ def spec(name: str, **params) -> dict:
     return {"type": name, "speaker_roles": "all_user", "update_batch": 1, **params}
 
 
-async def ingest(name: str, gateway: Gateway, messages=CONVERSATION, **params):
-    memory = build(spec(name, **params), llm=gateway)
-    await memory.add(messages)
-    return memory
-
-
-def writer_entries(gateway: Gateway) -> dict[str, dict]:
-    return gateway.ledger.to_dict()["by_role_task"]
-
-
 @pytest.mark.parametrize("name", SYSTEMS)
 def test_save_load_answers_identically_and_items_name_their_turns(name, tmp_path):
-    async def go():
-        gateway = Gateway.from_config({})
-        memory = await ingest(name, gateway)
-        before = [await memory.retrieve(q, 3) for q in QUESTIONS]
-        memory.save(tmp_path)
-        loaded = build(spec(name), llm=gateway)
-        loaded.load(tmp_path)
-        after = [await loaded.retrieve(q, 3) for q in QUESTIONS]
-        return memory, before, after
-
-    memory, before, after = asyncio.run(go())
+    memory, _, before, after = pf.round_trip(spec(name), tmp_path, 3)
     assert before == after
     colour, dog, trip = before
     assert colour[0].text == "Caroline's favorite color is now green."
     assert colour[0].source_ids == ["D2:1", "D1:1"]  # the UPDATE keeps the earlier statement
     assert dog[0].text.startswith("Melanie adopted a beagle") and dog[0].source_ids == ["D1:2"]
     assert trip[0].source_ids == ["D1:3"] and 0 < trip[0].score <= 1
-    assert memory.stored_ids() == {"D1:1", "D1:2", "D1:3", "D1:4", "D2:1"}
+    assert memory.stored_ids() == pf.ALL_TURNS
     assert memory.stats()["events_update"] == 1
     assert (tmp_path / mem0_paper.SNAPSHOT).stat().st_size > 0
     if name == "mem0_graph":
@@ -92,36 +46,26 @@ def test_save_load_answers_identically_and_items_name_their_turns(name, tmp_path
 
 @pytest.mark.parametrize("name", SYSTEMS)
 def test_a_rerun_is_served_from_the_cache(name, tmp_path):
-    async def once():
-        gateway = Gateway.from_config({}, tmp_path / "cache")
-        memory = await ingest(name, gateway)
-        items = [await memory.retrieve(q, 3) for q in QUESTIONS]
-        gateway.close()
-        return items, writer_entries(gateway)
-
-    first, counts = asyncio.run(once())
-    second, again = asyncio.run(once())
+    first, counts, second, again = pf.cached_rerun(spec(name), tmp_path, 3)
     assert first == second
-    tasks = {key for key in again if key.startswith("memory_writer/")}
+    tasks = pf.writer_tasks(again)
     expected = {"memory_writer/mem0_extract_facts", "memory_writer/mem0_update_memory"}
     if name == "mem0_graph":
         expected |= {
             f"memory_writer/mem0_graph_{t}" for t in ("entities", "relations", "deletions")
         }
     assert tasks == expected
-    for key, entry in again.items():
-        assert entry["calls"] == counts[key]["calls"] > 0
-        assert entry["cache_hits"] == entry["calls"], key  # texts embedded: all from the cache
+    pf.assert_all_from_the_cache(counts, again)  # texts embedded too
 
 
 def test_episodes_are_isolated(tmp_path):
     async def go():
         gateway = Gateway.from_config({})
-        one = await ingest("mem0_paper", gateway, CONVERSATION[:2])
-        two = await ingest("mem0_paper", gateway, CONVERSATION[2:4])
+        one = await pf.ingest(spec("mem0_paper"), gateway, pf.CONVERSATION[:2])
+        two = await pf.ingest(spec("mem0_paper"), gateway, pf.CONVERSATION[2:4])
         return (
-            [i for q in QUESTIONS for i in await one.retrieve(q, 10)],
-            [i for q in QUESTIONS for i in await two.retrieve(q, 10)],
+            [i for q in pf.QUESTIONS for i in await one.retrieve(q, 10)],
+            [i for q in pf.QUESTIONS for i in await two.retrieve(q, 10)],
             one,
             two,
         )
@@ -148,9 +92,10 @@ def test_episodes_run_at_once_with_an_embedder_that_needs_the_default_executor(m
     async def go():
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=2))
         gateway = Gateway.from_config({})
-        batches = [CONVERSATION[i : i + 1] for i in range(4)]
+        batches = [pf.CONVERSATION[i : i + 1] for i in range(4)]
         memories = await asyncio.wait_for(
-            asyncio.gather(*(ingest("mem0_paper", gateway, b) for b in batches)), timeout=60
+            asyncio.gather(*(pf.ingest(spec("mem0_paper"), gateway, b) for b in batches)),
+            timeout=60,
         )
         return [m.stored_ids() for m in memories]
 
@@ -158,7 +103,7 @@ def test_episodes_run_at_once_with_an_embedder_that_needs_the_default_executor(m
 
 
 def test_mem0_prompt_reaches_an_endpoint_dated_as_the_conversation(tmp_path):
-    """Bound to an OpenAI-compatible endpoint, the bridge sends mem0's own prompts, with its
+    """Bound to an OpenAI-compatible pf.endpoint, the bridge sends mem0's own prompts, with its
     date line pinned to the conversation's day (not today's) and its response_format."""
     seen = []
 
@@ -171,16 +116,10 @@ def test_mem0_prompt_reaches_an_endpoint_dated_as_the_conversation(tmp_path):
             {"memory": [{"id": "0", "text": "Favourite colour is teal", "event": "ADD"}]}
         )
 
-    async def go(server):
-        models = {"memory_writer": {"base_url": server.base_url, "model": "m"}}
-        gateway = Gateway.from_config(models, tmp_path / "cache")
-        memory = await ingest("mem0_paper", gateway, CONVERSATION[:1])
-        items = await memory.retrieve("favourite colour", 1)
-        await gateway.aclose()
-        return items
-
     with OpenAITestServer(reply=reply) as server:
-        items = asyncio.run(go(server))
+        items, _, _ = pf.through_endpoint(
+            server, spec("mem0_paper"), pf.CONVERSATION[:1], "favourite colour", 1, tmp_path
+        )
     assert [(i.text, i.source_ids) for i in items] == [("Favourite colour is teal", ["D1:1"])]
     extraction = seen[0]["messages"][0]["content"]
     assert "Today's date is 2023-05-08." in extraction
@@ -189,7 +128,7 @@ def test_mem0_prompt_reaches_an_endpoint_dated_as_the_conversation(tmp_path):
 
 
 def test_mem0_graph_tool_calls_through_an_endpoint(tmp_path):
-    """Mem0-G's graph steps are tool calls: the endpoint is offered mem0's own tools and its
+    """Mem0-G's graph steps are tool calls: the pf.endpoint is offered mem0's own tools and its
     function calls build the Kuzu graph that search returns; a rerun reaches it not once."""
     seen = []
 
@@ -213,19 +152,17 @@ def test_mem0_graph_tool_calls_through_an_endpoint(tmp_path):
             return json.dumps({"facts": ["Visited Paris"]})
         return json.dumps({"memory": [{"id": "0", "text": "Visited Paris", "event": "ADD"}]})
 
-    async def go(server):
-        models = {"memory_writer": {"base_url": server.base_url, "model": "m"}}
-        gateway = Gateway.from_config(models, tmp_path / "cache")
-        memory = await ingest("mem0_graph", gateway, CONVERSATION[2:3])
-        items = await memory.retrieve("Where did Caroline go?", 2)
-        await gateway.aclose()
-        gateway.close()
-        return items
+    def go(server):
+        question = "Where did Caroline go?"
+        cache = tmp_path / "cache"
+        return pf.through_endpoint(
+            server, spec("mem0_graph"), pf.CONVERSATION[2:3], question, 2, cache
+        )[0]
 
     with OpenAITestServer(reply=reply) as server:
-        items = asyncio.run(go(server))
+        items = go(server)
         calls = len(seen)
-        assert asyncio.run(go(server)) == items and len(seen) == calls  # all from the cache
+        assert go(server) == items and len(seen) == calls  # all from the cache
     assert [(i.text, i.source_ids) for i in items] == [
         ("Visited Paris", ["D1:3"]),
         ("caroline -- visited -- paris", []),
@@ -241,11 +178,7 @@ def test_the_prompt_date_is_the_conversations_never_the_wall_clock():
 
 
 def test_a_missing_extra_is_one_line_naming_the_install(monkeypatch):
-    monkeypatch.setitem(sys.modules, "mem0", None)  # as if mem0ai were not installed
-    with pytest.raises(ConfigError) as error:
-        build({"type": "mem0_paper"}, llm=Gateway.from_config({}))
-    message = str(error.value)
-    assert "\n" not in message
+    message = pf.missing_install(monkeypatch, "mem0", {"type": "mem0_paper"})
     assert "systems type mem0_paper: needs mem0ai==1.0.11" in message
     assert "pip install -e '.[products]'" in message and "make install-products" in message
 
@@ -312,46 +245,6 @@ def test_offline_graph_heuristics_name_entities_relations_and_contradictions():
 def test_mem0_paper_on_the_amemgym_chain(users, tmp_path):  # noqa: F811  (the fixture)
     """The interactive protocol's step chain (a one-user AMemGym fixture): the assistant's
     pairs reach mem0, each step's snapshot loads, and its memories name the turns they came from."""
-    spec = {"type": "mem0_paper", "top_k": 5}
-    results = run_chain(users, spec, tmp_path, interactive_gateway(), steps=2)
-    stats = results[1].manifest["stats"]["ben"]
+    (_, stats), memory = pf.amemgym_chain(users, {"type": "mem0_paper", "top_k": 5}, tmp_path)
     assert stats["pairs_written"] == 4 and stats["writer_calls"] > 0 and stats["items"] > 0
-    memory = build(spec, llm=interactive_gateway())
-    memory.load(tmp_path / "step1" / "ben")
-    assert memory.stored_ids() and all(t.startswith("ben_p") for t in memory.stored_ids())
-
-
-def run_synthetic_workflow(
-    tmp_path: Path, system: str, spec: dict | None = None
-) -> tuple[pd.Series, dict[str, dict]]:
-    """A tiny workflow run of ``system`` on the synthetic benchmark (one user, three sessions):
-    its micro scores and its ingest ledger (by role / task). Shared by the product tests.
-    ``spec`` replaces the default config's definition of the system."""
-    wd = workdir(tmp_path)
-    override = {
-        "run": {"benchmarks": ["synthetic"], "systems": [system]},
-        "benchmarks": {
-            "synthetic": {
-                "shards": 1,
-                "params": {"users": 1, "periods": 1, "sessions_per_period": 3},
-            }
-        },
-    }
-    if spec is not None:
-        override["systems"] = {system: spec}
-    extra = Path(tmp_path / f"{system}.yaml")
-    extra.write_text(yaml.safe_dump(override))
-    snakemake(wd, configfiles=(TINY, extra))
-    run = wd / f"results/synthetic/{system}/qa/step0"
-    scores = pd.read_parquet(run / "scores.parquet")
-    micro = scores[scores["aggregate"] == "micro"].set_index("metric")["value"]
-    ledger = json.loads((run / "shard0/ingest.ledger.json").read_text())["by_role_task"]
-    return micro, ledger
-
-
-@pytest.mark.slow
-def test_a_workflow_runs_mem0_paper_on_the_synthetic_benchmark(tmp_path):
-    micro, ledger = run_synthetic_workflow(tmp_path, "mem0_paper")
-    assert micro["turn_evidence_recall"] > 0.5 and micro["accuracy"] > 0.5, micro
-    assert ledger["memory_writer/mem0_extract_facts"]["calls"] > 0
-    assert ledger["memory_writer/mem0_update_memory"]["calls"] > 0
+    assert memory.stored_ids()

@@ -145,8 +145,9 @@ def test_an_offline_endpoint_binds_its_roles_to_the_offline_model():
         "embedder": {"backend": "openai", "endpoint": "gpu", "model": "e"},
     }  # fmt: skip
     bound = bind_endpoints(models, {"gpu": {"backend": "offline"}})
-    assert bound["agent"] == {"temperature": 0.1, "backend": "offline"}
-    assert bound["embedder"] == {"backend": "offline"}
+    # the endpoint's name stays, so the plan and summary.md say "offline (endpoint gpu; ...)"
+    assert bound["agent"] == {"temperature": 0.1, "backend": "offline", "endpoint": "gpu"}
+    assert bound["embedder"] == {"backend": "offline", "endpoint": "gpu"}
     with pytest.raises(ConfigError, match=r"^config endpoints.gpu.backend: only offline"):
         bind_endpoints(models, {"gpu": {"backend": "openai"}})
 

@@ -12,6 +12,7 @@ import asyncio
 import pytest
 
 from mnemoflow.protocols import feedback as fb
+from tests.products_fixtures import PRODUCTS
 from tests.test_protocols_feedback import (  # noqa: F401  (gateway, tiny: fixtures)
     METRICS,
     NO_SESSIONS,
@@ -20,15 +21,6 @@ from tests.test_protocols_feedback import (  # noqa: F401  (gateway, tiny: fixtu
     keys,
     tiny,
 )
-
-PRODUCTS = {
-    "mem0_paper": {"type": "mem0_paper", "update_batch": 2, "top_k": 5},
-    "mem0_graph": {"type": "mem0_graph", "update_batch": 2, "top_k": 5},
-    "graphiti": {"type": "graphiti", "top_k": 5},
-    "memoryos": {"type": "memoryos", "top_k": 5},
-    "langmem": {"type": "langmem", "update_batch": 2, "top_k": 5},
-    "a_mem": {"type": "a_mem", "top_k": 5},
-}
 
 
 def off_policy_accuracy(system, tiny, gateway, train, folder):  # noqa: F811 (fixture names)

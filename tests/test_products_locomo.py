@@ -16,7 +16,7 @@ from mnemoflow.data.registry import load_benchmark
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols import static_qa
 from tests.paper_standins import locomo_samples
-from tests.test_products_feedback import PRODUCTS
+from tests.products_fixtures import PRODUCTS
 
 
 @pytest.fixture(scope="module")

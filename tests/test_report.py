@@ -554,3 +554,30 @@ def test_writer_rates_per_run_count_unparsed_replies_and_dropped_events(tmp_path
     assert (row["writer_calls"], row["parse_failures"], row["dropped_events"]) == (10, 2, 3)
     assert row["parse_failure_rate"] == pytest.approx(0.2)
     assert row["dropped_per_call"] == pytest.approx(0.3)
+
+
+def test_the_data_section_shows_questions_and_the_loader_s_rules(tmp_path):
+    """summary.md and the report say how many questions the runs ask and what each loader rule
+    dropped or kept (prepared/data_version.json ``records``, written by the prepare job)."""
+    from mnemoflow.report.summary import versions_markdown
+
+    versions = {
+        "locomo": {
+            "id": "79fa87e90f04",
+            "source": {"file": "locomo10.json"},
+            "records": {
+                "questions": 1986,
+                "questions_dropped": 0,
+                "rules": ["2 evidence ids naming no turn: dropped (meta.raw_evidence keeps them)"],
+            },
+        }
+    }
+    text = "\n".join(versions_markdown(versions))
+    assert "| locomo | `79fa87e90f04` | locomo10.json | 1986 (0 dropped) |" in text
+    assert "- locomo: 2 evidence ids naming no turn: dropped" in text
+    summary, _, _, _ = make_results(tmp_path)
+    page = build_report(
+        summary, [], [], {}, tmp_path / "data.html", data_versions=versions
+    ).read_text()
+    assert "1986 (0 dropped)" in page
+    assert "locomo: 2 evidence ids naming no turn: dropped" in page

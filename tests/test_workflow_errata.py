@@ -67,6 +67,14 @@ def test_the_run_records_its_data_version(errata_run):
     assert version["id"].startswith(version["source"]["sha256"][:12] + "+locomo-audit@")
     text = (wd / "results/summary.md").read_text()
     assert f"`{version['id']}`" in text and "5 correct, 2 drop, 5 evidence" in text
+    # the loader's rules and their counts: notes.txt, data_version, summary.md, the report
+    assert version["records"]["questions"] == 60
+    assert version["records"]["questions_dropped"] == 0
+    rule = "2 questions without evidence: kept (retrieval metrics skip them)"
+    notes = (wd / "results/locomo/prepared/notes.txt").read_text().splitlines()
+    assert notes[0] == "60 questions kept, 0 dropped by the loader's rules (docs/data.md)"
+    assert rule in notes
+    assert "| 60 (0 dropped) |" in text and f"- locomo: {rule}" in text
 
 
 def test_compare_scores_the_same_run_on_both_versions(errata_run, tmp_path, capsys):

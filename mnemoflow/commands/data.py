@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemoflow.commands import COMMANDS
-from mnemoflow.data.registry import load_benchmark, loaders
+from mnemoflow.data.registry import load_benchmark, loaders, notes_text, records_note
 from mnemoflow.data.sources import CATALOG, cache_root, cached_path, sha256_file
 from mnemoflow.data.tables import SCHEMAS, to_arrow, write_atomic_text, write_table
 from mnemoflow.data.validate import DataError
@@ -126,6 +126,7 @@ def summary_lines(spec: dict[str, Any]) -> list[str]:
             if len(counts) > 1 or column == "question_type":
                 text = ", ".join(f"{k} {v}" for k, v in counts.items())
                 lines.append(f"  questions per {column.replace('question_', '')}: {text}")
+    lines += [f"  rule: {line}" for line in records_note(prepared)["rules"]]
     lines += [f"  note: {note}" for note in prepared.notes]
     return lines
 
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     write_table(prepared.sessions, out / "sessions.parquet", "sessions")
     write_table(prepared.episode_sessions, out / "episode_sessions.parquet", "episode_sessions")
     write_table(prepared.questions, out / "questions.parquet", "questions")
-    write_atomic_text(out / "notes.txt", "".join(f"{n}\n" for n in prepared.notes))
+    write_atomic_text(out / "notes.txt", notes_text(prepared))
     print(
         f"{out}: {len(prepared.sessions)} turns, {len(prepared.questions)} questions, "
         f"{len(prepared.notes)} notes"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from mnemoflow.commands import COMMANDS
 from mnemoflow.commands.run import ROOT
+from mnemoflow.config_schema import check_config_files
 from mnemoflow.planning.budget import DUMP_ENV
 from mnemoflow.planning.run import Job, plan_run
 
@@ -65,6 +66,7 @@ def dry_run_error(output: str) -> str:
 def run(args: argparse.Namespace) -> int:
     if not (ROOT / "Snakefile").exists():
         raise OSError(f"{ROOT}: no Snakefile; run mnemoflow from a checkout of the repository")
+    check_config_files(list(getattr(args, "extra", [])), ROOT)  # file and line of a YAML error
     with tempfile.TemporaryDirectory() as tmp:
         dump = Path(tmp) / "config.json"
         command = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-n"]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from mnemoflow.commands import COMMANDS
+from mnemoflow.config_schema import check_config_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,4 +27,5 @@ def snakemake_command(extra: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if not (ROOT / "Snakefile").exists():
         raise OSError(f"{ROOT}: no Snakefile; run mnemoflow from a checkout of the repository")
+    check_config_files(list(getattr(args, "extra", [])), ROOT)  # file and line of a YAML error
     return subprocess.call(snakemake_command(list(getattr(args, "extra", []))), cwd=ROOT)

@@ -39,7 +39,13 @@ import pandas as pd
 
 from mnemoflow.data.jsonstream import iter_array
 from mnemoflow.data.registry import Prepared, register_loader
-from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, source_of
+from mnemoflow.data.sources import (
+    BenchmarkInfo,
+    check_available,
+    describe,
+    resolve_file,
+    source_of,
+)
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
 from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
@@ -297,14 +303,26 @@ def _count_periods(path_text: str, size: int, mtime_ns: int) -> int:
     return most
 
 
-@register_loader(BENCHMARK, steps=n_periods)
+def check(spec: dict[str, Any], where: str) -> None:
+    """At startup: the released data.json is there or a pinned download is allowed (a generated
+    environment, ``generate:``, is made by a rule of the run)."""
+    _shuffle(spec)
+    if not spec.get("generate"):
+        check_available(_source(spec), BENCHMARK)
+
+
+def _shuffle(spec: dict[str, Any]) -> bool:
+    shuffle = spec.get("shuffle_options", True)
+    if not isinstance(shuffle, bool):
+        raise DataError(f"{BENCHMARK}: 'shuffle_options' must be true or false, got {shuffle!r}")
+    return shuffle
+
+
+@register_loader(BENCHMARK, steps=n_periods, check=check)
 def load(spec: dict[str, Any]) -> Prepared:
     """Load ``data.json`` of ``spec['source']``; ``seed`` / ``shuffle_options`` order options."""
     seed = spec.get("seed", 0)
-    shuffle = spec.get("shuffle_options", True)
-    if not isinstance(shuffle, bool):
-        raise DataError(f"{BENCHMARK}: 'shuffle_options' must be true or false")
-    return parse(resolve_file(_source(spec), BENCHMARK), seed=seed, shuffle=shuffle)
+    return parse(resolve_file(_source(spec), BENCHMARK), seed=seed, shuffle=_shuffle(spec))
 
 
 def parse(path: Path, seed: Any = 0, shuffle: bool = True) -> Prepared:

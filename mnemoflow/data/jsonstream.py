@@ -37,20 +37,25 @@ def iter_array(path: str | os.PathLike, chunk_size: int = 1 << 20) -> Iterator[t
     with path.open("rb") as handle:
         buffer = ""
         consumed = 0  # characters of the file before ``buffer``
+        read = 0  # bytes of the file read so far
         eof = False
         want = chunk_size
 
         def fill(minimum: int) -> bool:
-            nonlocal buffer, eof
+            nonlocal buffer, eof, read
             if eof:
                 return False
+            pending = len(decoder.getstate()[0])  # bytes of a character the last read split
             data = handle.read(max(minimum, chunk_size))
             try:
                 buffer += decoder.decode(data, final=not data)
             except UnicodeDecodeError as exc:
+                # the decoder saw the pending bytes, then ``data``: its offset counts from them
+                offset = read - pending + exc.start
                 raise DataError(
-                    f"{name}: not UTF-8 near character {consumed + len(buffer)}"
+                    f"{name}: not UTF-8: byte 0x{exc.object[exc.start]:02x} at offset {offset:,}"
                 ) from exc
+            read += len(data)
             if not data:
                 eof = True
             return True

@@ -35,7 +35,13 @@ import pandas as pd
 
 from mnemoflow.data.jsonstream import iter_array
 from mnemoflow.data.registry import Prepared, register_loader
-from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, source_of
+from mnemoflow.data.sources import (
+    BenchmarkInfo,
+    check_available,
+    describe,
+    resolve_file,
+    source_of,
+)
 from mnemoflow.data.tables import EPISODE_SESSIONS, QUESTIONS, SESSIONS
 from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
@@ -113,14 +119,24 @@ def source_for(spec: dict[str, Any]) -> dict[str, Any]:
     return source_of(spec, pinned)
 
 
-@register_loader(BENCHMARK)
-def load(spec: dict[str, Any]) -> Prepared:
-    """Load the LongMemEval file named by ``spec['source']`` (``limit``: first N questions)."""
-    path = resolve_file(source_for(spec), BENCHMARK)
+def check(spec: dict[str, Any], where: str) -> None:
+    """At startup: ``limit``, and the file is there or a pinned download is allowed."""
+    _limit(spec)
+    check_available(source_for(spec), BENCHMARK)
+
+
+def _limit(spec: dict[str, Any]) -> int | None:
     limit = spec.get("limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise DataError(f"{BENCHMARK}: 'limit' must be a positive integer, got {limit!r}")
-    return parse(path, limit=limit)
+    return limit
+
+
+@register_loader(BENCHMARK, check=check)
+def load(spec: dict[str, Any]) -> Prepared:
+    """Load the LongMemEval file named by ``spec['source']`` (``limit``: first N questions)."""
+    path = resolve_file(source_for(spec), BENCHMARK)
+    return parse(path, limit=_limit(spec))
 
 
 def _turns(session: Any, loc: str) -> list[tuple[str, str, bool]]:

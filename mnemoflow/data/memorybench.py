@@ -49,7 +49,14 @@ import pandas as pd
 from mnemoflow.data.jsonstream import iter_array
 from mnemoflow.data.locomo import conversation_rows
 from mnemoflow.data.registry import Prepared, register_loader
-from mnemoflow.data.sources import BenchmarkInfo, describe, resolve_file, resolve_folder, source_of
+from mnemoflow.data.sources import (
+    BenchmarkInfo,
+    check_available,
+    describe,
+    resolve_file,
+    resolve_folder,
+    source_of,
+)
 from mnemoflow.data.tables import DIALOGUES, QUESTIONS, SESSIONS
 from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
@@ -231,7 +238,16 @@ def question_id(dataset: str, test_idx: int) -> str:
     return f"{dataset}:{test_idx}"
 
 
-@register_loader(BENCHMARK)
+def check(spec: dict[str, Any], where: str) -> None:
+    """At startup: the raw file or release folder is there, or a pinned download is allowed,
+    and the registry folder ``configs`` when one is named."""
+    check_available(source_of(spec, INFO.sources["default"]), BENCHMARK, folder=True)
+    configs = spec.get("configs")
+    if configs and not Path(str(configs)).expanduser().exists():
+        raise DataError(f"configs {configs} does not exist; place MemoryBench's configs/datasets")
+
+
+@register_loader(BENCHMARK, check=check)
 def load(spec: dict[str, Any]) -> Prepared:
     """Load the selected MemoryBench datasets from a local folder or raw file, the cache, or the
     Hub. ``spec``: ``source``, ``select`` (or ``set: KIND:NAME``), ``configs``."""

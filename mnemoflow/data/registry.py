@@ -17,7 +17,28 @@ import pandas as pd
 from mnemoflow.data.errata import apply_overlay, load_overlay, overlay_path
 from mnemoflow.data.tables import DIALOGUES, EPISODE_SESSIONS
 from mnemoflow.data.validate import DataError
+from mnemoflow.errors import ConfigError
 from mnemoflow.registry import Registry
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How many records of the data one of a loader's documented rules dropped or kept (the
+    rules of every loader: docs/data.md, "What each loader refuses, drops and keeps"); written
+    to ``prepared/notes.txt`` and ``data_version.json``, shown in summary.md and the report."""
+
+    count: int
+    #: what was counted, plural ("evidence ids naming no turn")
+    what: str
+    #: ``dropped`` | ``kept`` | ``normalized``
+    action: str
+    #: the rule, for people
+    rule: str = ""
+    #: ``question`` when the records are questions (a dropped one leaves every denominator)
+    unit: str = ""
+
+    def line(self) -> str:
+        return f"{self.count} {self.what}: {self.action}" + (f" ({self.rule})" if self.rule else "")
 
 
 @dataclass
@@ -31,6 +52,8 @@ class Prepared:
     dialogues: pd.DataFrame | None = None
     #: One line per data problem the loader repaired or skipped (e.g. malformed evidence ids).
     notes: list[str] = field(default_factory=list)
+    #: The loader's documented rules and how many records each dropped or kept (:class:`Tally`).
+    tallies: list[Tally] = field(default_factory=list)
     #: The errata overlay the entry names (``errata: FILE``), already applied to ``questions``.
     errata: Any = None
 
@@ -67,9 +90,36 @@ LOADERS = Registry(
 )
 
 
-def register_loader(name: str, steps: StepCounter | None = None) -> Callable[[Loader], Loader]:
-    """Register a loader; ``steps(spec)`` says how many steps its data has (default 1: static)."""
-    return LOADERS.register(name, steps=steps)
+#: ``check(spec, where)``: what a loader can check when the workflow starts, before any job (its
+#: source present or an allowed pinned download, its parameters' types); raises a one-line
+#: ConfigError or DataError, ``where`` being ``config benchmarks.NAME``.
+Checker = Callable[[dict[str, Any], str], None]
+
+
+def register_loader(
+    name: str, steps: StepCounter | None = None, check: Checker | None = None
+) -> Callable[[Loader], Loader]:
+    """Register a loader; ``steps(spec)`` says how many steps its data has (default 1: static),
+    ``check`` what is checked at startup (:func:`check_benchmarks`)."""
+    return LOADERS.register(name, steps=steps, check=check)
+
+
+def check_benchmarks(benchmarks: dict[str, Any], names: list[str]) -> None:
+    """The startup check of the run's benchmarks ``names``: the loader is known, and its own
+    ``check`` passes (source, parameters); one line naming ``config benchmarks.NAME``."""
+    for name in names:
+        spec = benchmarks[name]
+        where = f"config benchmarks.{name}"
+        try:
+            check = LOADERS.info(spec.get("loader")).get("check")
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.loader: {exc}") from None
+        if check is None:
+            continue
+        try:
+            check(spec, where)
+        except DataError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
 
 
 def loaders() -> list[str]:
@@ -98,6 +148,30 @@ def with_errata(prepared: Prepared, spec: dict[str, Any]) -> Prepared:
     counts = ", ".join(f"{n} {action}" for action, n in overlay.counts().items())
     prepared.notes.append(f"errata {overlay.name}: {counts} (in questions' meta.errata)")
     return prepared
+
+
+def records_note(prepared: Prepared) -> dict[str, Any]:
+    """What ``data_version.json`` and ``notes.txt`` say of the records: the questions kept, those
+    the loader's rules dropped, and one line per rule (summary.md's denominators)."""
+    dropped = sum(
+        t.count for t in prepared.tallies if t.unit == "question" and t.action == "dropped"
+    )
+    return {
+        "questions": len(prepared.questions),
+        "questions_dropped": dropped,
+        "rules": [t.line() for t in prepared.tallies],
+    }
+
+
+def notes_text(prepared: Prepared) -> str:
+    """``prepared/notes.txt``: the questions kept and dropped, one line per loader rule with its
+    count, then every record the loader repaired or skipped."""
+    records = records_note(prepared)
+    head = (
+        f"{records['questions']} questions kept, {records['questions_dropped']} dropped by the "
+        "loader's rules (docs/data.md)"
+    )
+    return "\n".join([head, *records["rules"], *prepared.notes]) + "\n"
 
 
 def n_steps(spec: dict[str, Any]) -> int:

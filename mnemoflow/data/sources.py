@@ -273,12 +273,7 @@ def resolve_folder(source: Any, benchmark: str, required: list[str], patterns: l
     if not source.get("repo"):
         raise DataError(f"{benchmark}: source needs 'path' (a folder) or 'repo' + 'revision'")
     repo = str(source["repo"])
-    root = (
-        cache_root()
-        / benchmark
-        / repo.replace("/", "__")
-        / str(source.get("revision") or "unpinned")
-    )
+    root = _folder_cache(source, benchmark)
     missing = [rel for rel in required if not (root / rel).exists()]
     if not missing:
         return root
@@ -295,6 +290,49 @@ def resolve_folder(source: Any, benchmark: str, required: list[str], patterns: l
         raise DataError(f"{benchmark}: source.revision must pin a commit of {repo} to download")
     _download_folder(source, root, benchmark, required, patterns)
     return root
+
+
+def _folder_cache(source: dict[str, Any], benchmark: str) -> Path:
+    """Where the cache keeps the snapshot of a folder source (its pinned revision)."""
+    repo = str(source["repo"]).replace("/", "__")
+    return cache_root() / benchmark / repo / str(source.get("revision") or "unpinned")
+
+
+def check_available(source: Any, benchmark: str, *, folder: bool = False) -> None:
+    """What :func:`resolve_file` (:func:`resolve_folder` with ``folder``) will find, checked when
+    the workflow starts and without reading, hashing or fetching anything: the local ``path``,
+    the cached copy, or a download the source allows (``download: true``, pinned, not offline).
+    A missing file is then refused before any job, not by the prepare job."""
+    source = _check_source(source, benchmark)
+    if source.get("path"):
+        path = Path(str(source["path"])).expanduser()
+        if path.exists():
+            return  # its checksum is checked when it is read
+        if not (source.get("repo") or source.get("url")):
+            raise DataError(
+                f"source.path {path} does not exist; place the file there (or allow a pinned "
+                "download, docs/data.md)"
+            )
+    if folder and source.get("repo"):
+        if _folder_cache(source, benchmark).is_dir():
+            return
+        origin = f"hf://datasets/{source['repo']}@{source.get('revision') or '<revision>'}"
+        target = _folder_cache(source, benchmark)
+        pinned = bool(source.get("revision"))
+    elif source.get("url") or (source.get("repo") and source.get("file")):
+        target = cached_path(source, benchmark)
+        if target.is_file():
+            return
+        origin = _origin(source)
+        pinned = bool(source.get("sha256") or (source.get("repo") and source.get("revision")))
+    else:
+        raise DataError("source needs 'path', 'url', or 'repo' + 'file' (a folder: 'repo')")
+    _check_may_download(source, benchmark, target.name, origin, f"{origin} at {target}", target)
+    if not pinned:
+        raise DataError(
+            f"a download of {origin} must be pinned: source.sha256 (the file's content) or "
+            "source.revision (a commit of the dataset)"
+        )
 
 
 def _download_folder(

@@ -23,7 +23,7 @@ import pandas as pd
 
 from mnemoflow.data.registry import register_loader
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
-from mnemoflow.errors import ConfigError, reject_unknown
+from mnemoflow.errors import ConfigError, check_types, reject_unknown
 
 BENCHMARK = "synthetic"
 
@@ -155,20 +155,26 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def _params(spec: dict[str, Any]) -> dict[str, Any]:
+def _params(spec: dict[str, Any], where: str = "config benchmarks.<synthetic>.params") -> dict:
     params = dict(spec.get("params") or {})
-    reject_unknown(params, DEFAULTS, "synthetic benchmark params")
+    reject_unknown(params, DEFAULTS, where)
+    check_types(params, DEFAULTS, where)
     params = {**DEFAULTS, **params}
     if params["attributes_per_user"] + params["abstention_per_checkpoint"] > len(ATTRIBUTES):
         raise ConfigError(
-            f"synthetic benchmark params: attributes_per_user + abstention_per_checkpoint "
+            f"{where}: attributes_per_user + abstention_per_checkpoint "
             f"must be at most {len(ATTRIBUTES)}"
         )
     if params["turns_per_session"] < 2 or params["turns_per_session"] % 2:
-        raise ConfigError("synthetic benchmark params.turns_per_session: an even number >= 2")
+        raise ConfigError(f"{where}.turns_per_session: an even number >= 2")
     if params["periods"] < 1 or params["sessions_per_period"] < 1 or params["users"] < 1:
-        raise ConfigError("synthetic benchmark params: users, periods, sessions_per_period >= 1")
+        raise ConfigError(f"{where}: users, periods, sessions_per_period >= 1")
     return params
+
+
+def check(spec: dict[str, Any], where: str) -> None:
+    """The workflow's startup check (``where``: ``config benchmarks.NAME``)."""
+    _params(spec, f"{where}.params")
 
 
 def n_steps(spec: dict[str, Any]) -> int:
@@ -176,7 +182,7 @@ def n_steps(spec: dict[str, Any]) -> int:
     return int(_params(spec)["periods"])
 
 
-@register_loader(BENCHMARK, steps=n_steps)
+@register_loader(BENCHMARK, steps=n_steps, check=check)
 def generate(spec: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Generate (sessions, questions) for the config entry ``spec`` (its ``params`` mapping)."""
     params = _params(spec)

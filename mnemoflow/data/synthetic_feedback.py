@@ -24,7 +24,7 @@ import pandas as pd
 
 from mnemoflow.data.registry import Prepared, register_loader
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
-from mnemoflow.errors import ConfigError
+from mnemoflow.errors import ConfigError, check_types, reject_unknown
 
 BENCHMARK = "synthetic_feedback"
 DATASET = "synthetic-feedback"
@@ -74,14 +74,22 @@ _REFERENCE = {
 }
 
 
-def _size(spec: dict[str, Any]) -> tuple[int, int]:
+DEFAULTS = {"items": 16, "seed": 0}
+
+
+def _size(spec: dict[str, Any], where: str = f"config benchmarks.<{BENCHMARK}>") -> tuple[int, int]:
     params = spec.get("params", {}) or {}
-    items, seed = int(params.get("items", 16)), int(params.get("seed", 0))
+    reject_unknown(params, DEFAULTS, f"{where}.params")
+    check_types(params, DEFAULTS, f"{where}.params")
+    items, seed = (params.get(key, default) for key, default in DEFAULTS.items())
     if not 1 <= items <= len(SUBJECTS):
-        raise ConfigError(
-            f"config benchmarks.<{BENCHMARK}>.params.items: 1..{len(SUBJECTS)}, got {items}"
-        )
+        raise ConfigError(f"{where}.params.items: 1..{len(SUBJECTS)}, got {items}")
     return items, seed
+
+
+def check(spec: dict[str, Any], where: str) -> None:
+    """The workflow's startup check (``where``: ``config benchmarks.NAME``)."""
+    _size(spec, where)
 
 
 def _row(idx: int, split: str, kind: str, question: str, value: str, reference: str) -> dict:
@@ -120,6 +128,6 @@ def questions(spec: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(train + test, columns=QUESTIONS.names)
 
 
-@register_loader(BENCHMARK)
+@register_loader(BENCHMARK, check=check)
 def load(spec: dict[str, Any]) -> Prepared:
     return Prepared(pd.DataFrame(columns=SESSIONS.names), questions(spec))

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from mnemoflow.data.integrity import record_outputs
 from mnemoflow.data.tables import RUN_KEYS, empty, read_table, write_atomic_text
+from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError
 from mnemoflow.jobs.progress import Progress
 from mnemoflow.llm.endpoints import Address, check_endpoints, managed_name, managed_url
@@ -251,8 +252,26 @@ def run(smk: Any, job: Callable[..., Any]) -> None:
 
     Every script is this one call; a param the job does not take is an error, so a rule and its
     job cannot drift apart silently. The log's first line is the job's start-up and its last the
-    job's own time (``job start-up 0.91 s`` / ``job done in 2.40 s``).
+    job's own time (``job start-up 0.91 s`` / ``job done in 2.40 s``). A job that fails ends
+    in one line on the console (:func:`failure_line`); its traceback is in the log.
     """
+    try:
+        _run(smk, job)
+    except Exception as exc:  # job_log wrote the traceback to the job's log
+        print(failure_line(exc, smk.log[0] if smk.log else None), file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def failure_line(exc: BaseException, log_path: str | None) -> str:
+    """The console's one line of a failed job: the error (a data or config error names the file,
+    record and field itself; another error its type) and where its traceback is."""
+    text = " ".join(str(exc).split()) or "no message"
+    kind = "" if isinstance(exc, ConfigError | DataError) else f"{type(exc).__name__}: "
+    where = f" (traceback: {log_path})" if log_path else ""
+    return f"{kind}{text}{where}"
+
+
+def _run(smk: Any, job: Callable[..., Any]) -> None:
     startup = process_age()
     with job_log(smk.log[0]):
         if startup is not None:

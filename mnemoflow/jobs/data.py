@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemoflow.data.errata import data_version
-from mnemoflow.data.registry import load_benchmark
+from mnemoflow.data.registry import load_benchmark, notes_text, records_note
 from mnemoflow.data.sources import CATALOG
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.jobs.context import log
@@ -20,6 +20,7 @@ class PrepareFiles:
     episode_sessions: str
     dialogues: str
     data_version: str | None = None
+    notes: str | None = None
     source: list[str] = field(default_factory=list)
     errata: list[str] = field(default_factory=list)
 
@@ -28,6 +29,7 @@ def prepare(files: PrepareFiles, *, spec: dict[str, Any]) -> None:
     prepared = load_benchmark(spec)
     source = files.source[0] if files.source else None
     version = data_version(source, prepared.errata, _pinned_source(spec))
+    version["records"] = records_note(prepared)
     if files.data_version is not None:
         write_atomic_text(files.data_version, json.dumps(version, indent=2) + "\n")
     log.info("data version %s", version["id"])
@@ -37,6 +39,8 @@ def prepare(files: PrepareFiles, *, spec: dict[str, Any]) -> None:
     write_table(prepared.dialogues, files.dialogues, "dialogues")
     for note in prepared.notes:
         log.warning("%s", note)
+    if files.notes is not None:
+        write_atomic_text(files.notes, notes_text(prepared))
     log.info(
         "prepared %d turns, %d questions, %d episodes",
         len(prepared.sessions),

@@ -72,10 +72,7 @@ def summarize_runs(
     paths = list(files.ledgers)
     ledgers = [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
     costs = run_costs(ledgers, frame, prices) if ledgers else None
-    versions = {
-        Path(p).parent.parent.name: json.loads(Path(p).read_text(encoding="utf-8"))
-        for p in files.versions
-    }  # results/{benchmark}/prepared/data_version.json
+    versions = read_versions(files.versions)
     text = summary_markdown(frame, generation, models, costs, versions)
     failed = failed_items_lines(ledgers)
     if failed:
@@ -106,6 +103,7 @@ class ReportFiles:
     recall_replies: list[str] = ()
     environments: list[str] = ()
     published: list[str] = ()
+    versions: list[str] = ()
 
 
 def report(
@@ -154,5 +152,13 @@ def report(
         published=section,
         published_missing=request.missing if request is not None else "",
         drill=drill,
+        data_versions=read_versions(files.versions),
     )
     log.info("report written to %s", files.html)
+
+
+def read_versions(paths: list[str]) -> dict[str, dict[str, Any]]:
+    """benchmark -> its ``results/{benchmark}/prepared/data_version.json``."""
+    return {
+        Path(p).parent.parent.name: json.loads(Path(p).read_text(encoding="utf-8")) for p in paths
+    }

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mnemoflow.errors import ConfigError, reject_unknown
+from mnemoflow.llm.urls import check_base_url
 
 #: ``base_url`` of a role bound to a managed endpoint, until its job resolves the address.
 MANAGED_SCHEME = "endpoint://"
@@ -113,8 +114,7 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
             checked[name] = merged
         elif "base_url" in spec:
             reject_unknown(spec, EXTERNAL_KEYS, where, list_known=True)
-            if managed_name(spec["base_url"]) is not None:
-                raise ConfigError(f"{where}.base_url: an http(s) address, got {spec['base_url']!r}")
+            check_base_url(spec["base_url"], f"{where}.base_url")
             checked[name] = dict(spec)
         else:
             raise ConfigError(
@@ -158,7 +158,7 @@ def bind_endpoints(
         spec = known[name]
         if spec.get("backend") == "offline":
             kept = {k: v for k, v in raw.items() if k not in SERVER_ONLY_KEYS}
-            bound[role] = {**kept, "backend": "offline"}
+            bound[role] = {**kept, "backend": "offline", "endpoint": name}  # said aloud
             continue
         if "serve" in spec:
             address = {"base_url": managed_url(name)}

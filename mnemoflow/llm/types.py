@@ -17,6 +17,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from mnemoflow.errors import ConfigError, reject_unknown
+from mnemoflow.llm.endpoints import managed_name
+from mnemoflow.llm.urls import check_base_url, url_host
 
 #: ``generator_high`` / ``generator_low``: AMemGym's environment generation, which the reference
 #: runs with one model at two temperatures (1.0 for questions and state updates, 0.2 for the rest).
@@ -114,7 +116,17 @@ class EndpointSpec:
                 f"config models.{role}: put the key in an env var, name it api_key_env"
             )
         reject_unknown(raw, set(cls.__dataclass_fields__) - {"role"}, f"config models.{role}")
-        if raw.get("endpoint") is not None and not raw.get("base_url"):
+        if raw.get("backend") == "offline":
+            given = [key for key in ("base_url", "api_key_env") if raw.get(key)]
+            if given:
+                raise ConfigError(
+                    f"config models.{role}: backend offline runs the embedded heuristic and calls "
+                    f"no server, yet {given[0]} is given; drop backend: offline to call it, or "
+                    f"{' and '.join(given)} to run offline"
+                )
+        # a site file's offline endpoint keeps the name it rebinds (endpoints.bind_endpoints)
+        offline_endpoint = raw.get("backend") == "offline"
+        if raw.get("endpoint") is not None and not raw.get("base_url") and not offline_endpoint:
             raise ConfigError(
                 f"config models.{role}.endpoint: {raw['endpoint']!r} is not resolved; the config's "
                 "endpoints: section names it (llm.endpoints.bind_endpoints)"
@@ -135,6 +147,8 @@ class EndpointSpec:
             raise ConfigError(f"config models.{role}.base_url: required for the openai backend")
         if backend == "openai" and not raw.get("model"):
             raise ConfigError(f"config models.{role}.model: required for the openai backend")
+        if raw.get("base_url") is not None and managed_name(str(raw["base_url"])) is None:
+            check_base_url(raw["base_url"], f"config models.{role}.base_url")
         if isinstance(raw.get("base_url"), str) and _holds_credentials(raw["base_url"]):
             raise ConfigError(
                 f"config models.{role}.base_url: holds credentials (user info or a key "
@@ -298,18 +312,49 @@ def resolved_spec(models: Mapping[str, Any], role: str) -> EndpointSpec:
 
 
 def played_by(models: Mapping[str, Any], roles: Iterable[str]) -> dict[str, dict[str, str]]:
-    """Which backend and model play each of ``roles`` (in ``ROLES`` order), and the named
-    endpoint where one is bound, from the public description of its resolved binding: no key, no
-    key variable, no sampling parameters."""
+    """Which backend and model play each of ``roles`` (in ``ROLES`` order), the named endpoint
+    where one is bound and the host it answers at, from the public description of its resolved
+    binding: no key, no key variable, no path, no sampling parameters. A role a site file made
+    offline says so: backend ``offline (endpoint NAME; model ignored)`` (summary.md)."""
     wanted = set(roles)
     played = {}
     for role in ROLES:
         if role in wanted:
-            public = resolved_spec(models, role).public()
+            spec = resolved_spec(models, role)
+            public = spec.public()
             played[role] = {key: str(public[key]) for key in ("backend", "model")}
             if public["endpoint"]:
                 played[role]["endpoint"] = str(public["endpoint"])
+            if spec.backend == "offline" and spec.endpoint:
+                played[role]["backend"] = binding_text(spec)
+            if host_of(spec):
+                played[role]["host"] = host_of(spec)
     return played
+
+
+def host_of(spec: EndpointSpec) -> str:
+    """The host (and port) a role's requests go to; "" for a model in the process, the managed
+    endpoint's name until its job runs (``endpoint://NAME``)."""
+    if spec.backend != "openai" or not spec.base_url:
+        return ""
+    name = managed_name(spec.base_url)
+    return f"managed endpoint {name}" if name else url_host(spec.base_url)
+
+
+def binding_text(spec: EndpointSpec) -> str:
+    """A role's binding said aloud (``mnemoflow plan``, summary.md): ``gpt-4o-mini at
+    api.openai.com (endpoint openai)``, ``offline (endpoint openai; model ignored)`` where a
+    site file rebinds a named endpoint to the offline model, ``offline heuristic``."""
+    if spec.backend == "offline":
+        return (
+            f"offline (endpoint {spec.endpoint}; model ignored)"
+            if spec.endpoint
+            else ("offline heuristic")
+        )
+    if spec.backend != "openai":
+        return f"{spec.model} ({spec.backend}, in the process)"
+    named = f" (endpoint {spec.endpoint})" if spec.endpoint else ""
+    return f"{spec.model} at {host_of(spec)}{named}"
 
 
 def check_bindings(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -66,6 +67,10 @@ class MemorySystem(ABC):
     """
 
     name: ClassVar[str] = ""
+    #: What a product imports from outside the project, ``(module, distribution, version)``, and
+    #: the command that installs it: checked when the workflow starts, without importing it.
+    requires: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    install: ClassVar[str] = ""
     defaults: ClassVar[dict[str, Any]] = {}
     #: JSON Schema of each parameter, keyed like ``defaults`` (a parameter without one: unchecked).
     params_schema: ClassVar[dict[str, dict[str, Any]]] = {}
@@ -234,6 +239,24 @@ def check_systems(systems: dict[str, dict[str, Any]]) -> None:
         except ConfigError as exc:
             raise ConfigError(f"config {where}.type: {exc}") from None
         system.check_params(params, where)
+
+
+def check_installed(systems: dict[str, dict[str, Any]], names: Iterable[str]) -> None:
+    """The startup check of the systems the run uses (``names``): every package a product
+    imports is installed at its pinned version, else one line naming the install command."""
+    from mnemoflow.memory.products import INSTALL_HINT, not_installed
+
+    for name in sorted(set(names)):
+        where = f"systems.{name}"
+        type_name, _ = _split_spec(systems[name], where)
+        system = resolve(type_name)
+        for requirement in system.requires:
+            problem = not_installed(*requirement)
+            if problem:
+                raise ConfigError(
+                    f"config {where}: {system.name} {problem}; run: "
+                    f"{system.install or INSTALL_HINT}"
+                )
 
 
 def save_messages(path: Path, messages: list[Message]) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnemoflow.llm.types import EndpointSpec
+from mnemoflow.llm.types import EndpointSpec, binding_text
 from mnemoflow.prices import FREE_BACKENDS, usd
 
 #: Seconds per call assumed for an endpoint with neither ``plan.latency_s`` nor an earlier ledger.
@@ -169,6 +169,8 @@ class Plan:
             "usd": self.usd(),
             "hours": self.hours(),
             "by_role": roles,
+            # each role's endpoint host, or offline said aloud (llm.types.binding_text)
+            "bindings": {role: binding_text(self.specs[role]) for role in roles},
             "jobs_by_rule": dict(sorted(self.jobs.items())),
             "overflows": self.overflows(),
             "endpoints": self.endpoints(),
@@ -235,6 +237,7 @@ class Plan:
         head = ["role", "calls", "cached", "tokens in", "tokens out", "USD", "overflow"]
         out += ["", *_table(head, role_rows)]
         out.append("")
+        out += [f"role {role}: {text}" for role, text in data["bindings"].items()]
         for name, e in data["endpoints"].items():
             roles = "; ".join(e["roles"])
             out.append(

@@ -25,6 +25,7 @@ import pandas as pd
 from mnemoflow.agents.longmemeval_reader import episode_turns
 from mnemoflow.agents.readers import read, reader_config
 from mnemoflow.data.tables import ANSWERS, SCORES, read_table
+from mnemoflow.errors import ConfigError
 from mnemoflow.eval.diagnosis import diagnose, diagnosis_rates, diagnosis_scores, report_rows
 from mnemoflow.eval.footprint import footprint_scores
 from mnemoflow.eval.judges import judge_answers
@@ -286,6 +287,17 @@ def retrieval_log_path(reader: str | dict[str, Any] | None) -> str | None:
     workflow makes it an input of the answer rule, so editing the file re-runs answering)."""
     name, options = reader_config(reader)
     return options.get("retrieval_log") if name == "longmemeval" else None
+
+
+def check_reader(spec: dict[str, Any], where: str) -> None:
+    """At startup: the benchmark's ``reader`` (name, options, a retrieval log that exists), one
+    line naming ``<where>.reader`` (``where``: ``config benchmarks.NAME``)."""
+    try:
+        path = retrieval_log_path(spec.get("reader"))
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("config reader", f"{where}.reader", 1)) from None
+    if path and not Path(path).is_file():
+        raise ConfigError(f"{where}.reader.retrieval_log: no such file {path}")
 
 
 def retrieval_log(path: str) -> dict[str, list[str]]:

@@ -54,6 +54,7 @@ from mnemoflow.report.summaries import (
     with_intervals,
     writer_rates,
 )
+from mnemoflow.report.summary import versions_table
 
 _CI_NAMES = {
     "wilson": "Wilson score interval",
@@ -113,6 +114,10 @@ class ReportData:
     drill_runs: list[dict[str, Any]] = field(default_factory=list)
     #: The drill-down page's address relative to the report (in the derived folder).
     drill_page: str = "report/questions.html"
+    #: Per benchmark its data version and questions asked / dropped, and its loader's rules with
+    #: their counts (prepared/data_version.json, report.summary.versions_table).
+    data_versions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    data_rules: list[str] = field(default_factory=list)
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -845,6 +850,16 @@ def render_html(
             body += f"<h3>{html.escape(benchmark)}</h3>" + table_html(table)
         sections.append(("diagnostics", "Diagnostics", body))
 
+    if not data.data_versions.empty:
+        rules = "".join(f"<li>{html.escape(rule)}</li>" for rule in data.data_rules)
+        body = table_html(data.data_versions) + (
+            _note("What each loader's rules dropped or kept (prepared/notes.txt):")
+            + f"<ul>{rules}</ul>"
+            if rules
+            else ""
+        )
+        sections.append(("data", "Data", body))
+
     config_text = yaml.safe_dump(data.config, sort_keys=False, allow_unicode=True)
     sections.append(("config", "Config", f"<pre>{html.escape(config_text)}</pre>"))
     rows = pd.DataFrame({"software": list(data.versions), "version": list(data.versions.values())})
@@ -951,6 +966,7 @@ def build_report(
     published: dict[str, pd.DataFrame] | None = None,
     published_missing: str = "",
     drill: DrillFrames | None = None,
+    data_versions: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
     """Read the result tables and ledgers, write ``out_html`` and its derived-files folder.
 
@@ -959,7 +975,8 @@ def build_report(
     ``published`` (cells, taus, ranks of :func:`mnemoflow.report.compare.compare_published`)
     adds the "Published vs ours" section (``published_missing``: that section says why there is
     no comparison). ``drill`` (:func:`mnemoflow.report.drilldown.read_frames`)
-    adds the per-question drill-down, ``report/questions.html``.
+    adds the per-question drill-down, ``report/questions.html``. ``data_versions`` (benchmark
+    -> its prepared/data_version.json) adds the "Data" section: versions, questions, loader rules.
     """
     out_html = Path(out_html)
     judgements_paths = [Path(p) for p in judgements_paths]
@@ -990,6 +1007,8 @@ def build_report(
     data.published_missing = published_missing
     if data.published:
         data.headline = headline_tables(data.scored, data.published.get("cells"))
+    if data_versions:
+        data.data_versions, data.data_rules = versions_table(data_versions)
     drill_data = None
     if drill is not None:
         if drill.judgements.empty:

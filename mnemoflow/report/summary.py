@@ -159,6 +159,8 @@ def models_markdown(models: Mapping[str, Mapping[str, Any]] | None) -> list[str]
     columns = ["role", "backend", "model"]
     if any(spec.get("endpoint") for spec in models.values()):
         columns.append("endpoint")  # the named endpoint (config endpoints:) a role is bound to
+    if any(spec.get("host") for spec in models.values()):
+        columns.append("host")  # where its requests go (host:port, never a path or a key)
     table = pd.DataFrame(
         [[role, *(spec.get(key) or "" for key in columns[1:])] for role, spec in models.items()],
         columns=columns,
@@ -168,28 +170,47 @@ def models_markdown(models: Mapping[str, Mapping[str, Any]] | None) -> list[str]
 
 def versions_markdown(versions: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
     """The "Data versions" table: per benchmark, the version id, the source file and checksum,
-    and the errata overlay with its counts and source (``mnemoflow.data.errata.data_version``)."""
+    the questions asked and dropped, and the errata overlay with its counts and source
+    (``mnemoflow.data.errata.data_version``); then the loader's rules with their counts."""
     if not versions:
         return []
-    rows = []
+    table, rules = versions_table(versions)
+    note = (
+        "A run with errata is scored as released; `mnemoflow compare RESULTS --versions` scores "
+        "it on the corrected version too. questions: those the runs ask (every denominator "
+        "counts from them) and those the loader's rules dropped (docs/data.md)."
+    )
+    lines = ["## Data versions", "", _markdown(table), "", note, ""]
+    if rules:
+        lines += ["Loader rules (prepared/notes.txt):", "", *(f"- {r}" for r in rules), ""]
+    return lines
+
+
+def versions_table(versions: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFrame, list[str]]:
+    """Per benchmark its data version (a row), and ``benchmark: rule`` lines of its loader's
+    rules (``data_version.json`` ``records``, ``mnemoflow.data.registry.records_note``)."""
+    rows, rules = [], []
     for benchmark, version in sorted(versions.items()):
         source = version.get("source") or {}
         errata = version.get("errata") or {}
         counts = ", ".join(f"{n} {a}" for a, n in (errata.get("counts") or {}).items())
+        records = version.get("records") or {}
         rows.append(
             {
                 "benchmark": benchmark,
                 "version": f"`{version.get('id', 'unknown')}`",
                 "source": source.get("file") or source.get("repo") or source.get("url") or "–",
+                "questions": (
+                    f"{records['questions']} ({records['questions_dropped']} dropped)"
+                    if records
+                    else "–"
+                ),
                 "errata": f"{errata['name']} ({counts})" if errata else "none (as released)",
                 "errata source": errata.get("source") or "–",
             }
         )
-    note = (
-        "A run with errata is scored as released; `mnemoflow compare RESULTS --versions` scores "
-        "it on the corrected version too."
-    )
-    return ["## Data versions", "", _markdown(pd.DataFrame(rows)), "", note, ""]
+        rules += [f"{benchmark}: {line}" for line in records.get("rules", [])]
+    return pd.DataFrame(rows), rules
 
 
 SEEDS_NOTE = (

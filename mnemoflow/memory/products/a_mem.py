@@ -50,13 +50,8 @@ What this adapter does to the product, in-process, and nothing else:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import shutil
-import tarfile
-import tempfile
-import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -66,15 +61,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
-from mnemoflow.memory.products.threads import ProductThread
+from mnemoflow.llm.types import UnparseableReply
+from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.products import require_all
+from mnemoflow.memory.products.base import Bridge, ThreadProduct, formatted_time, patch_once
 from mnemoflow.memory.tokens import count_tokens
 
 VERSION = "0.2.6"
 INSTALL = "pip install -e '.[products-amem]' (or: make install-amem)"
-ROLE = "memory_writer"
 ANALYZE, EVOLVE = "a_mem_analyze", "a_mem_evolve"
 SNAPSHOT = "a_mem.tar.gz"
 STATE = "a_mem_state.json"
@@ -87,25 +81,11 @@ QUIET_ENV = {
     "HF_HUB_OFFLINE": "1",
 }
 
-_local = threading.local()  # the memory whose A-Mem runs in this thread: .owner
-_install_lock = threading.Lock()
-_installed = False
-
-
-def _owner() -> AMem:
-    owner = getattr(_local, "owner", None)
-    if owner is None:
-        raise RuntimeError("A-Mem ran outside the mnemoflow adapter (no clock or embedder for it)")
-    return owner
-
 
 def amem_time(time: str) -> str:
     """A conversation time in A-Mem's ``YYYYMMDDHHMM`` when the data's time is ISO, else the
     data's own string (never the wall clock)."""
-    try:
-        return datetime.fromisoformat(time.strip()).strftime(TIME_FORMAT)
-    except ValueError:
-        return time.strip()
+    return formatted_time(time, TIME_FORMAT)
 
 
 class _Clock:
@@ -115,7 +95,7 @@ class _Clock:
     @staticmethod
     def now() -> datetime:
         try:
-            return datetime.strptime(_owner().now, TIME_FORMAT)
+            return datetime.strptime(AMem.running().now, TIME_FORMAT)
         except ValueError:
             return datetime(1970, 1, 1)
 
@@ -131,7 +111,7 @@ def _embedding_function_class() -> type:
         """The Chroma embedding function A-Mem builds: the gateway's ``embedder`` role."""
 
         def __init__(self, model_name: str = "") -> None:
-            self._owner = weakref.ref(_owner())  # built in the memory's own thread
+            self._owner = weakref.ref(AMem.running())  # built in the memory's own thread
 
         @staticmethod
         def name() -> Any:
@@ -143,11 +123,8 @@ def _embedding_function_class() -> type:
             owner = self._owner()
             if owner is None:
                 raise RuntimeError("A-Mem embedded with a memory system that is gone")
-            try:
+            with owner.recording():  # A-Mem catches everything: re-raised
                 vectors = np.asarray(owner.call(owner.llm.embed([str(t) for t in input])))
-            except BaseException as exc:
-                owner.failure = owner.failure or exc  # A-Mem catches everything: re-raised
-                raise
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = np.where(norms > 0, vectors / np.where(norms > 0, norms, 1), vectors)
             return [v.astype(np.float32) for v in vectors]
@@ -156,16 +133,11 @@ def _embedding_function_class() -> type:
 
 
 def _install(memory_system: Any, retrievers: Any) -> None:
-    """Patch A-Mem's modules once per process: the clock, quiet prints, the embedder."""
-    global _installed
-    with _install_lock:
-        if _installed:
-            return
-        memory_system.datetime = _Clock
-        memory_system.print = _quiet
-        retrievers.print = _quiet
-        retrievers.SentenceTransformerEmbeddingFunction = _embedding_function_class()
-        _installed = True
+    """Patch A-Mem's modules (once per process): the clock, quiet prints, the embedder."""
+    memory_system.datetime = _Clock
+    memory_system.print = _quiet
+    retrievers.print = _quiet
+    retrievers.SentenceTransformerEmbeddingFunction = _embedding_function_class()
 
 
 def _json_object(keys: tuple[str, ...]) -> Callable[[str], str]:
@@ -189,88 +161,55 @@ PARSERS = {
 }
 
 
-class _Bridge:
+class _Bridge(Bridge):
     """What A-Mem calls as ``llm_controller.llm``: the gateway, on the job's loop."""
 
-    def __init__(self, owner: AMem):
-        self._owner = weakref.ref(owner)  # A-Mem must not keep the system alive
-
     def get_completion(self, prompt, response_format=None, temperature=1.0, max_tokens=None):
-        owner = self._owner()
-        if owner is None:
-            raise RuntimeError("A-Mem called a bridge whose memory system is gone")
-        try:
+        owner = self.owner
+        with owner.recording():  # A-Mem catches everything: re-raised later
             task, fields = owner.pending
             owner.pending = (None, {})
             if task is None:
-                raise RuntimeError(
-                    "A-Mem made a model call from a call site the mnemoflow bridge does not "
-                    f"know (a-mem {VERSION} expected); refusing to guess its task"
-                )
+                raise owner.call_site_unknown()
             # A-Mem's own messages; its temperature (1.0) is not sent: the role's binding rules
             messages = [
                 {"role": "system", "content": "You must respond with a JSON object."},
                 {"role": "user", "content": prompt},
             ]
-            request = ChatRequest(
-                role=ROLE,
-                task=task,
-                messages=messages,
-                fields=fields,
-                response_format=response_format,
-            )
+            request = owner.writer_request(task, messages, fields, response_format=response_format)
             reply = owner.call(owner.llm.chat(request, parse=PARSERS[task]))
-        except BaseException as exc:
-            owner.failure = owner.failure or exc  # A-Mem catches everything: re-raised later
-            raise
-        owner.writer_calls += 1
-        if not reply.parse_ok:
-            owner.parse_failures += 1
-        return reply.text
+        return owner.counted(reply).text
 
 
 @register
-class AMem(ProductThread, MemorySystem):
+class AMem(ThreadProduct):
     """A-Mem (a-mem 0.2.6): LLM-annotated notes that link to and rewrite their neighbours."""
 
     name: ClassVar[str] = "a_mem"
-    owners = _local  # ProductThread: the memory whose A-Mem runs in this thread
+    product, distribution, version, install = "A-Mem", "a-mem", VERSION, INSTALL
+    requires = (("agentic_memory", distribution, VERSION),)
+    offline, offline_tasks = "mnemoflow.llm.offline.a_mem", (ANALYZE, EVOLVE)
+    snapshot, state_file, folder_prefix = SNAPSHOT, STATE, "mnemoflow-a_mem-"
+    state_keys = ("now", "notes", "writer_calls", "parse_failures", "tokens_written", "evolutions")
     thread_name = "a_mem"
-    defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
-    params_schema: ClassVar[dict[str, Any]] = {"top_k": {"type": "integer", "minimum": 1}}
-    ingest_params: ClassVar[frozenset[str]] = frozenset()
-    ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
-    #: Its search embeds the query only.
-    query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        self._modules()  # a missing install fails here, in one line, before any work
-        self._folder: tempfile.TemporaryDirectory | None = None
-        self._memory: Any = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._finalizer: weakref.finalize | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = asyncio.Lock()
         self.now = ""  # A-Mem's clock: the latest conversation time, YYYYMMDDHHMM
         #: note id -> {"turn_ids", "speaker", "said", "time"}
         self.notes: dict[str, dict[str, Any]] = {}
         self.pending: tuple[str | None, dict[str, Any]] = (None, {})
-        self.writer_calls = 0
-        self.parse_failures = 0
-        self.tokens_written = 0
         self.evolutions = 0
-        self.failure: BaseException | None = None
 
     # ---- opening A-Mem ----------------------------------------------------------------------
 
     def _modules(self) -> Any:
         os.environ.update(QUIET_ENV)  # read at import by chromadb, litellm, huggingface_hub
-        require(self.name, "agentic_memory", "a-mem", VERSION, install=INSTALL)
+        require_all(self)
         import agentic_memory.memory_system as memory_system
         import agentic_memory.retrievers as retrievers
 
-        _install(memory_system, retrievers)
+        patch_once(self.name, _install, memory_system, retrievers)
         return memory_system
 
     def _construct(self, folder: Path) -> Any:
@@ -330,23 +269,15 @@ class AMem(ProductThread, MemorySystem):
             "tags": list(metadata.get("tags") or []),
         }
 
-    async def _open(self) -> Any:
-        self._loop = asyncio.get_running_loop()
-        if self._memory is None:
-            if self._folder is None:
-                self._folder = tempfile.TemporaryDirectory(prefix="mnemoflow-a_mem-")
-            self._memory = await self._in_thread(self._construct, Path(self._folder.name))
-            self._finalizer = weakref.finalize(self, _shut, self._memory, self._executor)
-        return self._memory
+    def _finalize(self) -> weakref.finalize:
+        return weakref.finalize(self, _shut, self._memory, self._executor)
 
     # ---- the plugin contract ----------------------------------------------------------------
 
-    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
-        kept = [m for m in messages if m.content.strip()]
-        async with self._lock:
-            memory = await self._open()
-            for message in kept:
-                await self._in_thread(self._add_note, memory, message)
+    async def _write(self, messages: list[Message]) -> None:
+        memory = await self._open()
+        for message in messages:
+            await self._in_thread(self._add_note, memory, message)
 
     def _add_note(self, memory: Any, message: Message) -> None:
         note_id = f"note_{len(self.notes) + 1:06d}"
@@ -370,13 +301,11 @@ class AMem(ProductThread, MemorySystem):
         self.tokens_written += count_tokens(message.content)
         self.evolutions = memory.evo_cnt
 
-    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
-        k = k or self.params["top_k"]
-        async with self._lock:
-            if not self.notes:
-                return []
-            memory = await self._open()
-            found = await self._in_thread(memory.search_agentic, query, len(self.notes))
+    async def _search(self, query: str, k: int) -> list[MemoryItem]:
+        if not self.notes:
+            return []
+        memory = await self._open()
+        found = await self._in_thread(memory.search_agentic, query, len(self.notes))
         order = {note_id: n for n, note_id in enumerate(self.notes)}
         items = []
         for hit in found:
@@ -391,59 +320,8 @@ class AMem(ProductThread, MemorySystem):
         items.sort(key=lambda item: (-item.score, order[item.id]))
         return items[:k]
 
-    def save(self, directory: Path) -> None:
-        directory = Path(directory)
-        state = {
-            "version": VERSION,
-            "now": self.now,
-            "notes": self.notes,
-            "writer_calls": self.writer_calls,
-            "parse_failures": self.parse_failures,
-            "tokens_written": self.tokens_written,
-            "evolutions": self.evolutions,
-        }
-        (directory / STATE).write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-        if self._folder is None:
-            return  # nothing written yet: an empty memory
-        with tarfile.open(directory / SNAPSHOT, "w:gz") as archive:
-            for path in sorted(Path(self._folder.name).iterdir()):
-                archive.add(path, arcname=path.name)
-
-    def load(self, directory: Path) -> None:
-        directory = Path(directory)
-        state = json.loads((directory / STATE).read_text(encoding="utf-8"))
-        if state["version"] != VERSION:
-            raise ValueError(
-                f"{directory / STATE}: version: an a-mem {state['version']} snapshot, "
-                f"this is {VERSION}"
-            )
-        self._close()
-        self.now, self.notes = state["now"], state["notes"]
-        self.writer_calls, self.parse_failures = state["writer_calls"], state["parse_failures"]
-        self.tokens_written, self.evolutions = state["tokens_written"], state["evolutions"]
-        if (directory / SNAPSHOT).exists():
-            self._folder = tempfile.TemporaryDirectory(prefix="mnemoflow-a_mem-")
-            with tarfile.open(directory / SNAPSHOT, "r:gz") as archive:
-                archive.extractall(self._folder.name, filter="data")
-
-    def _close(self) -> None:
-        self._memory = None
-        if self._finalizer is not None:
-            self._finalizer()
-            self._finalizer = None
-            self._executor = None
-        folder, self._folder = self._folder, None
-        if folder is not None:
-            shutil.rmtree(folder.name, ignore_errors=True)
-
     def stats(self) -> dict[str, Any]:
-        return {
-            "items": len(self.notes),
-            "evolutions": self.evolutions,
-            "tokens_written": self.tokens_written,
-            "writer_calls": self.writer_calls,
-            "parse_failures": self.parse_failures,
-        }
+        return {"items": len(self.notes), "evolutions": self.evolutions, **self.writes()}
 
     def stored_ids(self) -> set[str]:
         return {t for note in self.notes.values() for t in note["turn_ids"]}

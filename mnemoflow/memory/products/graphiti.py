@@ -63,34 +63,38 @@ What this adapter does to the product, in-process, and nothing else:
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import copy
 import importlib
 import json
 import os
 import re
-import shutil
-import tarfile
-import tempfile
-import threading
 import uuid as uuid_module
 import warnings
 import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
-from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
+from mnemoflow.llm.types import UnparseableReply
+from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.products import require_all
+from mnemoflow.memory.products.base import Bridge, FolderProduct, conversation_time, patch_once
 
 VERSION = "0.31.2"
-ROLE = "memory_writer"
 #: A request's task is this prefix + graphiti's prompt name.
 TASK_PREFIX = "graphiti."
+#: The graphiti prompts this adapter's configuration calls (the offline twin answers each).
+OFFLINE_PROMPTS = (
+    "extract_nodes.extract_message",
+    "extract_edges.edge",
+    "extract_edges.extract_timestamps",
+    "dedupe_edges.resolve_edge",
+    "dedupe_nodes.nodes",
+    "extract_nodes.extract_summaries_batch",
+    "extract_nodes.extract_entity_summaries_from_episodes",
+)
 #: The graphiti group (and Kuzu "database" name) of a memory: each has a database of its own.
 GROUP = "episode"
 DATABASE = "graph.kuzu"
@@ -134,8 +138,6 @@ _call: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = contextvars.C
 _ingesting: contextvars.ContextVar[_Ingest | None] = contextvars.ContextVar(
     "graphiti_ingest", default=None
 )
-_install_lock = threading.Lock()
-_installed = False
 
 
 class _Ingest:
@@ -159,32 +161,27 @@ class _Ingest:
 def _install() -> None:
     """Wrap graphiti's prompt calls, clock and id source (once per process). Outside an
     ingest of this adapter, the clock and ids are graphiti's own."""
-    global _installed
-    with _install_lock:
-        if _installed:
-            return
-        types = importlib.import_module("graphiti_core.graphiti_types")
-        original = types.generate_prompt_response
+    types = importlib.import_module("graphiti_core.graphiti_types")
+    original = types.generate_prompt_response
 
-        async def generate_prompt_response(llm_client, prompt_name, legacy_prompt, context, **kw):
-            token = _call.set((prompt_name, context))
-            try:
-                return await original(llm_client, prompt_name, legacy_prompt, context, **kw)
-            finally:
-                _call.reset(token)
+    async def generate_prompt_response(llm_client, prompt_name, legacy_prompt, context, **kw):
+        token = _call.set((prompt_name, context))
+        try:
+            return await original(llm_client, prompt_name, legacy_prompt, context, **kw)
+        finally:
+            _call.reset(token)
 
-        for name in PROMPT_CALLERS:
-            importlib.import_module(name).generate_prompt_response = generate_prompt_response
-        for name in CLOCK_READERS:
-            module = importlib.import_module(name)
-            module.utc_now = _pinned_clock(module.utc_now)
-        for name in ID_DRAWERS:
-            module = importlib.import_module(name)
-            module.uuid4 = _pinned_ids(module.uuid4)
-        for name, function in FULLTEXT_QUERIES:
-            module = importlib.import_module(name)
-            setattr(module, function, _plain_words(getattr(module, function)))
-        _installed = True
+    for name in PROMPT_CALLERS:
+        importlib.import_module(name).generate_prompt_response = generate_prompt_response
+    for name in CLOCK_READERS:
+        module = importlib.import_module(name)
+        module.utc_now = _pinned_clock(module.utc_now)
+    for name in ID_DRAWERS:
+        module = importlib.import_module(name)
+        module.uuid4 = _pinned_ids(module.uuid4)
+    for name, function in FULLTEXT_QUERIES:
+        module = importlib.import_module(name)
+        setattr(module, function, _plain_words(getattr(module, function)))
 
 
 def _pinned_clock(wall: Callable[[], datetime]) -> Callable[[], datetime]:
@@ -217,9 +214,8 @@ def _plain_words(build: Callable[..., str]) -> Callable[..., str]:
 def reference_time(time: str) -> datetime:
     """A message's conversation time for graphiti (UTC; the data's times carry no zone), or
     1970-01-01 when it has none or it is not ISO: never the wall clock."""
-    try:
-        parsed = datetime.fromisoformat(time.strip())
-    except ValueError:
+    parsed = conversation_time(time)
+    if parsed is None:
         return NO_TIME
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
@@ -334,38 +330,27 @@ def _bridges() -> tuple[type, type, type]:
                         "schema": response_model.model_json_schema(),
                     },
                 }
-            request = ChatRequest(
-                role=ROLE,
-                task=TASK_PREFIX + prompt_name,
-                messages=sent,
-                fields=fields,
-                response_format=response_format,
+            request = owner.writer_request(
+                TASK_PREFIX + prompt_name, sent, fields, response_format=response_format
             )
-            reply = await owner.llm.chat(request, parse=_parser(response_model))
-            owner.writer_calls += 1
+            reply = owner.counted(await owner.llm.chat(request, parse=_parser(response_model)))
             if not reply.parse_ok:
-                owner.parse_failures += 1
                 return nothing_extracted(response_model, prompt_name)
             return reply.parsed
 
         async def _generate_response(self, *args, **kwargs):  # never reached: see above
             raise NotImplementedError
 
-    class EmbedderBridge(EmbedderClient):
+    class EmbedderBridge(EmbedderClient, Bridge):
         """graphiti's embedder: the gateway's ``embedder`` (graphiti passes one text, or a
         list and wants the first vector, as its OpenAI embedder returns)."""
-
-        def __init__(self, owner: GraphitiMemory):
-            self._owner = weakref.ref(owner)
 
         async def create(self, input_data):
             texts = [input_data] if isinstance(input_data, str) else list(input_data)
             return (await self.create_batch(texts[:1]))[0]
 
         async def create_batch(self, input_data_list):
-            owner = self._owner()
-            if owner is None:
-                raise RuntimeError("graphiti called a bridge whose memory system is gone")
+            owner = self.owner
             if not all(isinstance(t, str) for t in input_data_list):
                 raise TypeError("the mnemoflow embedder bridge embeds texts, not token ids")
             vectors = await owner.llm.embed(list(input_data_list))
@@ -385,62 +370,59 @@ def _bridges() -> tuple[type, type, type]:
 
 
 @register
-class GraphitiMemory(MemorySystem):
+class GraphitiMemory(FolderProduct):
     """Graphiti (graphiti-core 0.31.2, Zep's engine, embedded Kuzu): a temporal fact graph."""
 
     name: ClassVar[str] = "graphiti"
-    defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
-    params_schema: ClassVar[dict[str, Any]] = {"top_k": {"type": "integer", "minimum": 1}}
-    ingest_params: ClassVar[frozenset[str]] = frozenset()
-    ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
-    #: The RRF search embeds the query; it calls no model otherwise.
-    query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    product, distribution, version = "graphiti", "graphiti-core", VERSION
+    requires = (
+        ("httpx", "httpx", "0.28.1"),
+        ("kuzu", "kuzu", "0.11.3"),
+        ("graphiti_core", distribution, VERSION),
+    )
+    offline = "mnemoflow.llm.offline.graphiti"
+    offline_tasks = tuple(TASK_PREFIX + prompt for prompt in OFFLINE_PROMPTS)
+    snapshot, state_file, folder_prefix = SNAPSHOT, STATE, "mnemoflow-graphiti-"
+    state_keys = ("episodes", "facts", "next_uuid", "entities", "writer_calls", "parse_failures")
+    # query_roles: the RRF search embeds the query; it calls no model otherwise.
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        self._modules()  # a missing extra fails here, in one line, before any work
-        self._folder: tempfile.TemporaryDirectory | None = None
-        self._graphiti: Any = None
-        self._finalizer: weakref.finalize | None = None
-        self._lock = asyncio.Lock()
         #: episode uuid -> turn id; fact (edge) uuid -> episode uuids it came from
         self.episodes: dict[str, str] = {}
         self.facts: dict[str, list[str]] = {}
         self.next_uuid = 0
         self.entities: set[str] = set()
-        self.writer_calls = 0
-        self.parse_failures = 0
 
     # ---- opening graphiti ----------------------------------------------------------------
 
     def _modules(self) -> Any:
         os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
-        require(self.name, "httpx", "httpx", "0.28.1")
-        require(self.name, "kuzu", "kuzu", "0.11.3")
-        core = require(self.name, "graphiti_core", "graphiti-core", VERSION)
-        _install()
+        require_all(self)
+        import graphiti_core as core
+
+        patch_once(self.name, _install)
         return core
 
     async def _open(self) -> Any:
-        if self._graphiti is not None:
-            return self._graphiti
+        if self._memory is not None:
+            return self._memory
         from graphiti_core import Graphiti
         from graphiti_core.driver.driver import GraphProvider
         from graphiti_core.driver.kuzu_driver import KuzuDriver
         from graphiti_core.graph_queries import get_fulltext_indices
 
         created = self._folder is None
-        if created:
-            self._folder = tempfile.TemporaryDirectory(prefix="mnemoflow-graphiti-")
+        folder = self._workdir()
         with warnings.catch_warnings():  # "The Kuzu backend is deprecated": known, documented
             warnings.simplefilter("ignore", DeprecationWarning)
-            driver = KuzuDriver(db=str(Path(self._folder.name) / DATABASE))
+            driver = KuzuDriver(db=str(folder / DATABASE))
         driver._database = GROUP  # workaround 2: read by add_episode(group_id=...)
         if created:  # workaround 3: graphiti creates no full-text index for Kuzu
             for statement in get_fulltext_indices(GraphProvider.KUZU):
                 await driver.execute_query(statement)
         writer, embedder, reranker = _bridges()
-        self._graphiti = Graphiti(
+        self._memory = Graphiti(
             graph_driver=driver,
             llm_client=writer(self),
             embedder=embedder(self),
@@ -448,47 +430,42 @@ class GraphitiMemory(MemorySystem):
             max_coroutines=1,
         )
         self._finalizer = weakref.finalize(self, _shut, driver)
-        return self._graphiti
+        return self._memory
 
     # ---- the plugin contract ---------------------------------------------------------------
 
-    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
+    async def _write(self, messages: list[Message]) -> None:
         from graphiti_core.nodes import EpisodeType
 
-        async with self._lock:
-            graphiti = await self._open()
-            for message in messages:
-                if not message.content.strip():
-                    continue
-                ingest = _Ingest(self, message, reference_time(message.time))
-                token = _ingesting.set(ingest)
-                try:
-                    result = await graphiti.add_episode(
-                        name=message.turn_id,
-                        episode_body=f"{ingest.record['speaker']}: {message.content}",
-                        source_description=f"conversation, session {message.session_id}",
-                        reference_time=ingest.time,
-                        source=EpisodeType.message,
-                        group_id=GROUP,
-                    )
-                finally:
-                    _ingesting.reset(token)
-                self.episodes[result.episode.uuid] = message.turn_id
-                self.entities.update(node.uuid for node in result.nodes)
-                for edge in result.edges:
-                    self.facts[edge.uuid] = list(edge.episodes)
+        graphiti = await self._open()
+        for message in messages:
+            ingest = _Ingest(self, message, reference_time(message.time))
+            token = _ingesting.set(ingest)
+            try:
+                result = await graphiti.add_episode(
+                    name=message.turn_id,
+                    episode_body=f"{ingest.record['speaker']}: {message.content}",
+                    source_description=f"conversation, session {message.session_id}",
+                    reference_time=ingest.time,
+                    source=EpisodeType.message,
+                    group_id=GROUP,
+                )
+            finally:
+                _ingesting.reset(token)
+            self.episodes[result.episode.uuid] = message.turn_id
+            self.entities.update(node.uuid for node in result.nodes)
+            for edge in result.edges:
+                self.facts[edge.uuid] = list(edge.episodes)
 
-    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
+    async def _search(self, query: str, k: int) -> list[MemoryItem]:
         from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF
 
-        k = k or self.params["top_k"]
-        async with self._lock:
-            if not self.facts:
-                return []
-            graphiti = await self._open()
-            config = copy.deepcopy(EDGE_HYBRID_SEARCH_RRF)  # graphiti's search() mutates it
-            config.limit = k
-            found = await graphiti.search_(query, config=config, group_ids=[GROUP])
+        if not self.facts:
+            return []
+        graphiti = await self._open()
+        config = copy.deepcopy(EDGE_HYBRID_SEARCH_RRF)  # graphiti's search() mutates it
+        config.limit = k
+        found = await graphiti.search_(query, config=config, group_ids=[GROUP])
         items = []
         for edge, score in zip(found.edges, found.edge_reranker_scores, strict=True):
             sources = [self.episodes[e] for e in edge.episodes if e in self.episodes]
@@ -507,54 +484,16 @@ class GraphitiMemory(MemorySystem):
             )
         return items
 
-    def save(self, directory: Path) -> None:
-        directory = Path(directory)
-        state = {
-            "version": VERSION,
-            "episodes": self.episodes,
-            "facts": self.facts,
-            "next_uuid": self.next_uuid,
-            "entities": sorted(self.entities),
-            "writer_calls": self.writer_calls,
-            "parse_failures": self.parse_failures,
-        }
-        (directory / STATE).write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-        if self._folder is None:
-            return  # nothing written yet: an empty memory
-        if self._graphiti is not None:
-            _checkpoint(self._graphiti.driver)
-        with tarfile.open(directory / SNAPSHOT, "w:gz") as archive:
-            for path in sorted(Path(self._folder.name).iterdir()):
-                archive.add(path, arcname=path.name)
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "entities": sorted(self.entities)}
 
-    def load(self, directory: Path) -> None:
-        directory = Path(directory)
-        state = json.loads((directory / STATE).read_text(encoding="utf-8"))
-        if state["version"] != VERSION:
-            raise ValueError(
-                f"{directory / STATE}: version: a graphiti-core {state['version']} snapshot, "
-                f"this is {VERSION}"
-            )
-        self._close()
-        self.episodes = dict(state["episodes"])
-        self.facts = {key: list(value) for key, value in state["facts"].items()}
-        self.next_uuid = state["next_uuid"]
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
         self.entities = set(state["entities"])
-        self.writer_calls = state["writer_calls"]
-        self.parse_failures = state["parse_failures"]
-        if (directory / SNAPSHOT).exists():
-            self._folder = tempfile.TemporaryDirectory(prefix="mnemoflow-graphiti-")
-            with tarfile.open(directory / SNAPSHOT, "r:gz") as archive:
-                archive.extractall(self._folder.name, filter="data")
 
-    def _close(self) -> None:
-        self._graphiti = None
-        if self._finalizer is not None:
-            self._finalizer()  # closes the database, once
-            self._finalizer = None
-        folder, self._folder = self._folder, None
-        if folder is not None:
-            shutil.rmtree(folder.name, ignore_errors=True)
+    def _checkpoint(self) -> None:
+        if self._memory is not None:
+            _checkpoint(self._memory.driver)
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -42,26 +42,23 @@ What this adapter does to the product, in-process, and nothing else:
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import datetime as _datetime
 import functools
 import gzip
 import json
-import threading
 import uuid as _uuid
 import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.llm.types import ChatRequest
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
+from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.products import require_all
+from mnemoflow.memory.products.base import Product, conversation_time, patch_once
 from mnemoflow.memory.tokens import count_tokens
 
 VERSION = "0.0.30"
-ROLE = "memory_writer"
 MANAGE = "langmem_manage_memories"
 #: trustcall's re-ask after a tool call that failed validation (a real endpoint's; the offline
 #: writer's calls always validate, so the offline backend has no handler for it).
@@ -75,8 +72,6 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _current: contextvars.ContextVar[LangMem | None] = contextvars.ContextVar(
     "mnemoflow_langmem", default=None
 )
-_install_lock = threading.Lock()
-_installed = False
 
 
 class _Ids:
@@ -118,23 +113,17 @@ class _DatetimeModule:
 
 def conversation_clock(time: str) -> datetime | None:
     """A conversation time as the store's aware datetime (UTC when the data gives no zone)."""
-    try:
-        moment = datetime.fromisoformat(time.strip())
-    except ValueError:
+    moment = conversation_time(time)
+    if moment is None:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _install(extraction: Any, trustcall_base: Any, store_module: Any) -> None:
-    global _installed
-    with _install_lock:
-        if _installed:
-            return
-        extraction.uuid = _Ids()
-        extraction.datetime = _DatetimeModule()
-        trustcall_base.uuid = _Ids()
-        store_module.datetime = _Clock
-        _installed = True
+    extraction.uuid = _Ids()
+    extraction.datetime = _DatetimeModule()
+    trustcall_base.uuid = _Ids()
+    store_module.datetime = _Clock
 
 
 def _tool_choice(choice: Any) -> Any:
@@ -184,24 +173,17 @@ def _bridge_class() -> type:
             owner = self.owner()
             if owner is None:
                 raise RuntimeError("LangMem called a bridge whose memory system is gone")
-            try:
+            with owner.recording():  # trustcall's repair step catches all
                 task, fields = owner.take_call()
                 offered = [t.get("function", {}).get("name") for t in tools or ()]
-                request = ChatRequest(
-                    role=ROLE,
-                    task=task,
-                    messages=convert_to_openai_messages(messages),
-                    fields={**fields, "tools": offered},
+                request = owner.writer_request(
+                    task,
+                    convert_to_openai_messages(messages),
+                    {**fields, "tools": offered},
                     tools=tools,
                     tool_choice=tool_choice,
                 )
-                reply = await owner.llm.chat(request)
-            except BaseException as exc:
-                owner.failure = owner.failure or exc  # trustcall's repair step catches all
-                raise
-            owner.writer_calls += 1
-            if not reply.parse_ok:
-                owner.parse_failures += 1
+                reply = owner.counted(await owner.llm.chat(request))
             calls = [
                 {"name": c["name"], "args": c["arguments"], "id": c["id"], "type": "tool_call"}
                 for c in reply.tool_calls
@@ -234,10 +216,14 @@ def _store_class(memory_module: Any) -> type:
 
 
 @register
-class LangMem(MemorySystem):
+class LangMem(Product):
     """LangMem (langmem 0.0.30): a memory store manager on LangGraph's InMemoryStore."""
 
     name: ClassVar[str] = "langmem"
+    product, distribution, version = "LangMem", "langmem", VERSION
+    requires = (("langmem", distribution, VERSION),)
+    #: REPAIR is a real endpoint's only: the offline writer's tool calls always validate.
+    offline, offline_tasks = "mnemoflow.llm.offline.langmem", (MANAGE,)
     defaults: ClassVar[dict[str, Any]] = {
         "top_k": 10,
         "update_batch": 2,
@@ -259,28 +245,22 @@ class LangMem(MemorySystem):
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        self._modules()  # a missing install fails here, in one line, before any work
         self._store: Any = None
         self._manager: Any = None
-        self._lock = asyncio.Lock()
         self.counter = 0
         self.clock = EPOCH
         self.batch: list[Message] | None = None
         self.batch_time = ""
         self.pending: tuple[str, dict[str, Any]] | None = None
         self.step_calls = 0  # model calls in the current manager step
-        self.failure: BaseException | None = None
-        self.writer_calls = 0
-        self.parse_failures = 0
-        self.tokens_written = 0
 
     def _modules(self) -> dict[str, Any]:
-        require(self.name, "langmem", "langmem", VERSION)
+        require_all(self)
         import langgraph.store.memory as store_module
         import trustcall._base as trustcall_base
         from langmem.knowledge import extraction
 
-        _install(extraction, trustcall_base, store_module)
+        patch_once(self.name, _install, extraction, trustcall_base, store_module)
         return {"extraction": extraction, "store": store_module}
 
     # ---- opening LangMem --------------------------------------------------------------------
@@ -332,10 +312,7 @@ class LangMem(MemorySystem):
         """The task of LangMem's next model call: the manager step's call, then trustcall's
         repairs of it (tool calls that failed validation), each with the step's fields."""
         if self.pending is None:
-            raise RuntimeError(
-                "LangMem made a model call from a call site the mnemoflow bridge does not know "
-                f"(langmem {VERSION} expected); refusing to guess its task"
-            )
+            raise self.call_site_unknown()
         task, fields = self.pending
         self.step_calls += 1
         if self.step_calls == 1:
@@ -375,16 +352,11 @@ class LangMem(MemorySystem):
                 out.append([message])
         return out
 
-    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
-        kept = [m for m in messages if m.content.strip()]
-        async with self._lock:
-            await self._add(kept)
-
-    async def _add(self, kept: list[Message]) -> None:
+    async def _write(self, messages: list[Message]) -> None:
         token = _current.set(self)
         try:
             manager = self._open()
-            for batch in self._batches(kept):
+            for batch in self._batches(messages):
                 self.batch = batch
                 self.batch_time = max(m.time for m in batch)
                 self.clock = conversation_clock(self.batch_time) or self.clock
@@ -396,12 +368,10 @@ class LangMem(MemorySystem):
         finally:
             _current.reset(token)
 
-    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
-        k = k or self.params["top_k"]
-        async with self._lock:
-            if self._store is None or not self._store._data.get(NAMESPACE):
-                return []
-            found = await self._store.asearch(NAMESPACE, query=query, limit=k)
+    async def _search(self, query: str, k: int) -> list[MemoryItem]:
+        if self._store is None or not self._store._data.get(NAMESPACE):
+            return []
+        found = await self._store.asearch(NAMESPACE, query=query, limit=k)
         return [_item(entry) for entry in found]
 
     def save(self, directory: Path) -> None:
@@ -433,10 +403,7 @@ class LangMem(MemorySystem):
         path = Path(directory) / SNAPSHOT
         with gzip.open(path, "rt", encoding="utf-8") as source:
             state = json.load(source)
-        if state["version"] != VERSION:
-            raise ValueError(
-                f"{path}: version: a langmem {state['version']} snapshot, this is {VERSION}"
-            )
+        self.check_version(state, path)
         from langgraph.store.base import Item
 
         self.counter, self.clock = state["counter"], datetime.fromisoformat(state["clock"])
@@ -459,12 +426,7 @@ class LangMem(MemorySystem):
         return list(self._store._data.get(NAMESPACE, {}).values()) if self._store else []
 
     def stats(self) -> dict[str, Any]:
-        return {
-            "items": len(self._items()),
-            "tokens_written": self.tokens_written,
-            "writer_calls": self.writer_calls,
-            "parse_failures": self.parse_failures,
-        }
+        return {"items": len(self._items()), **self.writes()}
 
     def stored_ids(self) -> set[str]:
         return {t for item in self._items() for t in item.value.get("turn_ids", [])}

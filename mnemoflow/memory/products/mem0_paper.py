@@ -48,28 +48,24 @@ mem0's search has no threshold here (every memory is ranked, for recall@k) and n
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
-import shutil
 import tarfile
-import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
+from mnemoflow.llm.types import UnparseableReply
+from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.products import require_all
+from mnemoflow.memory.products.base import Bridge, ThreadProduct, patch_once
 from mnemoflow.memory.tokens import count_tokens
 
 VERSION = "1.0.11"
-ROLE = "memory_writer"
 #: Tags of mem0's model calls (the offline backend answers each).
 EXTRACT, UPDATE = "mem0_extract_facts", "mem0_update_memory"
 ENTITIES, RELATIONS, DELETIONS = (
@@ -87,8 +83,6 @@ ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 #: The next model call of the current thread: (task, fields), set by a call-site wrapper.
 _pending = threading.local()
-_install_lock = threading.Lock()
-_installed = False
 
 
 def _expect(task: str, fields: dict[str, Any]) -> None:
@@ -109,25 +103,20 @@ def _take() -> tuple[str, dict[str, Any]]:
 def _install_call_sites(main: Any) -> None:
     """Wrap the two prompt builders of ``mem0.memory.main`` (once per process) so that the
     bridge knows which call follows and from which inputs."""
-    global _installed
-    with _install_lock:
-        if _installed:
-            return
-        build_facts = main.get_fact_retrieval_messages
-        build_update = main.get_update_memory_messages
+    build_facts = main.get_fact_retrieval_messages
+    build_update = main.get_update_memory_messages
 
-        def get_fact_retrieval_messages(message, is_agent_memory=False):
-            _expect(EXTRACT, {"agent_memory": bool(is_agent_memory)})
-            return build_facts(message, is_agent_memory)
+    def get_fact_retrieval_messages(message, is_agent_memory=False):
+        _expect(EXTRACT, {"agent_memory": bool(is_agent_memory)})
+        return build_facts(message, is_agent_memory)
 
-        def get_update_memory_messages(retrieved_old_memory, new_facts, custom_prompt=None):
-            shown = [{"id": str(m["id"]), "text": m["text"]} for m in retrieved_old_memory]
-            _expect(UPDATE, {"memories": shown, "facts": [str(f) for f in new_facts]})
-            return build_update(retrieved_old_memory, new_facts, custom_prompt)
+    def get_update_memory_messages(retrieved_old_memory, new_facts, custom_prompt=None):
+        shown = [{"id": str(m["id"]), "text": m["text"]} for m in retrieved_old_memory]
+        _expect(UPDATE, {"memories": shown, "facts": [str(f) for f in new_facts]})
+        return build_update(retrieved_old_memory, new_facts, custom_prompt)
 
-        main.get_fact_retrieval_messages = get_fact_retrieval_messages
-        main.get_update_memory_messages = get_update_memory_messages
-        _installed = True
+    main.get_fact_retrieval_messages = get_fact_retrieval_messages
+    main.get_update_memory_messages = get_update_memory_messages
 
 
 def _json_object(key: str) -> Callable[[str], str]:
@@ -169,19 +158,12 @@ def conversation_date(time: str) -> str:
     return time or "unknown"
 
 
-class _Bridge:
+class _Bridge(Bridge):
     """What mem0 calls as its ``llm`` and ``embedding_model``: the gateway, on the job's loop."""
 
     def __init__(self, owner: Mem0Paper, dims: int):
-        self._owner = weakref.ref(owner)  # mem0 must not keep the system alive
+        super().__init__(owner)
         self.config = _EmbedderConfig(dims)
-
-    @property
-    def owner(self) -> Mem0Paper:
-        owner = self._owner()
-        if owner is None:
-            raise RuntimeError("mem0 called a bridge whose memory system is gone")
-        return owner
 
     def generate_response(
         self, messages, response_format=None, tools=None, tool_choice="auto", **_
@@ -201,11 +183,10 @@ class _Bridge:
             messages[0]["content"] = DATE_LINE.sub(date, messages[0]["content"])
         elif task in (ENTITIES, RELATIONS, DELETIONS):
             fields = {**fields, "messages": owner.batch_fields if fields.pop("adding") else []}
-        request = ChatRequest(
-            role=ROLE,
-            task=task,
-            messages=messages,
-            fields=fields,
+        request = owner.writer_request(
+            task,
+            messages,
+            fields,
             response_format=response_format,
             tools=tools,
             tool_choice=tool_choice if tools else None,
@@ -214,10 +195,7 @@ class _Bridge:
             parse = _any_reply
         else:
             parse = _json_object("facts" if task == EXTRACT else "memory")
-        reply = owner.call(owner.llm.chat(request, parse=parse))
-        owner.writer_calls += 1
-        if not reply.parse_ok:
-            owner.parse_failures += 1
+        reply = owner.counted(owner.call(owner.llm.chat(request, parse=parse)))
         if tools:
             calls = [{"name": c["name"], "arguments": c["arguments"]} for c in reply.tool_calls]
             return {"content": reply.text, "tool_calls": calls}
@@ -234,10 +212,17 @@ class _EmbedderConfig:
 
 
 @register
-class Mem0Paper(MemorySystem):
+class Mem0Paper(ThreadProduct):
     """Mem0 (mem0ai 1.0.11, the paper's pipeline): LLM-extracted facts, ADD / UPDATE / DELETE."""
 
     name: ClassVar[str] = "mem0_paper"
+    product, distribution, version = "mem0", "mem0ai", VERSION
+    requires = (("mem0", distribution, VERSION),)
+    offline, offline_tasks = "mnemoflow.llm.offline.mem0", (EXTRACT, UPDATE)
+    snapshot, state_file, folder_prefix = SNAPSHOT, STATE, "mnemoflow-mem0-"
+    state_keys = ("dims", "ids", "next_id", "writer_calls", "parse_failures", "tokens_written",
+                  "events", "relations_added")  # fmt: skip
+    thread_name = "mem0"
     graph: ClassVar[bool] = False
     defaults: ClassVar[dict[str, Any]] = {
         "update_batch": 2,
@@ -255,51 +240,24 @@ class Mem0Paper(MemorySystem):
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        self._modules()  # a missing extra fails here, in one line, before any work
-        self._folder: tempfile.TemporaryDirectory | None = None
-        self._memory: Any = None
-        self._finalizer: weakref.finalize | None = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = asyncio.Lock()
         self.batch_fields: list[dict[str, Any]] = []
         self.batch_date = "unknown"
         #: mem0 id -> [our id "m<n>", source turn ids]
         self.ids: dict[str, list[Any]] = {}
         self.next_id = 0
         self.dims: int | None = None
-        self.writer_calls = 0
-        self.parse_failures = 0
-        self.tokens_written = 0
         self.events = {"ADD": 0, "UPDATE": 0, "DELETE": 0}
+        self.relations_added = 0  # Mem0-G's
 
     # ---- opening mem0 ----------------------------------------------------------------------
 
     def _modules(self) -> Any:
         os.environ.setdefault("MEM0_TELEMETRY", "False")  # read once, at mem0's import
-        require(self.name, "mem0", "mem0ai", VERSION)
-        if self.graph:
-            require(self.name, "kuzu", "kuzu", "0.11.3")
-            require(self.name, "rank_bm25", "rank-bm25", "0.2.2")
+        require_all(self)
         import mem0.memory.main as main
 
-        _install_call_sites(main)
+        patch_once("mem0", _install_call_sites, main)
         return main
-
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run mem0 (synchronous) in this memory's own thread, not in the event loop's default
-        executor: mem0 blocks its thread until the gateway answers, and a gateway call may
-        itself need the default executor (a local embedding model), so episodes running at once
-        would otherwise take all its threads and wait on each other for ever."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, partial(fn, *args, **kwargs))
-
-    def call(self, coroutine: Coroutine) -> Any:
-        """Run a gateway coroutine on the job's event loop from mem0's worker thread."""
-        assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def _config(self, folder: Path) -> dict[str, Any]:
         unused = {"api_key": "unused", "openai_base_url": "http://127.0.0.1:9/v1"}
@@ -326,25 +284,22 @@ class Mem0Paper(MemorySystem):
         return config
 
     async def _open(self) -> Any:
-        self._loop = asyncio.get_running_loop()
-        if self._memory is not None:
-            return self._memory
-        if self.dims is None:  # the embedder's dimension, asked once (a cached call)
-            self.dims = int((await self.llm.embed(["dimension"])).shape[1])
-        if self._folder is None:
-            self._folder = tempfile.TemporaryDirectory(prefix="mnemoflow-mem0-")
-        folder = Path(self._folder.name)
-        main = self._modules()
-        memory = await self._in_thread(main.Memory.from_config, self._config(folder))
+        if self._memory is None and self.dims is None:  # the embedder's dimension, asked once
+            self.dims = int((await self.llm.embed(["dimension"])).shape[1])  # (a cached call)
+        return await super()._open()
+
+    def _construct(self, folder: Path) -> Any:
+        memory = self._modules().Memory.from_config(self._config(folder))
         bridge = _Bridge(self, self.dims)
         memory.llm = memory.embedding_model = bridge
         if memory.graph is not None:
             memory.graph.llm = memory.graph.embedding_model = bridge
             _wrap_graph(memory.graph)
-        self._memory = memory
-        # Close the store with this instance, or at exit while Python can still do it.
-        self._finalizer = weakref.finalize(self, _shut, memory, self._executor)
         return memory
+
+    def _finalize(self) -> weakref.finalize:
+        # Close the store with this instance, or at exit while Python can still do it.
+        return weakref.finalize(self, _shut, self._memory, self._executor)
 
     # ---- the plugin contract -----------------------------------------------------------------
 
@@ -353,15 +308,13 @@ class Mem0Paper(MemorySystem):
             return "user"
         return message.role if message.role in ("user", "assistant", "system") else "user"
 
-    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
-        kept = [m for m in messages if m.content.strip()]
+    async def _write(self, messages: list[Message]) -> None:
         size = self.params["update_batch"]
-        async with self._lock:
-            memory = await self._open()
-            for start in range(0, len(kept), size):
-                await self._write(memory, kept[start : start + size])
+        memory = await self._open()
+        for start in range(0, len(messages), size):
+            await self._write_batch(memory, messages[start : start + size])
 
-    async def _write(self, memory: Any, batch: list[Message]) -> None:
+    async def _write_batch(self, memory: Any, batch: list[Message]) -> None:
         self.batch_fields = [
             {
                 "n": n,
@@ -402,19 +355,17 @@ class Mem0Paper(MemorySystem):
                 len(r) for r in result.get("relations", {}).get("added_entities", [])
             )
 
-    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
-        k = k or self.params["top_k"]
-        async with self._lock:
-            if not self.ids and not self.graph:
-                return []
-            memory = await self._open()
-            # Every memory is ranked, then cut to k here: Qdrant breaks ties (a hashed embedding
-            # scores unrelated memories exactly 0) by its storage order, which a reopened store
-            # does not keep; ties go to the older memory instead.
-            limit = max(k, len(self.ids))
-            found = await self._in_thread(
-                memory.search, query, user_id=EPISODE, limit=limit, threshold=None, rerank=False
-            )
+    async def _search(self, query: str, k: int) -> list[MemoryItem]:
+        if not self.ids and not self.graph:
+            return []
+        memory = await self._open()
+        # Every memory is ranked, then cut to k here: Qdrant breaks ties (a hashed embedding
+        # scores unrelated memories exactly 0) by its storage order, which a reopened store
+        # does not keep; ties go to the older memory instead.
+        limit = max(k, len(self.ids))
+        found = await self._in_thread(
+            memory.search, query, user_id=EPISODE, limit=limit, threshold=None, rerank=False
+        )
         items = []
         for hit in found.get("results", []):
             known = self.ids.get(hit["id"])
@@ -434,66 +385,20 @@ class Mem0Paper(MemorySystem):
             items.append(MemoryItem(f"relation{n}", text, 0.0, [], ""))
         return items
 
-    def save(self, directory: Path) -> None:
-        directory = Path(directory)
-        state = {
-            "version": VERSION,
-            "dims": self.dims,
-            "ids": self.ids,
-            "next_id": self.next_id,
-            "writer_calls": self.writer_calls,
-            "parse_failures": self.parse_failures,
-            "tokens_written": self.tokens_written,
-            "events": self.events,
-            "relations_added": getattr(self, "relations_added", 0),
-        }
-        (directory / STATE).write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-        if self._folder is None:
-            return  # nothing written yet: an empty memory
+    def _checkpoint(self) -> None:
         if self._memory is not None and self._memory.graph is not None:
             self._memory.graph.kuzu_execute("CHECKPOINT;")
-        with tarfile.open(directory / SNAPSHOT, "w:gz") as archive:
-            for path in sorted(Path(self._folder.name).iterdir()):
-                archive.add(path, arcname=path.name, filter=_without_locks)
 
-    def load(self, directory: Path) -> None:
-        directory = Path(directory)
-        state = json.loads((directory / STATE).read_text(encoding="utf-8"))
-        if state["version"] != VERSION:
-            raise ValueError(
-                f"{directory / STATE}: version: a mem0ai {state['version']} snapshot, this is "
-                f"{VERSION}"
-            )
-        self._close()
-        self.dims = state["dims"]
-        self.ids = {key: list(value) for key, value in state["ids"].items()}
-        self.next_id = state["next_id"]
-        self.writer_calls = state["writer_calls"]
-        self.parse_failures = state["parse_failures"]
-        self.tokens_written = state["tokens_written"]
-        self.events = state["events"]
-        self.relations_added = state["relations_added"]
-        if (directory / SNAPSHOT).exists():
-            self._folder = tempfile.TemporaryDirectory(prefix="mnemoflow-mem0-")
-            with tarfile.open(directory / SNAPSHOT, "r:gz") as archive:
-                archive.extractall(self._folder.name, filter="data")
-
-    def _close(self) -> None:
-        self._memory = None
-        if self._finalizer is not None:
-            self._finalizer()  # closes the store and its thread, once
-            self._finalizer = None
-            self._executor = None
-        folder, self._folder = self._folder, None
-        if folder is not None:
-            shutil.rmtree(folder.name, ignore_errors=True)
+    @staticmethod
+    def _archived(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        """Qdrant's lock file belongs to the process that has the store open, not to a
+        snapshot."""
+        return None if Path(info.name).name == ".lock" else info
 
     def stats(self) -> dict[str, Any]:
         out = {
             "items": len(self.ids),
-            "tokens_written": self.tokens_written,
-            "writer_calls": self.writer_calls,
-            "parse_failures": self.parse_failures,
+            **self.writes(),
             **{f"events_{k.lower()}": v for k, v in self.events.items()},
         }
         if self.graph:
@@ -515,23 +420,20 @@ def _shut(memory: Any, executor: ThreadPoolExecutor | None) -> None:
         executor.shutdown(wait=False)
 
 
-def _without_locks(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    """Qdrant's lock file belongs to the process that has the store open, not to a snapshot."""
-    return None if Path(info.name).name == ".lock" else info
-
-
 @register
 class Mem0Graph(Mem0Paper):
     """Mem0-G (mem0ai 1.0.11 with its Kuzu graph): Mem0's facts plus entity relations."""
 
     name: ClassVar[str] = "mem0_graph"
     graph: ClassVar[bool] = True
+    requires = (
+        *Mem0Paper.requires,
+        ("kuzu", "kuzu", "0.11.3"),
+        ("rank_bm25", "rank-bm25", "0.2.2"),
+    )
     #: Its search asks the model for the query's entities.
     query_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
-
-    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
-        super().__init__(params, llm, seed)
-        self.relations_added = 0
+    offline_tasks = (EXTRACT, UPDATE, ENTITIES, RELATIONS, DELETIONS)
 
 
 def _wrap_graph(graph: Any) -> None:

@@ -52,31 +52,23 @@ MemoryOS's state as upstream does (session visits and heat).
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import json
-import shutil
-import tarfile
-import tempfile
-import threading
-import weakref
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
-from mnemoflow.memory.products import require
-from mnemoflow.memory.products.threads import ProductThread
+from mnemoflow.llm.types import UnparseableReply
+from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.products import require_all
+from mnemoflow.memory.products.base import Bridge, ThreadProduct, formatted_time, patch_once
 from mnemoflow.memory.tokens import count_tokens
 
 VERSION = "0.1.0"
 INSTALL = "pip install --no-deps memoryos-pro==0.1.0 (or: make install-products)"
-ROLE = "memory_writer"
 CONTINUITY, META, SUMMARY = "memoryos_continuity", "memoryos_meta_info", "memoryos_multi_summary"
 KEYWORDS, PROFILE, KNOWLEDGE = "memoryos_keywords", "memoryos_profile", "memoryos_knowledge"
 #: The hub name MemoryOS 0.1.0 loads its embedder by.
@@ -90,27 +82,11 @@ STATE = "memoryos_state.json"
 #: MemoryOS's own time format (its heat's recency decay parses it).
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
-_local = threading.local()  # the memory whose MemoryOS runs in this thread: .owner
-_install_lock = threading.Lock()
-_installed = False
-
-
-def _owner() -> MemoryOS:
-    owner = getattr(_local, "owner", None)
-    if owner is None:
-        raise RuntimeError(
-            "MemoryOS ran outside the mnemoflow adapter (no clock, ids or embedder for it)"
-        )
-    return owner
-
 
 def memoryos_time(time: str) -> str:
     """A conversation time in MemoryOS's format when the data's time is ISO, else the data's
     own string (MemoryOS's recency decay then counts it as old: 0.1), never the wall clock."""
-    try:
-        return datetime.fromisoformat(time.strip()).strftime(TIME_FORMAT)
-    except ValueError:
-        return time.strip()
+    return formatted_time(time, TIME_FORMAT)
 
 
 class _Inline:
@@ -142,12 +118,9 @@ class _Embedder:
     of the memory running in this thread."""
 
     def encode(self, texts: list[str], convert_to_numpy: bool = True, **_: Any) -> np.ndarray:
-        owner = _owner()
-        try:
+        owner = MemoryOS.running()
+        with owner.recording():  # MemoryOS catches everything: re-raised later
             vectors = owner.call(owner.llm.embed([str(t) for t in texts]))
-        except BaseException as exc:
-            owner.failure = owner.failure or exc  # MemoryOS catches everything: re-raised later
-            raise
         return np.asarray(vectors, dtype=np.float32)
 
 
@@ -164,63 +137,58 @@ def _quiet(*args: Any, **kwargs: Any) -> None:
 
 
 def _clock() -> str:
-    return _owner().now
+    return MemoryOS.running().now
 
 
 def _generate_id(prefix: str = "id") -> str:
-    owner = _owner()
+    owner = MemoryOS.running()
     owner.counter += 1
     return f"{prefix}_{owner.counter:06d}"
 
 
 def _install(modules: dict[str, Any]) -> None:
-    """Patch MemoryOS's modules once per process: clock, ids, inline pools, quiet prints, the
+    """Patch MemoryOS's modules (once per process): clock, ids, inline pools, quiet prints, the
     embedder, and the call sites of its model calls."""
-    global _installed
-    with _install_lock:
-        if _installed:
-            return
-        utils = modules["utils"]
-        for module in modules.values():
-            module.print = _quiet
-            for name, value in (
-                ("get_timestamp", _clock),
-                ("generate_id", _generate_id),
-                ("ThreadPoolExecutor", _Inline),
-            ):
-                if hasattr(module, name):
-                    setattr(module, name, value)
-        utils._model_cache[EMBEDDER] = _Embedder()
-        utils._embedding_cache = _NoCache()
-        updater, mid_term, main = modules["updater"], modules["mid_term"], modules["memoryos"]
-        _wrap_updater(updater)
-        keywords = mid_term.llm_extract_keywords
-
-        def llm_extract_keywords(text, client, model="gpt-4o-mini"):
-            fields = {"texts": client.owner.texts_of(text)}
-            return keywords(text, client=client.tagged(KEYWORDS, fields), model=model)
-
-        mid_term.llm_extract_keywords = llm_extract_keywords
-        updater.llm_extract_keywords = llm_extract_keywords
-        profile, knowledge = main.gpt_user_profile_analysis, main.gpt_knowledge_extraction
-
-        def gpt_user_profile_analysis(
-            dialogs, client, model="gpt-4o-mini", existing_user_profile="None"
+    utils = modules["utils"]
+    for module in modules.values():
+        module.print = _quiet
+        for name, value in (
+            ("get_timestamp", _clock),
+            ("generate_id", _generate_id),
+            ("ThreadPoolExecutor", _Inline),
         ):
-            fields = {"pages": client.owner.page_fields(dialogs), "profile": existing_user_profile}
-            return profile(dialogs, client.tagged(PROFILE, fields), model, existing_user_profile)
+            if hasattr(module, name):
+                setattr(module, name, value)
+    utils._model_cache[EMBEDDER] = _Embedder()
+    utils._embedding_cache = _NoCache()
+    updater, mid_term, main = modules["updater"], modules["mid_term"], modules["memoryos"]
+    _wrap_updater(updater)
+    keywords = mid_term.llm_extract_keywords
 
-        def gpt_knowledge_extraction(dialogs, client, model="gpt-4o-mini"):
-            owner = client.owner
-            result = knowledge(
-                dialogs, client.tagged(KNOWLEDGE, {"pages": owner.page_fields(dialogs)}), model
-            )
-            owner.knowledge_from(result, dialogs)
-            return result
+    def llm_extract_keywords(text, client, model="gpt-4o-mini"):
+        fields = {"texts": client.owner.texts_of(text)}
+        return keywords(text, client=client.tagged(KEYWORDS, fields), model=model)
 
-        main.gpt_user_profile_analysis = gpt_user_profile_analysis
-        main.gpt_knowledge_extraction = gpt_knowledge_extraction
-        _installed = True
+    mid_term.llm_extract_keywords = llm_extract_keywords
+    updater.llm_extract_keywords = llm_extract_keywords
+    profile, knowledge = main.gpt_user_profile_analysis, main.gpt_knowledge_extraction
+
+    def gpt_user_profile_analysis(
+        dialogs, client, model="gpt-4o-mini", existing_user_profile="None"
+    ):
+        fields = {"pages": client.owner.page_fields(dialogs), "profile": existing_user_profile}
+        return profile(dialogs, client.tagged(PROFILE, fields), model, existing_user_profile)
+
+    def gpt_knowledge_extraction(dialogs, client, model="gpt-4o-mini"):
+        owner = client.owner
+        result = knowledge(
+            dialogs, client.tagged(KNOWLEDGE, {"pages": owner.page_fields(dialogs)}), model
+        )
+        owner.knowledge_from(result, dialogs)
+        return result
+
+    main.gpt_user_profile_analysis = gpt_user_profile_analysis
+    main.gpt_knowledge_extraction = gpt_knowledge_extraction
 
 
 def _wrap_updater(updater: Any) -> None:
@@ -274,56 +242,44 @@ def _json_list(text: str) -> str:
     return text
 
 
-class _Bridge:
+class _Bridge(Bridge):
     """What MemoryOS calls as its ``OpenAIClient``: ``tagged`` by a call-site wrapper, then
     ``chat_completion`` goes to the gateway on the job's loop."""
 
     def __init__(self, owner: MemoryOS, task: str | None = None, fields: dict | None = None):
-        self._owner = weakref.ref(owner)  # MemoryOS must not keep the system alive
+        super().__init__(owner)
         self.task, self.fields = task, fields or {}
-
-    @property
-    def owner(self) -> MemoryOS:
-        owner = self._owner()
-        if owner is None:
-            raise RuntimeError("MemoryOS called a bridge whose memory system is gone")
-        return owner
 
     def tagged(self, task: str, fields: dict[str, Any]) -> _Bridge:
         return _Bridge(self.owner, task, fields)
 
     def chat_completion(self, model, messages, temperature=0.7, max_tokens=2000) -> str:
         owner = self.owner
-        try:
+        with owner.recording():  # MemoryOS catches everything: re-raised later
             if self.task is None:
-                raise RuntimeError(
-                    f"MemoryOS made a model call from a call site the mnemoflow bridge does not "
-                    f"know (memoryos-pro {VERSION} expected); refusing to guess its task"
-                )
-            request = ChatRequest(
-                role=ROLE, task=self.task, messages=[dict(m) for m in messages], fields=self.fields
-            )
+                raise owner.call_site_unknown()
+            request = owner.writer_request(self.task, [dict(m) for m in messages], self.fields)
             parse = _json_list if self.task == SUMMARY else (lambda text: text)
             reply = owner.call(owner.llm.chat(request, parse=parse))
-        except BaseException as exc:
-            owner.failure = owner.failure or exc  # MemoryOS catches everything: re-raised later
-            raise
-        owner.writer_calls += 1
-        if not reply.parse_ok:
-            owner.parse_failures += 1
-        return owner.clean(reply.text.strip())
+        return owner.clean(owner.counted(reply).text.strip())
 
     def shutdown(self) -> None:
         pass
 
 
 @register
-class MemoryOS(ProductThread, MemorySystem):
+class MemoryOS(ThreadProduct):
     """MemoryOS (memoryos-pro 0.1.0): short-term pairs, mid-term topic pages, long-term
     profile and knowledge."""
 
     name: ClassVar[str] = "memoryos"
-    owners = _local  # ProductThread: the memory whose MemoryOS runs in this thread
+    product, distribution, version, install = "MemoryOS", "memoryos-pro", VERSION, INSTALL
+    requires = (("memoryos", distribution, VERSION),)
+    offline = "mnemoflow.llm.offline.memoryos"
+    offline_tasks = (CONTINUITY, META, SUMMARY, KEYWORDS, PROFILE, KNOWLEDGE)
+    snapshot, state_file, folder_prefix = SNAPSHOT, STATE, "mnemoflow-memoryos-"
+    state_keys = ("now", "counter", "pairs", "knowledge", "last_page", "writer_calls",
+                  "parse_failures", "tokens_written")  # fmt: skip
     thread_name = "memoryos"
     defaults: ClassVar[dict[str, Any]] = {
         "top_k": 10,
@@ -348,13 +304,6 @@ class MemoryOS(ProductThread, MemorySystem):
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
-        self._modules()  # a missing install fails here, in one line, before any work
-        self._folder: tempfile.TemporaryDirectory | None = None
-        self._memory: Any = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._finalizer: weakref.finalize | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = asyncio.Lock()
         self.now = ""  # MemoryOS's clock: the conversation's time
         self.counter = 0  # MemoryOS's ids
         self.pairs = 0
@@ -365,18 +314,14 @@ class MemoryOS(ProductThread, MemorySystem):
         #: knowledge line -> [our id, source turn ids]
         self.knowledge: dict[str, list[Any]] = {}
         self.last_page: dict[str, Any] | None = None
-        self.writer_calls = 0
-        self.parse_failures = 0
-        self.tokens_written = 0
-        self.failure: BaseException | None = None
 
     # ---- opening MemoryOS -------------------------------------------------------------------
 
     def _modules(self) -> dict[str, Any]:
-        require(self.name, "memoryos", "memoryos-pro", VERSION, install=INSTALL)
+        require_all(self)
         names = ("utils", "short_term", "mid_term", "long_term", "updater", "retriever", "memoryos")
         modules = {name: importlib.import_module(f"memoryos.{name}") for name in names}
-        _install(modules)
+        patch_once(self.name, _install, modules)
         self._utils = modules["utils"]
         self.clean = modules["utils"].clean_reasoning_model_output
         return modules
@@ -412,15 +357,6 @@ class MemoryOS(ProductThread, MemorySystem):
 
         short.add_qa_pair, short.pop_oldest = add_with_meta, pop_and_note
         return memory
-
-    async def _open(self) -> Any:
-        self._loop = asyncio.get_running_loop()
-        if self._memory is None:
-            if self._folder is None:
-                self._folder = tempfile.TemporaryDirectory(prefix="mnemoflow-memoryos-")
-            self._memory = await self._in_thread(self._construct, Path(self._folder.name))
-            self._finalizer = weakref.finalize(self, _shut, self._executor)
-        return self._memory
 
     # ---- what the call-site wrappers ask (in MemoryOS's thread) -----------------------------
 
@@ -496,12 +432,10 @@ class MemoryOS(ProductThread, MemorySystem):
             out.append((pending, None))
         return out
 
-    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
-        kept = [m for m in messages if m.content.strip()]
-        async with self._lock:
-            memory = await self._open()
-            for user, assistant in self._pairs(kept):
-                await self._in_thread(self._add_pair, memory, user, assistant)
+    async def _write(self, messages: list[Message]) -> None:
+        memory = await self._open()
+        for user, assistant in self._pairs(messages):
+            await self._in_thread(self._add_pair, memory, user, assistant)
 
     def _add_pair(self, memory: Any, user: Message | None, assistant: Message | None) -> None:
         sides = [m for m in (user, assistant) if m is not None]
@@ -530,13 +464,11 @@ class MemoryOS(ProductThread, MemorySystem):
         finally:
             self.pending_meta = None
 
-    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
-        k = k or self.params["top_k"]
-        async with self._lock:
-            if not self.pairs:
-                return []
-            memory = await self._open()
-            return await self._in_thread(self._retrieve, memory, query, k)
+    async def _search(self, query: str, k: int) -> list[MemoryItem]:
+        if not self.pairs:
+            return []
+        memory = await self._open()
+        return await self._in_thread(self._retrieve, memory, query, k)
 
     def _retrieve(self, memory: Any, query: str, k: int) -> list[MemoryItem]:
         utils = self._utils
@@ -583,53 +515,6 @@ class MemoryOS(ProductThread, MemorySystem):
             items.append(MemoryItem("user_profile", profile, 0.0, [], ""))
         return items
 
-    def save(self, directory: Path) -> None:
-        directory = Path(directory)
-        state = {
-            "version": VERSION,
-            "now": self.now,
-            "counter": self.counter,
-            "pairs": self.pairs,
-            "knowledge": self.knowledge,
-            "last_page": self.last_page,
-            "writer_calls": self.writer_calls,
-            "parse_failures": self.parse_failures,
-            "tokens_written": self.tokens_written,
-        }
-        (directory / STATE).write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
-        if self._folder is None:
-            return  # nothing written yet: an empty memory
-        with tarfile.open(directory / SNAPSHOT, "w:gz") as archive:
-            for path in sorted(Path(self._folder.name).iterdir()):
-                archive.add(path, arcname=path.name)
-
-    def load(self, directory: Path) -> None:
-        directory = Path(directory)
-        state = json.loads((directory / STATE).read_text(encoding="utf-8"))
-        if state["version"] != VERSION:
-            raise ValueError(
-                f"{directory / STATE}: version: a memoryos-pro {state['version']} snapshot, "
-                f"this is {VERSION}"
-            )
-        self._close()
-        for key in ("now", "counter", "pairs", "knowledge", "last_page", "writer_calls"):
-            setattr(self, key, state[key])
-        self.parse_failures, self.tokens_written = state["parse_failures"], state["tokens_written"]
-        if (directory / SNAPSHOT).exists():
-            self._folder = tempfile.TemporaryDirectory(prefix="mnemoflow-memoryos-")
-            with tarfile.open(directory / SNAPSHOT, "r:gz") as archive:
-                archive.extractall(self._folder.name, filter="data")
-
-    def _close(self) -> None:
-        self._memory = None
-        if self._finalizer is not None:
-            self._finalizer()
-            self._finalizer = None
-            self._executor = None
-        folder, self._folder = self._folder, None
-        if folder is not None:
-            shutil.rmtree(folder.name, ignore_errors=True)
-
     def _pages(self) -> list[dict[str, Any]]:
         folder = Path(self._folder.name) if self._folder else None
         if folder is None:
@@ -668,9 +553,7 @@ class MemoryOS(ProductThread, MemorySystem):
             "items": len(pairs) + knowledge,
             "pairs": self.pairs,
             "knowledge": knowledge,
-            "tokens_written": self.tokens_written,
-            "writer_calls": self.writer_calls,
-            "parse_failures": self.parse_failures,
+            **self.writes(),
         }
 
     def stored_ids(self) -> set[str]:
@@ -685,8 +568,3 @@ def _page_item(page: dict[str, Any]) -> MemoryItem:
         text += f"\n(conversation: {page['meta_info']})"
     item_id = page.get("page_id") or meta.get("pair", "")
     return MemoryItem(item_id, text, 0.0, list(meta.get("turn_ids", [])), meta.get("time", ""))
-
-
-def _shut(executor: ThreadPoolExecutor | None) -> None:
-    if executor is not None:
-        executor.shutdown(wait=False)
