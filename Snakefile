@@ -26,6 +26,11 @@ rule all:
         get_final_output(),
 
 
+# The endpoints' key variables, checked when a run starts (a dry run or `mnemoflow plan` needs none).
+onstart:
+    check_keys()
+
+
 # The managed endpoints this run started (docs/slurm.md) stop when it ends, however it ends.
 onsuccess:
     stop_endpoints()

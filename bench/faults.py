@@ -12,7 +12,12 @@ runs three times, each in its own working directory and with its own response ca
    hangs past the client's timeout) and 5 % malformed replies (HTTP 200 whose text no parser
    accepts, which the gateway must re-ask);
 3. **kill**: the same faults, the Snakemake process group is killed with SIGKILL once the first
-   answers are written, then ``snakemake --unlock`` and a rerun to completion.
+   answers are written, then ``snakemake --unlock`` and a rerun to completion;
+4. **verbose**: no transport faults, but every reply starts with a thinking block holding a wrong
+   draft (the server's ``think="inline"``) and the judge writes its verdicts as judge models do
+   (:mod:`mnemoflow.testing.verbose_judge`: misleading first words, echoes of the instructions,
+   negation, markdown; one first reply in 7 states both verdicts and is re-asked). Its verdicts
+   must be the clean run's: a differing judgement is a misread verdict.
 
 Reported per faulty run: lost items (answer / judgement rows of the clean run that are missing),
 judgement rows whose value or parse_ok differ from the clean run, summary rows that differ,
@@ -40,8 +45,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from mnemoflow.data.tables import TIMED_METRICS
 from mnemoflow.lexical import content_words
 from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer, original_body
+from mnemoflow.testing.verbose_judge import verbose
 
 REPO = Path(__file__).resolve().parents[1]
 KEY_ENV = "MNEMOFLOW_SOAK_KEY"
@@ -85,6 +92,14 @@ def soak_reply(body: dict[str, Any]) -> str:
     return best[2].split("] ", 1)[-1] if best[0] else "I don't know."
 
 
+def verbose_reply(body: dict[str, Any]) -> str:
+    """:func:`soak_reply`, with each judge verdict written out as a verbose judge would."""
+    reply = soak_reply(body)
+    prompt = original_body(body)["messages"][-1]["content"]
+    judged = _ABSTAINS.search(prompt) or _GRADED.search(prompt)
+    return verbose(reply, body) if judged else reply
+
+
 def override(base_url: str) -> dict[str, Any]:
     endpoint = {
         "base_url": base_url,
@@ -97,6 +112,8 @@ def override(base_url: str) -> dict[str, Any]:
     return {
         "run": {"benchmarks": ["synthetic"], "systems": SYSTEMS},
         "models": {"agent": endpoint, "judge": endpoint, "embedder": {"backend": "offline"}},
+        # the memory systems here call no writer; the embedder is the offline one on purpose
+        "allow_offline_roles": ["memory_writer", "embedder"],
         "benchmarks": {
             "synthetic": {
                 "loader": "synthetic",
@@ -201,18 +218,28 @@ def ledger_totals(workdir: Path) -> dict[str, int]:
     return totals
 
 
-def differing(clean: pd.DataFrame, other: pd.DataFrame, keys: list[str], cols: list[str]) -> int:
-    """Rows whose ``cols`` differ, or that exist on one side only."""
+def differing_rows(
+    clean: pd.DataFrame, other: pd.DataFrame, keys: list[str], cols: list[str]
+) -> pd.DataFrame:
+    """The keys of rows whose ``cols`` differ, or that exist on one side only."""
     merged = clean[keys + cols].merge(
         other[keys + cols], on=keys, how="outer", suffixes=("_a", "_b"), indicator=True
     )
-    one_side = int((merged["_merge"] != "both").sum())
-    both = merged[merged["_merge"] == "both"]
-    changed = pd.Series(False, index=both.index)
+    changed = merged["_merge"] != "both"
     for col in cols:
-        a, b = both[f"{col}_a"], both[f"{col}_b"]
+        a, b = merged[f"{col}_a"], merged[f"{col}_b"]
         changed |= ~((a == b) | (a.isna() & b.isna()))
-    return one_side + int(changed.sum())
+    return merged.loc[changed, keys]
+
+
+def differing(clean: pd.DataFrame, other: pd.DataFrame, keys: list[str], cols: list[str]) -> int:
+    """How many rows' ``cols`` differ, or exist on one side only."""
+    return len(differing_rows(clean, other, keys, cols))
+
+
+def results(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary without the rows that time the run (wall clock: never equal twice)."""
+    return summary[~summary["metric"].isin(TIMED_METRICS)]
 
 
 def lost(clean: pd.DataFrame, other: pd.DataFrame, keys: list[str]) -> int:
@@ -242,7 +269,17 @@ def compare(clean: dict[str, pd.DataFrame], workdir: Path) -> dict[str, Any]:
             clean["judgements"], other["judgements"], JUDGEMENT_KEYS, ["value", "parse_ok"]
         ),
         "differing_summary_rows": differing(
-            clean["summary"], other["summary"], SUMMARY_KEYS, ["value", "n"]
+            results(clean["summary"]), results(other["summary"]), SUMMARY_KEYS, ["value", "n"]
+        ),
+        "differing_summary_metrics": sorted(
+            set(
+                differing_rows(
+                    results(clean["summary"]), results(other["summary"]), SUMMARY_KEYS, ["value"]
+                )["metric"]
+            )
+        ),
+        "timed_summary_rows_not_compared": int(
+            other["summary"]["metric"].isin(TIMED_METRICS).sum()
         ),
         "parse_failures": totals.get("parse_failures", 0),
         "reasks": totals.get("reasks", 0),
@@ -254,16 +291,21 @@ def compare(clean: dict[str, pd.DataFrame], workdir: Path) -> dict[str, Any]:
     }
 
 
-def serve(**faults: Any) -> OpenAITestServer:
-    return OpenAITestServer(
-        reply=soak_reply, api_key=KEY, retry_after=0.2, hang=3.0, **faults
-    ).start()
+def serve(reply=soak_reply, **faults: Any) -> OpenAITestServer:
+    return OpenAITestServer(reply=reply, api_key=KEY, retry_after=0.2, hang=3.0, **faults).start()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "faults.json")
     parser.add_argument("--kill-after", type=float, default=60.0, help="latest kill (seconds)")
+    parser.add_argument(
+        "--runs",
+        nargs="+",
+        choices=RUNS,
+        default=list(RUNS),
+        help="which runs beside the clean one (default: all)",
+    )
     args = parser.parse_args(argv)
     report: dict[str, Any] = {"faults": FAULTS, "systems": SYSTEMS}
     with tempfile.TemporaryDirectory(prefix="mnemoflow-soak-") as tmp:
@@ -287,38 +329,67 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             server.stop()
         print(f"clean: {report['clean']}", flush=True)
+        for name in args.runs:
+            RUNS[name](root, clean, report, args)
+    report.pop("_faults_stats", None)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
 
-        server = serve(fault_rates=FAULTS)
-        try:
-            workdir = prepare_workdir(root, "faults", server.base_url)
-            report["faults_s"] = round(run_to_end(workdir), 1)
-            faults_stats = server.stats()
-            report["faults_run"] = compare(clean, workdir)
-            report["faults_run"]["requests"] = faults_stats.total
-            report["faults_run"]["injected"] = dict(faults_stats.faults)
-        finally:
-            server.stop()
-        print(f"faults: {report['faults_run']}", flush=True)
 
-        server = serve(fault_rates=FAULTS)
-        try:
-            workdir = prepare_workdir(root, "kill", server.base_url)
-            report["kill"] = run_killed(workdir, args.kill_after)
-            kill_stats = server.stats()
-            report["kill_run"] = compare(clean, workdir)
-            report["kill_run"]["requests"] = kill_stats.total
-            report["kill_run"]["injected"] = dict(kill_stats.faults)
-            # answers the server gave for a body beyond what the uninterrupted run needed
+def faults_run(root: Path, clean: dict[str, pd.DataFrame], report: dict, args) -> None:
+    """The fault mix, no interruption."""
+    server = serve(fault_rates=FAULTS)
+    try:
+        workdir = prepare_workdir(root, "faults", server.base_url)
+        report["faults_s"] = round(run_to_end(workdir), 1)
+        faults_stats = report["_faults_stats"] = server.stats()
+        report["faults_run"] = compare(clean, workdir)
+        report["faults_run"]["requests"] = faults_stats.total
+        report["faults_run"]["injected"] = dict(faults_stats.faults)
+    finally:
+        server.stop()
+    print(f"faults: {report['faults_run']}", flush=True)
+
+
+def kill_run(root: Path, clean: dict[str, pd.DataFrame], report: dict, args) -> None:
+    """The fault mix and a kill -9; repeated requests are counted against the faults run."""
+    faults_stats = report.get("_faults_stats")
+    server = serve(fault_rates=FAULTS)
+    try:
+        workdir = prepare_workdir(root, "kill", server.base_url)
+        report["kill"] = run_killed(workdir, args.kill_after)
+        kill_stats = server.stats()
+        report["kill_run"] = compare(clean, workdir)
+        report["kill_run"]["requests"] = kill_stats.total
+        report["kill_run"]["injected"] = dict(kill_stats.faults)
+        # answers the server gave for a body beyond what the uninterrupted run needed
+        if faults_stats is not None:
             report["kill_run"]["repeated_requests"] = sum(
                 max(0, n - faults_stats.answered.get(rid, 0))
                 for rid, n in kill_stats.answered.items()
             )
-        finally:
-            server.stop()
-        print(f"kill: {report['kill']} {report['kill_run']}", flush=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 0
+    finally:
+        server.stop()
+    print(f"kill: {report['kill']} {report['kill_run']}", flush=True)
+
+
+def verbose_run(root: Path, clean: dict[str, pd.DataFrame], report: dict, args) -> None:
+    """Verbose judges and thinking blocks, no transport faults: the clean run's tables."""
+    server = serve(reply=verbose_reply, think="inline")
+    try:
+        workdir = prepare_workdir(root, "verbose", server.base_url)
+        report["verbose_s"] = round(run_to_end(workdir), 1)
+        report["verbose_run"] = compare(clean, workdir)
+        report["verbose_run"]["requests"] = server.stats().total
+        # a judgement whose value differs from the clean run's is a misread verdict
+        report["verbose_run"]["misread_verdicts"] = report["verbose_run"]["differing_judgements"]
+    finally:
+        server.stop()
+    print(f"verbose: {report['verbose_run']}", flush=True)
+
+
+RUNS = {"faults": faults_run, "kill": kill_run, "verbose": verbose_run}
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from snakemake.utils import validate
 
 from mnemoflow.codeversion import code_version
+from mnemoflow.config_layers import check_layer_order
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.errata import errata_inputs
 from mnemoflow.data.integrity import sweep_results
@@ -23,6 +24,9 @@ from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import statistics_file
 from mnemoflow.eval.judges import kind_for as judge_kind_for
+from mnemoflow.eval.panel import panel_budgets, panel_of, probe_settings, public_panel
+from mnemoflow.eval.panel import panel_limits as panel_job_limits
+from mnemoflow.llm.addresses import public_bindings, redacted_config
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
@@ -43,6 +47,8 @@ from mnemoflow.repeats import PATTERN as REPEAT_PATTERN
 from mnemoflow.repeats import folder_seed, folders, seeded_models
 from mnemoflow.report.reproduction import request_of
 
+# a preset's requires_layers against the --configfile order (mnemoflow/config_layers.py)
+check_layer_order(workflow.overwrite_configfiles, workflow.basedir)
 # one-line errors naming the key first; snakemake's validate then fills in the defaults
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml")
@@ -51,7 +57,14 @@ validate(config, schema="../schemas/config.schema.yaml")
 BENCHMARKS = resolved_benchmarks(config["benchmarks"])
 # every role's binding with its `endpoint: NAME` resolved (an external endpoint's base_url, a
 # managed one's endpoint://NAME, which each job resolves to the running server: docs/slurm.md)
-MODELS = bind_endpoints(config["models"], config.get("endpoints"))
+BINDINGS = bind_endpoints(config["models"], config.get("endpoints"))
+# each role's spec as written (URL syntax, credentials) before its address is redacted below;
+# keys and offline roles are checked once every helper is defined (the end of this file)
+check_bindings(BINDINGS, require_keys=False)
+# the same with every base_url redacted (scheme://host:port + a hash of the path): all params,
+# resource names and ledgers see only these; a job finds the real address in the config
+# (docs/gateway.md, "Secrets")
+MODELS = public_bindings(BINDINGS)
 # the published numbers the run reproduces (a paper preset: configs/paper/, docs/reproduce.md)
 PUBLISHED_REQUEST = request_of(config, BENCHMARKS)
 
@@ -243,8 +256,9 @@ def run_loaders():
 
 
 def report_config():
-    """The config the report shows: as written, with every benchmark as the jobs saw it."""
-    return {**config, "benchmarks": BENCHMARKS}
+    """The config the report shows: as written, with every benchmark as the jobs saw it and every
+    endpoint address redacted."""
+    return redacted_config({**config, "benchmarks": BENCHMARKS})
 
 
 # --- models: one role tuple per rule ------------------------------------------------------------
@@ -440,6 +454,56 @@ def all_feedback_ledgers(repeat=""):
         if p in fb.PROTOCOLS
         for k in steps_of(b, p)
     ]
+
+
+# --- judge panel and false-positive probe: `judge.panel` (mnemoflow/eval/panel.py) ----------
+
+#: The panel's judges (none: the rules judge_panel and judge_probe have no job).
+PANEL = public_panel(panel_of(config.get("judge"), config.get("endpoints")))
+PROBE_SIZE, PROBE_SEED = probe_settings(config.get("judge"))
+PROBE = "results/{benchmark}/probe"
+for _judge in PANEL:
+    check_bindings({"judge": _judge.model}, require_keys=False)
+
+
+def check_keys():
+    """Every key variable the run's roles and panel judges name is set (when a run starts)."""
+    for bindings in [MODELS, *({"judge": judge.model} for judge in PANEL)]:
+        check_bindings(bindings)
+
+
+for _name, _budget in panel_budgets(MODELS, PANEL).items():
+    if _name not in workflow.global_resources:
+        workflow.register_resource(_name, _budget)
+
+
+def panel_params():
+    return [{"name": j.name, "kind": j.kind, "model": j.model} for j in PANEL]
+
+
+def panel_limits(with_configured=False):
+    """A panel job's share of its judges' endpoints (the probe's: the configured judge's too)."""
+    bindings = [j.model for j in PANEL]
+    bindings += [MODELS.get("judge", {})] if with_configured else []
+    return panel_job_limits(MODELS, bindings, config.get("endpoint_jobs", 4))
+
+
+def configured_judge(wildcards):
+    """The configured judge as the probe asks it: the benchmark's judge kind, models.judge."""
+    return {"kind": judge_kind(wildcards), "model": MODELS.get("judge", {})}
+
+
+def all_panel_files(name):
+    """``name`` of every static QA shard when the config has a panel, else none."""
+    return [f"{SHARD.format(**run)}/{name}" for run in all_runs()] if PANEL else []
+
+
+def all_probe_files(name):
+    """``name`` of every static QA benchmark's probe when the config has a panel, else none."""
+    if not PANEL:
+        return []
+    benchmarks = {run["benchmark"] for run in all_runs()}
+    return [f"{PROBE.format(benchmark=b)}/{name}" for b in sorted(benchmarks)]
 
 
 # --- interactive protocols (AMemGym): `protocols: [interactive, interactive_replay]` ----------
@@ -731,13 +795,13 @@ def all_normalized(repeat=""):
 
 # --- the run's role bindings, checked once every helper above is defined -----------------------
 
-# every role's endpoint and key variable (not for `mnemoflow plan`, which calls no model); no role
-# the run uses silently offline beside real models
+# every role's endpoint; no role the run uses silently offline beside real models (the key
+# variables are checked when a run starts: Snakefile's onstart; a dry run or plan needs none)
 check_bindings(
-    MODELS,
+    BINDINGS,
     used=run_roles(),
     allow_offline=config.get("allow_offline_roles", []),
-    require_keys=not planning(),
+    require_keys=False,
 )
 # every system the run uses installed (a product's extra: the pip install to run)
 check_installed(config["systems"], run_systems())

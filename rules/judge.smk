@@ -50,3 +50,54 @@ rule score:
         code=code_version("mnemoflow.jobs.static_qa:score"),
     script:
         "../scripts/score.py"
+
+
+# `judge.panel` only (docs/metrics.md "Judge panel"): without it neither rule has a job.
+rule judge_panel:
+    input:
+        questions=f"{PREPARED}/questions.parquet",
+        answers=f"{SHARD}/answers.parquet",
+    output:
+        panel_judgements=f"{SHARD}/panel_judgements.parquet",
+        ledger=f"{SHARD}/panel.ledgers.json",
+    log:
+        f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/judge_panel.log",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        **panel_limits().resources,
+        mem_mb=2000,
+        runtime=60,
+    params:
+        panel=panel_params(),
+        limits=panel_limits().params,
+        seed=judge_setting("seed", 0),
+        code=code_version("mnemoflow.jobs.panel:panel"),
+    script:
+        "../scripts/judge_panel.py"
+
+
+rule judge_probe:
+    input:
+        questions=f"{PREPARED}/questions.parquet",
+        sessions=f"{PREPARED}/sessions.parquet",
+    output:
+        probe_judgements=f"{PROBE}/probe_judgements.parquet",
+        ledger=f"{PROBE}/panel.ledgers.json",
+    log:
+        f"{LOGS}/probe/judge_probe.log",
+    conda:
+        "../envs/mnemoflow.yaml"
+    resources:
+        **panel_limits(with_configured=True).resources,
+        mem_mb=2000,
+        runtime=60,
+    params:
+        panel=panel_params(),
+        configured=configured_judge,
+        size=PROBE_SIZE,
+        limits=panel_limits(with_configured=True).params,
+        seed=PROBE_SEED,
+        code=code_version("mnemoflow.jobs.panel:probe"),
+    script:
+        "../scripts/judge_probe.py"

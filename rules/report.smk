@@ -15,6 +15,12 @@ rule report:
         environments=list(interactive_environments().values()),
         published=published_tables(),
         versions=all_data_versions(),
+        # `judge.panel` only (none without): the panel, the configured judge, the probe
+        panel=all_panel_files("panel_judgements.parquet"),
+        panel_configured=all_panel_files("judgements.parquet"),
+        probes=all_probe_files("probe_judgements.parquet"),
+        panel_ledgers=all_panel_files("panel.ledgers.json")
+        + all_probe_files("panel.ledgers.json"),
     output:
         html="results/report.html",
         derived=directory("results/report"),

@@ -8,6 +8,14 @@ rule summarize:
         ledgers=all_ledgers() + all_repeat_ledgers(),
         versions=all_data_versions(),
         published=published_tables(),
+        # `judge.panel` only (none without): the panel, the configured judge, the probe
+        panel=all_panel_files("panel_judgements.parquet"),
+        panel_configured=all_panel_files("judgements.parquet"),
+        probes=all_probe_files("probe_judgements.parquet"),
+        panel_ledgers=all_panel_files("panel.ledgers.json")
+        + all_probe_files("panel.ledgers.json"),
+        # the headline table's intervals, as report.html's
+        judgements=all_judgements() + all_feedback_step_files("judgements.parquet"),
     output:
         summary="results/summary.parquet",
         diagnosis="results/diagnosis.parquet",

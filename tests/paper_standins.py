@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
 from snakemake.utils import update_config
 
+from mnemoflow.config_layers import required_layers
+from mnemoflow.data.registry import check_benchmarks
+from mnemoflow.environment.knobs import resolved_benchmarks
+from mnemoflow.errors import ConfigError
 from tests.amemgym_fixtures import environment
 from tests.memorybench_release import LOCOMO_RECORD, write_release
 from tests.test_data_longmemeval import official_records
 from tests.workflow import REPO
 
 PRESETS = REPO / "configs" / "paper"
-REFERENCE = REPO / "configs" / "reference" / "amemgym-released.yaml"
 SITE = REPO / "configs" / "site.example.yaml"
 OFFLINE = REPO / "configs" / "site.offline.yaml"
 
@@ -52,9 +57,9 @@ REGISTRY = {
 
 def layers(preset: Path) -> list[Path]:
     """The config files of a preset run, in docs/reproduce.md's order (the site file goes last):
-    an AMemGym preset on top of the reference's settings for released data."""
-    first = [REFERENCE] if preset.stem.startswith("amemgym") else []
-    return [*first, preset]
+    the preset's ``requires_layers`` (an AMemGym preset: the reference's settings for released
+    data), then the preset."""
+    return [*(REPO / layer for layer in required_layers(preset)), preset]
 
 
 def merged(*files: Path) -> dict[str, Any]:
@@ -124,6 +129,60 @@ def standin_override(config: dict[str, Any], paths: dict[str, Path]) -> dict[str
             spec["normalize"] = {"stats": str(paths["memorybench_stats"])}
         benchmarks[name] = spec
     return {"benchmarks": benchmarks}
+
+
+#: Where a benchmark's one-line "missing data" error says each file goes (per loader).
+_FILE_PLACES = {
+    "amemgym": re.compile(r"source\.path (\S+) does not exist"),
+    "locomo": re.compile(r"; place (\S+)$"),
+    "longmemeval": re.compile(r"; place (\S+)$"),
+}
+_MB_FOLDER = re.compile(r"; place the snapshot's files under (\S+)\)")
+_MB_FILE = re.compile(r"(?:missing: |; )(\S+) \(https://")
+
+
+def missing_data_error(config: dict[str, Any], name: str) -> str | None:
+    """The one-line error the workflow stops with while benchmark ``name`` has no data (None: its
+    data is there)."""
+    try:
+        check_benchmarks(resolved_benchmarks(config["benchmarks"]), [name])
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def place_standins(config: dict[str, Any], paths: dict[str, Path], workdir: Path) -> dict[str, str]:
+    """Put the stand-in of every benchmark the (merged) preset ``config`` runs where its one-line
+    error (offline, nothing placed yet; run with the workdir as the current folder) says, reading
+    the places from the message itself; returns benchmark -> message."""
+    said = {}
+    for name in config["run"]["benchmarks"]:
+        loader = config["benchmarks"][name]["loader"]
+        message = missing_data_error(config, name)
+        if message is None:  # placed for an earlier benchmark on the same file
+            continue
+        said[name] = message
+        if loader == "memorybench":
+            folder = _MB_FOLDER.search(message)  # absent when an earlier preset placed it
+            if folder:
+                place = workdir / folder.group(1)
+                place.parent.mkdir(parents=True, exist_ok=True)
+                place.symlink_to(paths["memorybench"], target_is_directory=True)
+            for place in map(Path, _MB_FILE.findall(message)):
+                source = paths["memorybench_configs"] / place.name
+                if place.name == paths["memorybench_stats"].name:
+                    source = paths["memorybench_stats"]
+                _copy(source, workdir / place)
+            continue
+        place = _FILE_PLACES[loader].search(message)
+        assert place, f"{name}: {message}"
+        _copy(paths[loader], workdir / place.group(1))
+    return said
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source, target)
 
 
 def snakemake_in_process(workdir: Path, configfiles: list[Path], *, dry: bool) -> list[str]:

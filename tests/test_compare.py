@@ -10,14 +10,24 @@ import pytest
 from mnemoflow.cli import main
 from mnemoflow.data.published import COLUMNS, load_published
 from mnemoflow.data.tables import QUESTION_SCORES, SUMMARY, write_table
-from mnemoflow.report.compare import compare_published, compare_runs, load_run, paired_systems
+from mnemoflow.report.compare import (
+    compare_published,
+    compare_runs,
+    interval,
+    load_run,
+    paired_systems,
+    unpaired_rows,
+)
 from mnemoflow.report.significance import (
+    cluster_paired_test,
+    holm,
     kendall_tau,
     mcnemar,
     mcnemar_p,
     paired_bootstrap,
     rank_marks,
 )
+from mnemoflow.report.summaries import ReportError
 
 
 def test_kendall_tau_worked_examples():
@@ -119,7 +129,9 @@ def published_csv(tmp_path):
     path.parent.mkdir()
     lines = [",".join(COLUMNS)]
     for row, period, value in PUBLISHED:
-        lines.append(f'paper,t,v1,amemgym,"{row}",,interactive,{period},accuracy,{value},fixture,')
+        lines.append(
+            f'paper,t,v1,amemgym,"{row}",,interactive,{period},mean,accuracy,{value},fixture,'
+        )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -254,7 +266,7 @@ def test_amemgym_memory_score_interval_resamples_users(tmp_path):
     published = tmp_path / "p.csv"
     published.write_text(
         ",".join(COLUMNS)
-        + "\npaper,t,v1,amemgym,AWE,,interactive,mean,memory_score,1.2,fixture,\n",
+        + "\npaper,t,v1,amemgym,AWE,,interactive,mean,mean,memory_score,1.2,fixture,\n",
         encoding="utf-8",
     )
     cells, _, _ = compare_published(load_run(root), load_published(published), [("awe", "AWE")])
@@ -367,7 +379,9 @@ def test_our_on_to_off_policy_rank_change_beside_the_published_one(tmp_path):
             ("interactive_replay", "memory_score", off),
             ("interactive", "rank_change", change),
         ):
-            lines.append(f"amemgym,onoff,v1,amemgym,{row},,{protocol},mean,{metric},{value},s,")
+            lines.append(
+                f"amemgym,onoff,v1,amemgym,{row},,{protocol},mean,mean,{metric},{value},s,"
+            )
     published.write_text("\n".join(lines) + "\n", encoding="utf-8")
     cells, taus, _ = compare_published(
         load_run(root), load_published(published), [("x", "X"), ("y", "Y")]
@@ -409,3 +423,186 @@ def test_two_runs_are_compared_on_scores_not_on_timings_or_the_spread_across_see
     cells, taus, ranks = compare_runs(*(load_run(r) for r in runs))
     assert set(cells["metric"]) == {"accuracy"} and set(cells["aggregate"]) == {"micro"}
     assert set(taus["metric"]) == {"accuracy"} and set(ranks["metric"]) == {"accuracy"}
+
+
+# ----------------------------------------------------------------- clustered items, Holm
+
+
+def test_holm_worked_example():
+    """m = 3 tests: the smallest p times 3, the next times 2 (kept non-decreasing), the last
+    times 1: (.01, .04, .03) -> (.03, .06, .06); an untested pair (NaN) stays out of the family."""
+    assert holm([0.01, 0.04, 0.03, math.nan])[:3] == pytest.approx([0.03, 0.06, 0.06])
+    assert math.isnan(holm([0.01, 0.04, 0.03, math.nan])[3])
+    assert holm([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
+
+
+def test_cluster_permutation_worked_example():
+    """Differences B - A per user: u1 (1, 1), u2 (1, 0), u3 (0, 1, 0): user sums 2, 1, 1 over 7
+    items, mean 4/7. Flipping each user's sign gives |±2 ±1 ±1| / 7 in {4, 2, 2, 0, 0, 2, 2, 4}
+    / 7: 2 of the 8 patterns reach 4/7, p = .25 (McNemar, taking the 7 items as independent,
+    would say 2 / 2^4 = .125). Resampling users: all u3 gives 3/9, all u1 6/6, each with
+    probability 1/27 > 2.5 %, so the interval is [1/3, 1]."""
+    a = [0] * 7
+    b = [1, 1, 1, 0, 0, 1, 0]
+    users = ["u1", "u1", "u2", "u2", "u3", "u3", "u3"]
+    test = cluster_paired_test(a, b, users)
+    assert (test.test, test.n, test.clusters) == ("cluster-permutation", 7, 3)
+    assert test.diff == pytest.approx(4 / 7) and test.p_value == 0.25
+    assert (test.low, test.high) == (pytest.approx(1 / 3), 1.0)
+    assert mcnemar(a, b).p_value == 0.125
+    same = cluster_paired_test(a, a, users)
+    assert same.p_value == 1.0 and same.diff == 0.0
+
+
+def _amemgym_run(root, systems: dict[str, dict[str, list[int]]], periods=(0,)):
+    """AMemGym question scores of ``systems`` (user -> right / wrong per question, the same in
+    every period) and their summary rows (accuracy and memory score at each period)."""
+    rows = []
+    for system, per_user in systems.items():
+        for period in periods:
+            path = root / "amemgym" / system / "interactive" / f"step{period}"
+            path.mkdir(parents=True)
+            frame = amemgym_rows(per_user, period)
+            frame.to_parquet(path / "question_scores.parquet")
+            score = (frame.groupby("user_id")["correct"].mean() - 0.25) / 0.5
+            rows.append(summary_row(system, frame["correct"].mean(), len(frame), step=period))
+            rows.append(summary_row(system, score.mean(), len(score), "memory_score", step=period))
+        last = max(periods)
+        rows.append(
+            summary_row(
+                system,
+                score.mean(),
+                len(score) * len(periods),
+                "memory_score",
+                step=last,
+                aggregate="mean_over_periods",
+            )  # fmt: skip
+        )
+    write_table(pd.DataFrame(rows), root / "summary.parquet", SUMMARY)
+    return load_run(root)
+
+
+def test_paired_tests_over_users_are_holm_corrected_across_the_pairs(tmp_path):
+    """a and c answer nothing right, b as in the worked example above (user sums 2, 1, 1):
+    a-b and b-c have p = .25 over users, a-c p = 1; Holm over the three pairs of the metric:
+    .25 * 3 = .75, then max(.75, .25 * 2) = .75, then max(.75, 1) = 1."""
+    nothing = {"u1": [0, 0], "u2": [0, 0], "u3": [0, 0, 0]}
+    some = {"u1": [1, 1], "u2": [1, 0], "u3": [0, 1, 0]}
+    run = _amemgym_run(tmp_path, {"a": nothing, "b": some, "c": nothing})
+    paired = paired_systems(run)
+    accuracy = paired[paired["metric"] == "accuracy"].set_index(["system_a", "system_b"])
+    assert set(accuracy["test"]) == {"cluster-permutation"}
+    assert accuracy["clusters"].tolist() == [3, 3, 3]
+    assert accuracy["p_value"].to_dict() == {("a", "b"): 0.25, ("a", "c"): 1.0, ("b", "c"): 0.25}
+    assert accuracy["p_holm"].to_dict() == {("a", "b"): 0.75, ("a", "c"): 1.0, ("b", "c"): 0.75}
+    assert set(accuracy["significant"]) == {"no"}
+    assert accuracy.loc[("a", "b"), "diff"] == pytest.approx(4 / 7)
+
+
+def test_a_normalized_score_gets_no_wilson_interval(tmp_path):
+    """Memory scores (accuracy - .25) / .5 of 1 (u1: 3 of 4) and 0 (u2: 1 of 4): values 0 and 1,
+    but not a proportion: the interval resamples the two users (means 0, .5, .5, 1), [0, 1],
+    not Wilson's [.095, .905] for 1 of 2."""
+    run = _amemgym_run(tmp_path / "r", {"awe": {"u1": [1, 0, 1, 1], "u2": [1, 0, 0, 0]}})
+    row = next(run.summary[run.summary["metric"] == "memory_score"].itertuples(index=False))
+    assert (row.aggregate, row.value, row.n) == ("micro", 0.5, 2)
+    low, high, method = interval(run, row)
+    assert (low, high, method) == (0.0, 1.0, "cluster-bootstrap")
+
+
+def test_an_interval_over_users_who_all_score_alike_is_degenerate_not_zero_width(tmp_path):
+    """Every user scores .5 in every period: the resampled means cannot vary; the interval is
+    marked degenerate, without bounds, and the published .9 is not called outside it."""
+    run = _amemgym_run(tmp_path / "r", {"awe": {"u1": [1, 0], "u2": [0, 1]}}, periods=(0, 1))
+    published = tmp_path / "p.csv"
+    published.write_text(
+        ",".join(COLUMNS)
+        + "\npaper,t,v1,amemgym,AWE,,interactive,mean,mean,memory_score,0.9,fixture,\n",
+        encoding="utf-8",
+    )
+    cells, _, _ = compare_published(run, load_published(published), [("awe", "AWE")])
+    cell = cells.iloc[0]
+    assert (cell["ours"], cell["n"], cell["ci_method"]) == (0.5, 4, "degenerate")
+    assert math.isnan(cell["ci_low"]) and math.isnan(cell["ci_high"])
+    assert cell["outside"] == ""
+
+
+# --- per question type, several benchmarks, unpaired rows --------------------------------------
+
+
+def _locomo_run(root, rows):
+    """A summary of static QA runs: (benchmark, system, aggregate, metric, value, n) per row."""
+    summary = [
+        {"benchmark": b, "system": s, "protocol": "qa", "step": 0, "metric": m, "aggregate": a,
+         "value": v, "n": n}
+        for b, s, a, m, v, n in rows
+    ]  # fmt: skip
+    write_table(pd.DataFrame(summary), root / "summary.parquet", SUMMARY)
+    return load_run(root)
+
+
+def _locomo_published(tmp_path, cells):
+    """Published rows (table, row, aggregate, metric, value) of benchmark locomo."""
+    path = tmp_path / "locomo.csv"
+    lines = [",".join(COLUMNS)]
+    for table, row, aggregate, metric, value in cells:
+        lines.append(
+            f"locomo,{table},locomo10,locomo,{row},,qa,mean,{aggregate},{metric},{value},s,"
+        )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return load_published(path)
+
+
+def test_a_per_type_cell_pairs_with_the_same_type_and_each_system_with_its_own_benchmark(tmp_path):
+    """`mean` pairs with our micro row, `type:temporal` with our type:temporal row; long_context
+    runs on one benchmark, dense_5 on another, and each is compared where it runs. Tables 3's
+    Observation row has no counterpart: listed once, with the preset's reason."""
+    run = _locomo_run(
+        tmp_path,
+        [
+            ("lc", "long_context", "micro", "f1", 0.36, 10),
+            ("lc", "long_context", "type:temporal", "f1", 0.25, 4),
+            ("rag", "dense_5", "micro", "f1", 0.40, 10),
+            ("rag", "dense_5", "type:temporal", "f1", 0.30, 4),
+        ],
+    )
+    published = _locomo_published(
+        tmp_path,
+        [
+            ("t2", "gpt 16K", "mean", "f1", 0.359),
+            ("t2", "gpt 16K", "type:temporal", "f1", 0.243),
+            ("t3", "Dialog top-5", "mean", "f1", 0.388),
+            ("t3", "Dialog top-5", "type:temporal", "f1", 0.354),
+            ("t3", "Observation top-5", "mean", "f1", 0.433),
+            ("t3", "Observation top-5", "type:temporal", "f1", 0.407),
+        ],
+    )
+    pairs = [("long_context", "gpt 16K"), ("dense_5", "Dialog top-5")]
+    reasons = {"Observation top-5": "observations are not a mnemoflow system"}
+    cells, taus, _ = compare_published(run, published, pairs, unpaired=reasons)
+    by = cells.set_index(["row", "aggregate"])
+    assert by.loc[("gpt 16K", "mean"), "ours"] == 0.36
+    assert by.loc[("gpt 16K", "type:temporal"), "ours"] == 0.25
+    assert by.loc[("Dialog top-5", "type:temporal"), "ours"] == 0.30
+    assert by.loc[("Dialog top-5", "mean"), "diff"] == pytest.approx(0.40 - 0.388)
+    assert math.isnan(by.loc[("Observation top-5", "mean"), "ours"])
+    assert list(taus["table"]) == []  # one paired row per table: no ranking to agree on
+    alone = unpaired_rows(cells)
+    assert alone.to_dict("records") == [
+        {"paper": "locomo", "table": "t3", "row": "Observation top-5", "cells": 2,
+         "reason": "observations are not a mnemoflow system"},
+    ]  # fmt: skip
+
+
+def test_a_system_on_several_benchmarks_needs_the_benchmark_named(tmp_path):
+    run = _locomo_run(
+        tmp_path,
+        [("a", "dense_5", "micro", "f1", 0.4, 10), ("b", "dense_5", "micro", "f1", 0.5, 10)],
+    )
+    published = _locomo_published(tmp_path, [("t3", "Dialog top-5", "mean", "f1", 0.388)])
+    with pytest.raises(ReportError, match=r"dense_5 runs on several benchmarks \(a, b\)"):
+        compare_published(run, published, [("dense_5", "Dialog top-5")])
+    cells, _, _ = compare_published(run, published, [("dense_5", "Dialog top-5")], benchmark="b")
+    assert cells["ours"].tolist() == [0.5]
+    with pytest.raises(ReportError, match=r"no benchmark 'locomo' .*name it with --benchmark"):
+        compare_published(run, published)  # nothing paired, no benchmark of that name

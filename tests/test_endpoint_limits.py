@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from mnemoflow.llm.addresses import redact
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.limits import endpoint_budgets, endpoint_resource, job_limits
 from mnemoflow.llm.types import ChatRequest
@@ -14,12 +15,20 @@ from mnemoflow.testing.openai_server import OpenAITestServer
 
 LOCAL = "http://127.0.0.1:8000/v1"
 REMOTE = "https://api.example.org/v1/"
+#: Resource names: host, port and the first 8 hex digits of sha256("/v1"), never the path itself.
+LOCAL_NAME = "endpoint_127_0_0_1_8000_2d234c97"
+REMOTE_NAME = "endpoint_api_example_org_443_2d234c97"
+#: How params name LOCAL (the redacted form the job maps back to the real address).
+LOCAL_PUBLIC = "http://127.0.0.1:8000/redacted-2d234c97"
 
 
 def test_resource_names_are_identifiers_from_the_address():
-    assert endpoint_resource(LOCAL) == "endpoint_127_0_0_1_8000_v1"
-    assert endpoint_resource(REMOTE) == "endpoint_api_example_org_v1"
+    assert endpoint_resource(LOCAL) == LOCAL_NAME
+    assert endpoint_resource(REMOTE) == REMOTE_NAME
     assert endpoint_resource("HTTPS://API.example.org/v1") == endpoint_resource(REMOTE)
+    assert endpoint_resource("https://api.example.org:443/v1") == REMOTE_NAME
+    # a token in the path never becomes part of a resource name
+    assert "tok" not in endpoint_resource("https://api.example.org/tok_abc123/v1")
 
 
 def test_budget_is_the_smallest_concurrency_bound_to_an_endpoint():
@@ -31,8 +40,8 @@ def test_budget_is_the_smallest_concurrency_bound_to_an_endpoint():
         "embedder": {"backend": "sentence_transformers"},
     }
     assert endpoint_budgets(models) == {
-        "endpoint_127_0_0_1_8000_v1": 6,
-        "endpoint_api_example_org_v1": 8,
+        LOCAL_NAME: 6,
+        REMOTE_NAME: 8,
     }
 
 
@@ -46,18 +55,19 @@ def test_job_share_worked_example():
         "judge": {"base_url": LOCAL, "model": "j", "concurrency": 6},
     }
     limits = job_limits(models, ["agent"], endpoint_jobs=4)
-    assert limits.resources == {"endpoint_127_0_0_1_8000_v1": 1}
+    assert limits.resources == {LOCAL_NAME: 1}
     assert limits.params == {
-        LOCAL: {
-            "resource": "endpoint_127_0_0_1_8000_v1",
+        LOCAL_PUBLIC: {
+            "resource": LOCAL_NAME,
             "concurrency": 1,
             "requests_per_minute": 20.0,
         }
     }
     # Two jobs at a time: share 3, rpm 120 x 3 / 6 = 60.
     two = job_limits(models, ["agent", "judge"], endpoint_jobs=2)
-    assert two.resources == {"endpoint_127_0_0_1_8000_v1": 3}
-    assert two.params[LOCAL]["concurrency"] == 3 and two.params[LOCAL]["requests_per_minute"] == 60
+    assert two.resources == {LOCAL_NAME: 3}
+    shared = two.params[LOCAL_PUBLIC]
+    assert shared["concurrency"] == 3 and shared["requests_per_minute"] == 60
     # A job whose roles are all offline declares nothing.
     assert job_limits(models, ["user", "memory_writer"]).resources == {}
 
@@ -91,7 +101,7 @@ def test_roles_of_a_job_on_one_endpoint_share_its_share():
         binding = {"base_url": server.base_url, "model": "m", "concurrency": 8}
         models = {"agent": binding, "judge": binding}
         limits = job_limits(models, ["agent", "judge"], endpoint_jobs=4).params
-        assert limits[server.base_url]["concurrency"] == 2
+        assert limits[redact(server.base_url)]["concurrency"] == 2
         _burst(Gateway.from_config(models, None, limits), 10)
         shared = server.stats()
         server.reset()
@@ -107,7 +117,7 @@ def test_a_jobs_rate_share_spaces_its_requests():
         binding = {"base_url": server.base_url, "model": "m", "concurrency": 4}
         models = {"agent": {**binding, "requests_per_minute": 600}}
         limits = job_limits(models, ["agent"], endpoint_jobs=4).params
-        assert limits[server.base_url]["requests_per_minute"] == 150
+        assert limits[redact(server.base_url)]["requests_per_minute"] == 150
         gateway = Gateway.from_config(models, None, limits)
 
         async def main():
@@ -135,7 +145,7 @@ def test_two_spellings_of_one_endpoint_share_one_limit_in_the_job():
         "judge": {"base_url": REMOTE, "model": "j", "concurrency": 8},
     }
     limits = job_limits(models, ["agent", "judge"], endpoint_jobs=4)
-    assert limits.resources == {"endpoint_api_example_org_v1": 2}
+    assert limits.resources == {REMOTE_NAME: 2}
     gateway = Gateway.from_config(models, limits=limits.params)
     agent, judge = gateway.backend("agent"), gateway.backend("judge")
     assert agent._shared is judge._shared and agent._shared.concurrency == 2
@@ -146,6 +156,6 @@ def test_a_role_that_falls_back_to_another_holds_a_share_of_its_endpoint():
     calls the critic must hold a share of it, and run within that share."""
     models = {"judge": {"base_url": REMOTE, "model": "j", "concurrency": 8}}
     limits = job_limits(models, ["critic"], endpoint_jobs=4)
-    assert limits.resources == {"endpoint_api_example_org_v1": 2}
+    assert limits.resources == {REMOTE_NAME: 2}
     gateway = Gateway.from_config(models, limits=limits.params)
     assert gateway.backend("critic")._shared.concurrency == 2

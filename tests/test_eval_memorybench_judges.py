@@ -119,10 +119,10 @@ def test_critic_parser_rejects(reply):
 def test_critic_role_takes_the_judge_binding_unless_bound():
     judge = {"base_url": "http://127.0.0.1:9/v1", "model": "j", "temperature": 0.0}
     gateway = Gateway.from_config({"judge": judge})
-    assert (gateway.specs["critic"].model, gateway.specs["critic"].base_url) == (
-        "j",
-        "http://127.0.0.1:9/v1",
-    )
+    critic_spec = gateway.specs["critic"]
+    assert critic_spec.model == "j"
+    # the spec names the judge's address redacted; the backend is given the real one
+    assert gateway.addresses[critic_spec.base_url].url == "http://127.0.0.1:9/v1"
     critic = {"base_url": "http://127.0.0.1:8/v1", "model": "critic-7b", "temperature": 1.0}
     gateway = Gateway.from_config({"judge": judge, "critic": critic})
     assert (gateway.specs["critic"].model, gateway.specs["critic"].temperature) == (
@@ -206,14 +206,16 @@ def test_limitgen_unknown_error_type_is_a_one_line_error():
 
 
 @pytest.mark.parametrize(
-    ("reply", "expected"), [("7", 7), ("**8**", 8), ("7/10", 7), ("Score: 9.", 9), (" 10\n", 10)]
+    ("reply", "expected"),
+    [("7", 7), ("**8**", 8), ("7/10", 7), ("Score: 9.", 9), (" 10\n", 10)]
+    + [("On a scale of 1 to 10 I give 8", 8)],  # the reference's first-number rule reads 1
 )
 def test_single_integer_accepts(reply, expected):
     assert single_integer(reply, 1, 10) == expected
 
 
 @pytest.mark.parametrize(
-    "reply", ["", "good", "11", "0", "7.5", "On a scale of 1 to 10 I give 8", "7 or 8"]
+    "reply", ["", "good", "11", "0", "7.5", "Somewhere between 7 and 8.", "7 or 8"]
 )
 def test_single_integer_rejects(reply):
     with pytest.raises(UnparseableReply):

@@ -114,8 +114,12 @@ def test_dialsim_exact_match_is_one_sided_on_the_final_dot():
     assert exact_match("Monica.", "Monica")
     assert not exact_match("Monica", "Monica.")  # gold with "." vs reply without: judge decides
     assert parse_verdict("Correct") is True and parse_verdict(" wrong. ") is False
-    with pytest.raises(UnparseableReply):
-        parse_verdict("Correct, because Monica said so")
+    # a verbose reply is read for the verdict it states (the reference would retry it)
+    assert parse_verdict("Correct, because Monica said so") is True
+    assert parse_verdict("The prediction is not correct: Ross cooked.") is False
+    for text in ("Correct or wrong?", "Partly correct, partly wrong."):
+        with pytest.raises(UnparseableReply):
+            parse_verdict(text)
 
 
 def test_dialsim_exact_match_needs_no_judge_and_the_rest_goes_to_it(tmp_path):
@@ -143,18 +147,20 @@ def test_dialsim_judge_reply_reasked_then_counted(tmp_path):
         gateway = scripted(tmp_path / "b", server)
         score = run(_score(item, "the neighbour", gateway))
         assert server.stats().total == 3  # 1 + 2 re-asks, as the reference's patience of 3
-    assert (score.value, score.parse_ok) == (0.0, False)
+    assert (score.value, score.parse_ok) == (None, False)  # unscored, never guessed
+    assert item_value("DialSim-bigbang", score) == 0.0  # the reference's False, in :all
     assert gateway.ledger.totals().parse_failures == 1
 
 
 # ------------------------------------------------------------------ NFCats judge
 
 
-def test_nfcats_score_parsing_is_strict():
+def test_nfcats_score_is_the_final_explicit_one_on_the_scale():
     assert [
-        parse_score(t) for t in ("4", "5.", "3/5", "2 - partial", "###Score of the answer: 1")
-    ] == [4, 5, 3, 2, 1]
-    for text in ("10", "6", "Score: 4", "4.5", "", "The answer is fine."):
+        parse_score(t)
+        for t in ("4", "5.", "3/5", "2 - partial", "###Score of the answer: 1", "Score: 4")
+    ] == [4, 5, 3, 2, 1, 4]
+    for text in ("10", "6", "Score: 8/10", "4.5", "", "The answer is fine.", "3 or 4"):
         with pytest.raises(UnparseableReply):
             parse_score(text)
 
@@ -178,7 +184,8 @@ def test_nfcats_judge_failure_scores_the_bottom_of_the_scale_and_is_counted(tmp_
     assert score == ItemScore("score", 4.0, "10\n---\n4", True)
     with OpenAITestServer(reply=Script("It is good.")) as server:
         score = run(_score(item, "A person of great bravery.", scripted(tmp_path / "b", server)))
-    assert (score.value, score.parse_ok) == (1.0, False)
+    assert (score.value, score.parse_ok) == (None, False)  # unscored, never guessed
+    assert item_value("NFCats", score) == 1.0  # the bottom of the scale, in :all
     assert score.raw_reply == "It is good.\n---\nIt is good.\n---\nIt is good."
 
 

@@ -17,7 +17,7 @@ from mnemoflow.jobs import context, interactive
 from mnemoflow.jobs.context import JobEnv, RunKeys, files_of
 
 ROOT = Path(__file__).resolve().parents[1]
-JOB_MODULES = ("data", "static_qa", "feedback", "interactive", "environment", "summary")
+JOB_MODULES = ("data", "static_qa", "panel", "feedback", "interactive", "environment", "summary")
 
 
 class Named(dict):
@@ -153,7 +153,7 @@ def _jobs():
 
 def test_no_job_takes_more_than_eight_parameters():
     found = dict(_jobs())
-    assert len(found) == 17  # one per script
+    assert len(found) == 19  # one per script
     assert {name: len(inspect.signature(fn).parameters) for name, fn in found.items()
             if len(inspect.signature(fn).parameters) > 8} == {}  # fmt: skip
 

@@ -18,6 +18,7 @@ import pytest
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer, original_body
+from mnemoflow.testing.verbose_judge import is_reask, verbose
 from tests.eval_fixtures import answers_table, longmemeval_tables
 
 _GRADED = re.compile(r"Correct Answer: (.*?)\n\nModel Response: (.*?)\n\n", re.DOTALL)
@@ -50,9 +51,9 @@ def answers(questions: pd.DataFrame) -> pd.DataFrame:
     return answers_table("longmemeval", questions, replies)
 
 
-def judge_run(tmp_path, name: str, reasks: int = 2, **faults):
+def judge_run(tmp_path, name: str, reasks: int = 2, judge=strict_judge, **faults):
     _, _, questions = longmemeval_tables()
-    with OpenAITestServer(reply=strict_judge, **faults) as server:
+    with OpenAITestServer(reply=judge, **faults) as server:
         judge = {"base_url": server.base_url, "model": "judge-test", "max_parse_retries": reasks}
         models = {"judge": judge}
         gateway = Gateway.from_config(models, cache_path=tmp_path / f"{name}.sqlite")
@@ -108,3 +109,28 @@ def test_a_judge_that_never_parses_is_a_stored_failure_not_a_guess(tmp_path):
     assert (~out["parse_ok"]).all() and out["value"].isna().all()
     assert ledger.parse_failures == len(out) == 12
     assert json.loads(out["raw_reply"].iloc[0]) == [GARBLED_TEXT] * 3
+
+
+def test_a_verbose_judge_with_thinking_gives_the_clean_run_s_verdicts(tmp_path):
+    """The judge writes verdicts as judge models do (misleading first words, echoes of the
+    instructions, markdown, a thinking block with a wrong draft before every reply); some first
+    replies state both verdicts and are re-asked for the label alone: 0 misread verdicts."""
+    followups = []
+
+    def verbose_judge(body):
+        if is_reask(body):
+            followups.append(body["messages"][-1]["content"])
+        return verbose(strict_judge(body), body)
+
+    clean, _, _ = judge_run(tmp_path, "clean")
+    wordy, stats, ledger = judge_run(tmp_path, "verbose", judge=verbose_judge, think="inline")
+    keys = ["system", "question_id", "metric"]
+    compared = ["judge", "value", "parse_ok"]
+    left = clean.set_index(keys)[compared].sort_index()
+    right = wordy.set_index(keys)[compared].sort_index()
+    pd.testing.assert_frame_equal(left, right)
+    assert ledger.parse_failures == 0 and ledger.reasks == len(followups) >= 1
+    assert all("reply with only the single word yes or no" in text for text in followups)
+    # raw_reply keeps the replies as written, thinking included (docs/gateway.md); the verdict
+    # is read after it, so `mnemoflow reparse` reads the stored replies the same way
+    assert wordy["raw_reply"].str.contains("<think>").all()

@@ -46,7 +46,8 @@ def test_config_binds_agent_judge_user_to_the_served_model():
     for role in ("agent", "judge", "user"):
         spec = gateway.specs[role]
         assert spec.backend == "openai"
-        assert spec.base_url == "http://127.0.0.1:8765/v1" == local_llm.base_url(8765)
+        real = gateway.addresses[spec.base_url].url  # the spec holds it redacted
+        assert real == "http://127.0.0.1:8765/v1" == local_llm.base_url(8765)
         assert spec.model == local_llm.MODEL_ALIAS == "smollm2-135m-instruct"
         assert spec.api_key_env is None  # the local server takes no key
         assert 1 <= spec.concurrency <= 2 and spec.max_tokens <= 128

@@ -177,6 +177,12 @@ CONFIG_CASES = {
     "config_role_without_model.yaml": (
         "config models.judge.model: required for the openai backend"
     ),
+    "config_base_url_with_token.yaml": (
+        "config models.judge.base_url: holds a query parameter other than api-version"
+    ),
+    "config_endpoint_url_with_user_info.yaml": (
+        "config endpoints.gw.base_url: holds user info (user:password@)"
+    ),
     "config_missing_key_variable.yaml": (
         "config models.judge.api_key_env: environment variable MNEMOFLOW_MALFORMED_NO_SUCH_KEY "
         "is not set"
@@ -312,6 +318,7 @@ def test_workflow_config(tmp_path, name):
     output = result.stdout + result.stderr
     lines = [line for line in output.splitlines() if CONFIG_CASES[name] in line]
     assert len(lines) == 1, output  # the message stands on one line, once
+    assert "tok-malformed-corpus" not in output  # a refused credential is never quoted
     assert _parquet(tmp_path) == []
     assert not (tmp_path / "results").exists()
 

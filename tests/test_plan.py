@@ -251,6 +251,49 @@ def test_the_parse_time_plan_is_kept_by_what_it_depends_on(tmp_path):
     assert state_key(config, tmp_path) != key
 
 
+def test_panel_and_probe_calls_are_planned_and_priced_per_judge(tmp_path):
+    """``judge.panel``: every shard's answers once per panel judge, and the benchmark's probe
+    once per judge (the configured one too), each priced by its own judge's model."""
+    import yaml
+
+    from mnemoflow.data.registry import load_benchmark
+    from mnemoflow.eval.panel import probe_set
+    from mnemoflow.planning.run import plan_run
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    tiny = yaml.safe_load(TINY.read_text())
+    config["models"]["embedder"] = {"backend": "offline"}
+    config["run"] = tiny["run"]
+    config["benchmarks"]["synthetic"] = tiny["benchmarks"]["synthetic"]
+    paid = {"base_url": "http://127.0.0.1:9/v1", "model": MODEL, "max_tokens": 4}
+    panel = [
+        {"name": "heuristic", "kind": "generic", "model": {"backend": "offline"}},
+        {"name": "paid", "kind": "generic", "model": paid},
+    ]
+    plain = plan_run(config, tmp_path).to_dict()
+    assert "judge_panel" not in plain["jobs_by_rule"] and "judge_probe" not in plain["jobs_by_rule"]
+    assert not any(role.startswith("judge[") for role in plain["by_role"])
+
+    config["judge"] = {"panel": panel, "probe": {"size": 20}}
+    planned = plan_run(config, tmp_path).to_dict()
+    # 2 systems x 2 steps x 2 shards of panel jobs, one probe for the benchmark
+    assert (planned["jobs_by_rule"]["judge_panel"], planned["jobs_by_rule"]["judge_probe"]) == (
+        8,
+        1,
+    )
+    data = load_benchmark(config["benchmarks"]["synthetic"])
+    probes = probe_set(data.questions, data.sessions, ["generic"], 20, 0)
+    roles = planned["by_role"]
+    for role in ("judge[heuristic]", "judge[paid]"):
+        # every answer of both systems, and every probe
+        assert roles[role]["calls"] == 2 * len(data.questions) + len(probes), role
+    assert roles["judge[paid]"]["usd"] > 0 and roles["judge[heuristic]"]["usd"] == 0.0
+    assert roles["judge"]["calls"] == plain["by_role"]["judge"]["calls"] + len(probes)
+    probe_runs = [r for r in planned["runs"] if r["system"] == "probe"]
+    assert sorted(r["role"] for r in probe_runs) == ["judge", "judge[heuristic]", "judge[paid]"]
+    assert planned["usd"] > plain["usd"]
+
+
 def test_overflow_abort_is_refused_with_the_planned_counts_per_role(monkeypatch):
     from mnemoflow.errors import ConfigError
     from mnemoflow.planning import budget

@@ -13,6 +13,7 @@ numbers are not shipped (the run says so).
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pandas as pd
@@ -34,6 +35,8 @@ from tests.paper_standins import (
     SITE,
     layers,
     merged,
+    missing_data_error,
+    place_standins,
     snakemake_in_process,
     standin_override,
     write_standins,
@@ -119,7 +122,8 @@ def test_labels_name_rows_of_the_tables_a_preset_compares_with():
             assert compare.get("missing"), name  # says what is not shipped
             continue
         rows = set(select_published(published, compare["published"])["row"])
-        labels = {spec["published_as"] for spec in preset(name)["systems"].values()}
+        systems = preset(name)["systems"].values()
+        labels = {spec["published_as"] for spec in systems if "published_as" in spec}
         assert labels <= rows, f"{name}: {sorted(labels - rows)} are not rows of its tables"
 
 
@@ -131,11 +135,29 @@ def test_an_amemgym_preset_without_the_reference_file_says_which_file_goes_first
 
 
 def test_compare_reads_every_preset_or_says_its_numbers_are_not_shipped():
-    spec, pairs, benchmark = read_preset("amemgym-memory-agents", PRESETS)
+    spec, pairs, benchmark, unpaired = read_preset("amemgym-memory-agents", PRESETS)
     assert spec == "amemgym/memory_agents" and benchmark == "amemgym_v1"
+    assert dict(unpaired) == {
+        "A-Mem": "the a-mem product is not adapted (notes_linked is only A-Mem-style)",
+        "Nemori": "no mnemoflow adapter",
+    }
     assert ("awe_2_4_30", "AWE-(2,4,30)") in pairs and ("mem0_graph_2_30", "Mem0-G") in pairs
+    spec, pairs, benchmark, unpaired = read_preset("locomo", PRESETS)
+    assert spec == "locomo/qa_f1.by-row,locomo/rag_qa.gpt-3.5-turbo" and benchmark is None
+    assert ("dense_5", "Dialog top-5") in pairs and ("long_context", "gpt-3.5-turbo 16K") in pairs
+    assert "not a mnemoflow system" in dict(unpaired)["Observation top-5"]
     with pytest.raises(ConfigError, match=r"numbers for this preset are not shipped yet \(Lo"):
-        read_preset("locomo", PRESETS)
+        read_preset("longmemeval-s", PRESETS)
+
+
+def test_the_locomo_preset_accounts_for_every_row_of_its_tables():
+    """Each row of the tables it names is either one of its systems (published_as) or listed
+    with the reason it has no counterpart (compare.unpaired), never both."""
+    own = preset("locomo")
+    rows = set(select_published(load_published(), own["compare"]["published"])["row"])
+    labels = {spec["published_as"] for spec in own["systems"].values() if "published_as" in spec}
+    unpaired = set(own["compare"]["unpaired"])
+    assert labels | unpaired == rows and not labels & unpaired
 
 
 def test_an_offline_endpoint_binds_its_roles_to_the_offline_model():
@@ -158,8 +180,12 @@ def test_the_comparison_a_config_asks_for():
     assert request.published == "amemgym/memory_agents" and request.benchmark == "amemgym_v1"
     assert ("rag_2_4_30", "RAG-(2,4,30)") in request.pairs and request.shipped
     assert Request.from_params(request.as_params()) == request
-    missing = request_of(merged(PRESETS / "locomo.yaml"))
-    assert not missing.shipped and "LoCoMo" in missing.missing
+    missing = request_of(merged(PRESETS / "longmemeval-s.yaml"))
+    assert not missing.shipped and "LongMemEval" in missing.missing
+    locomo = request_of(merged(PRESETS / "locomo.yaml"))
+    assert locomo.shipped and ("dense_50", "Dialog top-50") in locomo.pairs
+    assert dict(locomo.unpaired)["Human"] == "human answers, not a system"
+    assert Request.from_params(locomo.as_params()) == locomo
     assert request_of(merged()) is None  # the default run compares with nothing
     # labels alone: the rows of those labels (which benchmark they are: the loader decides)
     config = merged(PRESETS / "amemgym-on-vs-off.yaml")
@@ -185,15 +211,54 @@ def _layered(tmp, name, standins, site, *extra):
     return [*layers(PRESETS / f"{name}.yaml"), site, override, *extra]
 
 
+@pytest.fixture()
+def fresh_clone(tmp_path, monkeypatch):
+    """Offline, an empty data cache, no key variable: a fresh clone on a machine that has only
+    the files a user placed."""
+    monkeypatch.setenv("MNEMOFLOW_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MNEMOFLOW_OFFLINE", "1")
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_presets_missing_data_is_named_in_one_line_and_placing_it_there_is_enough(
+    name, standins, fresh_clone, monkeypatch
+):
+    wd = fresh_clone / "run"
+    wd.mkdir()
+    monkeypatch.chdir(wd)
+    config = merged(*layers(PRESETS / f"{name}.yaml"), SITE)
+    said = place_standins(config, standins, wd)
+    for bench, message in said.items():
+        assert "\n" not in message and message.startswith(f"config benchmarks.{bench}: ")
+        if config["benchmarks"][bench]["loader"] == "memorybench":
+            # every file, where it goes and where it comes from (pinned), never cut off
+            assert message.count("sha256 ") == 4 and "THUIR/MemoryBench@" in message
+            assert "MemoryBench/configs/final_evaluate_summary_wo_details.json (https" in message
+        if config["benchmarks"][bench]["loader"] == "amemgym":
+            assert "AGI-Eval/AMemGym's v1.base/data.json" in message
+    assert said  # every preset's data is missing at first
+    for bench in config["run"]["benchmarks"]:  # placed where the messages say: the check passes
+        assert missing_data_error(config, bench) is None, bench
+
+
 @pytest.mark.slow
-def test_every_preset_dry_runs_on_stand_in_data_with_the_site_file(standins, tmp_path, monkeypatch):
-    for key, value in KEYS.items():
-        monkeypatch.setenv(key, value)
+def test_every_preset_dry_runs_on_stand_in_data_with_the_site_file(standins, fresh_clone):
+    """With the stand-ins placed where each one-line error says and no key variable set."""
     planned = {}
     for name in NAMES:
-        (tmp_path / name).mkdir()
-        wd = workdir(tmp_path / name)
-        planned[name] = snakemake_in_process(wd, _layered(tmp_path, name, standins, SITE), dry=True)
+        (fresh_clone / name).mkdir()
+        wd = workdir(fresh_clone / name)
+        files = [*layers(PRESETS / f"{name}.yaml"), SITE]
+        cwd = os.getcwd()
+        os.chdir(wd)
+        try:
+            place_standins(merged(*files), standins, wd)
+        finally:
+            os.chdir(cwd)
+        planned[name] = snakemake_in_process(wd, files, dry=True)
         assert "results/report.html" in planned[name], name
     # the plans are the papers' experiments: their systems, protocols and steps
     agents = planned["amemgym-memory-agents"]
@@ -255,9 +320,14 @@ def test_a_memory_agents_run_sets_the_published_numbers_beside_ours(memory_agent
     assert cli(["compare", str(results), "--preset", "amemgym-memory-agents"]) == 0
     out = capsys.readouterr().out
     assert "against the published amemgym/memory_agents" in out and "awe_2_4_30" in out
+    assert re.search(
+        r"^\| amemgym \| memory_agents \| Nemori \| 12 \| no mnemoflow adapter \|$", out, re.M
+    )
+    # preset systems this run left out are listed as such
+    assert re.search(r"\| AWI \| 12 \| its counterpart awi is not in the run \|", out)
     ours = summary.set_index(["system", "protocol", "step", "metric", "aggregate"])["value"]
     value = ours[("awe_2_4_30", "interactive", 1, "memory_score", "mean_over_periods")]
-    assert f"| awe_2_4_30 | interactive | mean | memory_score | 0.296 | {value:.3f} |" in out
+    assert f"| awe_2_4_30 | interactive | mean | mean | memory_score | 0.296 | {value:.3f} |" in out
 
 
 @pytest.fixture(scope="module")
@@ -281,14 +351,58 @@ def locomo_run(standins, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_a_locomo_run_scores_f1_and_j_and_says_its_paper_numbers_are_missing(locomo_run, capsys):
+def test_a_locomo_run_sets_the_acl_papers_numbers_beside_ours(locomo_run, capsys):
+    """Per category and overall: our F1 of dense_5 beside the paper's Dialog top-5 (Table 3),
+    the rows without a counterpart listed with their reason (long_context: not in this run)."""
     results = locomo_run / "results"
     summary = pd.read_parquet(results / "summary.parquet")
     micro = summary[summary["aggregate"] == "micro"].set_index(["benchmark", "system", "metric"])
     assert {"f1", "j", "turn_evidence_recall"} <= set(micro.loc[("locomo10", "dense_5")].index)
+    ours = summary.set_index(["system", "metric", "aggregate"])["value"]
     text = (results / "summary.md").read_text()
-    assert "The paper's numbers for this run are not shipped: LoCoMo's paper tables" in text
+    assert "## Published vs ours" in text and "locomo/rag_qa.gpt-3.5-turbo" in text
+    row = re.search(
+        r"^\|[^\n]*\| Dialog top-5 \| dense_5 \| qa \| mean \| type:single-hop \| f1 \| 0.533 \|"
+        r" ([0-9.]+) \|",
+        text,
+        re.M,
+    )
+    single_hop = ours[("dense_5", "f1", "type:single-hop")]
+    assert row and float(row.group(1)) == pytest.approx(single_hop, abs=5e-4)
+    assert "retrieval over LLM-written observations is not a mnemoflow system" in text
     html = (results / "report.html").read_text()
-    assert "Published vs ours" in html and "not shipped: LoCoMo&#x27;s paper tables" in html
-    assert cli(["compare", str(results), "--preset", "locomo"]) == 2
-    assert "not shipped yet" in capsys.readouterr().err
+    assert "Published vs ours" in html and "Dialog top-5" in html
+    assert cli(["compare", str(results), "--preset", "locomo"]) == 0
+    out = capsys.readouterr().out
+    assert "against the published locomo/qa_f1.by-row,locomo/rag_qa.gpt-3.5-turbo" in out
+    micro = ours[("dense_5", "f1", "micro")]
+    overall = f"| Dialog top-5 | dense_5 | qa | mean | mean | f1 | 0.388 | {micro:.3f} |"
+    assert overall in out
+    unpaired = re.search(r"^\| locomo \| qa_f1.by-row \| gpt-3.5-turbo 16K \|[^\n]*$", out, re.M)
+    assert unpaired and "long_context is not in the run" in unpaired.group(0)
+    assert re.search(r"^\| locomo \| rag_qa.gpt-3.5-turbo \| Summary top-2 \| 12 \|", out, re.M)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["amemgym-v1base-native", "memorybench-off-policy"])
+def test_mnemoflow_plan_succeeds_once_the_data_is_where_the_error_said(
+    name, standins, fresh_clone, capsys
+):
+    """`mnemoflow plan` with the real site file, offline and with no key variable set."""
+    (fresh_clone / "run").mkdir()
+    wd = workdir(fresh_clone / "run")
+    files = [*layers(PRESETS / f"{name}.yaml"), SITE]
+    args = ["plan", "--json", "--directory", str(wd), "--configfile", *map(str, files)]
+    assert cli(args) == 2  # nothing placed yet: the one-line error
+    cwd = os.getcwd()
+    os.chdir(wd)
+    try:
+        said = place_standins(merged(*files), standins, wd)
+    finally:
+        os.chdir(cwd)
+    assert list(said.values())[0] in capsys.readouterr().err
+    assert cli(args) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["calls"] > 0 and {run["benchmark"] for run in plan["runs"]} == set(
+        merged(*files)["run"]["benchmarks"]
+    )

@@ -3,6 +3,7 @@ and one-line errors naming file, line and field for malformed files."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from mnemoflow.data.published import (
@@ -22,9 +23,10 @@ def published():
     return load_published()
 
 
-def cell(frame, table, row, metric, period="mean", protocol="interactive"):
+def cell(frame, table, row, metric, period="mean", protocol="interactive", aggregate="mean"):
     hit = frame[
         (frame["table"] == table)
+        & (frame["aggregate"] == aggregate)
         & (frame["row"] == row)
         & (frame["metric"] == metric)
         & (frame["period"] == period)
@@ -39,7 +41,9 @@ def test_every_shipped_csv_loads_and_names_its_source(published):
     assert files, "no published CSV shipped"
     assert set(published["file"]) == {str(f) for f in files}
     assert (published["source"].str.len() > 0).all()
-    assert len(published) == 635
+    counts = published.groupby("paper").size().to_dict()
+    assert counts == {"amemgym": 635, "locomo": 204 + 192, "mem0": 220}
+    assert set(published.loc[published["paper"] == "amemgym", "aggregate"]) == {"mean"}
 
 
 def test_pinned_transcribed_values(published):
@@ -125,7 +129,7 @@ def test_select_by_paper_and_table(published):
 
 
 HEADER = ",".join(COLUMNS)
-GOOD = "amemgym,t,v1.base,amemgym,AWI,gpt-4.1-mini,interactive,mean,memory_score,.177,slides,"
+GOOD = "amemgym,t,v1.base,amemgym,AWI,gpt-4.1-mini,interactive,mean,mean,memory_score,.177,slides,"
 
 
 @pytest.mark.parametrize(
@@ -137,7 +141,9 @@ GOOD = "amemgym,t,v1.base,amemgym,AWI,gpt-4.1-mini,interactive,mean,memory_score
         (GOOD.replace(",AWI,", ",,"), r"line 2: field 'row' is empty"),
         (GOOD + "\n" + GOOD, r"line 3: cell .* already given at .*line 2"),
         (GOOD.replace("memory_score,.177", "rank_change,1.5"), r"line 2: .*must be an integer"),
-        (GOOD[: GOOD.rindex(",")], r"line 2: 11 fields, expected 12"),
+        (GOOD[: GOOD.rindex(",")], r"line 2: 12 fields, expected 13"),
+        (GOOD.replace(",mean,mean,", ",mean,single-hop,"), r"line 2: field 'aggregate' must be"),
+        (GOOD.replace(",mean,mean,", ",mean,type:Single Hop,"), r"field 'aggregate' must be"),
         (GOOD.replace(",interactive,", ",On-Policy,"), r"line 2: field 'protocol' must be"),
     ],
 )
@@ -154,3 +160,109 @@ def test_bad_header_names_line_1(tmp_path):
     path.write_text(HEADER.replace("metric", "measure") + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"line 1: header must be .*missing \['metric'\]"):
         read_published(path)
+
+
+# --- LoCoMo (ACL 2024) and Mem0 (arXiv 2504.19413v1) ------------------------------------------
+
+#: Questions per type in the released locomo10.json (the LoCoMo paper's Table 5 gives the same).
+LOCOMO_TYPES = {
+    "single-hop": 841,
+    "multi-hop": 282,
+    "temporal": 321,
+    "open-domain": 96,
+    "adversarial": 446,
+}
+
+
+@pytest.mark.parametrize(
+    ("paper", "table", "cells", "data", "source"),
+    [
+        # 11 readers x 5 categories and overall
+        ("locomo", "qa_f1.by-row", 11 * 6, "locomo10", "2024.acl-long.747"),
+        # no retrieval: F1 only; 11 retrieval rows: F1 and R@k
+        ("locomo", "rag_qa.gpt-3.5-turbo", 6 + 11 * 12, "locomo10", "2024.acl-long.747"),
+        ("locomo", "v1_qa_f1.by-row", 9 * 6, "locomo50", "2402.17753v1"),
+        ("locomo", "v1_rag_qa.gpt-3.5-turbo-16k", 6 + 11 * 12, "locomo50", "2402.17753v1"),
+        # F1, BLEU-1 for 11 methods; J for 6
+        ("mem0", "qa.gpt-4o-mini", 11 * 4 * 2 + 6 * 4, "locomo10", "2504.19413v1"),
+        # RAG rows, the two rows without search, the memory systems
+        ("mem0", "latency.gpt-4o-mini", 14 * 5 + 2 * 4 + 5 * 6, "locomo10", "2504.19413v1"),
+    ],
+)
+def test_locomo_and_mem0_tables_are_whole(published, paper, table, cells, data, source):
+    part = published[(published["paper"] == paper) & (published["table"] == table)]
+    assert len(part) == cells
+    assert (part["version"] == data).all() and (part["protocol"] == "qa").all()
+    assert part["source"].str.contains(source, regex=False).all()
+    assert part["note"].str.startswith("printed ").all()
+
+
+def test_pinned_locomo_and_mem0_values(published):
+    def qa(table, row, metric, aggregate="mean"):
+        return cell(published, table, row, metric, "mean", "qa", aggregate)
+
+    t2, t3 = "qa_f1.by-row", "rag_qa.gpt-3.5-turbo"
+    assert qa(t2, "gpt-4-turbo", "f1") == 0.516
+    assert qa(t2, "gpt-3.5-turbo 16K", "f1", "type:single-hop") == 0.526
+    assert qa(t2, "Llama-3-70B-Instruct", "f1", "type:adversarial") == 0.8
+    # the ACL PDF's text glues a single-digit top-k into the first value ("553.3" = 5, 53.3)
+    assert qa(t3, "Dialog top-5", "f1", "type:single-hop") == 0.533
+    assert qa(t3, "Observation top-50", "f1", "type:single-hop") == 0.541
+    assert qa(t3, "Summary top-2", "f1", "type:single-hop") == 0.328
+    assert qa(t3, "Dialog top-50", "turn_evidence_recall", "type:multi-hop") == 0.73
+    assert qa(t3, "None", "f1") == 0.224
+    v1 = "v1_rag_qa.gpt-3.5-turbo-16k"
+    assert qa(v1, "Dialog top-5", "f1", "type:single-hop") == 0.429
+    assert qa(v1, "Dialog top-10", "turn_evidence_recall", "type:multi-hop") == 2.474  # as printed
+    assert qa("v1_qa_f1.by-row", "GPT-3.5-turbo-16K 16K", "f1", "type:adversarial") == 0.021
+    t1, lat = "qa.gpt-4o-mini", "latency.gpt-4o-mini"
+    # Mem0's "Single Hop" column is the released category 1, mnemoflow's multi-hop
+    assert qa(t1, "Mem0", "j", "type:multi-hop") == 0.6713
+    assert qa(t1, "Zep", "f1", "type:single-hop") == 0.4956
+    assert qa(t1, "LangMem", "bleu1", "type:open-domain") == 0.2232
+    assert qa(lat, "Mem0", "retrieval_ms_p50") == 148
+    assert qa(lat, "LangMem", "retrieval_ms_p95") == 59820
+    assert qa(lat, "Full-context", "memory_tokens") == 26031
+    assert qa(lat, "RAG chunk 8192 k=2", "j") == 0.6053
+
+
+def _weighted(part: pd.DataFrame, types) -> float:
+    value = part.set_index("aggregate")["value"]
+    return sum(value[f"type:{t}"] * LOCOMO_TYPES[t] for t in types) / sum(
+        LOCOMO_TYPES[t] for t in types
+    )
+
+
+def test_locomo_overall_is_the_question_weighted_mean_of_its_categories(published):
+    """Checks the category mapping (the paper's columns Single Hop .. Adversarial are the released
+    categories 4, 1, 2, 3, 5) and the transcription: every F1 row's Overall is the mean over the
+    1,986 questions of its five category values, to the printed precision (Human and RAG's None
+    row are the exceptions their notes explain)."""
+    part = published[(published["version"] == "locomo10") & (published["metric"] == "f1")]
+    part = part[part["paper"] == "locomo"]
+    checked = 0
+    for (table, row), group in part.groupby(["table", "row"]):
+        overall = group.set_index("aggregate")["value"]["mean"]
+        if row in ("Human", "None"):
+            expected = {"Human": 0.911, "None": 0.231}[row]
+            assert _weighted(group, LOCOMO_TYPES) == pytest.approx(expected, abs=5e-4)
+            assert group["note"].str.contains(f"that would be {expected * 100:.1f}").all()
+            continue
+        assert _weighted(group, LOCOMO_TYPES) == pytest.approx(overall, abs=6e-4), (table, row)
+        checked += 1
+    assert checked == 10 + 11
+
+
+def test_mem0_category_columns_reproduce_its_overall_j(published):
+    """Mem0's Table 1 J per column, weighted by the question counts of the released categories its
+    authors map them to (Single Hop 1, Multi-Hop 3, Open Domain 4, Temporal 2), gives Table 2's
+    overall J for all six systems in both tables; the paper's literal column names would not."""
+    mem0 = published[(published["paper"] == "mem0") & (published["metric"] == "j")]
+    per_type = mem0[mem0["table"] == "qa.gpt-4o-mini"]
+    overall = mem0[mem0["table"] == "latency.gpt-4o-mini"].set_index("row")["value"]
+    types = ("single-hop", "multi-hop", "temporal", "open-domain")
+    pairs = {"A-Mem*": "A-Mem", "LangMem": "LangMem", "Zep": "Zep", "OpenAI": "OpenAI"}
+    pairs |= {"Mem0": "Mem0", "Mem0g": "Mem0g"}
+    for row, printed in pairs.items():
+        group = per_type[per_type["row"] == row]
+        assert _weighted(group, types) == pytest.approx(overall[printed], abs=1e-4), row

@@ -274,7 +274,8 @@ def test_compare_shows_the_spread_beside_our_value_and_leaves_repeat_folders_out
         write_table(pd.DataFrame(items), path, QUESTION_SCORES)
     csv = tmp_path / "paper.csv"
     csv.write_text(
-        ",".join(COLUMNS) + "\npaper,t,v1,amemgym,AWE,,interactive,mean,accuracy,0.6,fixture,\n"
+        ",".join(COLUMNS)
+        + "\npaper,t,v1,amemgym,AWE,,interactive,mean,mean,accuracy,0.6,fixture,\n"
     )
     cells, _, _ = compare_published(load_run(root), load_published(csv), [("awe", "AWE")])
     cell = cells.iloc[0]

@@ -4,14 +4,17 @@ keeps to the page width, a filter narrows the rows, a question opens, beside a s
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
 
 from mnemoflow.report import build_report
+from tests.shared_data import shared_file
 from tests.system_packages import apt_install
 from tests.test_report import CONFIG, make_results
 from tests.test_report_drilldown import make_frames
+from tests.workflow import snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
@@ -141,3 +144,66 @@ def test_a_filter_narrows_the_rows_and_a_question_opens_beside_another_run(brows
     browser.get(browser.current_url)
     browser.refresh()
     _wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#detail .card")) == 2)
+
+
+@pytest.fixture(scope="module")
+def renamed_run(tmp_path_factory):
+    """A workflow run of LoCoMo under another name (``locomo_one``, loader ``locomo``): one
+    conversation, its first 24 questions and 6 adversarial ones; the whole history and BM25 over
+    messages."""
+    record = json.loads(shared_file("locomo", "locomo10.json").read_text(encoding="utf-8"))[0]
+    record["qa"] = record["qa"][:24] + [q for q in record["qa"] if q["category"] == 5][:6]
+    wd = workdir(tmp_path_factory.mktemp("renamed"))
+    (wd / "one.json").write_text(json.dumps([record]), encoding="utf-8")
+    override = wd / "renamed.yaml"
+    entry = {"loader": "locomo", "source": {"path": str(wd / "one.json")}, "shards": 1}
+    run = {"benchmarks": ["locomo_one"], "systems": ["full_context", "bm25_message"]}
+    override.write_text(json.dumps({"run": run, "benchmarks": {"locomo_one": entry}}))
+    snakemake(wd, configfiles=(override,), targets=("results/report.html",))
+    return wd / "results" / "report" / "questions.html"
+
+
+def test_a_renamed_benchmark_shows_every_question_gold_and_context(browser, renamed_run):
+    import pandas as pd
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(renamed_run.as_uri())
+    count = browser.find_element(By.ID, "count")
+    run = Select(browser.find_element(By.ID, "run"))
+    assert [o.text for o in run.options] == ["bm25_message", "full_context"]
+    by_system = {}
+    for system in ("bm25_message", "full_context"):
+        run.select_by_visible_text(system)
+        _wait(browser, lambda d: count.text == "30 of 30 questions")
+        by_system[system] = browser.execute_script(
+            "return records.map(r => ({...r, items: r.items.map(([n, i, t]) => [n, i, t])}))"
+        )
+    for system, records in by_system.items():
+        assert len(records) == 30
+        assert all(r["q"] and r["gold"] for r in records), system
+        # every item shown is the memory's text, not a bare id
+        assert all(t for r in records for _, _, t in r["items"]), system
+    assert all(r["items"] for r in by_system["full_context"])
+    # BM25 shows what it retrieved: nothing only where its answer retrieved nothing
+    answers = pd.read_parquet(
+        renamed_run.parents[2] / "results/locomo_one/bm25_message/qa/step0/shard0/answers.parquet"
+    )
+    nothing = set(answers.loc[answers["retrieved_ids"].map(len) == 0, "question_id"])
+    assert {r["id"] for r in by_system["bm25_message"] if not r["items"]} == nothing
+    assert len(nothing) < 5
+    # the run's summary.md opens with the headline table report.html opens with
+    summary = (renamed_run.parents[1] / "summary.md").read_text()
+    assert summary.startswith("# mnemoflow summary\n\n## Headline scores\n")
+    assert "### locomo_one (step 0)" in summary
+    ids = [r["id"] for r in by_system["full_context"]]
+    assert ids[:3] == ["conv-26_q0", "conv-26_q1", "conv-26_q2"] and ids[10] == "conv-26_q10"
+    adversarial = [r for r in by_system["full_context"] if r["type"] == "adversarial"]
+    assert len(adversarial) == 6
+    assert all(
+        r["gold"].startswith("not mentioned") and r["adversarial_answer"] for r in adversarial
+    )
+    row = next(r for r in _rows(browser) if r.get_attribute("data-id") == adversarial[0]["id"])
+    row.click()
+    card = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .card"))[0].text
+    assert adversarial[0]["q"] in card and adversarial[0]["adversarial_answer"] in card

@@ -269,3 +269,42 @@ def test_run_keys_come_from_the_results_layout():
     }
     assert run_of_path("results/amemgym/awi/interactive/step3/question_scores.parquet")["step"] == 3
     assert run_of_path("elsewhere/file.parquet") is None
+
+
+def test_rows_sort_by_the_numbers_in_their_ids():
+    assert sorted(["q10", "q2", "q1", "conv-3_q100", "conv-3_q20"], key=dd.natural_key) == [
+        "conv-3_q20",
+        "conv-3_q100",
+        "q1",
+        "q2",
+        "q10",
+    ]
+    frames = make_frames(extra_questions=12)
+    ids = [r["id"] for r in drilldown(frames).chunks["r2-s0"]]
+    assert ids[:3] == ["x0000", "x0001", "x0002"]
+    for table in (frames.answers, frames.questions, frames.judgements):  # x0010 -> q10
+        table["question_id"] = table["question_id"].str.replace(r"x0*(\d)", r"q\1", regex=True)
+    ids = [r["id"] for r in drilldown(frames).chunks["r2-s0"]]
+    assert ids == [f"q{i}" for i in range(12)]  # q2 before q10, not q0, q1, q10, q11, q2
+
+
+def test_an_answer_without_its_question_is_an_error_naming_the_benchmarks():
+    frames = make_frames()
+    frames.answers["benchmark"] = "locomo10"  # the config's name; questions carry "locomo"
+    with pytest.raises(ValueError, match=r"'q1' of benchmark 'locomo10'.*\['locomo'\]"):
+        drilldown(frames)
+    frames.questions = frames.questions.iloc[0:0]
+    with pytest.raises(ValueError, match="benchmarks none"):
+        drilldown(frames)
+
+
+def test_a_locomo_adversarial_gold_is_what_the_scorer_reads_with_the_trap_beside_it(frames):
+    meta = json.dumps({"category": 5, "adversarial_answer": "in June"})
+    frames.questions["meta"] = [meta, "{}", json.dumps({"category": 4})]
+    frames.questions.loc[0, "answer"] = ""
+    q1 = _records(drilldown(frames, PRICES), "bm25")["q1"]
+    assert q1["gold"].startswith("not mentioned in the conversation")
+    assert '"no information available" or "not mentioned"' in q1["gold"]
+    assert q1["adversarial_answer"] == "in June"
+    q2 = _records(drilldown(frames, PRICES), "bm25")["q2"]
+    assert q2["gold"] == "red" and "adversarial_answer" not in q2

@@ -132,10 +132,13 @@ def test_counters_go_to_diagnostics(scored):
 def test_a_published_mean_sits_beside_ours(scored):
     cells = pd.DataFrame(
         [
+            # one question type's published value is not the headline's (all questions)
             dict(system="awi", protocol="interactive", period="mean", metric="accuracy")
-            | dict(published=0.41, paper="amemgym", table="t2", row="AWI"),
+            | dict(published=0.9, paper="amemgym", table="t2", row="AWI", aggregate="type:x"),
+            dict(system="awi", protocol="interactive", period="mean", metric="accuracy")
+            | dict(published=0.41, paper="amemgym", table="t2", row="AWI", aggregate="mean"),
             dict(system="", protocol="interactive", period="mean", metric="accuracy")
-            | dict(published=0.5, paper="amemgym", table="t2", row="unpaired"),
+            | dict(published=0.5, paper="amemgym", table="t2", row="unpaired", aggregate="mean"),
         ]
     )
     tables = headline_tables(scored, cells)

@@ -97,6 +97,58 @@ def test_a_run_whose_every_judgement_failed_still_gets_its_summary():
     assert "Judge replies that could not be parsed: 3" in text
 
 
+def test_summary_opens_with_the_headline_table_report_html_opens_with(tmp_path):
+    """The same runs, values and intervals as report.html's first section (report.headline),
+    before the models table; the sections after it are unchanged."""
+    import re
+
+    from mnemoflow.data.tables import read_table
+    from mnemoflow.jobs.summary import SummarizeFiles, summarize_runs
+    from mnemoflow.report.headline import run_headline
+    from tests.test_report import make_results
+
+    summary_path, judgements, _, _ = make_results(tmp_path)
+    scores = tmp_path / "scores.parquet"
+    scores.write_bytes(summary_path.read_bytes())
+    files = SummarizeFiles(
+        scores=[str(scores)],
+        diagnoses=[],
+        summary=str(tmp_path / "out.parquet"),
+        diagnosis=str(tmp_path / "diagnosis.parquet"),
+        table=str(tmp_path / "summary.md"),
+        judgements=[str(p) for p in judgements],
+    )
+    summarize_runs(files, models={"agent": {"backend": "offline", "model": "offline-heuristic"}})
+    text = (tmp_path / "summary.md").read_text()
+    assert text.startswith("# mnemoflow summary\n\n## Headline scores\n")
+    assert text.index("## Headline scores") < text.index("\n## Models")
+    summary = read_table(tmp_path / "out.parquet", "summary")
+    tables = run_headline(summary, pd.concat([read_table(p, "judgements") for p in judgements]))
+    assert list(tables) == ["locomo", "synthetic"]
+    section = text.split("## Headline scores")[1].split("\n## Models")[0]
+    for benchmark, table in tables.items():
+        part = section.split(f"### {benchmark} (")[1].split("###")[0]
+        rows = [line for line in part.splitlines() if line.startswith("| ")][1:]
+        assert [r.split(" | ")[0].removeprefix("| ") for r in rows] == list(table["run"])
+        first = table.iloc[0]
+        interval = first["accuracy 95 % CI"]
+        assert re.match(r"\[0\.\d{3}, 0\.\d{3}\]$", interval)  # per-question, as in the report
+        assert f"| {first['run']} | {int(first['n'])} | {first['accuracy']:.3f} | {interval} |" in (
+            part
+        )
+
+
+def test_verdicts_the_reference_reads_differently_are_counted():
+    rows = [_row("none", "accuracy", "micro", 0.5), _row("bm25", "accuracy", "micro", 0.6)]
+    rows += [
+        {**_row("none", "judge_reference_disagreements", "count", 2.0), "n": 30},
+        {**_row("bm25", "judge_reference_disagreements", "count", 1.0), "n": 30},
+    ]
+    text = summary_markdown(pd.DataFrame(rows))
+    assert "Verdicts the reference's own parse reads differently: 3 of 60" in text
+    assert "reads differently" not in summary_markdown(pd.DataFrame(rows[:2]))
+
+
 def test_failed_items_are_listed_with_their_ledger_and_reason():
     from mnemoflow.report.summaries import LedgerFile, failed_items_lines
 

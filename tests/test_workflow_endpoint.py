@@ -1,7 +1,10 @@
 """The workflow against an OpenAI-compatible endpoint (the local test server): the real client path.
 
-The agent and judge roles are bound to the server by a config override; the API key lives in an
-environment variable and must appear nowhere in results, logs or the cache.
+The agent and judge roles are bound to the server by a config override, with a canary in every
+place a secret can be given: the API key (api_key_env), a header (headers_env), a token path
+segment of the agent's base_url (config text) and the judge endpoint's whole URL (base_url_env).
+None may appear in any file of the run (results, logs, cache, ``.snakemake`` metadata) nor on
+its console.
 """
 
 import json
@@ -14,7 +17,11 @@ from tests.workflow import TINY, ledgers, snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
-KEY = "sk-mnemoflowtest-0123456789abcdefghij"
+KEY = "sk-mnemoflowtest-0123456789abcdefghij"  # api_key_env's value
+PATH_TOKEN = "tok-canary-path-7d1f0c"  # a path segment of models.agent.base_url (config text)
+URL_TOKEN = "tok-canary-envurl-4b9e2a"  # a path segment of endpoints.gateway.base_url_env's URL
+HEADER = "canary-header-value-93c5e1"  # headers_env's value (the server requires the header)
+CANARIES = (KEY, PATH_TOKEN, URL_TOKEN, HEADER)
 
 
 def _reply(body):
@@ -27,24 +34,39 @@ def _reply(body):
 
 def test_agent_and_judge_through_an_openai_compatible_server(tmp_path, monkeypatch):
     monkeypatch.setenv("MNEMOFLOW_TEST_KEY", KEY)
-    with OpenAITestServer(reply=_reply, api_key=KEY) as server:
-        endpoint = {
-            "base_url": server.base_url,
-            "model": "mnemoflow-test",
+    monkeypatch.setenv("MNEMOFLOW_TEST_SIG", HEADER)
+    served = OpenAITestServer(
+        reply=_reply, api_key=KEY, prefixes=[PATH_TOKEN, URL_TOKEN], headers={"X-Sig": HEADER}
+    )
+    with served as server:
+        root = server.base_url.removesuffix("/v1")
+        monkeypatch.setenv("MNEMOFLOW_TEST_URL", f"{root}/{URL_TOKEN}/v1")
+        secrets = {
             "api_key_env": "MNEMOFLOW_TEST_KEY",
-            "concurrency": 4,
+            "headers_env": {"X-Sig": "MNEMOFLOW_TEST_SIG"},
         }
+        role = {"model": "mnemoflow-test", "concurrency": 4}
+        # the agent in the role schema, the judge through the endpoints schema
+        agent = {"base_url": f"{root}/{PATH_TOKEN}/v1", **role, **secrets}
+        gateway = {"base_url_env": "MNEMOFLOW_TEST_URL", **secrets}
         override = tmp_path / "endpoint.yaml"
         # the tiny run's systems write and embed offline, on purpose (docs/gateway.md)
-        bound = {"agent": endpoint, "judge": endpoint}
+        bound = {"agent": agent, "judge": {"endpoint": "gateway", **role}}
         offline = ["memory_writer", "embedder"]
         prices = {"mnemoflow-test": {"input": 1.0, "output": 2.0}}  # USD per million tokens
         override.write_text(
-            json.dumps({"models": bound, "allow_offline_roles": offline, "prices": prices})
+            json.dumps(
+                {
+                    "models": bound,
+                    "endpoints": {"gateway": gateway},
+                    "allow_offline_roles": offline,
+                    "prices": prices,
+                }
+            )
         )
         (tmp_path / "run").mkdir()
         wd = workdir(tmp_path / "run")
-        snakemake(wd, configfiles=(TINY, override))
+        console = snakemake(wd, configfiles=(TINY, override))
         stats = server.stats()
 
     answers = pd.concat(pd.read_parquet(p) for p in wd.glob("results/**/answers.parquet"))
@@ -66,7 +88,17 @@ def test_agent_and_judge_through_an_openai_compatible_server(tmp_path, monkeypat
     assert sum(ledger["totals"]["usd"] for ledger in every) > 0
     summary = (wd / "results" / "summary.md").read_text()
     assert "## Cost" in summary and "USD / correct" in summary
-    leaked = [
-        str(path) for path in wd.rglob("*") if path.is_file() and KEY.encode() in path.read_bytes()
-    ]
-    assert not leaked, f"the API key leaked into {leaked}"
+    files = [path for path in wd.rglob("*") if path.is_file()]
+    for canary in CANARIES:
+        leaked = [str(path) for path in files if canary.encode() in path.read_bytes()]
+        assert not leaked, f"{canary} leaked into {leaked}"
+        assert canary not in console
+    # the params Snakemake keeps name the endpoints by their redacted form, and so do the ledgers
+    metadata = [p.read_text() for p in (wd / ".snakemake" / "metadata").iterdir()]
+    assert any("/redacted-" in text for text in metadata)
+    roles = every[0]["roles"]
+    assert roles["agent"]["base_url"].startswith("http://127.0.0.1:")
+    assert "/redacted-" in roles["agent"]["base_url"]
+    assert ledgers(wd, "judgements.ledger.json")[0]["roles"]["judge"]["base_url"] == (
+        "env://MNEMOFLOW_TEST_URL"
+    )

@@ -47,7 +47,10 @@ def test_prepare_lexeval_qa_from_the_memorybench_raw_file(tmp_path):
     # the official split: Random(42) samples the registry's sample_count (250) of the 500 items,
     # a fresh Random(42) takes ceil(0.2 * 250) = 50 of those as test; train = the other 200
     assert questions["split"].value_counts().to_dict() == {"train": 200, "test": 50}
-    assert set(questions["benchmark"]) == {"memorybench"}
+    # the benchmark as the config names it (what the answers carry); the loader is recorded
+    assert set(questions["benchmark"]) == {"lexeval_qa"}
+    version = json.loads((wd / "results/lexeval_qa/prepared/data_version.json").read_text())
+    assert version["loader"] == "memorybench"
     assert set(questions["dataset"]) == {"LexEval-QA"}
     assert questions["question"].str.len().gt(0).all()
 

@@ -26,5 +26,6 @@ COMMANDS = Registry(
         "mnemoflow.commands.export",
         "mnemoflow.commands.plan",
         "mnemoflow.commands.verify",
+        "mnemoflow.commands.reparse",
     ],
 )

@@ -26,7 +26,8 @@ from mnemoflow.data.memorybench_results import read_results
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
 from mnemoflow.data.tables import empty, read_table
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.data_versions import corrected_gold, is_locomo, score_versions
+from mnemoflow.eval.data_versions import corrected_gold, score_versions
+from mnemoflow.eval.export import loader_of
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.report.compare import (
@@ -35,8 +36,9 @@ from mnemoflow.report.compare import (
     load_run,
     markdown_table,
     paired_systems,
+    unpaired_rows,
 )
-from mnemoflow.report.reproduction import published_as
+from mnemoflow.report.reproduction import published_as, unpaired_reasons
 from mnemoflow.report.summaries import last_step
 
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "paper"
@@ -121,6 +123,7 @@ def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
     if args.published and args.preset:
         raise ConfigError("--published and --preset both name the tables; give one")
     pairs, benchmark, spec = _pairs(args.map), args.benchmark, args.published
+    reasons: dict[str, str] = {}
     if args.config is not None:
         try:
             config = yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}
@@ -128,9 +131,13 @@ def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
             raise ConfigError(f"{args.config}: not valid YAML: {exc}") from exc
         pairs = published_as(config) + pairs
     if args.preset:
-        spec, preset_pairs, preset_benchmark = read_preset(args.preset, args.presets)
+        spec, preset_pairs, preset_benchmark, unpaired = read_preset(args.preset, args.presets)
         # a run of part of a preset (some of its systems) pairs what it ran
         ran = set(run.summary["system"])
+        reasons = dict(unpaired)
+        for ours, theirs in preset_pairs:
+            if ours not in ran:
+                reasons[theirs] = f"its counterpart {ours} is not in the run"
         preset_pairs = [pair for pair in preset_pairs if pair[0] in ran]
         pairs, benchmark = preset_pairs + pairs, benchmark or preset_benchmark
     published = load_published(args.published_dir)
@@ -139,7 +146,7 @@ def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
             [published, read_results(args.memorybench_results)], ignore_index=True
         )
     published = select_published(published, spec)
-    return spec, compare_published(run, published, pairs, benchmark)
+    return spec, compare_published(run, published, pairs, benchmark, reasons)
 
 
 def _pairs(items: list[str]) -> list[tuple[str, str]]:
@@ -152,9 +159,11 @@ def _pairs(items: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def read_preset(name: str, presets: Path) -> tuple[str, list[tuple[str, str]], str | None]:
+def read_preset(
+    name: str, presets: Path
+) -> tuple[str, list[tuple[str, str]], str | None, tuple[tuple[str, str], ...]]:
     """A preset's published filter (``compare.published``), its ``systems.<name>.published_as``
-    pairs and its ``compare.benchmark``."""
+    pairs, its ``compare.benchmark`` and its ``compare.unpaired`` (row, reason) pairs."""
     path = presets / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in presets.glob("*.yaml")) if presets.is_dir() else []
@@ -174,7 +183,7 @@ def read_preset(name: str, presets: Path) -> tuple[str, list[tuple[str, str]], s
         )
     if not isinstance(published, str) or not published:
         raise ConfigError(f"{path}: compare.published must name PAPER[/TABLE]")
-    return published, published_as(config), compare.get("benchmark")
+    return published, published_as(config), compare.get("benchmark"), unpaired_reasons(config)
 
 
 def versions_section(root: Path, models: dict | None = None) -> tuple[list[str], pd.DataFrame]:
@@ -196,7 +205,11 @@ def versions_section(root: Path, models: dict | None = None) -> tuple[list[str],
             None if models is None else rejudge(bench, questions, answers, judgements, models)
         )
         frame = score_versions(
-            questions, answers, judgements, recall=is_locomo(questions), rejudged=rejudged
+            questions,
+            answers,
+            judgements,
+            recall=loader_of(root, bench.name) == "locomo",
+            rejudged=rejudged,
         )
         counts = ", ".join(f"{n} {action}" for action, n in errata["counts"].items())
         lines += [
@@ -324,6 +337,10 @@ def run(args: argparse.Namespace) -> int:
             shown,
             "No published cell is paired with the run: name our systems with --map OURS=THEIRS.",
         )
+        unpaired = unpaired_rows(cells)
+        if len(unpaired):
+            sections += _section("Published rows without a counterpart in the run", unpaired, "")
+        tables["unpaired"] = unpaired
         sections += _section("Rank agreement (Kendall tau)", taus, "Fewer than two paired rows.")
         sections += _section(
             "Rank changes (▲k: we rank it k places higher than the paper)", ranks, "None."
@@ -344,7 +361,9 @@ def run(args: argparse.Namespace) -> int:
     if args.paired:
         paired = paired_systems(run_a)
         sections += _section(
-            f"Paired tests between the systems of {args.results} (last step, shared items)",
+            f"Paired tests between the systems of {args.results} (last step, shared items; "
+            "over clusters where items share one; significant: Holm-adjusted p_holm < 0.05 "
+            "over the pairs of each metric)",
             paired,
             "No two systems scored the same items.",
         )

@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     )
     for item in written:
         print(f"{item.run.name}: {item.items} answers -> {item.path}")
+        for extra in item.also:
+            print(f"  and its retrievals -> {extra}")
         if item.note:
             print(f"  note: {item.note}")
     return 0

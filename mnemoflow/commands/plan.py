@@ -9,6 +9,7 @@ without calling any model (docs/plan.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -55,12 +56,27 @@ def dry_run_jobs(output: str) -> list[Job]:
 
 def dry_run_error(output: str) -> str:
     """The one line a failed dry run says was wrong (the line after Snakemake's ``XError in
-    file ...``), else its last line."""
+    file ...``), else its last line; a message that ends in a list (Snakemake's "Missing input
+    files for rule X:") has the list's "affected files" joined onto it, never cut off."""
     lines = [line for line in output.splitlines() if line.strip()] or ["no output"]
-    for line, after in zip(lines, lines[1:], strict=False):
+    for index, (line, after) in enumerate(zip(lines, lines[1:], strict=False)):
         if _ERROR.match(line):
-            return after.strip()
+            listed = _listed(lines[index + 2 :]) if after.rstrip().endswith(":") else ""
+            return after.strip() + listed
     return lines[-1].strip()
+
+
+def _listed(lines: list[str]) -> str:
+    """`` a, b`` from the indented block after a message ending in ":" (its "affected files:"
+    part when there is one)."""
+    block = []
+    for line in lines:
+        if not line.startswith((" ", "\t")):
+            break
+        block.append(line.strip())
+    if "affected files:" in block:
+        block = block[block.index("affected files:") + 1 :]
+    return " " + ", ".join(block) if block else ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
             raise OSError(f"the dry run failed: {dry_run_error(result.stdout + result.stderr)}")
         parsed = json.loads(dump.read_text(encoding="utf-8"))
     jobs = dry_run_jobs(result.stdout + result.stderr)
-    plan = plan_run(parsed["config"], parsed["workdir"], jobs, parsed["model_rules"])
+    with contextlib.chdir(parsed["workdir"]):  # the config's relative paths, as the run reads them
+        plan = plan_run(parsed["config"], parsed["workdir"], jobs, parsed["model_rules"])
     sys.stdout.write(plan.to_json() if args.json else plan.render())
     return 0

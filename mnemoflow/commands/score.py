@@ -118,7 +118,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--eval-output",
         type=Path,
         help="instead of --replies: an eval-output JSON (mnemoflow export --format amemgym); "
-        "its utilization_results are the upper bound unless --upper-bound is given",
+        "its utilization_results are the upper bound unless --upper-bound is given, its "
+        "recall_results the recall probes unless --recall is given",
     )
     amemgym.add_argument(
         "--upper-bound", type=Path, help="user_id, question_index, option_index, reply"
@@ -139,13 +140,15 @@ def run_amemgym(args: argparse.Namespace) -> int:
     if args.replies is None and args.eval_output is None:
         raise ConfigError("--benchmark amemgym needs --replies (or --eval-output)")
     users = read_environment(args.data)
+    recall = None
     if args.eval_output is not None:
-        replies, upper = read_eval_output(args.eval_output)
+        replies, upper, recall = read_eval_output(args.eval_output)
     else:
         replies, upper = read_reply_file(args.replies, "replies"), None
     if args.upper_bound:
         upper = read_reply_file(args.upper_bound, "upper")
-    recall = read_reply_file(args.recall, "recall") if args.recall else None
+    if args.recall:
+        recall = read_reply_file(args.recall, "recall")
     question_scores, scores = score_replies(
         users,
         replies,

@@ -67,8 +67,15 @@ INFO = describe(
             }
         },
         counts="v1.base: users with 11 periods (0 = initial) and 10 questions each",
-        notes="revision and sha256 are not pinned yet: whoever downloads first fills them in",
+        notes="revision and sha256 are not pinned: no public record of either was found "
+        '(docs/data.md "AMemGym"); pin both in source when you download it',
     )
+)
+#: Where a missing release comes from, for the one-line error of a local ``source.path``.
+ORIGIN = (
+    "the Hub dataset AGI-Eval/AMemGym's v1.base/data.json (2.24 MB, CC BY 4.0, "
+    "https://huggingface.co/datasets/AGI-Eval/AMemGym; no revision or sha256 pinned: "
+    'docs/data.md "AMemGym")'
 )
 
 
@@ -308,7 +315,7 @@ def check(spec: dict[str, Any], where: str) -> None:
     environment, ``generate:``, is made by a rule of the run)."""
     _shuffle(spec)
     if not spec.get("generate"):
-        check_available(_source(spec), BENCHMARK)
+        check_available(_source(spec), BENCHMARK, origin=ORIGIN)
 
 
 def _shuffle(spec: dict[str, Any]) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from mnemoflow.data.tables import SCHEMAS, write_atomic_text
+from mnemoflow.data.tables import SCHEMAS, matches_schema, write_atomic_text
 
 log = logging.getLogger("mnemoflow")
 
@@ -67,7 +67,7 @@ def check_parquet(path: Path) -> str | None:
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged footer
         return f"not a readable Parquet file ({str(exc).splitlines()[0][:160]})"
     expected = SCHEMAS.get(path.stem) if path.stem in NAMED_SCHEMAS else None
-    if expected is not None and found.names != expected.names:
+    if expected is not None and not matches_schema(found.names, expected):
         return f"columns {found.names} are not the {path.stem} table's {expected.names}"
     return None
 

@@ -55,6 +55,9 @@ from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
 BENCHMARK = "locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+#: What the official scorer looks for in a reply to an adversarial question (category 5, no
+#: ``answer``): saying the information is not there is the right answer.
+ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
 NAME_TO_CATEGORY = {name: number for number, name in CATEGORIES.items()}
 TIME_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %B %Y", "%I:%M %p on %d %b, %Y")
 SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"

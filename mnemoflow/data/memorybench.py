@@ -53,6 +53,8 @@ from mnemoflow.data.sources import (
     BenchmarkInfo,
     check_available,
     describe,
+    fetch_to,
+    offline,
     resolve_file,
     resolve_folder,
     source_of,
@@ -62,6 +64,20 @@ from mnemoflow.data.validate import DataError, as_text, field, parse_time, where
 
 BENCHMARK = "memorybench"
 REPO = "THUIR/MemoryBench"
+#: The Hub dataset's commit: the one a public record of the release names (docs/data.md says what
+#: could not be checked from here).
+HUB_REVISION = "3acd60a4bd35b43b408f0e6db4c5f1e88df5e96d"
+#: The GitHub repository THUIR/MemoryBench (Apache-2.0) at the commit whose registry and paper
+#: statistics mnemoflow reads: ``configs/<path>`` -> sha256 of the file at that commit.
+CODE_COMMIT = "9a33aae9d0c1d0c472527ab5bb8c7e2be3263e23"
+CODE_URL = f"https://raw.githubusercontent.com/THUIR/MemoryBench/{CODE_COMMIT}/configs/"
+REGISTRY_FILES = {
+    "each.json": "33d4e057377cf1a1d6858ab4c8daa9236725798da03d519210dfb41db44728b6",
+    "domain.json": "393ffb02292d1dfa5920df9965f97142f2293a1888a43734b72e8c7f99f99c4c",
+    "task.json": "573bff7ded514f331bfffd9596b411134739c6b09615a388ea2a08b427744a2b",
+}
+PAPER_STATS = "final_evaluate_summary_wo_details.json"
+PAPER_STATS_SHA256 = "72d7f56adc43d127538c4f4d233c6c2c6ac344f9ecd6d9507a6e7b13fe368ca9"
 SELECTORS = ("dataset", "domain", "task")
 _PARSED = ("info", "input_chat_messages")
 #: Roles a released dialogue may hold (``system`` comes from ``input_chat_messages``).
@@ -87,11 +103,11 @@ INFO = describe(
         title="MemoryBench: memory and continual learning from user feedback (THUIR, 2025)",
         licence="MIT (Hub dataset card); original licences of each source dataset apply",
         homepage="https://github.com/THUIR/MemoryBench",
-        sources={"default": {"repo": REPO, "revision": None}},
+        sources={"default": {"repo": REPO, "revision": HUB_REVISION}},
         counts="28 datasets in 3 domains and 4 task groups (configs/datasets/each.json); "
         "LexEval-QA raw: 500 items -> 250 sampled -> 200 train / 50 test",
-        notes="pin source.revision to a commit of THUIR/MemoryBench before downloading; "
-        "the registry configs live in the GitHub repository (configs/datasets)",
+        notes=f"Hub revision {HUB_REVISION}; the registry (configs/datasets) and the paper's "
+        f"statistics come from the GitHub repository at {CODE_COMMIT} (docs/data.md)",
     )
 )
 
@@ -238,13 +254,50 @@ def question_id(dataset: str, test_idx: int) -> str:
     return f"{dataset}:{test_idx}"
 
 
+def pinned_files(spec: dict[str, Any]) -> list[tuple[Path, dict[str, Any]]]:
+    """The registry and statistics files ``spec`` names, each with its pinned download: the three
+    registry files in the ``configs`` folder, and ``normalize.stats`` when it is the paper's
+    statistics file (by name; the judge protocol's statistics ship with mnemoflow)."""
+    out = []
+    if spec.get("configs"):
+        folder = Path(str(spec["configs"])).expanduser()
+        for name, sha in REGISTRY_FILES.items():
+            out.append((folder / name, {"url": f"{CODE_URL}datasets/{name}", "sha256": sha}))
+    stats = (spec.get("normalize") or {}).get("stats")
+    if stats and Path(str(stats)).name == PAPER_STATS:
+        source = {"url": CODE_URL + PAPER_STATS, "sha256": PAPER_STATS_SHA256}
+        out.append((Path(str(stats)).expanduser(), source))
+    return out
+
+
 def check(spec: dict[str, Any], where: str) -> None:
-    """At startup: the raw file or release folder is there, or a pinned download is allowed,
-    and the registry folder ``configs`` when one is named."""
-    check_available(source_of(spec, INFO.sources["default"]), BENCHMARK, folder=True)
+    """At startup: the raw file or release folder is there (or a pinned download is allowed), and
+    so are the registry and the paper's statistics the spec names. With ``download: true`` and
+    online, missing registry and statistics files (a few kB each) are fetched now, pinned by
+    sha256, to where the spec names them; otherwise one line names every missing file, where it
+    goes and where it comes from."""
+    missing = []
+    try:
+        check_available(source_of(spec, INFO.sources["default"]), BENCHMARK, folder=True)
+    except DataError as exc:
+        missing.append(f"the release's datasets ({exc})")
+    for path, source in pinned_files(spec):
+        if path.exists():
+            continue
+        if spec.get("download") and not offline():
+            fetch_to(source, path, BENCHMARK)
+            continue
+        missing.append(f"{path} ({source['url']}, sha256 {source['sha256']})")
     configs = spec.get("configs")
-    if configs and not Path(str(configs)).expanduser().exists():
-        raise DataError(f"configs {configs} does not exist; place MemoryBench's configs/datasets")
+    if configs and not Path(str(configs)).expanduser().is_dir() and not missing:
+        raise DataError(f"configs {configs} is not a folder; place MemoryBench's configs/datasets")
+    if missing:
+        fix = "set download: true, or " if not spec.get("download") else ""
+        fix = "offline: " if spec.get("download") and offline() else fix
+        raise DataError(
+            f"{len(missing)} missing: " + "; ".join(missing) + f" ({fix}place each file there; "
+            'docs/data.md "MemoryBench")'
+        )
 
 
 @register_loader(BENCHMARK, check=check)

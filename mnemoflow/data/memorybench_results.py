@@ -12,10 +12,10 @@ a_mem, mem0, memoryos), ``run_id``, ``relative_dir`` and ``files``; each run's f
 
 Every number of every ``summary`` becomes one row: paper ``memorybench-results``, table
 ``<exp>/<model>/<dataset_type>:<set_name>``, row the baseline, protocol ``off_policy`` for
-``off-policy`` (mnemoflow's name), period ``mean``, the metric and value, the exact file as
-source and the run id as note (the release states no data version: ``version`` "unstated").
-A malformed manifest or summary fails with one line naming the file, the line or key and the
-field.
+``off-policy`` (mnemoflow's name), period and aggregate ``mean``, the metric and value, the
+exact file as source and the run id as note (the release states no data version: ``version``
+"unstated"). A malformed manifest or summary fails with one line naming the file, the line or key
+and the field.
 """
 
 from __future__ import annotations
@@ -134,6 +134,7 @@ def read_results(root: str | Path) -> pd.DataFrame:
                     "model": entry["model"],
                     "protocol": PROTOCOLS[entry["exp"]],
                     "period": MEAN,
+                    "aggregate": MEAN,
                     "metric": metric,
                     "value": float(value),
                     "source": f"{path} summary.{metric}",

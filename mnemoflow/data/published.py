@@ -1,26 +1,36 @@
 """The numbers the reference papers published, shipped as tidy CSV in ``data/published/``.
 
 One row per published cell: which paper and which of its tables, on which data version and
-benchmark, for which row (the system or model as the paper prints it), protocol, period and metric,
-the value, and the exact source it was transcribed from. ``mnemoflow compare`` pairs these cells
-with a run's summary rows.
+benchmark, for which row (the system or model as the paper prints it), protocol, period, aggregate
+and metric, the value, and the exact source it was transcribed from. ``mnemoflow compare`` pairs
+these cells with a run's summary rows.
 
-Columns (every file has exactly these, in this order):
+Columns (every file has exactly these, in this order; data/published/README.md has the how-to):
 
-- ``paper``, ``table``: the paper (``amemgym``) and the table's id inside it (``native_memory``);
-  ``--published amemgym/native_memory`` selects one table, ``--published amemgym`` a paper.
-- ``version``: the data version the paper ran on (AMemGym ``v1.base``).
+- ``paper``, ``table``: the paper (``amemgym``, ``locomo``) and the table's id inside it. A table
+  id is ``<what>`` or ``<what>.<backbone>``: the backbone is the model every row of the table
+  answered with, as the paper names it (``rag_qa.gpt-3.5-turbo``), or ``by-row`` when each row is
+  its own model (named in ``model``); tables on different backbones are different tables.
+  ``--published locomo/rag_qa.gpt-3.5-turbo`` selects one table, ``--published locomo`` a paper.
+- ``version``: the data version the paper ran on (AMemGym ``v1.base``, LoCoMo ``locomo10``); the
+  paper's own version (arXiv id and version, or ACL Anthology id) goes in ``source``.
 - ``benchmark``: the benchmark family as mnemoflow names its loader (``amemgym``).
-- ``row``: the row label exactly as printed (``AWE-(2,4,30)``, ``gpt-4.1-mini``, ``random``).
+- ``row``: the row label as printed (``AWE-(2,4,30)``, ``gpt-4.1-mini``, ``random``), made unique
+  within its table by what the paper prints beside it (``gpt-3.5-turbo 16K``, ``Dialog top-5``).
 - ``model``: the base model when the table states it, else empty.
-- ``protocol``: mnemoflow's protocol name (``interactive`` = AMemGym on-policy,
-  ``interactive_replay`` = off-policy).
+- ``protocol``: mnemoflow's protocol name (``qa`` = static question answering over a history,
+  ``interactive`` = AMemGym on-policy, ``interactive_replay`` = off-policy).
 - ``period``: ``mean`` (the mean over periods, a run's last step) or a period / step number.
-- ``metric``: mnemoflow's metric name (``memory_score``, ``accuracy``, ``upper_bound``,
-  ``random``, ``<cause>_failure_rate``) or ``rank_change`` (an integer: +k ranked k places higher).
-- ``value``: the number as printed (``.296`` -> 0.296).
-- ``source``: the file, page or URL and the place in it.
-- ``note``: anything a reader must know about the cell (empty when nothing).
+- ``aggregate``: over which questions: ``mean`` (all the table's questions: a static run's
+  ``micro``, AMemGym's mean over periods) or ``type:<question_type>`` (one question type, named as
+  mnemoflow's loader names it: the summary's ``type:<question_type>`` row it pairs with).
+- ``metric``: mnemoflow's metric name (``memory_score``, ``accuracy``, ``f1``, ``j``,
+  ``turn_evidence_recall``, ``retrieval_ms_p50``, ``<cause>_failure_rate``, ...; a metric
+  mnemoflow does not compute keeps a plain id such as ``bleu1``) or ``rank_change`` (an integer:
+  +k ranked k places higher).
+- ``value``: in mnemoflow's units (``.296`` -> 0.296, 67.13 % -> 0.6713, 0.148 s -> 148 ms).
+- ``source``: the paper's version and the exact table (or file, page, URL and the place in it).
+- ``note``: the number as printed when the unit changed, and anything a reader must know.
 
 A malformed file fails with one line naming the file, the line and the field, e.g.
 ``data/published/amemgym.csv: line 7: field 'value' must be a number, got '.2x6'``.
@@ -49,6 +59,7 @@ COLUMNS = (
     "model",
     "protocol",
     "period",
+    "aggregate",
     "metric",
     "value",
     "source",
@@ -57,9 +68,12 @@ COLUMNS = (
 #: Columns that may be empty.
 OPTIONAL = frozenset({"model", "note"})
 #: One published cell: no two rows of the shipped files may share these.
-CELL_KEY = ("paper", "table", "version", "row", "protocol", "period", "metric")
-#: ``period`` for the mean over periods (compared with a run's last step).
+CELL_KEY = ("paper", "table", "version", "row", "protocol", "period", "aggregate", "metric")
+#: ``period`` for the mean over periods (compared with a run's last step); ``aggregate`` for all
+#: the table's questions.
 MEAN = "mean"
+#: ``aggregate`` of one question type: ``type:<question_type>``, as in the score tables.
+TYPE_PREFIX = "type:"
 #: The metric whose value is a rank change (an integer), not a score.
 RANK_CHANGE = "rank_change"
 
@@ -84,6 +98,14 @@ def _check_row(record: dict[str, str], where: str) -> dict[str, str | float]:
     period = record["period"]
     if period != MEAN and not period.isdigit():
         raise DataError(f"{where}: field 'period' must be 'mean' or a number >= 0, got {period!r}")
+    aggregate = record["aggregate"]
+    if aggregate != MEAN and not (
+        aggregate.startswith(TYPE_PREFIX) and _ID.match(aggregate.removeprefix(TYPE_PREFIX))
+    ):
+        raise DataError(
+            f"{where}: field 'aggregate' must be 'mean' or 'type:<question_type>', "
+            f"got {aggregate!r}"
+        )
     try:
         value = float(record["value"])
     except ValueError:

@@ -9,7 +9,7 @@ benchmark touches one module: define the loader and decorate it with :func:`regi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -62,6 +62,17 @@ class Prepared:
             self.episode_sessions = derive_episode_sessions(self.sessions)
         if self.dialogues is None:
             self.dialogues = pd.DataFrame(columns=DIALOGUES.names)
+
+    def renamed(self, benchmark: str) -> Prepared:
+        """The same tables with ``benchmark`` as every row's benchmark (the config's name of the
+        entry, which the runs' tables carry), where a table has that column."""
+        tables = {}
+        for name in ("sessions", "questions", "episode_sessions", "dialogues"):
+            table = getattr(self, name)
+            if "benchmark" in table.columns:
+                table = table.assign(benchmark=benchmark)
+            tables[name] = table
+        return replace(self, **tables)
 
 
 def derive_episode_sessions(sessions: pd.DataFrame) -> pd.DataFrame:

@@ -205,6 +205,14 @@ def _check_may_download(
         raise DataError(f"{benchmark}: offline, cannot download {origin}; place {placed}")
 
 
+def fetch_to(source: dict[str, Any], target: Path, benchmark: str) -> Path:
+    """Download a pinned ``url`` (``source``: url and sha256) to ``target`` itself, not the cache:
+    a small file a config names by path (MemoryBench's registry). Checked before it is moved."""
+    if not source.get("sha256"):
+        raise DataError(f"{benchmark}: {source.get('url')} must be pinned by sha256 to download")
+    return _download(source, Path(target), benchmark)
+
+
 def _download(source: dict[str, Any], target: Path, benchmark: str) -> Path:
     if source.get("repo") and not (source.get("revision") or source.get("sha256")):
         raise DataError(
@@ -298,11 +306,12 @@ def _folder_cache(source: dict[str, Any], benchmark: str) -> Path:
     return cache_root() / benchmark / repo / str(source.get("revision") or "unpinned")
 
 
-def check_available(source: Any, benchmark: str, *, folder: bool = False) -> None:
+def check_available(source: Any, benchmark: str, *, folder: bool = False, origin: str = "") -> None:
     """What :func:`resolve_file` (:func:`resolve_folder` with ``folder``) will find, checked when
     the workflow starts and without reading, hashing or fetching anything: the local ``path``,
     the cached copy, or a download the source allows (``download: true``, pinned, not offline).
-    A missing file is then refused before any job, not by the prepare job."""
+    A missing file is then refused before any job, not by the prepare job; ``origin`` says where
+    the file of a local ``path`` comes from."""
     source = _check_source(source, benchmark)
     if source.get("path"):
         path = Path(str(source["path"])).expanduser()
@@ -310,8 +319,8 @@ def check_available(source: Any, benchmark: str, *, folder: bool = False) -> Non
             return  # its checksum is checked when it is read
         if not (source.get("repo") or source.get("url")):
             raise DataError(
-                f"source.path {path} does not exist; place the file there (or allow a pinned "
-                "download, docs/data.md)"
+                f"source.path {path} does not exist; place {origin or 'the file'} there (or "
+                "allow a pinned download, docs/data.md)"
             )
     if folder and source.get("repo"):
         if _folder_cache(source, benchmark).is_dir():
@@ -327,7 +336,8 @@ def check_available(source: Any, benchmark: str, *, folder: bool = False) -> Non
         pinned = bool(source.get("sha256") or (source.get("repo") and source.get("revision")))
     else:
         raise DataError("source needs 'path', 'url', or 'repo' + 'file' (a folder: 'repo')")
-    _check_may_download(source, benchmark, target.name, origin, f"{origin} at {target}", target)
+    placed = f"the snapshot's files under {target}" if folder and source.get("repo") else target
+    _check_may_download(source, benchmark, target.name, origin, f"{origin} at {target}", placed)
     if not pinned:
         raise DataError(
             f"a download of {origin} must be pinned: source.sha256 (the file's content) or "

@@ -135,8 +135,33 @@ JUDGEMENTS = pa.schema(
         ("judge", _str),  # judge model and prompt version, e.g. "offline-heuristic/qa-v1"
         ("metric", _str),
         ("value", _float),
-        ("raw_reply", _str),
-        ("parse_ok", _bool),
+        ("raw_reply", _str),  # verbatim (a thinking block stripped); re-asks: a JSON list
+        ("parse_ok", _bool),  # false: no verdict after the re-asks; value is then NaN
+        # the reference's own reading of the reply where it parses differently (LongMemEval: any
+        # "yes" in the lower-cased reply); NaN where there is none
+        ("value_reference", _float),
+    ]
+)
+
+#: A judge panel's verdicts (eval.panel): the judgements schema plus the panel judge's name.
+PANEL_JUDGEMENTS = pa.schema([*JUDGEMENTS, ("panel_judge", _str)])
+
+#: ``panel_judge`` of the configured judge (``models.judge`` with the benchmark's judge kind) in
+#: the probe's verdicts and the report's panel tables.
+CONFIGURED_JUDGE = "configured"
+#: Judgement metrics that are not a judge's verdict (LoCoMo's official F1, repeat agreement).
+NOT_VERDICTS = ("f1", "judge_agreement")
+
+#: The false-positive probe's verdicts (eval.probes, eval.panel): wrong answers built from the
+#: gold (``probe``: swapped | vague | abstention; ``detail``: what was swapped for what), each
+#: judged like an answer by every judge of the panel and the configured one (``panel_judge``).
+PROBE_JUDGEMENTS = pa.schema(
+    [
+        *JUDGEMENTS,
+        ("probe", _str),
+        ("detail", _str),
+        ("response", _str),
+        ("panel_judge", _str),
     ]
 )
 
@@ -244,6 +269,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "dialogues": DIALOGUES,
     "answers": ANSWERS,
     "judgements": JUDGEMENTS,
+    "panel_judgements": PANEL_JUDGEMENTS,
+    "probe_judgements": PROBE_JUDGEMENTS,
     "scores": SCORES,
     "summary": SUMMARY,
     "question_scores": QUESTION_SCORES,
@@ -316,11 +343,31 @@ def _atomic_file(path: Path, binary: bool) -> Iterator[IO]:
         raise
 
 
+#: Columns added to a schema after tables were written without them: a table that lacks exactly
+#: these trailing columns is read with them null (``judgements`` of runs made before
+#: ``value_reference`` existed), so older results stay readable; a frame written without them
+#: gets them null too.
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {"judgements": ("value_reference",)}
+
+
+def _added(schema: pa.Schema) -> tuple[str, ...]:
+    return next((c for n, c in ADDED_COLUMNS.items() if SCHEMAS[n] is schema), ())
+
+
+def matches_schema(names: list[str], schema: pa.Schema) -> bool:
+    """Whether a table with these columns reads as ``schema`` (an older one may lack only its
+    :data:`ADDED_COLUMNS`, read as nulls)."""
+    return names == schema.names or names + list(_added(schema)) == schema.names
+
+
 def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | str) -> Path:
     """Validate ``frame`` against ``schema`` and write it to ``path`` atomically."""
     if isinstance(schema, str):
         schema = SCHEMAS[schema]
     path = Path(path)
+    missing = [c for c in _added(schema) if c not in frame.columns]
+    if missing:  # a writer that predates the column: null, as an old table reads
+        frame = frame.assign(**{c: None for c in missing})
     table = to_arrow(frame, schema, where=str(path))
     with _atomic_file(path, binary=True) as handle:
         pq.write_table(table, handle)
@@ -332,7 +379,8 @@ def read_table(
     schema: pa.Schema | str | None = None,
     columns: list[str] | None = None,
 ) -> pd.DataFrame:
-    """Read a Parquet table; with ``schema``, check that its columns are the schema's.
+    """Read a Parquet table; with ``schema``, check that its columns are the schema's (an older
+    table that lacks only the schema's :data:`ADDED_COLUMNS` gets them as nulls).
 
     A file that is not a whole Parquet table (truncated, damaged) is a :class:`TableError` in one
     line naming it, never a pyarrow traceback: the next run moves it to ``results/quarantine/``
@@ -351,7 +399,11 @@ def read_table(
             "results/quarantine/ and makes it again"
         ) from None
     if schema is not None and columns is None and table.schema.names != schema.names:
-        raise TableError(f"{path}: columns {table.schema.names} are not {schema.names}")
+        if not matches_schema(table.schema.names, schema):
+            raise TableError(f"{path}: columns {table.schema.names} are not {schema.names}")
+        for name in _added(schema):
+            field = schema.field(name)
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
     return table.to_pandas()
 
 

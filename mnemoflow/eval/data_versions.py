@@ -188,8 +188,3 @@ def corrected_gold(questions: pd.DataFrame) -> pd.DataFrame:
             row["evidence_ids"] = list(erratum["evidence"])
         rows.append(row)
     return pd.DataFrame(rows, columns=questions.columns)
-
-
-def is_locomo(questions: pd.DataFrame) -> bool:
-    """LoCoMo's questions (evidence recall is its turn-level retrieval metric)."""
-    return bool(len(questions)) and bool((questions["benchmark"] == "locomo").all())

@@ -3,10 +3,12 @@
 Correct without a model call when the reply equals the gold after ``lower().strip()``, or equals
 the gold followed by "." (the reference's one-sided tolerance: a gold ending in "." against a reply
 without it still goes to the judge). Otherwise the judge role decides with the reference's
-prompts; its reply must be "Correct" or "Wrong" (case-insensitive, an optional final "."). A reply
-that is neither is re-asked by the gateway (the reference retries up to 3 times in all, as the
-gateway's default 1 + 2 re-asks does); still unparseable, the item counts as wrong, is stored with
-``parse_ok`` false and counted in the ledger, as the reference returns False.
+prompts; its reply is read by :func:`mnemoflow.eval.verdicts.correct_wrong` (the reference
+accepts only "Correct" / "Wrong" with an optional final "."; a verbose "Correct, because ..." is
+its retry, here the verdict it states). A reply stating neither or both is re-asked by the
+gateway (the reference retries up to 3 times in all, as the gateway's default 1 + 2 re-asks does);
+still unparseable, the item is stored unscored (``parse_ok`` false, no value) and counted in the
+ledger; its item value is 0, as the reference returns False.
 
 The reference's judge runs at temperature 0.2, top_p 0.1: bind the judge role so for a faithful
 run (docs/memorybench.md).
@@ -14,7 +16,8 @@ run (docs/memorybench.md).
 
 from __future__ import annotations
 
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
+from mnemoflow.eval import verdicts
+from mnemoflow.llm.types import ChatRequest
 
 TASK = "memorybench_dialsim_judge"
 
@@ -44,13 +47,9 @@ def exact_match(response: str, gold: str) -> bool:
 
 
 def parse_verdict(text: str) -> bool:
-    """``Correct`` -> True, ``Wrong`` -> False; anything else is unparseable."""
-    verdict = str(text).lower().strip()
-    if verdict in ("correct", "correct."):
-        return True
-    if verdict in ("wrong", "wrong."):
-        return False
-    raise UnparseableReply(f"expected 'Correct' or 'Wrong', got {text[:80]!r}")
+    """The reply's final explicit Correct / Wrong (:func:`mnemoflow.eval.verdicts.correct_wrong`):
+    "Correct" -> True, "Wrong" -> False; a reply stating neither or both is unparseable."""
+    return verdicts.correct_wrong(str(text)) == 1.0
 
 
 def judge_request(question: str, gold: str, response: str) -> ChatRequest:

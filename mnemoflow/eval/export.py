@@ -4,20 +4,26 @@ One file per (benchmark, system, protocol, step), named ``{benchmark}.{system}.{
 and a suffix per format:
 
 - ``longmemeval`` -> ``.hypotheses.jsonl``: ``{question_id, hypothesis}`` per line, what the
-  official ``evaluate_qa.py`` reads;
+  official ``evaluate_qa.py`` reads; beside it ``.retrievals.jsonl``, the memory's ranking of
+  every answered question as LongMemEval's retrieval logs hold it
+  (``{question_id, retrieval_results: {ranked_items: [{corpus_id}]}}``, an empty list where the
+  memory returned nothing), which ``score --retrievals`` reads;
 - ``locomo`` -> ``.samples.json``: the samples JSON given as ``--data`` (the samples the run
-  answered), each question of ``qa`` with ``<key>_prediction`` (the answer) and, where the memory
-  ranked turns, ``<key>_prediction_context`` (its ranked dia_ids, which ``evaluation.py`` reads
-  for recall), as LoCoMo's ``task_eval`` writes and reads them; ``<key>`` is the system name;
+  answered), each question of ``qa`` with ``<key>_prediction`` (the answer) and
+  ``<key>_prediction_context`` (its ranked dia_ids, which ``evaluation.py`` reads for recall;
+  an empty list where the memory returned nothing, which counts recall 0 as in the run), as
+  LoCoMo's ``task_eval`` writes and reads them; ``<key>`` is the system name;
 - ``memorybench`` -> ``.predict.jsonl``: ``{dataset, test_idx, response}`` per line;
 - ``amemgym`` -> ``.eval-output.json``: per user id the reference's eval-output for periods
   0..k: ``overall_results`` ([period][question] result records), ``overall_metrics``
   (``{"accuracy": [period][question]}``) and the upper bound's ``utilization_results``
-  ([question][option], that user's slice of the reference's file).
+  ([question][option], that user's slice of the reference's file); with recall probes,
+  ``recall_results`` ([period][question] ``{"raw_response"}``, null where none was asked:
+  mnemoflow's own field, the reference has no probe), which the failure diagnosis reads.
 
 Each is read back by ``mnemoflow score`` (LoCoMo samples and AMemGym eval-output included), and
-the numbers are the run's own (``tests/test_export.py``). Logic only: the command is
-``mnemoflow/commands/export.py``.
+every metric is the run's own, empty retrievals included (``tests/test_export.py``). Logic
+only: the command is ``mnemoflow/commands/export.py``.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ SUFFIX = {
     "memorybench": ".predict.jsonl",
     "amemgym": ".eval-output.json",
 }
+RETRIEVALS_SUFFIX = ".retrievals.jsonl"
 
 
 @dataclass(frozen=True)
@@ -60,8 +67,15 @@ class Run:
 
 
 def loader_of(results: Path, benchmark: str) -> str | None:
-    """The loader a benchmark's prepared questions came from (their ``benchmark`` column), or
-    ``amemgym`` for a benchmark with checkpoint replies; None when neither is there."""
+    """The loader a benchmark's prepared tables came from (``prepared/data_version.json``'s
+    ``loader``; in results prepared before it recorded one, the questions' ``benchmark`` column,
+    which then held the loader's name), or ``amemgym`` for a benchmark with checkpoint replies;
+    None when neither is there."""
+    version = results / benchmark / "prepared" / "data_version.json"
+    if version.is_file():
+        loader = json.loads(version.read_text(encoding="utf-8")).get("loader")
+        if loader:
+            return str(loader)
     prepared = results / benchmark / "prepared" / "questions.parquet"
     if prepared.exists():
         names = read_table(prepared, "questions")["benchmark"].unique()
@@ -135,6 +149,20 @@ def longmemeval_lines(answers: pd.DataFrame) -> list[dict[str, str]]:
     ]
 
 
+def longmemeval_retrievals(answers: pd.DataFrame) -> list[dict[str, Any]]:
+    """The memory's ranking per answer in LongMemEval's retrieval-log shape, in question order
+    (``ranked_items`` empty where it returned nothing: recall 0, as the run counted it)."""
+    return [
+        {
+            "question_id": str(r["question_id"]),
+            "retrieval_results": {
+                "ranked_items": [{"corpus_id": str(i)} for i in as_list(r["ranked_ids"])]
+            },
+        }
+        for r in answers.sort_values("question_id", kind="stable").to_dict("records")
+    ]
+
+
 # ---- LoCoMo -----------------------------------------------------------------------------------
 
 
@@ -160,9 +188,10 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
 def locomo_samples(
     samples: list[dict[str, Any]], answers: pd.DataFrame, key: str, source: Path
 ) -> tuple[list[dict[str, Any]], int]:
-    """(the samples the run answered, each question with ``<key>_prediction`` and, when the
-    memory ranked turns, ``<key>_prediction_context``; how many of their questions have no
-    answer). Question ids are ``{sample_id}_q{index}``, as the LoCoMo loader writes them."""
+    """(the samples the run answered, each question with ``<key>_prediction`` and
+    ``<key>_prediction_context``, empty where the memory returned nothing, as the run scored it;
+    how many of their questions have no answer). Question ids are ``{sample_id}_q{index}``, as
+    the LoCoMo loader writes them."""
     by_id = {str(r["question_id"]): r for r in answers.to_dict("records")}
     known: set[str] = set()
     out, unanswered = [], 0
@@ -178,9 +207,7 @@ def locomo_samples(
                 unanswered += 1
                 continue
             qa[f"{key}_prediction"] = str(answer["response"])
-            ranked = [str(i) for i in as_list(answer["ranked_ids"])]
-            if ranked:
-                qa[f"{key}_prediction_context"] = ranked
+            qa[f"{key}_prediction_context"] = [str(i) for i in as_list(answer["ranked_ids"])]
         out.append(sample)
     stray = sorted(set(by_id) - known)
     if stray:
@@ -263,7 +290,10 @@ def _result(question, gold: int, chosen: int | None, record: dict[str, Any]) -> 
 
 
 def amemgym_eval_output(
-    users: list[AmemUser], replies: pd.DataFrame, upper: pd.DataFrame | None
+    users: list[AmemUser],
+    replies: pd.DataFrame,
+    upper: pd.DataFrame | None,
+    recall: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Per user id: ``overall_results`` [period][question] (null where the run has no reply),
     ``overall_metrics`` {"accuracy": [period][question]}, and with upper-bound replies
@@ -306,8 +336,26 @@ def amemgym_eval_output(
         }
         if upper is not None:
             entry["utilization_results"] = _utilization(user, upper)
+        if recall is not None and len(recall):
+            entry["recall_results"] = _recall_results(user, recall, periods)
         out[user.id] = entry
     return out
+
+
+def _recall_results(user: AmemUser, recall: pd.DataFrame, periods: int) -> list[list]:
+    """[period][question] ``{"raw_response"}`` of the user's recall probes (null: none)."""
+    mine = recall[recall["user_id"].astype(str) == user.id]
+    by_key = {
+        (int(r["period"]), int(r["question_index"])): str(r["reply"])
+        for r in mine.to_dict("records")
+    }
+    return [
+        [
+            {"raw_response": by_key[(p, q.index)]} if (p, q.index) in by_key else None
+            for q in user.questions
+        ]
+        for p in range(periods)
+    ]
 
 
 def _utilization(user: AmemUser, upper: pd.DataFrame) -> list[list[dict[str, Any] | None]]:
@@ -342,16 +390,17 @@ def amemgym_data(results: Path, benchmark: str, data: Path | None) -> Path:
     return generated
 
 
-def amemgym_replies(results: Path, run: Run) -> pd.DataFrame:
-    """Checkpoint replies of periods 0..step of the run (step k's scores are over them)."""
+def amemgym_replies(results: Path, run: Run, name: str = "checkpoint_replies") -> pd.DataFrame:
+    """Checkpoint replies (or ``name``: recall replies, an empty frame when there are none) of
+    periods 0..step of the run (step k's scores are over them)."""
     frames = []
     for step in range(run.step + 1):
         folder = results / run.benchmark / run.system / run.protocol / f"step{step}"
-        for path in sorted(folder.glob("shard*/checkpoint_replies.parquet")):
+        for path in sorted(folder.glob(f"shard*/{name}.parquet")):
             frames.append(pd.read_parquet(path))
-    if not frames:
+    if not frames and name == "checkpoint_replies":
         raise ConfigError(f"run {run.name} has no checkpoint replies")
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 # ---- writing ----------------------------------------------------------------------------------
@@ -367,6 +416,8 @@ class Written:
     path: Path
     items: int
     note: str = ""
+    #: files written beside ``path`` (LongMemEval's retrieval log)
+    also: tuple[Path, ...] = ()
 
 
 def export(results: Path, fmt: str, out: Path, *, data: Path | None = None,
@@ -382,12 +433,14 @@ def export(results: Path, fmt: str, out: Path, *, data: Path | None = None,
     for run in runs:
         path = out / f"{run.name}{SUFFIX[fmt]}"
         note = ""
+        also: dict[Path, str] = {}
         if fmt == "amemgym":
             users = read_environment(amemgym_data(results, run.benchmark, data))
             replies = amemgym_replies(results, run)
             upper_file = results / run.benchmark / "upper_bound.parquet"
             upper = pd.read_parquet(upper_file) if upper_file.exists() else None
-            content = amemgym_eval_output(users, replies, upper)
+            recall = amemgym_replies(results, run, "recall_replies")
+            content = amemgym_eval_output(users, replies, upper, recall)
             text = json.dumps(content, ensure_ascii=False, indent=1) + "\n"
             items = len(replies)
         else:
@@ -395,6 +448,8 @@ def export(results: Path, fmt: str, out: Path, *, data: Path | None = None,
             items = len(answers)
             if fmt == "longmemeval":
                 text = _jsonl(longmemeval_lines(answers))
+                retrievals = out / f"{run.name}{RETRIEVALS_SUFFIX}"
+                also[retrievals] = _jsonl(longmemeval_retrievals(answers))
             elif fmt == "memorybench":
                 prepared = results / run.benchmark / "prepared" / "questions.parquet"
                 questions = read_table(prepared, "questions")
@@ -409,7 +464,9 @@ def export(results: Path, fmt: str, out: Path, *, data: Path | None = None,
                     )
         out.mkdir(parents=True, exist_ok=True)
         write_atomic_text(path, text)
-        written.append(Written(run, path, items, note))
+        for extra, content in also.items():
+            write_atomic_text(extra, content)
+        written.append(Written(run, path, items, note, tuple(also)))
     return written
 
 
@@ -486,49 +543,60 @@ def read_locomo_samples(
     return pd.DataFrame(rows, columns=["question_id", "hypothesis"]), rankings
 
 
-def read_eval_output(path: Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """(checkpoint replies, upper-bound replies or None) from an AMemGym eval-output JSON as
-    :func:`amemgym_eval_output` writes it, in the frames ``score_replies`` reads: each result's
-    ``raw_response`` re-parsed through its ``option_order`` (``json_error`` true = a reply the
-    run already gave up on); one-line errors naming file, user, period, question and field."""
+def read_eval_output(
+    path: Path,
+) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
+    """(checkpoint replies, upper-bound replies or None, recall replies or None) from an AMemGym
+    eval-output JSON as :func:`amemgym_eval_output` writes it, in the frames ``score_replies``
+    reads: each result's ``raw_response`` re-parsed through its ``option_order`` (``json_error``
+    true = a reply the run already gave up on); one-line errors naming file, user, period,
+    question and field."""
     try:
         content = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable JSON file: {exc}") from None
     if not isinstance(content, dict) or not content:
         raise ConfigError(f"{path}: expected an object of user ids")
-    replies, upper = [], []
+    replies, upper, recall = [], [], []
     for user_id, entry in content.items():
         where = f"{path}: user {user_id}"
         if not isinstance(entry, dict) or not isinstance(entry.get("overall_results"), list):
             raise ConfigError(f"{where}: missing field 'overall_results'")
-        for p, row in enumerate(entry["overall_results"]):
-            if not isinstance(row, list):
-                raise ConfigError(f"{where} overall_results[{p}]: expected a list")
-            for q, result in enumerate(row):
-                if result is None:
-                    continue
-                loc = f"{where} overall_results[{p}][{q}]"
-                record = _reply_record(result, loc)
-                replies.append({"user_id": user_id, "period": p, "question_index": q, **record})
-        utilization = entry.get("utilization_results")
-        if utilization is None:
-            continue
-        if not isinstance(utilization, list):
-            raise ConfigError(f"{where}: 'utilization_results' must be a list")
-        for q, row in enumerate(utilization):
-            if not isinstance(row, list):
-                raise ConfigError(f"{where} utilization_results[{q}]: expected a list")
-            for k, result in enumerate(row):
-                if result is None:
-                    continue
-                loc = f"{where} utilization_results[{q}][{k}]"
-                record = _reply_record(result, loc)
-                record["parse_ok"] = None  # re-parsed, as the workflow scores upper replies
-                upper.append({"user_id": user_id, "question_index": q, "option_index": k, **record})
+        for p, q, result, loc in _grid(entry, "overall_results", where):
+            record = _reply_record(result, loc)
+            replies.append({"user_id": user_id, "period": p, "question_index": q, **record})
+        for q, k, result, loc in _grid(entry, "utilization_results", where):
+            record = _reply_record(result, loc)
+            record["parse_ok"] = None  # re-parsed, as the workflow scores upper replies
+            upper.append({"user_id": user_id, "question_index": q, "option_index": k, **record})
+        for p, q, result, loc in _grid(entry, "recall_results", where):
+            if not isinstance(result, dict) or not isinstance(result.get("raw_response"), str):
+                raise ConfigError(f"{loc}: missing field 'raw_response'")
+            reply = result["raw_response"]
+            recall.append({"user_id": user_id, "period": p, "question_index": q, "reply": reply})
     if not replies:
         raise ConfigError(f"{path}: no results")
-    return pd.DataFrame(replies), (pd.DataFrame(upper) if upper else None)
+    return (
+        pd.DataFrame(replies),
+        pd.DataFrame(upper) if upper else None,
+        pd.DataFrame(recall) if recall else None,
+    )
+
+
+def _grid(entry: dict[str, Any], name: str, where: str):
+    """(i, j, result, its place for errors) of every non-null result of a user's ``name``
+    ([i][j] lists; an absent field has none)."""
+    rows = entry.get(name)
+    if rows is None:
+        return
+    if not isinstance(rows, list):
+        raise ConfigError(f"{where}: '{name}' must be a list")
+    for i, row in enumerate(rows):
+        if not isinstance(row, list):
+            raise ConfigError(f"{where} {name}[{i}]: expected a list")
+        for j, result in enumerate(row):
+            if result is not None:
+                yield i, j, result, f"{where} {name}[{i}][{j}]"
 
 
 def _reply_record(result: Any, loc: str) -> dict[str, Any]:

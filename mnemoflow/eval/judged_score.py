@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from mnemoflow.eval import verdicts
 from mnemoflow.llm.types import UnparseableReply
 
 
@@ -55,32 +56,21 @@ def load_structure(text: str) -> Any:
         raise UnparseableReply(f"neither JSON nor a Python literal: {exc}") from None
 
 
-_OUT_OF_TEN = re.compile(r"/\s*10\b")
-_INTEGER = re.compile(r"(?<![\d.])-?\d+(?:\.\d+)?(?!\.?\d)")
-
-
 def single_integer(text: str, low: int, high: int) -> int:
-    """The reply's one number, an integer in [low, high] ("7", "**7**", "7/10", "Score: 7.").
+    """The reply's final explicit score, an integer in [low, high] ("7", "**7**", "7/10",
+    "Score: 7.", "On a scale of 1 to 10 I give 8"): :func:`mnemoflow.eval.verdicts.score`.
 
-    Stricter than the reference's first ``\\b([1-9]|10)\\b`` match, which reads "On a scale of 1
-    to 10 I give 8" as 1: a reply with no number, a fraction, or two different numbers is
+    The reference takes the first ``\\b([1-9]|10)\\b`` match, which reads "On a scale of 1 to 10
+    I give 8" as 1; here a reply with no score, a fraction, or two different scores is
     unparseable and re-asked.
     """
-    numbers = set(_INTEGER.findall(_OUT_OF_TEN.sub("", text)))
-    if len(numbers) != 1:
-        raise UnparseableReply(f"expected one integer {low}-{high}, found {sorted(numbers)}")
-    (number,) = numbers
-    if "." in number or not low <= int(number) <= high:
-        raise UnparseableReply(f"expected an integer {low}-{high}, got {number}")
-    return int(number)
+    return verdicts.score(text, low, high)
 
 
 def json_rating(text: str, high: int) -> int:
-    """The ``rating`` of a JSON object reply, an integer from 1 to ``high`` (else re-asked)."""
-    result = load_structure(text)
-    if not isinstance(result, dict) or "rating" not in result:
-        raise UnparseableReply("expected an object with 'rating'")
-    rating = result["rating"]
+    """The ``rating`` of the reply's JSON object, an integer from 1 to ``high`` (else re-asked);
+    the object may be fenced or follow an explanation (:func:`.verdicts.json_field`)."""
+    rating = verdicts.json_field(text, "rating")
     if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= high:
         raise UnparseableReply(f"rating {rating!r} is not an integer 1-{high}")
     return rating

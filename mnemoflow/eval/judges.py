@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,11 +40,13 @@ import pandas as pd
 
 from mnemoflow.data.locomo import category_of
 from mnemoflow.data.tables import JUDGEMENTS, RUN_KEYS
+from mnemoflow.eval import verdicts
 from mnemoflow.eval.benchmark_metric import JUDGES, metric_for
 from mnemoflow.eval.locomo_f1 import locomo_f1
 from mnemoflow.eval.qa_judge import PROMPT_VERSION as QA_VERSION
 from mnemoflow.eval.qa_judge import judge_request as qa_judge_request
 from mnemoflow.eval.retrieval import is_abstention
+from mnemoflow.llm.gateway import strip_reasoning
 from mnemoflow.llm.types import ChatRequest, Reply, UnparseableReply
 
 log = logging.getLogger("mnemoflow")
@@ -165,49 +166,41 @@ def locomo_request(question: dict[str, Any], response: str) -> ChatRequest:
     )
 
 
-_YES_NO_START = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
-_YES_NO_ANY = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
-
-
 def parse_yes_no(reply: str) -> float | None:
-    """1.0 / 0.0 for a reply that starts with yes / no, or contains only one of the two words."""
-    reply = reply or ""
-    match = _YES_NO_START.match(reply)
-    if match:
-        return 1.0 if match.group(1).lower() == "yes" else 0.0
-    found = {m.lower() for m in _YES_NO_ANY.findall(reply)}
-    if len(found) == 1:
-        return 1.0 if found == {"yes"} else 0.0
-    return None
-
-
-_LABEL_UPPER = re.compile(r"\b(CORRECT|WRONG)\b")
-_LABEL_ANY = re.compile(r"\b(correct|wrong)\b", re.IGNORECASE)
+    """1.0 / 0.0 for the reply's final explicit yes / no (:func:`mnemoflow.eval.verdicts.yes_no`:
+    labelled forms first, "no doubt ... yes" read as yes, "yes or no: no" as no); ``None`` when it
+    states neither or both."""
+    return _or_none(verdicts.yes_no, reply)
 
 
 def parse_correct_wrong(reply: str) -> float | None:
-    """1.0 / 0.0 for a reply labelled CORRECT / WRONG (a JSON ``label`` or the label word).
+    """1.0 / 0.0 for the reply's final explicit CORRECT / WRONG
+    (:func:`mnemoflow.eval.verdicts.correct_wrong`: a JSON ``label``, a labelled or lone label
+    first, negation understood: "not correct" is WRONG); ``None`` when it states neither or both."""
+    return _or_none(verdicts.correct_wrong, reply)
 
-    Upper-case label words win over lower-case ones (explanations say "correct" in passing); when
-    both labels appear in the deciding case the reply is ambiguous and fails to parse.
-    """
-    reply = reply or ""
+
+def _or_none(reader: Callable[[str], float], reply: str) -> float | None:
     try:
-        payload = json.loads(reply.strip().strip("`").removeprefix("json").strip())
-        if isinstance(payload, dict) and str(payload.get("label", "")).upper() in (
-            "CORRECT",
-            "WRONG",
-        ):
-            return 1.0 if str(payload["label"]).upper() == "CORRECT" else 0.0
-    except (json.JSONDecodeError, ValueError):
-        pass
-    for pattern in (_LABEL_UPPER, _LABEL_ANY):
-        found = {m.upper() for m in pattern.findall(reply)}
-        if len(found) == 1:
-            return 1.0 if found == {"CORRECT"} else 0.0
-        if len(found) > 1:
-            return None
-    return None
+        return reader(reply or "")
+    except UnparseableReply:
+        return None
+
+
+def longmemeval_reference(reply: str) -> float:
+    """The official LongMemEval reading (``evaluate_qa.py``): yes when "yes" is anywhere in the
+    lower-cased reply, so "No, yesterday's date is wrong" counts as yes. Kept as
+    ``value_reference`` beside the verdict read by :func:`parse_yes_no`; read after a leading
+    thinking block, as the verdict is, so the two differ by their parse alone."""
+    return 1.0 if "yes" in strip_reasoning(reply or "").lower() else 0.0
+
+
+#: The strict readers behind the verdict functions: their complaint names the label to reply with,
+#: so a re-ask asks for the label alone.
+_STRICT: dict[Callable, Callable[[str], float]] = {
+    parse_yes_no: verdicts.yes_no,
+    parse_correct_wrong: verdicts.correct_wrong,
+}
 
 
 @dataclass(frozen=True)
@@ -219,10 +212,17 @@ class JudgeKind:
     build: Any
     parse: Any
     task: str
+    #: The reference's own reading of a reply, where it parses differently (``value_reference``).
+    reference: Callable[[str], float] | None = None
 
 
 LONGMEMEVAL_JUDGE = JudgeKind(
-    "accuracy", LONGMEMEVAL_VERSION, longmemeval_request, parse_yes_no, "judge_longmemeval"
+    "accuracy",
+    LONGMEMEVAL_VERSION,
+    longmemeval_request,
+    parse_yes_no,
+    "judge_longmemeval",
+    reference=longmemeval_reference,
 )
 LOCOMO_JUDGE = JudgeKind("j", LOCOMO_J_VERSION, locomo_request, parse_correct_wrong, "judge_locomo")
 GENERIC_JUDGE = JudgeKind("accuracy", QA_VERSION, qa_judge_request, parse_yes_no, "judge_qa")
@@ -247,7 +247,10 @@ def repeat_seeds(repeats: int, seed: int) -> list[int | None]:
 
 
 def verdict_parser(parse: Callable[[str], float | None]) -> Callable[[str], float]:
-    """A gateway parser from a verdict reader: no verdict raises, so the gateway re-asks."""
+    """A gateway parser from a verdict reader: no verdict raises, so the gateway re-asks (asking
+    for the label alone, in the words of :mod:`mnemoflow.eval.verdicts`)."""
+    if parse in _STRICT:
+        return _STRICT[parse]
 
     def parser(text: str) -> float:
         verdict = parse(text)
@@ -290,6 +293,16 @@ async def _ask(
         if progress is not None:
             progress.update(1, cache_hit=replies[-1].cache_hit)
     return replies
+
+
+def reference_value(kind: JudgeKind, replies: list[Reply]) -> float:
+    """The reference's reading (mean over the asks) of each ask's first reply, which is all the
+    reference would have seen; NaN when the judge's reference parses as :attr:`JudgeKind.parse`
+    does (or has no parse of its own)."""
+    if kind.reference is None:
+        return float("nan")
+    firsts = [reply.raw_replies[0] if reply.raw_replies else reply.text for reply in replies]
+    return sum(kind.reference(text) for text in firsts) / len(firsts)
 
 
 def _meta(raw: Any) -> dict[str, Any]:
@@ -359,6 +372,7 @@ async def judge_answers(
                     "value": locomo_f1(response, question["answer"], _category(question)),
                     "raw_reply": "",
                     "parse_ok": True,
+                    "value_reference": float("nan"),
                 }
             )
         request = judge_request_for(benchmark, question, response)
@@ -378,6 +392,7 @@ async def judge_answers(
                 "value": sum(parsed) / len(parsed) if parsed else float("nan"),
                 "raw_reply": stored_replies(replies),
                 "parse_ok": len(parsed) == len(replies),
+                "value_reference": reference_value(kind, replies),
             }
         )
         if len(seeds) > 1:
@@ -390,6 +405,7 @@ async def judge_answers(
                     "value": agree,
                     "raw_reply": json.dumps(seeds),
                     "parse_ok": len(parsed) >= 2,
+                    "value_reference": float("nan"),
                 }
             )
     return pd.DataFrame(rows, columns=JUDGEMENTS.names)

@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from mnemoflow.data.limitgen import ERROR_TYPES
+from mnemoflow.eval import verdicts
 from mnemoflow.eval.judged_score import JudgedScore, json_rating, unfenced
 from mnemoflow.llm.types import ChatRequest, UnparseableReply
 
@@ -151,13 +152,10 @@ def rating_request(ground_truth: str, limitation: str) -> ChatRequest:
 
 
 def parse_yes_no(text: str) -> bool:
-    """The reference reads the reply's start: "yes…" / "no…"; anything else is re-asked."""
-    head = text.strip().strip("*\"'").lower()
-    if head.startswith("yes"):
-        return True
-    if head.startswith("no"):
-        return False
-    raise UnparseableReply("reply starts with neither yes nor no")
+    """The reply's final explicit yes / no (:func:`mnemoflow.eval.verdicts.yes_no`); a reply
+    stating neither or both is re-asked. (The reference reads only the reply's start, so
+    "Not really: ..." is its "no" and "No doubt, yes" too.)"""
+    return verdicts.yes_no(text) == 1.0
 
 
 def subtype_parser(count: int):

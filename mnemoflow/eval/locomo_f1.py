@@ -24,7 +24,7 @@ import string
 from collections import Counter
 from functools import lru_cache
 
-ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
+from mnemoflow.data.locomo import ADVERSARIAL_PHRASES
 
 _PUNCTUATION = set(string.punctuation)
 _DROPPED_WORDS = re.compile(r"\b(a|an|the|and)\b")

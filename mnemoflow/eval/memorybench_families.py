@@ -94,7 +94,8 @@ class DialSim(MetricFamily):
         value, raw, ok = await dialsim_accuracy.dialsim_accuracy(
             item.prompt, gold, item.response, gateway
         )
-        return [ItemScore(self.value, value, raw, ok)]
+        # unscored (None) when the judge never gave a verdict: item_value counts failure_value
+        return [ItemScore(self.value, value if ok else None, raw, ok)]
 
 
 @metric_family
@@ -116,7 +117,7 @@ class NFCats(MetricFamily):
 
     async def score(self, item: Item, gateway: Any, **options: Any) -> list[ItemScore]:
         value, raw, ok = await nfcats_judge.nfcats_score(item.prompt, item.response, gateway)
-        return [ItemScore(self.value, value, raw, ok)]
+        return [ItemScore(self.value, value if ok else None, raw, ok)]
 
 
 @metric_family

@@ -1,23 +1,23 @@
 """NFCats' 1-5 answer score as MemoryBench judges it (``src/dataset/NFCats.py:evaluate_single``).
 
 The judge role reads the reference's prompt (system "You are a helpful assistant.", the full input
-prompt as the question). Its reply is parsed strictly: the text after "###Score of the answer:"
-(if the model repeats it) must start with one integer from 1 to 5 ("4", "4.", "4/5", "4 - ...").
-Anything else is re-asked by the gateway; still unparseable, the item is stored with
-``parse_ok`` false, counted in the ledger, and scored :data:`FAILURE_SCORE`.
+prompt as the question). Its reply is read by :func:`mnemoflow.eval.verdicts.score` on 1-5: the
+final explicit score ("4", "4/5", "4 - ...", "###Score of the answer: 4", "Score: 4 out of 5",
+"I rate it 4"); a reply with none, two different ones or one off the scale is re-asked by the
+gateway; still unparseable, the item is stored unscored (``parse_ok`` false, no value), counted in
+the ledger, and its item value is :data:`FAILURE_SCORE` (the ``NFCats`` family's failure value).
 
 Differences from the reference (docs/memorybench.md): it takes the first integer 1-10 anywhere in
-the reply (so "6" or "10" are accepted on a 1-5 scale, and "Score: 4 out of 5" passes here only
-through a re-ask), and an item whose judge never gives a number is left at ``[]``, which its
-summaries count as 0 (below the scale). Here a failure scores the bottom of the scale, 1, and is
+the reply (so "6" or "10" are accepted on a 1-5 scale, and "On a scale of 1 to 5, 4" is its 1),
+and an item whose judge never gives a number is left at ``[]``, which its summaries count as 0
+(below the scale). Here a failure scores the bottom of the scale, 1, and is
 counted, never a silent 0.
 """
 
 from __future__ import annotations
 
-import re
-
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
+from mnemoflow.eval import verdicts
+from mnemoflow.llm.types import ChatRequest
 
 TASK = "memorybench_nfcats_judge"
 SYSTEM_PROMPT = "You are a helpful assistant."
@@ -35,16 +35,12 @@ PROMPT = """###Task: Evaluate the answer of a given question. Directly output an
 ###Score of the answer:"""  # noqa: E501
 MARKER = "###Score of the answer:"
 FAILURE_SCORE = 1.0
-_SCORE = re.compile(r"([1-5])(?:\s*/\s*5)?(?![0-9.]*[0-9])(?:\W|$)")
 
 
 def parse_score(text: str) -> int:
-    """The 1-5 score a judge reply starts with; raise :class:`UnparseableReply` otherwise."""
-    body = str(text).split(MARKER)[-1].strip()
-    match = _SCORE.match(body)
-    if not match:
-        raise UnparseableReply(f"expected an integer 1-5, got {body[:80]!r}")
-    return int(match.group(1))
+    """The reply's final explicit 1-5 score (:func:`mnemoflow.eval.verdicts.score`); raise
+    :class:`UnparseableReply` otherwise."""
+    return verdicts.score(str(text), 1, 5)
 
 
 def question_text(prompt: str) -> str:

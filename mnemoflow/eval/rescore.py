@@ -38,7 +38,7 @@ from mnemoflow.eval.retrieval import (
     locomo_retrieval_rows,
     longmemeval_retrieval_rows,
 )
-from mnemoflow.eval.scoring import aggregate, question_scores, summary_table
+from mnemoflow.eval.scoring import aggregate, question_scores, reference_rows, summary_table
 
 BENCHMARKS = ("longmemeval", "locomo")
 
@@ -235,7 +235,11 @@ def score_judged(
     """(per-question scores, aggregates) of judged answers: the one scoring path of both callers."""
     retrieval = retrieval_rows(benchmark, questions, sessions, answers, ranking)
     per_question = question_scores(judgements, retrieval)
-    return per_question, aggregate(per_question, benchmark)
+    scores = aggregate(per_question, benchmark)
+    reference = reference_rows(judgements)
+    if not reference.empty:
+        scores = pd.concat([scores, reference], ignore_index=True)
+    return per_question, scores
 
 
 async def score_tables(

@@ -119,6 +119,25 @@ def aggregate(per_question: pd.DataFrame, benchmark: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SCORES.names)
 
 
+REFERENCE_DISAGREEMENTS = "judge_reference_disagreements"
+
+
+def reference_rows(judgements: pd.DataFrame) -> pd.DataFrame:
+    """Per run, how many verdicts the reference's own parse reads differently
+    (``value_reference``, docs/metrics.md): a ``judge_reference_disagreements`` count whose ``n``
+    is the judgements the reference read. A verdict left unscored where the reference read one
+    counts as a disagreement. No row for a run whose judge has no reference reading."""
+    rows: list[dict[str, Any]] = []
+    if "value_reference" not in judgements.columns:
+        return pd.DataFrame(rows, columns=SCORES.names)
+    read = judgements[judgements["value_reference"].notna()]
+    for run, group in read.groupby(RUN_COLUMNS, sort=True, dropna=False):
+        keys = dict(zip(RUN_COLUMNS, run, strict=True))
+        differ = group["value"].isna() | (group["value"] != group["value_reference"])
+        rows.append(_row(keys, REFERENCE_DISAGREEMENTS, "count", int(differ.sum()), len(group)))
+    return pd.DataFrame(rows, columns=SCORES.names)
+
+
 #: The retrieval figures the official LongMemEval script prints, plus LoCoMo's evidence recall.
 SUMMARY_RETRIEVAL = ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10", "recall_all@50")
 

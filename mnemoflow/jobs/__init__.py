@@ -8,6 +8,7 @@ Nothing in the library imports this package, and the rules never import it at pa
 
     data          prepare                                  (rules/data.smk)
     static_qa     ingest, answer, judge, score             (rules/memory, answer, judge.smk)
+    panel         panel, probe (judge.panel)               (rules/judge.smk)
     feedback      train_dialogues, step, train_performance, normalize   (rules/feedback.smk)
     interactive   generate_environment, dialogues, upper_bound, score   (rules/dialogues.smk)
     environment   generate_user, environment               (rules/environment.smk)

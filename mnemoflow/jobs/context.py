@@ -30,7 +30,15 @@ from mnemoflow.data.tables import RUN_KEYS, empty, read_table, write_atomic_text
 from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError
 from mnemoflow.jobs.progress import Progress
-from mnemoflow.llm.endpoints import Address, check_endpoints, managed_name, managed_url
+from mnemoflow.llm.addresses import is_redacted, real_addresses
+from mnemoflow.llm.endpoints import (
+    Address,
+    bind_endpoints,
+    check_endpoints,
+    fixed_address,
+    managed_name,
+    managed_url,
+)
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import EndpointError
 from mnemoflow.ops import endpoints as endpoint_ops
@@ -88,6 +96,10 @@ class JobEnv:
     #: The config's ``endpoints:`` (read from the config like ``cache``: a managed endpoint's
     #: command or resources do not change a reply, so editing them re-runs no job).
     endpoints: dict[str, Any] | None = None
+    #: The config's bindings as written (``models:`` and the panel's, :func:`config_bindings`):
+    #: where the job finds the real address of each role whose ``models`` param names it only
+    #: by its redacted form (docs/gateway.md, "Secrets").
+    bindings: dict[str, Any] | None = None
 
     def gateway(self) -> Gateway:
         """Use it as ``async with env.gateway() as gateway``. Only the roles of the job's
@@ -97,6 +109,7 @@ class JobEnv:
         A role bound to a managed endpoint (``endpoint://NAME``) gets the running server's
         address; the server is started first when nothing serves it, and this job holds a lease
         on it until the gateway is closed (:mod:`mnemoflow.ops.endpoints`)."""
+        given = self.given_addresses()
         addresses, leases = self.managed_addresses()
         return Gateway.from_config(
             self.models,
@@ -104,9 +117,22 @@ class JobEnv:
             self.limits,
             only_given=True,
             prices=self.prices,
-            addresses=addresses,
+            addresses={**given, **addresses},
             on_close=tuple(lease.release for lease in leases),
         )
+
+    def given_addresses(self) -> dict[str, Address]:
+        """The real address of every role the ``models`` param names by its redacted form, found
+        in the config (a params file, a ledger or a log never holds one)."""
+        found = real_addresses(bind_endpoints(self.bindings, self.endpoints))
+        for role, spec in self.models.items():
+            url = spec.get("base_url") if isinstance(spec, dict) else None
+            if is_redacted(url) and url not in found:
+                raise ConfigError(
+                    f"config models.{role}.base_url: no address in the config's models or "
+                    f"endpoints is {url}"
+                )
+        return {public: fixed_address(url) for public, url in found.items()}
 
     def managed_addresses(self) -> tuple[dict[str, Address], list[endpoint_ops.Lease]]:
         names = sorted(
@@ -157,6 +183,18 @@ def write_ledger(gateway: Gateway, path: str | Path, **extra: Any) -> None:
         totals.tokens_out,
         totals.parse_failures,
     )
+
+
+def config_bindings(config: dict[str, Any]) -> dict[str, Any]:
+    """Every binding the config gives a model: ``models.*`` and each ``judge.panel[i].model``;
+    a job finds among them the real address its params name by its redacted form."""
+    panel = (config.get("judge") or {}).get("panel") or []
+    extra = {
+        f"judge.panel[{i}]": entry["model"]
+        for i, entry in enumerate(panel)
+        if isinstance(entry, dict) and isinstance(entry.get("model"), dict)
+    }
+    return {**(config.get("models") or {}), **extra}
 
 
 @contextmanager
@@ -293,6 +331,7 @@ def _run(smk: Any, job: Callable[..., Any]) -> None:
                     cache=config.get("cache"),
                     prices=config.get("prices"),
                     endpoints=config.get("endpoints"),
+                    bindings=config_bindings(config),
                     **env,
                 )
             elif name in params:

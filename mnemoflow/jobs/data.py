@@ -10,7 +10,7 @@ from mnemoflow.data.errata import data_version
 from mnemoflow.data.registry import load_benchmark, notes_text, records_note
 from mnemoflow.data.sources import CATALOG
 from mnemoflow.data.tables import write_atomic_text, write_table
-from mnemoflow.jobs.context import log
+from mnemoflow.jobs.context import RunKeys, log
 
 
 @dataclass(frozen=True)
@@ -25,10 +25,17 @@ class PrepareFiles:
     errata: list[str] = field(default_factory=list)
 
 
-def prepare(files: PrepareFiles, *, spec: dict[str, Any]) -> None:
-    prepared = load_benchmark(spec)
+def prepare(files: PrepareFiles, run: RunKeys, *, spec: dict[str, Any]) -> None:
+    """The tables carry the benchmark as the config names it (``run.benchmark``, the name every
+    answer, judgement and score carries), not the loader's name: two entries of one loader
+    (``locomo10`` and ``locomo10_errata``) stay apart, and a join on (benchmark, question_id)
+    matches. The loader is recorded in ``data_version.json``."""
+    prepared = load_benchmark(spec).renamed(run.benchmark)
     source = files.source[0] if files.source else None
-    version = data_version(source, prepared.errata, _pinned_source(spec))
+    version = {
+        "loader": spec.get("loader"),
+        **data_version(source, prepared.errata, _pinned_source(spec)),
+    }
     version["records"] = records_note(prepared)
     if files.data_version is not None:
         write_atomic_text(files.data_version, json.dumps(version, indent=2) + "\n")

@@ -12,6 +12,8 @@ import pandas as pd
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
 from mnemoflow.repeats import path_seed
+from mnemoflow.report.headline import run_headline
+from mnemoflow.report.panel import panel_markdown, read_panel
 from mnemoflow.report.reproduction import Request, published_section
 from mnemoflow.report.seeds import across_seeds
 from mnemoflow.report.summaries import (
@@ -35,6 +37,12 @@ class SummarizeFiles:
     versions: list[str] = ()
     repeats: list[str] = ()  # the scores of repeats 1..N-1, under results/seed{S}/
     published: list[str] = ()
+    # `judge.panel` (report/panel.py): the panel's verdicts, the configured judge's, the probe's
+    panel: list[str] = ()
+    panel_configured: list[str] = ()
+    probes: list[str] = ()
+    panel_ledgers: list[str] = ()
+    judgements: list[str] = ()  # the headline table's intervals, as report.html's
 
 
 def repeat_summaries(paths: list[str]) -> list[pd.DataFrame]:
@@ -56,7 +64,8 @@ def summarize_runs(
     published: dict[str, Any] | None = None,
     benchmarks: dict[str, Any] | None = None,
 ) -> None:
-    """Every run's scores in one table and summary.md, which opens with ``models``: the backend
+    """Every run's scores in one table and summary.md, which opens with the headline tables
+    report.html opens with (intervals from ``files.judgements``), then ``models``: the backend
     and model that played each role (``llm.types.played_by``; no key, no key variable), and ends
     with each run's cost from its ledgers at ``prices`` (the config's, over the shipped table)
     and, when the config asks (``published``: a paper preset's ``compare:`` and ``published_as``,
@@ -73,13 +82,16 @@ def summarize_runs(
     ledgers = [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
     costs = run_costs(ledgers, frame, prices) if ledgers else None
     versions = read_versions(files.versions)
-    text = summary_markdown(frame, generation, models, costs, versions)
-    failed = failed_items_lines(ledgers)
-    if failed:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(failed)
-    _, lines = published_section(
+    section, lines = published_section(
         files.summary, Request.from_params(published), files.published, benchmarks
     )
+    lines += panel_markdown(
+        read_panel(files.panel, files.panel_configured, files.probes, files.panel_ledgers)
+    )
+    judgements = read_all(files.judgements, "judgements")
+    headline = run_headline(frame, judgements, (section or {}).get("cells"))
+    text = summary_markdown(frame, generation, models, costs, versions, headline)
+    lines = failed_items_lines(ledgers) + lines
     if lines:
         text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
     write_atomic_text(files.table, text)
@@ -104,6 +116,10 @@ class ReportFiles:
     environments: list[str] = ()
     published: list[str] = ()
     versions: list[str] = ()
+    panel: list[str] = ()
+    panel_configured: list[str] = ()
+    probes: list[str] = ()
+    panel_ledgers: list[str] = ()
 
 
 def report(
@@ -153,6 +169,7 @@ def report(
         published_missing=request.missing if request is not None else "",
         drill=drill,
         data_versions=read_versions(files.versions),
+        panel=read_panel(files.panel, files.panel_configured, files.probes, files.panel_ledgers),
     )
     log.info("report written to %s", files.html)
 

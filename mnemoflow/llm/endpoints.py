@@ -2,9 +2,10 @@
 
 An endpoint is named once and bound by any number of roles:
 
-- **external**: ``{base_url, api_key_env}``, a server someone else runs. A role bound to it gets
-  that ``base_url`` and ``api_key_env`` when the config is read (:func:`bind_endpoints`), so the
-  rest of the pipeline sees an ordinary binding.
+- **external**: ``{base_url, api_key_env, headers_env}`` (or ``base_url_env`` instead of
+  ``base_url``), a server someone else runs. A role bound to it gets those keys when the config is
+  read (:func:`bind_endpoints`), so the rest of the pipeline sees an ordinary binding; a secret
+  is only ever named by its environment variable (:mod:`mnemoflow.llm.addresses`).
 - **managed**: ``{serve: "COMMAND ... --port {port}", gpus, ready_timeout_s, ...}``, a model server
   the workflow starts itself (``mnemoflow.ops.endpoints``). Its address is only known once it
   runs, so a bound role carries the symbolic ``base_url`` ``endpoint://NAME`` (in the rule's params,
@@ -15,17 +16,26 @@ An endpoint is named once and bound by any number of roles:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mnemoflow.errors import ConfigError, reject_unknown
+from mnemoflow.llm.addresses import (
+    check_headers_env,
+    check_variable,
+    redact,
+    refuse_credentials,
+)
 from mnemoflow.llm.urls import check_base_url
 
 #: ``base_url`` of a role bound to a managed endpoint, until its job resolves the address.
 MANAGED_SCHEME = "endpoint://"
 
-EXTERNAL_KEYS = {"base_url", "api_key_env"}
+EXTERNAL_KEYS = {"base_url", "api_key_env", "headers_env", "base_url_env"}
+#: Keys that say where an external endpoint is or how it is called: the endpoint's, not a role's.
+ADDRESS_KEYS = ("base_url", "base_url_env", "api_key_env", "headers_env")
 #: Keys of an offline endpoint: only ``backend: offline``.
 OFFLINE_KEYS = {"backend"}
 #: Role keys only a server reads, dropped when the role is bound to an offline endpoint.
@@ -112,16 +122,30 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
                 if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
                     raise ConfigError(f"{where}.{key}: a positive number, got {value!r}")
             checked[name] = merged
+        elif "base_url_env" in spec:
+            check_external(spec, where)
+            reject_unknown(spec, EXTERNAL_KEYS, where, list_known=True)
+            checked[name] = dict(spec)
         elif "base_url" in spec:
+            check_external(spec, where)
             reject_unknown(spec, EXTERNAL_KEYS, where, list_known=True)
             check_base_url(spec["base_url"], f"{where}.base_url")
             checked[name] = dict(spec)
         else:
             raise ConfigError(
-                f"{where}: needs base_url (an external server), serve (a server the workflow "
-                "starts) or backend: offline (the embedded heuristic model)"
+                f"{where}: needs base_url or base_url_env (an external server), serve (a server "
+                "the workflow starts) or backend: offline (the embedded heuristic model)"
             )
     return checked
+
+
+def check_external(spec: Mapping[str, Any], where: str) -> None:
+    """An external endpoint names its secrets by environment variable only (one line each)."""
+    if "base_url" in spec and "base_url_env" in spec:
+        raise ConfigError(f"{where}: both base_url and base_url_env; give the URL once")
+    refuse_credentials(spec.get("base_url"), f"{where}.base_url")
+    check_variable(spec.get("base_url_env"), f"{where}.base_url_env")
+    check_headers_env(spec.get("headers_env"), f"{where}.headers_env")
 
 
 def bind_endpoints(
@@ -139,7 +163,7 @@ def bind_endpoints(
             continue
         name = raw["endpoint"]
         where = f"config models.{role}"
-        for key in ("base_url", "api_key_env"):
+        for key in ADDRESS_KEYS:
             if key in raw:
                 raise ConfigError(
                     f"{where}: both endpoint and {key}; the endpoint {name!r} says where it is "
@@ -175,3 +199,24 @@ class Address:
 
     url: str
     down: Callable[[], str | None]
+
+
+def fixed_address(url: str) -> Address:
+    """An external server's real address: not the workflow's to watch, never reported down."""
+    return Address(url, lambda: None)
+
+
+def hide_addresses(specs: dict[str, Any], addresses: dict[str, Address]) -> dict[str, Any]:
+    """``specs`` (role -> EndpointSpec) with every real ``base_url`` replaced by its redacted form,
+    which ``addresses`` then maps to the real one (a mapping already given is kept: a job's
+    addresses from its config). So what a gateway logs or records never holds a real URL; only
+    the backend that calls it is given the address."""
+    hidden = {}
+    for role, spec in specs.items():
+        url = (getattr(spec, "base_url", None) or "").strip().rstrip("/")
+        public = redact(url) if url else url
+        if public != url:
+            addresses.setdefault(public, fixed_address(url))
+            spec = dataclasses.replace(spec, base_url=public)
+        hidden[role] = spec
+    return hidden

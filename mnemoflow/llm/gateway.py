@@ -22,9 +22,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.llm.addresses import redact
 from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.context import current_item, fit
-from mnemoflow.llm.endpoints import Address, managed_name
+from mnemoflow.llm.endpoints import Address, hide_addresses, managed_name
 from mnemoflow.llm.ledger import Ledger
 from mnemoflow.llm.types import (
     ROLE_DEFAULTS,
@@ -277,13 +278,19 @@ class Gateway:
         for role, fallback in ROLE_DEFAULTS.items():
             if specs.get(role) is None and specs.get(fallback) is not None:
                 specs = {**specs, role: dataclasses.replace(specs[fallback], role=role)}
-        self.specs = {role: specs.get(role) or EndpointSpec(role=role) for role in ROLES}
+        self.addresses = dict(addresses or {})
+        # specs hold redacted addresses (what ledgers and logs may show); the real ones are here
+        self.specs = hide_addresses(
+            {role: specs.get(role) or EndpointSpec(role=role) for role in ROLES}, self.addresses
+        )
         # base_url -> this job's share of that endpoint (from the workflow; None: per-role limits).
         # Addresses that name one resource (one endpoint spelled two ways) share one limit, as
         # the scheduler counts one share for them.
         by_resource: dict[str, dict[str, Any]] = {}
         self.limits = {
-            url: by_resource.setdefault(limit.get("resource", url), dict(limit))
+            redact(url.strip().rstrip("/")): by_resource.setdefault(
+                limit.get("resource", url), dict(limit)
+            )
             for url, limit in (limits or {}).items()
         }
         #: Roles this job was not given (its params do not carry their binding): using one is an
@@ -297,7 +304,6 @@ class Gateway:
         #: yet); ``structured_output: auto`` learns it once per job and endpoint.
         self._structured: dict[tuple[str, str, str], bool] = {}
         self._probe_locks: dict[tuple[str, str, str], tuple[Any, asyncio.Lock]] = {}
-        self.addresses = dict(addresses or {})
         self._on_close = list(on_close)
 
     @classmethod
@@ -343,7 +349,7 @@ class Gateway:
             spec = self.specs[role]
             url = (spec.base_url or "").strip().rstrip("/")
             limit = self.limits.get(url)
-            if managed_name(url) is not None:
+            if managed_name(url) is not None or url in self.addresses:
                 spec = dataclasses.replace(spec, base_url=self._address(role, url).url)
             self._backends[role] = make_backend(spec, limit)
         return self._backends[role]

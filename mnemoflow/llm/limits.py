@@ -2,7 +2,7 @@
 
 A role's ``concurrency`` and ``requests_per_minute`` bound one process; a run has many jobs at
 once (``--cores 8`` locally, ``--jobs 50`` on SLURM). So every endpoint (a ``base_url``) is also a
-Snakemake *global resource*, ``endpoint_<host_port_path>``, whose budget is the endpoint's
+Snakemake *global resource*, ``endpoint_<host_port_pathhash>``, whose budget is the endpoint's
 concurrency; every job that calls it holds a share ``s`` of that budget (``resources:``) and runs
 with ``s`` requests in flight and ``requests_per_minute * s / budget``, shared by all of the job's
 roles bound to that endpoint. Snakemake's scheduler (the main process, also for jobs it submits to
@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from mnemoflow.llm.addresses import redact
 from mnemoflow.llm.types import ROLES, EndpointSpec, resolved_spec
 
 #: Jobs that may call one endpoint at the same time, each with an equal share of its limits.
@@ -26,12 +27,15 @@ DEFAULT_ENDPOINT_JOBS = 4
 
 
 def endpoint_resource(base_url: str) -> str:
-    """Snakemake resource name of an endpoint: readable, stable, a valid identifier.
+    """Snakemake resource name of an endpoint: readable, stable, a valid identifier, made of the
+    address's redacted form (host, port and a hash of the path: no path segment, which could be
+    a token, is ever a resource name).
 
-    ``http://127.0.0.1:8000/v1`` -> ``endpoint_127_0_0_1_8000_v1``. Two addresses that differ only
-    in punctuation share a name, and so a budget: the safe side.
+    ``http://127.0.0.1:8000/v1`` -> ``endpoint_127_0_0_1_8000_<hash of /v1>``. Two addresses that
+    differ only in punctuation share a name, and so a budget: the safe side.
     """
-    address = re.sub(r"^[a-z]+://", "", base_url.strip().rstrip("/").lower())
+    address = re.sub(r"^[a-z]+://", "", (redact(base_url.strip().rstrip("/")) or "").lower())
+    address = address.replace("/redacted-", "_")
     return "endpoint_" + (re.sub(r"[^a-z0-9]+", "_", address).strip("_") or "default")
 
 
@@ -57,7 +61,8 @@ def endpoint_budgets(models: dict[str, Any]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class JobLimits:
-    """What one job declares (``resources``) and receives (``params``: base_url -> its limits)."""
+    """What one job declares (``resources``) and receives (``params``: the redacted base_url ->
+    its limits)."""
 
     resources: dict[str, int]
     params: dict[str, dict[str, Any]]
@@ -79,7 +84,7 @@ def job_limits(
         rpm = min(rates) * share / budget if rates else None
         resources[name] = share
         for spec in specs:
-            params[spec.base_url.strip().rstrip("/")] = {
+            params[redact(spec.base_url.strip().rstrip("/"))] = {
                 "resource": name,
                 "concurrency": share,
                 "requests_per_minute": rpm,

@@ -18,7 +18,9 @@ the client's typed models would accept a truncated or non-JSON body silently (it
 as a string), and parsing the few fields we need directly is also cheaper per call.
 
 The API key is read from ``os.environ[spec.api_key_env]`` once, at construction, and lives only in
-the client; error messages are scrubbed of it.
+the client; so are the headers of ``spec.headers_env`` and, with ``spec.base_url_env``, the URL
+itself. Error messages name the endpoint by its redacted address and are scrubbed of all of them
+(:mod:`mnemoflow.llm.addresses`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 import openai
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.llm.addresses import redact, secrets_in
 from mnemoflow.llm.types import (
     ChatRequest,
     Completion,
@@ -125,18 +128,17 @@ class OpenAIBackend:
         ):
             if value is not None and (not isinstance(value, int | float) or value <= 0):
                 raise ConfigError(f"config models.{spec.role}.{name}: must be > 0, got {value!r}")
-        if spec.api_key_env:
-            key = os.environ.get(spec.api_key_env)
-            if not key:
-                raise ConfigError(
-                    f"environment variable {spec.api_key_env} (named by "
-                    f"models.{spec.role}.api_key_env) is not set"
-                )
-        else:
-            key = PLACEHOLDER_KEY
+        key = _from_env(spec.api_key_env, spec.role, "api_key_env") or PLACEHOLDER_KEY
+        self._url = _from_env(spec.base_url_env, spec.role, "base_url_env") or spec.base_url
+        self._headers = {
+            header: _from_env(variable, spec.role, f"headers_env.{header}")
+            for header, variable in (spec.headers_env or {}).items()
+        }
         self.spec = spec
         self._shared = shared
         self._api_key = key
+        hidden = [key] if key != PLACEHOLDER_KEY else []
+        self._secrets = [*hidden, *secrets_in(self._url, self._headers)]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -164,7 +166,8 @@ class OpenAIBackend:
             )
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key,
-                base_url=spec.base_url,
+                base_url=self._url,
+                default_headers=self._headers or None,
                 timeout=spec.timeout,
                 max_retries=0,
                 http_client=http_client,
@@ -307,12 +310,12 @@ class OpenAIBackend:
         return ceiling * random.uniform(0.5, 1.0)
 
     def _where(self) -> str:
-        return f"models.{self.spec.role} ({self.spec.model} at {self.spec.base_url})"
+        return f"models.{self.spec.role} ({self.spec.model} at {redact(self._url)})"
 
     def _scrub(self, text: str) -> str:
-        """One line, at most 300 characters, never the key."""
-        if self._api_key and self._api_key != PLACEHOLDER_KEY:
-            text = text.replace(self._api_key, "***")
+        """One line, at most 300 characters, never the key, a header value or the URL."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
         text = " ".join(text.split())
         return text if len(text) <= 300 else text[:297] + "..."
 
@@ -323,6 +326,18 @@ class OpenAIBackend:
         if isinstance(body, str) and body:
             return self._scrub(body)
         return self._scrub(exc.response.reason_phrase or "error")
+
+
+def _from_env(variable: str | None, role: str, key: str) -> str | None:
+    """The value of the environment variable a role names (None: it names none)."""
+    if not variable:
+        return None
+    value = os.environ.get(variable)
+    if not value:
+        raise ConfigError(
+            f"environment variable {variable} (named by models.{role}.{key}) is not set"
+        )
+    return value
 
 
 def _parse_json(content: bytes) -> dict[str, Any]:

@@ -14,9 +14,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from mnemoflow.errors import ConfigError, reject_unknown
+from mnemoflow.llm.addresses import (
+    check_headers_env,
+    check_variable,
+    env_url,
+    redact,
+    refuse_credentials,
+)
 from mnemoflow.llm.endpoints import managed_name
 from mnemoflow.llm.urls import check_base_url, url_host
 
@@ -68,7 +74,9 @@ class EndpointSpec:
     """One role's endpoint, as bound in config.yaml under ``models.<role>``.
 
     ``api_key_env`` is the *name* of an environment variable; the key itself is read only when the
-    client is built and is never stored in a spec, a cache key, a ledger or a result.
+    client is built and is never stored in a spec, a cache key, a ledger or a result. So are
+    ``headers_env`` (header name -> variable) and ``base_url_env`` (the whole URL; ``base_url``
+    is then the symbolic ``env://NAME``), :mod:`mnemoflow.llm.addresses`.
     """
 
     role: str
@@ -76,6 +84,10 @@ class EndpointSpec:
     model: str = OFFLINE_MODEL
     base_url: str | None = None
     api_key_env: str | None = None
+    #: Header name -> the environment variable holding its value, sent with every request.
+    headers_env: Mapping[str, str] | None = None
+    #: The environment variable holding the whole ``base_url`` (a URL that is itself a secret).
+    base_url_env: str | None = None
     temperature: float = 0.0
     max_tokens: int = 512
     top_p: float | None = None
@@ -117,7 +129,8 @@ class EndpointSpec:
             )
         reject_unknown(raw, set(cls.__dataclass_fields__) - {"role"}, f"config models.{role}")
         if raw.get("backend") == "offline":
-            given = [key for key in ("base_url", "api_key_env") if raw.get(key)]
+            keys = ("base_url", "base_url_env", "api_key_env", "headers_env")
+            given = [key for key in keys if raw.get(key)]
             if given:
                 raise ConfigError(
                     f"config models.{role}: backend offline runs the embedded heuristic and calls "
@@ -126,12 +139,20 @@ class EndpointSpec:
                 )
         # a site file's offline endpoint keeps the name it rebinds (endpoints.bind_endpoints)
         offline_endpoint = raw.get("backend") == "offline"
-        if raw.get("endpoint") is not None and not raw.get("base_url") and not offline_endpoint:
+        url_env = raw.get("base_url_env")
+        check_variable(url_env, f"config models.{role}.base_url_env")
+        if url_env is not None and raw.get("base_url"):
+            raise ConfigError(
+                f"config models.{role}: both base_url and base_url_env; give the URL once"
+            )
+        # the URL a server is reached at, written here or read from the environment by the call
+        address = raw.get("base_url") or (env_url(url_env) if url_env is not None else None)
+        if raw.get("endpoint") is not None and not address and not offline_endpoint:
             raise ConfigError(
                 f"config models.{role}.endpoint: {raw['endpoint']!r} is not resolved; the config's "
                 "endpoints: section names it (llm.endpoints.bind_endpoints)"
             )
-        backend = raw.get("backend", "openai" if raw.get("base_url") else "offline")
+        backend = raw.get("backend", "openai" if address else "offline")
         if backend not in BACKENDS:
             raise ConfigError(
                 f"config models.{role}.backend: one of {list(BACKENDS)}, got {backend!r}"
@@ -143,18 +164,25 @@ class EndpointSpec:
                     "bind it to the embedder role"
                 )
             raw.setdefault("model", BUNDLED_EMBEDDER)
-        if backend == "openai" and not raw.get("base_url"):
-            raise ConfigError(f"config models.{role}.base_url: required for the openai backend")
+        if backend == "openai" and not address:
+            raise ConfigError(
+                f"config models.{role}.base_url: required for the openai backend (or base_url_env)"
+            )
         if backend == "openai" and not raw.get("model"):
             raise ConfigError(f"config models.{role}.model: required for the openai backend")
+        # credentials first: a refused credential is never quoted (check_base_url quotes the URL)
+        refuse_credentials(raw.get("base_url"), f"config models.{role}.base_url")
         if raw.get("base_url") is not None and managed_name(str(raw["base_url"])) is None:
             check_base_url(raw["base_url"], f"config models.{role}.base_url")
-        if isinstance(raw.get("base_url"), str) and _holds_credentials(raw["base_url"]):
-            raise ConfigError(
-                f"config models.{role}.base_url: holds credentials (user info or a key "
-                "parameter), which would be recorded with every result; put the key in an env "
-                "var and name it api_key_env"
-            )
+        raw["headers_env"] = check_headers_env(
+            raw.get("headers_env"), f"config models.{role}.headers_env"
+        )
+        for key in ("headers_env", "base_url_env"):
+            if raw.get(key) is not None and backend != "openai":
+                raise ConfigError(
+                    f"config models.{role}.{key}: only the openai backend calls a server; "
+                    f"models.{role} uses {backend!r}"
+                )
         if backend == "offline":
             raw["model"] = OFFLINE_MODEL
         raw["backend"] = backend
@@ -198,6 +226,8 @@ class EndpointSpec:
             raise ConfigError(
                 f"config models.{role}.context_window: a positive integer, got {window!r}"
             )
+        if url_env is not None:
+            raw["base_url"] = address
         return cls(role=role, **raw)
 
     def sampling(self) -> dict[str, Any]:
@@ -210,13 +240,14 @@ class EndpointSpec:
         }
 
     def public(self) -> dict[str, Any]:
-        """What may be recorded in results: everything except where the key lives (``extra_body``
-        holds no secret: :meth:`from_config` refuses key-like names in it)."""
+        """What may be recorded in results: everything except where the secrets live, with
+        ``base_url`` redacted to scheme, host, port and a hash of its path (``extra_body`` holds
+        no secret: :meth:`from_config` refuses key-like names in it)."""
         return {
             "role": self.role,
             "backend": self.backend,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": redact(self.base_url),
             **self.sampling(),
             "extra_body": dict(self.extra_body) if self.extra_body else None,
             "strip_reasoning": self.strip_reasoning,
@@ -295,15 +326,6 @@ def _secret_name(value: Any, path: str = "") -> str | None:
     return None
 
 
-def _holds_credentials(url: str) -> bool:
-    """Whether a URL carries a secret: ``user:password@`` or a query parameter named like a key."""
-    parts = urlsplit(url.strip())
-    if parts.username or parts.password or "@" in parts.netloc:
-        return True
-    names = [name.lower() for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
-    return any("key" in name or "token" in name or "secret" in name for name in names)
-
-
 def resolved_spec(models: Mapping[str, Any], role: str) -> EndpointSpec:
     """The endpoint ``role`` runs on: its own binding, else its fallback's (``ROLE_DEFAULTS``)."""
     return EndpointSpec.from_config(
@@ -334,9 +356,12 @@ def played_by(models: Mapping[str, Any], roles: Iterable[str]) -> dict[str, dict
 
 def host_of(spec: EndpointSpec) -> str:
     """The host (and port) a role's requests go to; "" for a model in the process, the managed
-    endpoint's name until its job runs (``endpoint://NAME``)."""
+    endpoint's name until its job runs (``endpoint://NAME``), the variable a ``base_url_env``
+    names (its URL is never shown)."""
     if spec.backend != "openai" or not spec.base_url:
         return ""
+    if spec.base_url_env:
+        return f"the URL in ${spec.base_url_env}"
     name = managed_name(spec.base_url)
     return f"managed endpoint {name}" if name else url_host(spec.base_url)
 
@@ -382,12 +407,20 @@ def check_bindings(
         raise ConfigError(f"config models: unknown roles {unknown}; roles are {list(ROLES)}")
     for role in ROLES:
         spec = EndpointSpec.from_config(role, models.get(role))
-        if require_keys and spec.api_key_env and not environ.get(spec.api_key_env):
-            where = f"endpoints.{spec.endpoint}" if spec.endpoint else f"models.{role}"
-            raise ConfigError(
-                f"config {where}.api_key_env: environment variable {spec.api_key_env} "
-                f"is not set" + (f" (models.{role} binds it)" if spec.endpoint else "")
-            )
+        if not require_keys:
+            continue
+        variables = {
+            "api_key_env": spec.api_key_env,
+            "base_url_env": spec.base_url_env,
+            **{f"headers_env.{h}": v for h, v in (spec.headers_env or {}).items()},
+        }
+        for key, variable in variables.items():
+            if variable and not environ.get(variable):
+                where = f"endpoints.{spec.endpoint}" if spec.endpoint else f"models.{role}"
+                raise ConfigError(
+                    f"config {where}.{key}: environment variable {variable} "
+                    f"is not set" + (f" (models.{role} binds it)" if spec.endpoint else "")
+                )
     allowed = set(allow_offline)
     unknown = sorted(allowed - set(ROLES))
     if unknown:

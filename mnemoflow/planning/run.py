@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from mnemoflow.environment.knobs import method_of, resolved_benchmarks
+from mnemoflow.eval.panel import panel_of, probe_settings
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.planning import environment, feedback, interactive
 from mnemoflow.planning.plan import ASSUMED_LATENCY_S, Plan
-from mnemoflow.planning.static_qa import Context, Unit
+from mnemoflow.planning.static_qa import Context, Unit, panel_role, plan_probe
 from mnemoflow.prices import FREE_BACKENDS, price_table
 from mnemoflow.protocols import feedback as feedback_protocol
 from mnemoflow.protocols import interactive as interactive_protocol
@@ -43,6 +44,8 @@ GENERATION_RULE = "generate_user"
 FEEDBACK_RULES = ("feedback_train_dialogues", "feedback_step", "feedback_train_performance")
 #: The static QA rules the plan estimates, and the ledger each job writes.
 QA_RULES = {"ingest": "ingest", "answer": "answers", "judge": "judgements"}
+#: The judge panel's rules (``judge.panel``) and the ledger file each job writes.
+PANEL_RULE, PROBE_RULE, PANEL_LEDGERS = "judge_panel", "judge_probe", "panel.ledgers.json"
 
 #: A job of a dry run: (rule, wildcards).
 Job = tuple[str, Mapping[str, str]]
@@ -98,16 +101,25 @@ def plan_run(
     repeats = folders(seed, int(config.get("repeats", 1)))
     gateway = Gateway.from_config(config["models"], cache)
     gateways = {"": gateway}
+    judges = panel_of(config.get("judge"), config.get("endpoints"))
+    panel = [(j, Gateway.from_config({"judge": j.model}, cache)) for j in judges]
     try:
         for folder in repeats[1:]:
             seeded = seeded_models(config["models"], folder_seed(folder, seed), seed)
             gateways[folder] = Gateway.from_config(seeded, cache)
         prices = price_table(config.get("prices"))
-        plan = Plan(gateway.specs, prices)
+        panel_specs = {panel_role(j.name): g.specs["judge"] for j, g in panel}
+        plan = Plan({**gateway.specs, **panel_specs}, prices)
         models = {role: spec.model for role, spec in gateway.specs.items()}
         means, seconds = observed(workdir, models)
         ctx = Context(
-            config, benchmarks, workdir, gateway, out_means=means, priced_only=priced_only
+            config,
+            benchmarks,
+            workdir,
+            gateway,
+            out_means=means,
+            priced_only=priced_only,
+            panel=panel,
         )
         # one context per repeat, with its own gateway; the planned requests are shared: a
         # seeded role's requests differ between repeats anyway, and an unseeded role's (judge,
@@ -118,14 +130,18 @@ def plan_run(
         units: dict[tuple[str, str, str, int, int], set[str]] = defaultdict(set)
         #: interactive and feedback jobs: (repeat, rule, benchmark, system, protocol, step, shard)
         talks: list[tuple[str, str, str, str, str, int, int]] = []
+        #: benchmarks whose false-positive probe runs (``judge.panel``)
+        probes: set[str] = set()
         if jobs is not None:
             jobs = list(jobs)
             plan.jobs = dict(Counter(rule for rule, _ in jobs))
             for rule, wc in jobs:
                 repeat = wc.get("repeat", "")
-                if rule in QA_RULES:
+                if rule in QA_RULES or rule == PANEL_RULE:
                     key = (wc["benchmark"], wc["system"], int(wc["step"]), int(wc["shard"]))
                     units[(repeat, *key)].add(rule)
+                elif rule == PROBE_RULE:
+                    probes.add(wc["benchmark"])
                 elif rule in INTERACTIVE_RULES or rule in FEEDBACK_RULES or rule == GENERATION_RULE:
                     talks.append((repeat, *_talk(rule, wc)))
                 elif rule in set(model_rules):
@@ -133,7 +149,11 @@ def plan_run(
         else:
             for folder in repeats:
                 _all_units(config, benchmarks, workdir, units, talks, plan, folder)
+            if judges:
+                probes |= _panel_units(config, benchmarks, workdir, units, plan)
         plan.latency = _latencies(config, gateway, seconds)
+        for judge, each in panel:
+            plan.latency.update(_panel_latency(config, judge.name, each))
 
         async def walk() -> None:
             for (repeat, benchmark, system, step, shard), stages in sorted(units.items()):
@@ -141,9 +161,15 @@ def plan_run(
                 if "ingest" in stages:
                     for line in unit.ingest():
                         plan.add(line)
-                if stages & {"answer", "judge"}:
-                    for line in await unit.answer_and_judge("answer" in stages, "judge" in stages):
+                if stages & {"answer", "judge", PANEL_RULE}:
+                    for line in await unit.answer_and_judge(
+                        "answer" in stages, "judge" in stages, PANEL_RULE in stages
+                    ):
                         plan.add(line)
+            size, seed = probe_settings(config.get("judge"))
+            for benchmark in sorted(probes):
+                for line in plan_probe(ctx, benchmark, size, seed):
+                    plan.add(line)
 
         asyncio.run(walk())
         for repeat, rule, benchmark, system, protocol, step, shard in talks:
@@ -163,7 +189,7 @@ def plan_run(
             for line in lines or ():
                 plan.add(line)
     finally:
-        for each in gateways.values():
+        for each in [*gateways.values(), *(g for _, g in panel)]:
             each.close()
     if plan.unplanned:
         plan.notes.append(
@@ -231,6 +257,40 @@ def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan, repe
                             if not (folder / f"{ledger}.ledger.json").is_file():
                                 units[(repeat, benchmark, system, step, shard)].add(rule)
                                 plan.jobs[rule] = plan.jobs.get(rule, 0) + 1
+
+
+def _panel_units(config, benchmarks, workdir: Path, units, plan: Plan) -> set[str]:
+    """The panel's jobs without a ledger (repeat 0's static QA shards, each benchmark's probe):
+    a shard's judge_panel joins its unit; returns the benchmarks whose probe is to run."""
+    probes = set()
+    for benchmark in config["run"]["benchmarks"]:
+        spec = benchmarks[benchmark]
+        if PROTOCOL not in protocols_of(benchmark, spec):
+            continue
+        for system in spec.get("systems", config["run"]["systems"]):
+            for step in range(protocol_steps(PROTOCOL, spec)):
+                for shard in range(int(spec.get("shards", 1))):
+                    folder = workdir / "results" / benchmark / system / PROTOCOL / f"step{step}"
+                    if not (folder / f"shard{shard}" / PANEL_LEDGERS).is_file():
+                        units[("", benchmark, system, step, shard)].add(PANEL_RULE)
+                        plan.jobs[PANEL_RULE] = plan.jobs.get(PANEL_RULE, 0) + 1
+        if not (workdir / "results" / benchmark / "probe" / PANEL_LEDGERS).is_file():
+            probes.add(benchmark)
+    if probes:
+        plan.jobs[PROBE_RULE] = len(probes)
+    return probes
+
+
+def _panel_latency(config, name: str, gateway: Gateway) -> dict[str, tuple[float, str]]:
+    """A panel judge's seconds per call: plan.latency_s of its role (``judge[NAME]``), else
+    none on a local backend, else the assumed latency."""
+    role = panel_role(name)
+    configured = (config.get("plan") or {}).get("latency_s") or {}
+    if role in configured:
+        return {role: (float(configured[role]), "plan.latency_s")}
+    if gateway.specs["judge"].backend in FREE_BACKENDS:
+        return {role: (0.0, "local")}
+    return {role: (ASSUMED_LATENCY_S, "assumed")}
 
 
 def _feedback_units(benchmark, spec, systems, protocol, results: Path, talks, repeat) -> None:

@@ -12,6 +12,9 @@ For one (benchmark, system, step, shard):
 - **judge** (exact count): one ``judge`` request per judged answer and repeat seed, rendered by
   :func:`mnemoflow.eval.judges.judge_request_for` over the cached answer when the cache holds it
   (then its key is looked up too), else over the gold answer as a stand-in response.
+- **judge_panel** (``judge.panel``, exact count): one request per answer and panel judge, as
+  ``judge`` with the judge's kind and its own gateway, counted under the role ``judge[NAME]``;
+  **judge_probe** (:func:`plan_probe`): one per probe and judge, the configured one included.
 - **ingest** (expected): what a memory system writes or embeds depends on its writer's replies:
   ``memory_writer`` about one call per ``update_batch`` messages (two for ``agentic_external``:
   extract, then update), each the size of the batch's extract-facts prompt; ``embedder`` one text
@@ -35,6 +38,7 @@ from mnemoflow.agents.readers import planned_requests, reader_config
 from mnemoflow.data.registry import Prepared, load_benchmark
 from mnemoflow.data.tables import read_table
 from mnemoflow.eval.judges import judge_request_for, kind_for, repeat_seeds
+from mnemoflow.eval.panel import CONFIGURED, PanelJudge, probe_set
 from mnemoflow.llm.context import count_text, fits, prompt_tokens
 from mnemoflow.llm.gateway import Gateway, strip_reasoning
 from mnemoflow.llm.types import ChatRequest
@@ -66,6 +70,8 @@ class Context:
     priced_only: bool = False
     #: keys of the requests planned so far: a second one is a cache hit
     planned: set[str] = field(default_factory=set)
+    #: ``judge.panel``'s judges, each with a gateway binding its model as the judge role
+    panel: list[tuple[PanelJudge, Gateway]] = field(default_factory=list)
     _data: dict[str, Prepared] = field(default_factory=dict)
     #: benchmark -> its AMemGym users (None: not known before the run)
     users: dict[str, Any] = field(default_factory=dict)
@@ -85,16 +91,26 @@ class Context:
                 self._data[benchmark] = load_benchmark(self.benchmarks[benchmark])
         return self._data[benchmark]
 
-    def key(self, request: ChatRequest) -> str | None:
-        """The request's cache key, unless only dollars matter and its role costs none."""
-        if self.priced_only and self.gateway.specs[request.role].backend in FREE_BACKENDS:
+    def key(self, request: ChatRequest, gateway: Gateway | None = None) -> str | None:
+        """The request's cache key, unless only dollars matter and its role costs none
+        (``gateway``: a panel judge's, else the run's)."""
+        gateway = gateway or self.gateway
+        if self.priced_only and gateway.specs[request.role].backend in FREE_BACKENDS:
             return None
-        return self.gateway.sent_key(request)
+        return gateway.sent_key(request)
 
-    def tokens_out(self, role: str, task: str) -> float:
-        """Expected completion tokens: the mean observed in earlier ledgers, else max_tokens."""
+    def tokens_out(self, role: str, task: str, gateway: Gateway | None = None) -> float:
+        """Expected completion tokens: the mean observed in earlier ledgers, else max_tokens
+        (a panel judge, on its own ``gateway``: its max_tokens)."""
+        if gateway is not None:
+            return float(gateway.specs[role].max_tokens)
         observed = self.out_means.get((role, task), self.out_means.get((role, None)))
         return observed if observed is not None else float(self.gateway.specs[role].max_tokens)
+
+
+def panel_role(name: str) -> str:
+    """The plan's role of a panel judge (its own binding, priced by its own model)."""
+    return f"judge[{name}]"
 
 
 def _stand_in(spec: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -138,7 +154,7 @@ class Unit:
 
     # ---- answer and judge -------------------------------------------------------------------
 
-    async def answer_and_judge(self, answer: bool, judge: bool) -> list[Line]:
+    async def answer_and_judge(self, answer: bool, judge: bool, panel: bool = False) -> list[Line]:
         ctx = self.ctx
         build_spec, itself = _stand_in(self.system_spec)
         name, options = reader_config(self.spec.get("reader", "generic"))
@@ -176,6 +192,15 @@ class Unit:
                         # expected to get the same answer, so the same judge prompt (a hit)
                         key = ctx.key(request)
                         self._count(lines, request, scale, key, cached=not stand_in)
+                for judge_of, gateway in ctx.panel if panel else ():
+                    request = judge_request_for(
+                        judge_of.kind, question, response or str(question["answer"])
+                    )
+                    if request is not None:
+                        key = ctx.key(request, gateway)
+                        role = panel_role(judge_of.name)
+                        self._count(lines, request, scale, key, cached=response is not None,
+                                    gateway=gateway, role=role)  # fmt: skip
         if answer and "embedder" in stage_roles(self.system_spec, "query"):
             texts = [str(q) for q in self.questions.question]
             lines[("embedder", "embed")] = self._embeddings(texts, "one query embedding each")
@@ -183,7 +208,7 @@ class Unit:
         for line in out:
             if not itself and line.role == "agent":
                 line.notes.append(f"prompts over a {build_spec['type']} stand-in retrieval")
-            if line.role == "judge" and line.rendered < line.calls:
+            if line.role.startswith("judge") and line.rendered < line.calls:
                 line.notes.append(
                     "judge prompts over the gold answer where no answer is cached (a question "
                     "asked again with the same gold is expected to be judged from the cache)"
@@ -202,24 +227,27 @@ class Unit:
         key: str | None,
         add: bool = True,
         cached: bool = True,
+        gateway: Gateway | None = None,
+        role: str | None = None,
     ) -> tuple[bool, str | None]:
         """Count one request (scaled); (whether the cache holds its reply, the reply's text).
 
         ``key``: the request's cache key when its prompt is the one that will be sent (else
         ``None``: estimated, a miss); ``cached``: whether to look the key up in the cache (a key
         that only stands for a prompt is not). A key planned before is a hit: the run asks it
-        once and finds the reply in the cache from then on, as its ledgers count.
+        once and finds the reply in the cache from then on, as its ledgers count. ``gateway``
+        and ``role``: a panel judge's gateway and its line's role (:func:`panel_role`).
         """
-        gateway = self.ctx.gateway
+        own = gateway
+        gateway = gateway or self.ctx.gateway
         spec = gateway.specs[request.role]
         found = gateway.cache.get(key) if key is not None and cached else None
         text = None
         if found is not None:
             text = strip_reasoning(found.text) if spec.strip_reasoning else found.text
         if add:
-            line = lines.setdefault(
-                (request.role, request.task), self.line(request.role, request.task)
-            )
+            role = role or request.role
+            line = lines.setdefault((role, request.task), self.line(role, request.task))
             needed, window = fits(request, spec)
             line.calls += scale
             line.rendered += scale if key is not None and cached else 0.0
@@ -233,7 +261,7 @@ class Unit:
                 line.cache_hits += scale
             else:
                 line.tokens_in += scale * prompt_tokens(request.messages, spec.backend)
-                line.tokens_out += scale * self.ctx.tokens_out(request.role, request.task)
+                line.tokens_out += scale * self.ctx.tokens_out(request.role, request.task, own)
         return found is not None, text
 
     def _embeddings(self, texts: list[str], why: str) -> Line:
@@ -305,3 +333,42 @@ class Unit:
             line.exact = False
             lines.append(line)
         return lines
+
+
+def plan_probe(ctx: Context, benchmark: str, size: int, seed: int) -> list[Line]:
+    """The false-positive probe of ``benchmark`` (rule judge_probe): its probes, built as the
+    job builds them, each judged by the configured judge and every panel judge (exact count;
+    prompts rendered, their cache keys looked up)."""
+    data = ctx.prepared(benchmark)
+    configured = PanelJudge(CONFIGURED, kind_for(ctx.benchmarks[benchmark]), {})
+    judges = [
+        (configured, ctx.gateway, "judge"),
+        *((j, g, panel_role(j.name)) for j, g in ctx.panel),
+    ]
+    probes = probe_set(data.questions, data.sessions, [j.kind for j, _, _ in judges], size, seed)
+    by_id = {q["question_id"]: q for q in data.questions.to_dict("records")}
+    lines: dict[tuple[str, str], Line] = {}
+    for judge, gateway, role in judges:
+        for probe in probes.to_dict("records"):
+            request = judge_request_for(judge.kind, by_id[probe["question_id"]], probe["response"])
+            if request is None:
+                continue
+            spec = gateway.specs["judge"]
+            line = lines.setdefault(
+                (role, request.task), Line(benchmark, "probe", PROTOCOL, role, request.task)
+            )
+            key = ctx.key(request, gateway)
+            found = gateway.cache.get(key) if key is not None else None
+            needed, window = fits(request, spec)
+            line.calls += 1
+            line.rendered += 1 if key is not None else 0
+            line.overflows += 1 if window is not None and needed > window else 0
+            if found is not None or (key is not None and key in ctx.planned):
+                line.cache_hits += 1
+            else:
+                line.tokens_in += prompt_tokens(request.messages, spec.backend)
+                own = None if role == "judge" else gateway  # the configured judge: observed means
+                line.tokens_out += ctx.tokens_out("judge", request.task, own)
+            if key is not None:
+                ctx.planned.add(key)
+    return list(lines.values())

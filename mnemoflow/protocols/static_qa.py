@@ -331,6 +331,8 @@ async def judge(
         return judged
     rows = await judge_answers(NotAsked(gateway), kind, questions, answers[missed], repeats, seed)
     rows["value"], rows["parse_ok"], rows["raw_reply"] = float("nan"), False, ""
+    if "value_reference" in rows:  # a reference's own reading of a reply: none was given
+        rows["value_reference"] = float("nan")
     frame = pd.concat([judged, rows], ignore_index=True)
     return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
 
@@ -409,7 +411,9 @@ def question_causes(
         stored, known = read_stored([shard / "memory"])
         keys = answers[["benchmark", "system", "protocol", "step"]].drop_duplicates()
         judged = judgements.merge(keys, on=list(keys.columns))
-        frames.append(diagnose(answers, judged, questions, stored, known))
+        # questions of this shard's benchmark only: two entries of one loader share question ids
+        own = questions[questions["benchmark"].isin(keys["benchmark"])]
+        frames.append(diagnose(answers, judged, own, stored, known))
     if not frames:
         return pd.DataFrame(columns=["benchmark", "system", "protocol", "step", "question_id"])
     return pd.concat(frames, ignore_index=True)

@@ -19,7 +19,17 @@ path ``{benchmark}/{system}/{protocol}/step{k}`` (a run's repeats with other see
 reproduce the summary value (same mean within 1e-6, same n); otherwise the proportion's Wilson
 interval out of n (``wilson-n``), else none. AMemGym items are clustered by user (a user's
 questions, and a user's periods, are not independent), so their interval is a bootstrap over
-users (``cluster-bootstrap``).
+users (``cluster-bootstrap``); so is AMemGym's memory score, a score normalized between the
+random and the upper-bound accuracy (:data:`NORMALIZED`), which is never given a proportion's
+Wilson interval even when every user's score is 0 or 1. An interval of zero width (every cluster,
+or every item, scores alike: the resampled means cannot vary) is no interval: it is marked
+``degenerate``, without bounds, and no published cell is called outside it.
+
+Paired tests take the clustering into account: items that share a cluster (AMemGym's users,
+whose questions come back every period) are tested with a sign-flip permutation test over
+clusters (``cluster-permutation``), independent items with McNemar (right / wrong) or the paired
+bootstrap; ``p_holm`` is the Holm-adjusted p-value over the pairs compared on one metric
+(:data:`HOLM_FAMILY`), and ``significant`` says whether it is below :data:`ALPHA`.
 """
 
 from __future__ import annotations
@@ -38,7 +48,13 @@ from mnemoflow.data.tables import FOOTPRINT_METRICS, QUESTION_SCORES, TableError
 from mnemoflow.report.seeds import MEAN as SEEDS_MEAN
 from mnemoflow.report.seeds import SD as SEEDS_SD
 from mnemoflow.report.seeds import has_seeds
-from mnemoflow.report.significance import kendall_tau, paired_test, rank_marks
+from mnemoflow.report.significance import (
+    cluster_paired_test,
+    holm,
+    kendall_tau,
+    paired_test,
+    rank_marks,
+)
 from mnemoflow.report.significance import ranks as rank_of
 from mnemoflow.report.stats import mean_interval, wilson_interval
 from mnemoflow.report.summaries import ReportError, is_proportion, lower_is_better
@@ -57,6 +73,11 @@ _STEP_DIR = re.compile(r"^step(\d+)$")
 _REPEAT_DIR = re.compile(r"^seed\d+$")
 #: AMemGym baselines that are shares of questions like accuracy.
 _BASELINES = ("random", "upper_bound")
+#: Scores normalized between two baselines (AMemGym's memory score: (accuracy - random) /
+#: (upper bound - random)): not proportions, so never a Wilson interval.
+NORMALIZED = ("memory_score",)
+#: An interval that cannot be drawn: every cluster (or item) scores alike.
+DEGENERATE = "degenerate"
 
 
 @dataclass
@@ -201,19 +222,24 @@ def cluster_interval(values: np.ndarray, clusters: np.ndarray) -> tuple[float, f
 
 
 def interval(run: Run, row) -> tuple[float, float, str]:
-    """(low, high, method) of one summary row; method "" when there is none."""
+    """(low, high, method) of one summary row; method "" when there is none, ``degenerate``
+    (no bounds) when the resampled means cannot vary."""
     sample = _sample(run, row)
     if len(sample):
         values = sample["value"].to_numpy(dtype=float)
         if len(values) != row.n or abs(values.mean() - row.value) > _TOLERANCE:
             return math.nan, math.nan, "mismatch"
-        if sample["cluster"].nunique() < len(sample):
+        if sample["cluster"].nunique() < len(sample) or row.metric in NORMALIZED:
             low, high = cluster_interval(values, sample["cluster"].to_numpy())
-            return low, high, "cluster-bootstrap"
-        found = mean_interval(values)
-        return found.low, found.high, found.method
+            method = "cluster-bootstrap"
+        else:
+            found = mean_interval(values)
+            low, high, method = found.low, found.high, found.method
+        if not high - low > 1e-12:
+            return math.nan, math.nan, DEGENERATE
+        return low, high, method
     proportion = is_proportion(row.metric) or row.metric in _BASELINES
-    if proportion and row.n > 0 and 0.0 <= row.value <= 1.0:
+    if proportion and row.metric not in NORMALIZED and row.n > 0 and 0.0 <= row.value <= 1.0:
         low, high = wilson_interval(row.value * row.n, int(row.n))
         return low, high, "wilson-n"
     return math.nan, math.nan, ""
@@ -254,26 +280,61 @@ def _pairing(published: pd.DataFrame, systems: set[str], mapping: list[tuple[str
     return theirs_to_ours
 
 
-def _our_row(summary: pd.DataFrame, benchmark, system, protocol, period, metric):
-    """Our summary row for a published cell, or None: period ``mean`` is the run's last step's
-    row of the first of :data:`MEAN_AGGREGATES` it has, period k step k's micro row."""
+def _our_row(summary: pd.DataFrame, benchmark, system, cell: dict):
+    """Our summary row for a published cell, or None. Aggregate ``mean``: period ``mean`` is the
+    run's last step's row of the first of :data:`MEAN_AGGREGATES` it has, period k step k's micro
+    row; aggregate ``type:<question_type>`` that step's row of the same aggregate."""
     run = summary[
         (summary["benchmark"] == benchmark)
         & (summary["system"] == system)
-        & (summary["protocol"] == protocol)
-        & (summary["metric"] == metric)
+        & (summary["protocol"] == cell["protocol"])
+        & (summary["metric"] == cell["metric"])
     ]
     if run.empty:
         return None
-    if period == MEAN:
-        last = run[run["step"] == run["step"].max()]
+    period = cell["period"]
+    step = run[run["step"] == (run["step"].max() if period == MEAN else int(period))]
+    wanted = cell.get("aggregate", MEAN)
+    if wanted != MEAN:
+        hit = step[step["aggregate"] == wanted]
+    elif period == MEAN:
         for aggregate in MEAN_AGGREGATES:
-            hit = last[last["aggregate"] == aggregate]
+            hit = step[step["aggregate"] == aggregate]
             if not hit.empty:
                 break
     else:
-        hit = run[(run["step"] == int(period)) & (run["aggregate"] == "micro")]
+        hit = step[step["aggregate"] == "micro"]
     return None if hit.empty else next(hit.itertuples(index=False))
+
+
+def _benchmarks_of(summary: pd.DataFrame, name: str, benchmark: str | None) -> dict[str, str]:
+    """Our system -> the benchmark its cells are compared on, for published rows of benchmark
+    ``name``: ``benchmark`` if given, else ``name`` if the run has it, else each system's own
+    benchmark where it runs on exactly one (a preset whose systems run on different benchmarks:
+    LoCoMo's long context and retrieval)."""
+    ours = sorted(summary["benchmark"].unique())
+    chosen = benchmark or (name if name in ours else None)
+    if chosen is not None:
+        if chosen not in ours:
+            raise ReportError(
+                f"the run has no benchmark {chosen!r} for the published {name!r} rows "
+                f"(it has {', '.join(ours)}; name it with --benchmark)"
+            )
+        return dict.fromkeys(summary.loc[summary["benchmark"] == chosen, "system"], chosen)
+    where = summary.groupby("system")["benchmark"].unique()
+    return {system: names[0] for system, names in where.items() if len(names) == 1}
+
+
+def unpaired_rows(cells: pd.DataFrame) -> pd.DataFrame:
+    """The published rows no system of the run is paired with, one line each: paper, table, row,
+    its number of cells and the reason (the preset's ``compare.unpaired``, else its note)."""
+    columns = ["paper", "table", "row", "cells", "reason"]
+    alone = cells[cells["system"] == ""]
+    if alone.empty:
+        return pd.DataFrame(columns=columns)
+    grouped = alone.groupby(["paper", "table", "row"], sort=False)["note"]
+    out = grouped.agg(cells="size", reason="first").reset_index()
+    return out[columns]
 
 
 CELL_COLUMNS = [
@@ -283,6 +344,7 @@ CELL_COLUMNS = [
     "system",
     "protocol",
     "period",
+    "aggregate",
     "metric",
     "published",
     "ours",
@@ -304,33 +366,45 @@ def compare_published(
     published: pd.DataFrame,
     mapping: list[tuple[str, str]] = (),
     benchmark: str | None = None,
+    unpaired: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(cells, taus, ranks) of a run against published rows (see the module docstring).
 
-    ``benchmark`` is our benchmark's name (default: the published benchmark's own name)."""
+    ``benchmark`` is our benchmark's name (default: the published benchmark's own name, else
+    each paired system's own benchmark); ``unpaired`` the reason a row has no counterpart
+    (published row -> reason), the note of its cells when no system is paired with it."""
     summary = run.summary
-    ours_benchmarks = sorted(summary["benchmark"].unique())
+    reasons = unpaired or {}
     cells = []
     for name, part in published.groupby("benchmark", sort=True):
-        ours = benchmark or name
-        if ours not in ours_benchmarks:
+        where = _benchmarks_of(summary, name, benchmark)
+        rows = set(part["row"])
+        for ours, theirs in mapping:
+            if theirs in rows and ours not in where and ours in set(summary["system"]):
+                runs_on = sorted(summary.loc[summary["system"] == ours, "benchmark"].unique())
+                raise ReportError(
+                    f"pairing {ours}={theirs}: {ours} runs on several benchmarks "
+                    f"({', '.join(runs_on)}); name the one to compare with --benchmark"
+                )
+        pairing = _pairing(part, set(where), list(mapping))
+        if not pairing and name not in set(summary["benchmark"]) and benchmark is None:
             raise ReportError(
-                f"the run has no benchmark {ours!r} for the published {name!r} rows "
-                f"(it has {', '.join(ours_benchmarks)}; name it with --benchmark)"
+                f"the run has no benchmark {name!r} for the published {name!r} rows and none of "
+                f"its systems is paired with them (it has "
+                f"{', '.join(sorted(summary['benchmark'].unique()))}; name it with --benchmark)"
             )
-        systems = set(summary.loc[summary["benchmark"] == ours, "system"])
-        pairing = _pairing(part, systems, list(mapping))
         periods = part[part["period"] != MEAN].groupby("table")["period"]
         last_published = periods.apply(lambda p: max(int(x) for x in p)).to_dict()
         for cell in part.to_dict("records"):
             system = pairing.get(cell["row"], "")
             found = (
-                _our_row(summary, ours, system, cell["protocol"], cell["period"], cell["metric"])
+                _our_row(summary, where[system], system, cell)
                 if system and cell["metric"] != RANK_CHANGE
                 else None
             )
+            keys = ("paper", "table", "row", "protocol", "period", "aggregate", "metric")
             out = {
-                **{k: cell[k] for k in ("paper", "table", "row", "protocol", "period", "metric")},
+                **{k: cell.get(k, MEAN) for k in keys},
                 "system": system,
                 "published": cell["value"],
                 "ours": math.nan,
@@ -340,7 +414,7 @@ def compare_published(
                 "n": 0,
                 "diff": math.nan,
                 "outside": "",
-                "note": "not paired" if not system else "",
+                "note": reasons.get(cell["row"], "not paired") if not system else "",
             }
             if system and found is None and cell["metric"] != RANK_CHANGE:
                 out["note"] = "not in the run"
@@ -402,7 +476,8 @@ def _rank_change_cells(cells: pd.DataFrame) -> pd.DataFrame:
     if not changes.any():
         return cells
     cells = cells.copy()
-    scores = cells[~changes & (cells["period"] == MEAN) & cells["ours"].notna()]
+    overall = (cells["period"] == MEAN) & (cells["aggregate"] == MEAN)
+    scores = cells[~changes & overall & cells["ours"].notna()]
     for (paper, table), group in cells[changes].groupby(["paper", "table"], sort=True):
         part = scores[(scores["paper"] == paper) & (scores["table"] == table)]
         if part.empty:
@@ -440,9 +515,10 @@ RANK_COLUMNS += ["published", "ours", "published_rank", "our_rank", "rank_change
 
 
 def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per (table, protocol, metric) at period ``mean``: τ and each row's rank change."""
+    """Per (table, protocol, metric) at period and aggregate ``mean`` (all questions; not per
+    question type): τ and each row's rank change."""
     taus, ranks = [], []
-    paired = cells[(cells["period"] == MEAN) & cells["ours"].notna()]
+    paired = cells[(cells["period"] == MEAN) & (cells["aggregate"] == MEAN) & cells["ours"].notna()]
     for (paper, table, protocol, metric), group in paired.groupby(
         ["paper", "table", "protocol", "metric"], sort=True
     ):
@@ -485,30 +561,52 @@ def _rank_tables(cells: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 # ---------------------------------------------------------------- run A vs run B
 
 
-PAIRED_COLUMNS = ["test", "n_paired", "p_value", "significant", "diff_low", "diff_high", "b", "c"]
-#: A paired test's difference is called more than noise below this p-value.
+PAIRED_COLUMNS = ["test", "n_paired", "clusters", "p_value", "p_holm", "significant"]
+PAIRED_COLUMNS += ["diff_low", "diff_high", "b", "c"]
+#: A paired test's difference is called more than noise below this (Holm-adjusted) p-value.
 ALPHA = 0.05
+#: The family Holm's adjustment runs over: every pair compared on one metric and aggregate of
+#: one benchmark and protocol (and step, between the systems of one run).
+HOLM_FAMILY = ["benchmark", "protocol", "metric", "aggregate"]
 
 
 def _paired(sample_a: pd.DataFrame, sample_b: pd.DataFrame) -> dict:
-    """The paired test of two samples on the items both have (empty when they share none)."""
-    a = sample_a.drop_duplicates("item").set_index("item")["value"]
+    """The paired test of two samples on the items both have (empty when they share none):
+    over clusters when items share one, else over items."""
+    a = sample_a.drop_duplicates("item").set_index("item")
     b = sample_b.drop_duplicates("item").set_index("item")["value"]
     shared = a.index.intersection(b.index).sort_values()
     if len(shared) == 0:
         return {}
-    test = paired_test(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
+    clusters = a.loc[shared, "cluster"].to_numpy()
+    values_a, values_b = a.loc[shared, "value"].to_numpy(), b.loc[shared].to_numpy()
+    if len(set(clusters)) < len(clusters):
+        test = cluster_paired_test(values_a, values_b, clusters)
+    else:
+        test = paired_test(values_a, values_b)
     mcnemar = test.test == "mcnemar"
     return {
         "test": test.test,
         "n_paired": test.n,
+        "clusters": test.clusters or None,
         "p_value": test.p_value,
-        "significant": "yes" if test.p_value < ALPHA else "no",
         "diff_low": test.low,
         "diff_high": test.high,
         "b": test.b if mcnemar else None,
         "c": test.c if mcnemar else None,
     }
+
+
+def _holm_adjusted(frame: pd.DataFrame, family: list[str]) -> pd.DataFrame:
+    """``p_holm`` (Holm over each ``family`` group of tested rows) and ``significant``."""
+    frame["p_holm"] = math.nan
+    tested = frame[frame["p_value"].notna()]
+    for _, group in tested.groupby(family, sort=False):
+        frame.loc[group.index, "p_holm"] = holm(group["p_value"].astype(float))
+    frame["significant"] = [
+        None if pd.isna(p) else ("yes" if p < ALPHA else "no") for p in frame["p_holm"]
+    ]
+    return frame
 
 
 RUNS_COLUMNS = [*RUN, "metric", "aggregate", "a_value", "a_low", "a_high", "a_ci_method", "n_a"]
@@ -543,7 +641,7 @@ def compare_runs(a: Run, b: Run) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
         if row["aggregate"] in TESTED and row["step"] == last_step:
             cell.update(_paired(_sample(a, a_row), _sample(b, a_row)))
         cells.append(cell)
-    cells = _counts(pd.DataFrame(cells, columns=RUNS_COLUMNS))
+    cells = _counts(_holm_adjusted(pd.DataFrame(cells, columns=RUNS_COLUMNS), HOLM_FAMILY))
     return (cells, *_run_ranks(cells))
 
 
@@ -613,7 +711,8 @@ SYSTEMS_COLUMNS += ["mean_a", "mean_b", "diff", *PAIRED_COLUMNS]
 
 def paired_systems(run: Run) -> pd.DataFrame:
     """Every pair of systems of one run, at their last step, on the items both scored: mean of
-    each, B - A, and the paired test (McNemar for right / wrong values, else the bootstrap)."""
+    each, B - A, and the paired test (over clusters when items share one; else McNemar for
+    right / wrong values, else the bootstrap), Holm-adjusted over the pairs of one metric."""
     summary = run.summary[run.summary["aggregate"].isin(TESTED)]
     if summary.empty or run.items.empty:
         return pd.DataFrame(columns=SYSTEMS_COLUMNS)
@@ -653,12 +752,13 @@ def paired_systems(run: Run) -> pd.DataFrame:
                         **result,
                     }
                 )
-    return _counts(pd.DataFrame(rows, columns=SYSTEMS_COLUMNS))
+    frame = pd.DataFrame(rows, columns=SYSTEMS_COLUMNS)
+    return _counts(_holm_adjusted(frame, [*HOLM_FAMILY, "step"]))
 
 
 def _counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Integer columns that are empty where no test (or not McNemar's) ran."""
-    for name in ("n_paired", "b", "c"):
+    for name in ("n_paired", "clusters", "b", "c"):
         frame[name] = frame[name].astype("Int64")
     return frame
 

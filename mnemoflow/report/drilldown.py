@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.amemgym import AmemUser
+from mnemoflow.data.locomo import ADVERSARIAL_PHRASES
 from mnemoflow.data.tables import read_table
 from mnemoflow.prices import FREE_MODELS, lookup, price_table, usd
 
@@ -230,12 +231,13 @@ def _static_records(frames: DrillFrames, prices) -> dict[tuple, list[dict]]:
         for c in frames.causes.to_dict("records"):
             key = (c["benchmark"], c["system"], c["protocol"], int(c["step"]), c["question_id"])
             causes[key] = c["cause"]
+    _check_joined(answers, questions)
     texts = _item_texts(frames.sessions)
     chunks: dict[tuple, list[dict]] = {}
     for a in answers.to_dict("records"):
         run = (a["benchmark"], a["system"], a["protocol"], int(a["step"]))
         key = (*run, a["question_id"])
-        question = questions.get((a["benchmark"], a["question_id"]), {})
+        question = questions[(a["benchmark"], a["question_id"])]
         verdicts: dict[str, list[float]] = {}
         replies = []
         for j in judged.get(key, []):
@@ -261,7 +263,7 @@ def _static_records(frames: DrillFrames, prices) -> dict[tuple, list[dict]]:
             "id": a["question_id"],
             "type": a["question_type"],
             "q": _cut(question.get("question", "")),
-            "gold": _cut(question.get("answer", "")),
+            **_gold(question),
             "answer": _cut(a["response"]),
             "scores": {m: _number(v) for m, v in means.items()},
             "outcome": _outcome(means, causes.get(key)),
@@ -274,6 +276,47 @@ def _static_records(frames: DrillFrames, prices) -> dict[tuple, list[dict]]:
         }
         chunks.setdefault(run, []).append(record)
     return chunks
+
+
+def _check_joined(answers: pd.DataFrame, questions: dict[tuple, dict]) -> None:
+    """Every answer has its question (same benchmark name, same id): a join that matches
+    nothing would show empty questions, golds and items without a word."""
+    for a in answers[["benchmark", "question_id"]].drop_duplicates().itertuples(index=False):
+        if (a.benchmark, a.question_id) not in questions:
+            known = sorted({b for b, _ in questions})
+            raise ValueError(
+                f"drill-down: answer to question {a.question_id!r} of benchmark "
+                f"{a.benchmark!r} has no prepared question (questions name benchmarks "
+                f"{known or 'none'}); the prepared tables must carry the config's benchmark name"
+            )
+
+
+def _meta(question: Mapping[str, Any]) -> dict[str, Any]:
+    meta = question.get("meta")
+    if isinstance(meta, str) and meta:
+        return json.loads(meta)
+    return meta if isinstance(meta, dict) else {}
+
+
+def _gold(question: Mapping[str, Any]) -> dict[str, str]:
+    """``gold`` as the benchmark's scorer reads it. A LoCoMo adversarial question (category 5)
+    has no answer: its scorer counts a reply right when it says the information is not there
+    (:data:`~mnemoflow.data.locomo.ADVERSARIAL_PHRASES`); the misleading answer the question
+    invites goes beside it as ``adversarial_answer``."""
+    meta = _meta(question)
+    if meta.get("category") == 5 and not str(question.get("answer") or ""):
+        phrases = " or ".join(f'"{p}"' for p in ADVERSARIAL_PHRASES)
+        return {
+            "gold": f"not mentioned in the conversation (a reply saying {phrases} is right)",
+            "adversarial_answer": _cut(meta.get("adversarial_answer") or ""),
+        }
+    return {"gold": _cut(question.get("answer", ""))}
+
+
+def natural_key(text: Any) -> tuple:
+    """Sort key that orders the numbers inside ids by value: q2 before q10, u1_p2 before u1_p10."""
+    parts = re.split(r"(\d+)", str(text))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
 
 def _option(index: Any, options: list[str], order: list[int]) -> str:
@@ -382,7 +425,9 @@ def drilldown(frames: DrillFrames, prices: Mapping[str, Any] | None = None) -> D
     runs: dict[tuple, dict[str, Any]] = {}
     chunks: dict[str, list[dict]] = {}
     for benchmark, system, protocol, step in sorted(by_run):
-        records = sorted(by_run[(benchmark, system, protocol, step)], key=lambda r: r["id"])
+        records = sorted(
+            by_run[(benchmark, system, protocol, step)], key=lambda r: natural_key(r["id"])
+        )
         run = runs.setdefault(
             (benchmark, system, protocol),
             {

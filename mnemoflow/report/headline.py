@@ -22,7 +22,7 @@ import pandas as pd
 
 from mnemoflow.data.tables import FOOTPRINT_METRICS
 from mnemoflow.report.seeds import seed_texts
-from mnemoflow.report.summaries import RUN, last_step
+from mnemoflow.report.summaries import RUN, add_labels, last_step, with_intervals
 
 #: Headline metrics, in the order their columns appear (retrieval metrics follow, sorted).
 HEADLINE_METRICS = ("accuracy", "j", "f1", "item_value", "llm_judge_score", "memory_score")
@@ -142,6 +142,16 @@ def headline_tables(
     return tables
 
 
+def run_headline(
+    summary: pd.DataFrame, judgements: pd.DataFrame, published: pd.DataFrame | None = None
+) -> dict[str, pd.DataFrame]:
+    """:func:`headline_tables` of a summary, its intervals from the per-question
+    ``judgements``: the tables report.html and summary.md both open with."""
+    if summary.empty:
+        return {}
+    return headline_tables(add_labels(with_intervals(summary, judgements)), published)
+
+
 def _across_seeds(
     table: pd.DataFrame, rows: pd.DataFrame, metric: str, aggregate: str, name: str
 ) -> list[str]:
@@ -165,6 +175,8 @@ def _benchmark_labels(rows: pd.DataFrame) -> pd.DataFrame:
 def _published_values(cells: pd.DataFrame, runs: pd.DataFrame, metric: str) -> dict[str, float]:
     """label -> the published mean of ``metric`` paired with that run (system and protocol)."""
     mean = cells[(cells["metric"] == metric) & (cells["period"].astype(str) == "mean")]
+    if "aggregate" in mean.columns:  # all questions, not one question type
+        mean = mean[mean["aggregate"] == "mean"]
     mean = mean[mean["system"] != ""]
     out: dict[str, float] = {}
     for run in runs.itertuples(index=False):

@@ -27,11 +27,13 @@ import yaml
 from mnemoflow.data.tables import read_table, write_atomic_text
 from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
+from mnemoflow.report.compare import unpaired_rows
 from mnemoflow.report.drilldown import DrillFrames, drilldown, write_drilldown
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_tables
 from mnemoflow.report.generation import generation_tables
 from mnemoflow.report.headline import diagnostics_tables, headline_tables, is_headline
+from mnemoflow.report.panel import FLAG_RATE, flagged_judges
 from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.seeds import seed_text
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
@@ -110,6 +112,8 @@ class ReportData:
     headline: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: Per benchmark: the counters (parse failures, denominators, ...) of each run.
     diagnostics: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: The judge panel's tables (report/panel.py ``panel_tables``); empty: no ``judge.panel``.
+    panel: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: The drill-down's runs (report/drilldown.py ``Drilldown.runs``); empty: not built.
     drill_runs: list[dict[str, Any]] = field(default_factory=list)
     #: The drill-down page's address relative to the report (in the derived folder).
@@ -446,6 +450,9 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
         "printed on- vs off-policy ∆Rank (▲k: k places higher off-policy) is set beside our own "
         "among the rows paired.</p>"
     )
+    unpaired = unpaired_rows(cells)
+    if len(unpaired):
+        text += "<h3>Published rows without a counterpart in the run</h3>" + table_html(unpaired)
     if paired.empty:
         return text + _note("No published cell is paired with a run: name the systems with --map.")
     rank = paired["metric"] == "rank_change"
@@ -467,6 +474,7 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
         "system": "ours",
         "protocol": "protocol",
         "period": "period",
+        "aggregate": "aggregate",
         "metric": "metric",
         "published": "published",
         "ours": "our value",
@@ -641,6 +649,40 @@ def _note(text: str) -> str:
     return f'<p class="note">{html.escape(text)}</p>'
 
 
+def _panel_html(panel: dict[str, pd.DataFrame]) -> str:
+    """The judge panel: per-judge accuracy beside its false-positive rate, the headline's
+    spread across the panel, agreement per pair, the probe and the answers judges disagree on."""
+    text = (
+        "<p>The same answers judged by every judge of <code>judge.panel</code> and by the "
+        "configured judge (<i>configured</i>, the headline's), at each run's last step. The "
+        "false-positive rate is the share of the probe's wrong answers (a swapped key fact, a "
+        "vague answer, a wrong abstention) a judge accepts, with its 95 % interval; a judge "
+        f"over {FLAG_RATE:.0%} is flagged. Agreement (Cohen's kappa) and disagreements cover "
+        "every step.</p>"
+    )
+    for line in flagged_judges(panel):
+        text += f'<p class="note"><b>Lenient judge</b>: {html.escape(line)}.</p>'
+    parts = [
+        ("accuracy", "Accuracy per judge"),
+        ("spread", "Headline and its spread across the panel"),
+        ("kappa", "Agreement per pair of judges"),
+        ("probe", "False-positive probe"),
+        ("cost", "Calls per judge (the panel's and the probe's jobs)"),
+    ]
+    for name, heading in parts:
+        if not panel.get(name, pd.DataFrame()).empty:
+            text += f"<h3>{heading}</h3>" + table_html(panel[name])
+    split = panel.get("disagreements", pd.DataFrame())
+    if split.empty:
+        text += _note("The judges agree on every answer.")
+    else:
+        text += (
+            f"<details><summary>Answers the judges disagree on: {len(split)} (1 correct, "
+            f"0 wrong; panel_disagreements.tsv)</summary>{table_html(split)}</details>"
+        )
+    return text
+
+
 def render_html(
     data: ReportData, title: str = "mnemoflow report", files: Sequence[str] = ()
 ) -> str:
@@ -677,6 +719,9 @@ def render_html(
     elif data.published_missing:
         text = f"The paper's numbers for this run are not shipped: {data.published_missing}."
         sections.append(("published", "Published vs ours", _note(text)))
+
+    if data.panel:
+        sections.append(("panel", "Judge panel", _panel_html(data.panel)))
 
     if data.drill_runs:
         sections.append(
@@ -936,6 +981,8 @@ def _write_derived(data: ReportData, folder: Path) -> list[str]:
             tables[f"generation_{name}.tsv"] = frame
     for name, frame in data.published.items():
         tables[f"published_{name}.tsv"] = frame
+    for name, frame in data.panel.items():
+        tables[f"panel_{name}.tsv"] = frame
     names = []
     for name, frame in tables.items():
         frame.to_csv(folder / name, sep="\t", index=False, float_format="%.6g")
@@ -967,6 +1014,7 @@ def build_report(
     published_missing: str = "",
     drill: DrillFrames | None = None,
     data_versions: dict[str, dict[str, Any]] | None = None,
+    panel: dict[str, pd.DataFrame] | None = None,
 ) -> Path:
     """Read the result tables and ledgers, write ``out_html`` and its derived-files folder.
 
@@ -976,7 +1024,8 @@ def build_report(
     adds the "Published vs ours" section (``published_missing``: that section says why there is
     no comparison). ``drill`` (:func:`mnemoflow.report.drilldown.read_frames`)
     adds the per-question drill-down, ``report/questions.html``. ``data_versions`` (benchmark
-    -> its prepared/data_version.json) adds the "Data" section: versions, questions, loader rules.
+    -> its prepared/data_version.json) adds the "Data" section: versions, questions, loader rules;
+    ``panel`` (:func:`mnemoflow.report.panel.read_panel`) the "Judge panel" section.
     """
     out_html = Path(out_html)
     judgements_paths = [Path(p) for p in judgements_paths]
@@ -1005,6 +1054,7 @@ def build_report(
     data = collect(summary, judgements, ledgers, config, diagnosis, sources, generation)
     data.published = dict(published or {})
     data.published_missing = published_missing
+    data.panel = dict(panel or {})
     if data.published:
         data.headline = headline_tables(data.scored, data.published.get("cells"))
     if data_versions:

@@ -6,7 +6,9 @@ The workflow reads both from the run's config, so a preset run's summary.md and 
 the "Published vs ours" section that ``mnemoflow compare RESULTS --preset NAME`` prints, from the
 same function (:func:`mnemoflow.report.compare.compare_published`).
 
-- ``compare.published: PAPER[/TABLE][,...]``: those tables; ``compare.benchmark`` our benchmark.
+- ``compare.published: PAPER[/TABLE][,...]``: those tables; ``compare.benchmark`` our benchmark
+  (default: per paired system, the run benchmark that runs it); ``compare.unpaired`` the reason
+  each published row without a counterpart among the preset's systems has none, listed with it.
 - ``compare.published: null``: the paper's numbers are not shipped; the section says so
   (``compare.missing``) instead of comparing.
 - no ``compare:`` but systems with ``published_as``: the published rows with those labels, compared
@@ -25,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
-from mnemoflow.report.compare import compare_published, load_run, markdown_table
+from mnemoflow.report.compare import compare_published, load_run, markdown_table, unpaired_rows
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Request:
     pairs: tuple[tuple[str, str], ...]  # (our system, the paper's row)
     benchmark: str | None  # our benchmark for the published rows
     missing: str = ""  # compare.published null: what is not shipped
+    unpaired: tuple[tuple[str, str], ...] = ()  # (the paper's row, why no system pairs with it)
 
     def as_params(self) -> dict[str, Any]:
         return {
@@ -43,6 +46,7 @@ class Request:
             "pairs": [list(p) for p in self.pairs],
             "benchmark": self.benchmark,
             "missing": self.missing,
+            "unpaired": [list(p) for p in self.unpaired],
         }
 
     @classmethod
@@ -54,6 +58,7 @@ class Request:
             pairs=tuple((str(a), str(b)) for a, b in params.get("pairs") or ()),
             benchmark=params.get("benchmark"),
             missing=str(params.get("missing") or ""),
+            unpaired=tuple((str(a), str(b)) for a, b in params.get("unpaired") or ()),
         )
 
     @property
@@ -68,6 +73,12 @@ def published_as(config: Mapping[str, Any]) -> list[tuple[str, str]]:
         for system, spec in (config.get("systems") or {}).items()
         if isinstance(spec, Mapping) and spec.get("published_as")
     ]
+
+
+def unpaired_reasons(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(published row, reason) of a config's ``compare.unpaired``."""
+    reasons = (config.get("compare") or {}).get("unpaired") or {}
+    return tuple((str(row), " ".join(str(why).split())) for row, why in reasons.items())
 
 
 def request_of(
@@ -85,7 +96,12 @@ def request_of(
         missing = " ".join(str(compare.get("missing") or "not shipped").split())
         return Request(None, pairs, compare.get("benchmark"), missing=missing)
     if compare.get("published"):
-        return Request(str(compare["published"]), pairs, compare.get("benchmark"))
+        return Request(
+            str(compare["published"]),
+            pairs,
+            compare.get("benchmark"),
+            unpaired=unpaired_reasons(config),
+        )
     if pairs:
         return Request(None, pairs, compare.get("benchmark"))
     return None
@@ -131,8 +147,11 @@ def published_section(
         rows, benchmark = _by_label(published, request, benchmarks or {})
     if rows.empty:
         return None, []
-    cells, taus, ranks = compare_published(load_run(summary), rows, list(request.pairs), benchmark)
+    cells, taus, ranks = compare_published(
+        load_run(summary), rows, list(request.pairs), benchmark, dict(request.unpaired)
+    )
     paired = cells[cells["ours"].notna()]
+    unpaired = unpaired_rows(cells)
     outside = int((paired["outside"] == "yes").sum())
     with_ci = int((paired["outside"] != "").sum())
     tables = request.published or ", ".join(sorted(set(rows["paper"] + "/" + rows["table"])))
@@ -146,6 +165,9 @@ def published_section(
         markdown_table(paired) if len(paired) else "No published cell is paired with the run.",
         "",
     ]
+    if len(unpaired):
+        lines += ["Published rows without a counterpart in the run:", ""]
+        lines += [markdown_table(unpaired), ""]
     if len(taus):
         lines += ["Rank agreement (Kendall tau):", "", markdown_table(taus), ""]
     return {"cells": cells, "taus": taus, "ranks": ranks}, lines

@@ -10,12 +10,22 @@
 - :func:`paired_bootstrap`: for graded values, the mean of the per-item differences B - A with a
   percentile-bootstrap 95 % interval over items (2000 resamples, fixed seed) and the two-sided
   bootstrap p-value ``min(1, 2 · min(share of resampled means <= 0, share >= 0))``.
+- :func:`cluster_paired_test`: for items grouped in clusters that are not independent (an
+  AMemGym user's questions, asked again every period): the mean of the differences B - A over
+  items, its 95 % interval from a percentile bootstrap over clusters, and the p-value of a
+  sign-flip permutation test over clusters (each cluster's summed difference keeps or flips its
+  sign; exact over every sign pattern up to :data:`EXACT_CLUSTERS` clusters, else
+  :data:`~mnemoflow.report.stats.BOOTSTRAP_RESAMPLES` random patterns with a fixed seed):
+  ``p = share of patterns whose |mean difference| >= the observed one``.
+- :func:`holm`: Holm's step-down adjustment of the p-values of a family of tests (the pairs
+  compared on one metric), so that "significant" keeps its 5 % error rate over the family.
 - :func:`rank_marks`: the rank change of each system between two rankings, marked as the
   AMemGym paper marks them (``▲k``: k places higher in the second ranking, ``▼k`` lower, ``—``).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -77,7 +87,7 @@ def rank_marks(first, second, higher_is_better: bool = True) -> list[str]:
 
 @dataclass(frozen=True)
 class PairedTest:
-    test: str  # "mcnemar" | "paired-bootstrap"
+    test: str  # "mcnemar" | "paired-bootstrap" | "cluster-permutation"
     n: int  # items both systems have a value for
     mean_a: float
     mean_b: float
@@ -87,6 +97,7 @@ class PairedTest:
     p_value: float
     b: int = 0  # McNemar: items right only in A
     c: int = 0  # McNemar: items right only in B
+    clusters: int = 0  # cluster-permutation: the clusters the items fall in
 
 
 def mcnemar_p(b: int, c: int) -> float:
@@ -164,3 +175,58 @@ def paired_test(a, b) -> PairedTest:
     if np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all():
         return mcnemar(a, b)
     return paired_bootstrap(a, b)
+
+
+#: Up to this many clusters the permutation test enumerates every sign pattern (2**12 = 4096).
+EXACT_CLUSTERS = 12
+
+
+def cluster_paired_test(
+    a, b, clusters, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> PairedTest:
+    """Mean difference B - A over items grouped in ``clusters``: a cluster bootstrap interval
+    and a sign-flip permutation p-value over clusters (see the module docstring)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    diffs = b - a
+    if diffs.size == 0:
+        raise ValueError("no paired items")
+    _, index = np.unique(np.asarray(clusters), return_inverse=True)
+    sums = np.bincount(index, weights=diffs)
+    counts = np.bincount(index).astype(float)
+    k, total = sums.size, counts.sum()
+    observed = float(sums.sum() / total)
+    rng = np.random.default_rng(seed)
+    if k <= EXACT_CLUSTERS:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=k)))
+    else:
+        signs = rng.choice((1.0, -1.0), size=(resamples, k))
+    flipped = np.abs(signs @ sums) / total
+    p = float((flipped >= abs(observed) - 1e-12).mean())
+    draws = rng.integers(0, k, size=(resamples, k))
+    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return PairedTest(
+        "cluster-permutation",
+        int(diffs.size),
+        float(a.mean()),
+        float(b.mean()),
+        observed,
+        float(low),
+        float(high),
+        min(1.0, p),
+        clusters=k,
+    )
+
+
+def holm(p_values) -> list[float]:
+    """Holm-adjusted p-values, in the given order: the i-th smallest of m is multiplied by
+    m - i + 1 (i from 1), made non-decreasing in that order and capped at 1; NaN stays NaN."""
+    values = [float(p) for p in p_values]
+    tested = sorted((p, i) for i, p in enumerate(values) if not math.isnan(p))
+    m = len(tested)
+    adjusted = list(values)
+    running = 0.0
+    for rank, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (m - rank) * p))
+        adjusted[i] = running
+    return adjusted

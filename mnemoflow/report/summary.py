@@ -22,6 +22,14 @@ from mnemoflow.report.interactive import (
 )
 from mnemoflow.report.seeds import seeds_table
 
+#: summary.md's line on the verdicts the reference's own parse reads differently.
+REFERENCE_NOTE = (
+    "Verdicts the reference's own parse reads differently: {differ} of {read} "
+    "(`value_reference` in judgements.parquet; docs/metrics.md)."
+)
+#: The count eval.scoring writes per run (report reads tables, never eval).
+REFERENCE_DISAGREEMENTS = "judge_reference_disagreements"
+
 
 def summarize(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate score tables in a stable order (benchmark, system, protocol, step)."""
@@ -269,16 +277,39 @@ def _usd(value: float) -> str:
     return "–" if pd.isna(value) else f"{value:.4f}"
 
 
+def headline_markdown(tables: Mapping[str, pd.DataFrame] | None) -> list[str]:
+    """The "Headline scores" section report.html opens with (``report.headline``'s tables: a
+    run per row at its last step, each headline metric with its 95 % interval beside it)."""
+    if not tables:
+        return []
+    parts = [
+        "## Headline scores",
+        "",
+        "Each benchmark's headline scores, one row per run at its last step (the mean over "
+        "questions with its 95 % interval; best run on top).",
+        "",
+    ]
+    for benchmark, table in tables.items():
+        steps = sorted(set(table["step"]))
+        step = f"step {steps[0]}" if len(steps) == 1 else "last step of each run"
+        shown = table.drop(columns=["system", "protocol", "step"])
+        shown = shown.assign(n=shown["n"].map(lambda v: "–" if pd.isna(v) else str(int(v))))
+        parts += [f"### {benchmark} ({step})", "", _markdown(shown), ""]
+    return parts
+
+
 def summary_markdown(
     summary: pd.DataFrame,
     generation: pd.DataFrame | None = None,
     models: Mapping[str, Mapping[str, Any]] | None = None,
     costs: pd.DataFrame | None = None,
     versions: Mapping[str, Mapping[str, Any]] | None = None,
+    headline: Mapping[str, pd.DataFrame] | None = None,
 ) -> str:
-    """The run's models (role -> backend / model, when given), then per benchmark: headline
-    metrics at the last step, per-type scores, and scores per step; then the cost of each run
-    (``costs``, when given), and the data version each benchmark was read in (``versions``,
+    """The headline tables report.html opens with (``headline``, when given), the run's models
+    (role -> backend / model, when given), then per benchmark: headline metrics at the last
+    step, per-type scores, and scores per step; then the cost of each run (``costs``, when
+    given), and the data version each benchmark was read in (``versions``,
     ``prepared/data_version.json`` by benchmark).
 
     Per-type tables: the main judged metric, then F1 where the benchmark has it (LoCoMo: J and F1).
@@ -286,7 +317,7 @@ def summary_markdown(
     Failure rates are shares of the wrong answers: write (evidence never stored), read (stored,
     not retrieved), utilization (retrieved, answer still wrong).
     """
-    opening = ["# mnemoflow summary", "", *models_markdown(models)]
+    opening = ["# mnemoflow summary", "", *headline_markdown(headline), *models_markdown(models)]
     if summary.empty:
         parts = [*opening, "No scores.", *generation_markdown(generation), *costs_markdown(costs)]
         parts += versions_markdown(versions)
@@ -353,6 +384,10 @@ def summary_markdown(
     if not failures.empty and failures["value"].sum() > 0:
         count = int(failures["value"].sum())
         parts += [f"Judge replies that could not be parsed: {count}", ""]
+    reference = everything[everything["metric"] == REFERENCE_DISAGREEMENTS]
+    if not reference.empty:
+        differ, read = int(reference["value"].sum()), int(reference["n"].sum())
+        parts += [REFERENCE_NOTE.format(differ=differ, read=read), ""]
     parts += seeds_markdown(summary)
     parts += costs_markdown(costs)
     parts += versions_markdown(versions)

@@ -185,6 +185,9 @@ class OpenAITestServer:
     carrying ``response_format``, counted as fault ``response_format``. ``prompt_cache=True``
     imitates a provider's prompt cache: ``usage.prompt_tokens_details.cached_tokens`` is the
     prompt tokens of the longest run of leading messages an earlier request already sent.
+    ``prefixes`` serves the API under each ``PREFIX/v1`` too (a gateway whose path holds a token),
+    and ``headers`` (name -> value) must all be sent with every request (401 otherwise), like
+    ``api_key`` compared and never logged.
     """
 
     def __init__(
@@ -206,6 +209,8 @@ class OpenAITestServer:
         think: str = "",
         reject_response_format: bool = False,
         prompt_cache: bool = False,
+        prefixes: Sequence[str] = (),
+        headers: dict[str, str] | None = None,
     ):
         if think not in ("", "inline", "field"):
             raise ValueError(f"openai test server: think is '', 'inline' or 'field', got {think!r}")
@@ -242,6 +247,8 @@ class OpenAITestServer:
         self.prompt_cache = prompt_cache
         self._prefixes: set[str] = set()  # digests of the leading messages sent so far
         self._api_key = api_key
+        self.prefixes = ["", *("/" + prefix.strip("/") for prefix in prefixes)]
+        self._headers = dict(headers or {})
         self._stats = ServerStats()
         self._lock = threading.Lock()
         self._runner: web.AppRunner | None = None
@@ -259,9 +266,10 @@ class OpenAITestServer:
 
     def make_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024**2)
-        app.router.add_post("/v1/chat/completions", self._chat)
-        app.router.add_post("/v1/embeddings", self._embeddings)
-        app.router.add_get("/v1/models", self._models)
+        for prefix in self.prefixes:
+            app.router.add_post(f"{prefix}/v1/chat/completions", self._chat)
+            app.router.add_post(f"{prefix}/v1/embeddings", self._embeddings)
+            app.router.add_get(f"{prefix}/v1/models", self._models)
         app.router.add_get("/mnemoflow/stats", self._stats_route)
         app.router.add_post("/mnemoflow/reset", self._reset_route)
         return app
@@ -366,6 +374,8 @@ class OpenAITestServer:
                 self._stats.faults[fault] += 1
 
     def _unauthorized(self, request: web.Request) -> web.Response | None:
+        if any(request.headers.get(name) != value for name, value in self._headers.items()):
+            return _error(401, "missing_header", "A required header is missing or wrong.")
         if self._api_key is None:
             return None
         if request.headers.get("Authorization", "") == f"Bearer {self._api_key}":
