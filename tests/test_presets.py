@@ -56,7 +56,14 @@ NAMES = [
     "memorybench-stepwise",
 ]
 #: Systems a preset runs beside the paper's rows, on purpose (the file's comment says why).
-NOT_PAPER_ROWS = {("locomo", "bm25_message")}
+NOT_PAPER_ROWS = {
+    ("locomo", "bm25_message"),
+    # LongMemEval's retrieval tables are on M with Stella V5 / Contriever: these stand in on S
+    *(
+        ("longmemeval-s", s)
+        for s in ("bm25_session", "dense_session", "bm25_message", "dense_message")
+    ),
+}
 KEYS = {"OPENAI_API_KEY": "sk-test", "DEEPSEEK_API_KEY": "sk-test"}
 
 
@@ -146,8 +153,13 @@ def test_compare_reads_every_preset_or_says_its_numbers_are_not_shipped():
     assert spec == "locomo/qa_f1.by-row,locomo/rag_qa.gpt-3.5-turbo" and benchmark is None
     assert ("dense_5", "Dialog top-5") in pairs and ("long_context", "gpt-3.5-turbo 16K") in pairs
     assert "not a mnemoflow system" in dict(unpaired)["Observation top-5"]
-    with pytest.raises(ConfigError, match=r"numbers for this preset are not shipped yet \(Lo"):
-        read_preset("longmemeval-s", PRESETS)
+    with pytest.raises(
+        ConfigError, match=r"numbers for this preset are not shipped yet \(the self"
+    ):
+        read_preset("amemgym-evolution", PRESETS)
+    spec, pairs, benchmark, _ = read_preset("longmemeval-s", PRESETS)
+    assert spec == "longmemeval/fig3b_s_con.by-row" and benchmark == "longmemeval_s_long_context"
+    assert pairs == [("long_context", "GPT-4o")]  # the retrievers on S have no published row
 
 
 def test_the_locomo_preset_accounts_for_every_row_of_its_tables():
@@ -180,8 +192,8 @@ def test_the_comparison_a_config_asks_for():
     assert request.published == "amemgym/memory_agents" and request.benchmark == "amemgym_v1"
     assert ("rag_2_4_30", "RAG-(2,4,30)") in request.pairs and request.shipped
     assert Request.from_params(request.as_params()) == request
-    missing = request_of(merged(PRESETS / "longmemeval-s.yaml"))
-    assert not missing.shipped and "LongMemEval" in missing.missing
+    missing = request_of(merged(PRESETS / "amemgym-evolution.yaml"))
+    assert not missing.shipped and "self-evolution table" in missing.missing
     locomo = request_of(merged(PRESETS / "locomo.yaml"))
     assert locomo.shipped and ("dense_50", "Dialog top-50") in locomo.pairs
     assert dict(locomo.unpaired)["Human"] == "human answers, not a system"
@@ -330,6 +342,18 @@ def test_a_memory_agents_run_sets_the_published_numbers_beside_ours(memory_agent
     assert f"| awe_2_4_30 | interactive | mean | mean | memory_score | 0.296 | {value:.3f} |" in out
 
 
+@pytest.mark.slow
+def test_the_dossier_names_each_published_cells_run_and_the_papers_settings(memory_agents_run):
+    dossier = json.loads((memory_agents_run / "results" / "report" / "dossier.json").read_text())
+    cells = [c for c in dossier["published"] if c["row"] == "AWE-(2,4,30)"]
+    paired = [c for c in cells if c["ours"] is not None]
+    assert paired and {c["run"] for c in paired} == {"amemgym_v1/awe_2_4_30/interactive"}
+    assert all(c["paper_settings"]["source"] and c["paper_settings"]["version"] for c in cells)
+    assert all(c["run"] is None for c in dossier["published"] if not c["system"])
+    data = dossier["runs"]["amemgym_v1/awe_2_4_30/interactive"]["data"]
+    assert (memory_agents_run / data["environment"]["path"]).is_file()
+
+
 @pytest.fixture(scope="module")
 def locomo_run(standins, tmp_path_factory):
     """locomo on the stand-in sample, offline: its retrieval benchmark with one system (the
@@ -406,3 +430,43 @@ def test_mnemoflow_plan_succeeds_once_the_data_is_where_the_error_said(
     assert plan["calls"] > 0 and {run["benchmark"] for run in plan["runs"]} == set(
         merged(*files)["run"]["benchmarks"]
     )
+
+
+@pytest.fixture(scope="module")
+def longmemeval_run(standins, tmp_path_factory):
+    """longmemeval-s on the stand-in records, offline: its long-context benchmark only."""
+    tmp = tmp_path_factory.mktemp("longmemeval")
+    scale = tmp / "scale.yaml"
+    scale.write_text(
+        yaml.safe_dump(
+            {
+                "run": {"benchmarks": ["longmemeval_s_long_context"], "systems": ["long_context"]},
+                "benchmarks": {"longmemeval_s_long_context": {"shards": 1}},
+            }
+        )
+    )
+    (tmp / "run").mkdir()
+    wd = workdir(tmp / "run")
+    snakemake_in_process(wd, _layered(tmp, "longmemeval-s", standins, OFFLINE, scale), dry=False)
+    return wd
+
+
+@pytest.mark.slow
+def test_a_longmemeval_run_sets_figure_3b_beside_ours(longmemeval_run, capsys):
+    results = longmemeval_run / "results"
+    assert cli(["compare", str(results), "--preset", "longmemeval-s", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "against the published longmemeval/fig3b_s_con.by-row" in out
+    assert "10 published cells; 1 paired with the run" in out
+    row = re.search(
+        r"^\| longmemeval \| fig3b_s_con.by-row \| GPT-4o \| long_context \|.*$", out, re.M
+    )
+    summary = pd.read_parquet(results / "summary.parquet")
+    ours = summary[
+        (summary["system"] == "long_context")
+        & (summary["metric"] == "accuracy")
+        & (summary["aggregate"] == "micro")
+    ]["value"]
+    assert row and f"| 0.640 | {ours.iloc[-1]:.3f} |" in row.group(0)
+    # the four readers the preset does not run are listed, unpaired
+    assert len(re.findall(r"^\|[^\n]*Instruct[^\n]*not paired", out, re.M)) == 8

@@ -42,7 +42,7 @@ def test_every_shipped_csv_loads_and_names_its_source(published):
     assert set(published["file"]) == {str(f) for f in files}
     assert (published["source"].str.len() > 0).all()
     counts = published.groupby("paper").size().to_dict()
-    assert counts == {"amemgym": 635, "locomo": 204 + 192, "mem0": 220}
+    assert counts == {"amemgym": 635, "locomo": 204 + 192, "mem0": 220, "longmemeval": 463}
     assert set(published.loc[published["paper"] == "amemgym", "aggregate"]) == {"mean"}
 
 
@@ -145,6 +145,7 @@ GOOD = "amemgym,t,v1.base,amemgym,AWI,gpt-4.1-mini,interactive,mean,mean,memory_
         (GOOD.replace(",mean,mean,", ",mean,single-hop,"), r"line 2: field 'aggregate' must be"),
         (GOOD.replace(",mean,mean,", ",mean,type:Single Hop,"), r"field 'aggregate' must be"),
         (GOOD.replace(",interactive,", ",On-Policy,"), r"line 2: field 'protocol' must be"),
+        (GOOD.replace(",memory_score,", ",Recall@5,"), r"line 2: field 'metric' must be .*@"),
     ],
 )
 def test_malformed_rows_fail_with_one_line(tmp_path, body, message):
@@ -266,3 +267,151 @@ def test_mem0_category_columns_reproduce_its_overall_j(published):
     for row, printed in pairs.items():
         group = per_type[per_type["row"] == row]
         assert _weighted(group, types) == pytest.approx(overall[printed], abs=1e-4), row
+
+
+# --- LongMemEval (arXiv 2410.10813v2) ------------------------------------------------------------
+
+LME_TABLES = {
+    "fig3a_commercial.by-row": 5,
+    "fig3b_oracle_direct.by-row": 5,
+    "fig3b_oracle_con.by-row": 5,
+    "fig3b_s_direct.by-row": 10,  # accuracy and relative_drop of 5 models
+    "fig3b_s_con.by-row": 10,
+    "table3_key_design_retrieval.stella-v5-1.5b": 12 * 4,
+    **{
+        f"{what}_qa_top{k}.{reader}": 12
+        for what in ("table3_key_design", "table10_rank_vs_key_merging")
+        for k in (5, 10)
+        for reader in ("gpt-4o", "llama-3.1-70b-instruct", "llama-3.1-8b-instruct")
+    },
+    "table4_temporal_query_expansion.stella-v5-1.5b": 12 * 4,
+    "table7_commercial_by_ability.by-row": 4 * 4,
+    "table8_more_llms.by-row": 5 * 8,
+    "table9_retrievers": (4 * 3 + 3 * 3) * 4,  # round x K = V + summary is printed "-"
+    "table10_rank_vs_key_merging_retrieval.stella-v5-1.5b": 12 * 4,
+}
+
+
+@pytest.fixture(scope="module")
+def lme(published):
+    return published[published["paper"] == "longmemeval"]
+
+
+def lme_cell(frame, table, row, metric="accuracy", aggregate="mean", version=None):
+    hit = frame[(frame["table"] == table) & (frame["row"] == row) & (frame["metric"] == metric)]
+    hit = hit[hit["aggregate"] == aggregate]
+    if version:
+        hit = hit[hit["version"] == version]
+    assert len(hit) == 1, (table, row, metric, aggregate, version)
+    return hit["value"].iloc[0]
+
+
+def test_longmemeval_tables_are_whole(lme):
+    assert lme.groupby("table").size().to_dict() == LME_TABLES
+    assert len(lme) == sum(LME_TABLES.values()) == 463
+    assert set(lme["protocol"]) == {"qa"} and set(lme["period"]) == {"mean"}
+    assert set(lme["aggregate"]) == {
+        "mean",
+        "type:temporal-reasoning",
+        "type:single-session-user",
+        "type:multi-session",
+        "type:knowledge-update",
+    }
+    assert lme["source"].str.startswith("arXiv 2410.10813v2 (ICLR 2025), ").all()
+
+
+def test_longmemeval_pinned_values(lme):
+    assert lme_cell(lme, "fig3a_commercial.by-row", "Offline Reading GPT-4o") == 0.9184
+    assert lme_cell(lme, "fig3a_commercial.by-row", "Coze GPT-3.5-turbo") == 0.2474
+    assert lme_cell(lme, "fig3b_s_con.by-row", "GPT-4o") == 0.640
+    assert lme_cell(lme, "fig3b_oracle_direct.by-row", "Phi-3.5 Mini Instruct 4B") == 0.660
+    drop = lme[(lme["table"] == "fig3b_s_con.by-row") & (lme["row"] == "Llama 3.1 Instruct 70B")]
+    drop = drop[drop["metric"] == "relative_drop"].iloc[0]
+    assert drop["value"] == 0.663 and drop["note"].startswith("printed 66.3%")
+    retrieval = "table3_key_design_retrieval.stella-v5-1.5b"
+    assert lme_cell(lme, retrieval, "round, K = V + fact", "recall_all@10") == 0.784
+    assert lme_cell(lme, retrieval, "session, K = summary", "ndcg_any@5") == 0.448
+    assert lme_cell(lme, "table3_key_design_qa_top10.gpt-4o", "round, K = V + fact") == 0.720
+    assert lme_cell(lme, "table3_key_design_qa_top10.gpt-4o", "session, K = summary") == 0.252
+    temporal = ("table4_temporal_query_expansion.stella-v5-1.5b", "type:temporal-reasoning")
+    row = "round, (2) w/ Query Expansion (MT = GPT-4o)"
+    assert lme_cell(lme, temporal[0], row, "recall_all@10", temporal[1]) == 0.722
+    ability = "table7_commercial_by_ability.by-row"
+    assert lme_cell(lme, ability, "ChatGPT GPT-4o-mini", aggregate="type:single-session-user") == 1
+    assert (
+        lme_cell(lme, ability, "Coze GPT-3.5-turbo", aggregate="type:temporal-reasoning") == 0.043
+    )
+    more = "table8_more_llms.by-row"
+    assert lme_cell(lme, more, "Llama-3.2-3B-Instruct, LC Direct", version="s") == 0.008
+    assert lme_cell(lme, more, "Qwen2.5-7B, LC CoN", version="oracle") == 0.504
+    assert lme_cell(lme, more, "Mistral-Nemo-Instruct-2407, K = V+fact", version="m") == 0.598
+    merging = "table10_rank_vs_key_merging_retrieval.stella-v5-1.5b"
+    assert lme_cell(lme, merging, "session, K = V + keyphrase (RM)", "ndcg_any@10") == 0.466
+
+
+def test_longmemeval_both_stella_session_rows_are_kept_with_their_table(lme):
+    """The paper prints two different rows for Stella, session, K = V (Tables 3 and 9)."""
+    metrics = ["recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10"]
+    table3 = [
+        lme_cell(lme, "table3_key_design_retrieval.stella-v5-1.5b", "session, K = V", m)
+        for m in metrics
+    ]
+    table9 = [
+        lme_cell(lme, "table9_retrievers", "session, K = V, Stella V5 1.5B", m) for m in metrics
+    ]
+    assert table3 == [0.706, 0.617, 0.783, 0.638]
+    assert table9 == [0.720, 0.594, 0.794, 0.615]
+
+
+def test_longmemeval_drop_is_the_relative_oracle_to_s_loss(lme):
+    for reading in ("direct", "con"):
+        s = lme[lme["table"] == f"fig3b_s_{reading}.by-row"]
+        oracle = lme[lme["table"] == f"fig3b_oracle_{reading}.by-row"].set_index("row")["value"]
+        acc = s[s["metric"] == "accuracy"].set_index("row")["value"]
+        drop = s[s["metric"] == "relative_drop"].set_index("row")["value"]
+        assert len(drop) == 5
+        for row in drop.index:
+            assert abs((oracle[row] - acc[row]) / oracle[row] - drop[row]) < 0.001, row
+
+
+def test_longmemeval_repeated_rows_agree_across_tables(lme):
+    """Table 10's key-merging rows repeat Table 3's, and Table 9's Stella rows repeat Table 3's
+    retrieval except three rows the paper prints differently (session K = V and K = V + fact,
+    round K = V)."""
+    for part in ("retrieval.stella-v5-1.5b", "qa_top5.gpt-4o", "qa_top10.llama-3.1-8b-instruct"):
+        t3 = lme[lme["table"] == f"table3_key_design_{part}"]
+        t10 = lme[lme["table"] == f"table10_rank_vs_key_merging_{part}"]
+        t3 = t3.set_index(["row", "metric"])["value"]
+        t10 = t10.set_index(["row", "metric"])["value"]
+        t10.index = t10.index.set_levels(t10.index.levels[0].str.replace(" (KM)", ""), level=0)
+        shared = t3.index.intersection(t10.index)
+        assert len(shared) == 7 * len(t3) // 12  # K = V twice, 5 key-merged rows
+        assert t3[shared].equals(t10[shared])
+    t3 = lme[lme["table"] == "table3_key_design_retrieval.stella-v5-1.5b"]
+    t3 = t3.set_index(["row", "metric"])["value"]
+    t9 = lme[lme["table"] == "table9_retrievers"]
+    t9 = t9[t9["row"].str.endswith(", Stella V5 1.5B")].copy()
+    t9["row"] = (
+        t9["row"].str.removesuffix(", Stella V5 1.5B").str.replace("keyphrases", "keyphrase")
+    )
+    t9 = t9.set_index(["row", "metric"])["value"]
+    differ = {row for (row, _), v in t9.items() if t3[(row, _)] != v}
+    assert differ == {"session, K = V", "session, K = V + fact", "round, K = V"}
+    assert t9.loc[("round, K = V", "recall_all@5")] == 0.660
+
+
+def test_longmemeval_table4_columns_give_the_averages_the_text_states(lme):
+    """§5.4: query expansion by GPT-4o "improves recall by an average of 11.3% when using rounds
+    as the value and by 6.8% when using sessions" (mean relative gain of Recall@5 and @10 over
+    K = V and K = V + fact): this holds for the columns as transcribed."""
+    table = "table4_temporal_query_expansion.stella-v5-1.5b"
+    temporal = "type:temporal-reasoning"
+    for value, stated in (("round", 0.113), ("session", 0.068)):
+        gains = []
+        for key in ("(1) K = V", "(2) K = V + fact"):
+            expanded = key[:4] + "w/ Query Expansion (MT = GPT-4o)"
+            for metric in ("recall_all@5", "recall_all@10"):
+                base = lme_cell(lme, table, f"{value}, {key}", metric, temporal)
+                new = lme_cell(lme, table, f"{value}, {expanded}", metric, temporal)
+                gains.append(new / base - 1)
+        assert round(sum(gains) / len(gains), 3) == stated, value

@@ -35,6 +35,19 @@ SMALL_SYNTHETIC = {
 }
 
 
+#: The rules that call models (a forced rerun of them, the cache kept, must reach no server).
+MODEL_RULES = (
+    "ingest",
+    "answer",
+    "judge",
+    "dialogues",
+    "upper_bound",
+    "feedback_step",
+    "feedback_train_dialogues",
+    "feedback_train_performance",
+)
+
+
 def workdir(tmp_path: Path) -> Path:
     """A scratch working directory holding the default config (overrides come on top)."""
     shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")

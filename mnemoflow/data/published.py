@@ -78,6 +78,8 @@ TYPE_PREFIX = "type:"
 RANK_CHANGE = "rank_change"
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+#: A metric id may also hold ``@`` (``recall_all@5``, as the score tables name it).
+_METRIC = re.compile(r"^[a-z0-9][a-z0-9_.@-]*$")
 
 
 def _check_row(record: dict[str, str], where: str) -> dict[str, str | float]:
@@ -90,9 +92,10 @@ def _check_row(record: dict[str, str], where: str) -> dict[str, str | float]:
         if not value and name not in OPTIONAL:
             raise DataError(f"{where}: field '{name}' is empty")
     for name in ("paper", "table", "benchmark", "protocol", "metric"):
-        if not _ID.match(record[name]):
+        pattern, allowed = (_METRIC, "_ . - @") if name == "metric" else (_ID, "_ . -")
+        if not pattern.match(record[name]):
             raise DataError(
-                f"{where}: field '{name}' must be a lower-case id (a-z, 0-9, _ . -), "
+                f"{where}: field '{name}' must be a lower-case id (a-z, 0-9, {allowed}), "
                 f"got {record[name]!r}"
             )
     period = record["period"]

@@ -185,7 +185,7 @@ def write_ledger(gateway: Gateway, path: str | Path, **extra: Any) -> None:
     )
 
 
-def config_bindings(config: dict[str, Any]) -> dict[str, Any]:
+def config_bindings(config: dict[str, Any]) -> dict[str, Any] | None:
     """Every binding the config gives a model: ``models.*`` and each ``judge.panel[i].model``;
     a job finds among them the real address its params name by its redacted form."""
     panel = (config.get("judge") or {}).get("panel") or []
@@ -194,7 +194,7 @@ def config_bindings(config: dict[str, Any]) -> dict[str, Any]:
         for i, entry in enumerate(panel)
         if isinstance(entry, dict) and isinstance(entry.get("model"), dict)
     }
-    return {**(config.get("models") or {}), **extra}
+    return {**(config.get("models") or {}), **extra} if extra else config.get("models")
 
 
 @contextmanager

@@ -9,9 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.published import PUBLISHED_DIR, load_published
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
 from mnemoflow.repeats import path_seed
+from mnemoflow.report.dossier import SUMMARY_LINES, build_dossier, code_identity
 from mnemoflow.report.headline import run_headline
 from mnemoflow.report.panel import panel_markdown, read_panel
 from mnemoflow.report.reproduction import Request, published_section
@@ -21,6 +23,7 @@ from mnemoflow.report.summaries import (
     ledger_labels,
     load_ledger,
     run_costs,
+    structured_forms,
 )
 from mnemoflow.report.summary import summarize, summary_markdown
 
@@ -78,8 +81,7 @@ def summarize_runs(
     write_table(read_all(files.diagnoses, "diagnosis"), files.diagnosis, "diagnosis")
     write_table(frame, files.summary, "summary")
     generation = read_all(files.generation, "generation_report") if files.generation else None
-    paths = list(files.ledgers)
-    ledgers = [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
+    ledgers = read_ledgers(files.ledgers)
     costs = run_costs(ledgers, frame, prices) if ledgers else None
     versions = read_versions(files.versions)
     section, lines = published_section(
@@ -90,10 +92,12 @@ def summarize_runs(
     )
     judgements = read_all(files.judgements, "judgements")
     headline = run_headline(frame, judgements, (section or {}).get("cells"))
-    text = summary_markdown(frame, generation, models, costs, versions, headline)
-    lines = failed_items_lines(ledgers) + lines
-    if lines:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
+    structured = structured_forms(ledgers)
+    text = summary_markdown(
+        frame, generation, models, costs, versions, headline, structured=structured
+    )
+    lines = failed_items_lines(ledgers) + lines + SUMMARY_LINES
+    text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
     write_atomic_text(files.table, text)
     log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))
 
@@ -157,6 +161,7 @@ def report(
     )
     request = Request.from_params(published)
     section, _ = published_section(files.summary, request, files.published, benchmarks)
+    dossier = run_dossier(files, config, section, request, environments or {})
     build_report(
         files.summary,
         files.judgements,
@@ -170,8 +175,53 @@ def report(
         drill=drill,
         data_versions=read_versions(files.versions),
         panel=read_panel(files.panel, files.panel_configured, files.probes, files.panel_ledgers),
+        dossier=dossier,
     )
     log.info("report written to %s", files.html)
+
+
+def run_dossier(
+    inputs: ReportFiles,
+    config: dict[str, Any],
+    section: dict[str, pd.DataFrame] | None,
+    request: Request | None,
+    environments: dict[str, str],
+) -> dict[str, Any]:
+    """The report's ``dossier.json`` (:mod:`mnemoflow.report.dossier`) from the report rule's
+    ``inputs`` (``environments``: AMemGym benchmark -> its data.json)."""
+    from mnemoflow.eval.judge_prompts import prompt_fingerprints
+    from mnemoflow.llm.addresses import redact
+
+    summary = read_table(inputs.summary, "summary")
+    ledgers = read_ledgers(inputs.ledgers)
+    cells = (section or {}).get("cells")
+    return build_dossier(
+        summary,
+        ledgers=ledgers,
+        costs=run_costs(ledgers, summary, config.get("prices")),
+        files={
+            "answers": inputs.answers,
+            "judgements": inputs.judgements,
+            "question_scores": inputs.question_scores,
+            "checkpoint_replies": inputs.checkpoint_replies,
+            "recall_replies": inputs.recall_replies,
+        },
+        versions=inputs.versions,
+        prepared=[*inputs.questions, *inputs.sessions],
+        environments=environments,
+        judge_prompts=prompt_fingerprints(),
+        cells=cells,
+        published=load_published(inputs.published or PUBLISHED_DIR) if cells is not None else None,
+        benchmark=request.benchmark if request is not None else None,
+        code=code_identity(),
+        address=redact,
+    )
+
+
+def read_ledgers(paths: list[str]) -> list:
+    """Every ledger, labelled by its path below the folder the paths share."""
+    paths = list(paths)
+    return [load_ledger(p, label) for p, label in zip(paths, ledger_labels(paths), strict=True)]
 
 
 def read_versions(paths: list[str]) -> dict[str, dict[str, Any]]:

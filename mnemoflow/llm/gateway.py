@@ -13,7 +13,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.context import current_item, fit
 from mnemoflow.llm.endpoints import Address, hide_addresses, managed_name
 from mnemoflow.llm.ledger import Ledger
+from mnemoflow.llm.structured import form_name, ladder, refuses_structured_output
 from mnemoflow.llm.types import (
     ROLE_DEFAULTS,
     ROLES,
@@ -120,20 +120,11 @@ def strip_reasoning(text: str) -> str:
     return text
 
 
-#: What an endpoint says when it cannot do structured output (vLLM, llama.cpp, TGI, proxies).
-_STRUCTURED_REJECTION = re.compile(
-    r"response_format|json[_ ]?schema|json_object|guided|structured.output|grammar", re.I
-)
-
-
 def rejects_structured_output(exc: BaseException) -> bool:
-    """Whether ``exc`` is an endpoint refusing ``response_format``: HTTP 400 (or 422) whose
-    message names it, a JSON schema / object, guided decoding, structured output or a grammar."""
-    return (
-        isinstance(exc, RejectedRequest)
-        and exc.status in (400, 422)
-        and bool(_STRUCTURED_REJECTION.search(exc.detail))
-    )
+    """Whether ``exc`` is an endpoint refusing the request's form of ``response_format``: a 4xx
+    whose message names it (a JSON schema / object, guided decoding, structured output, a
+    grammar), or a 5xx request-validation error naming it (llama-cpp-python's server)."""
+    return isinstance(exc, RejectedRequest) and refuses_structured_output(exc.status, exc.detail)
 
 
 def require_text(text: str) -> str:
@@ -300,9 +291,10 @@ class Gateway:
         self.ledger = Ledger(price_table(prices))
         self._backends: dict[str, Backend] = {}
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
-        #: (backend, base_url, model) -> whether it accepts ``response_format`` (absent: not known
-        #: yet); ``structured_output: auto`` learns it once per job and endpoint.
-        self._structured: dict[tuple[str, str, str], bool] = {}
+        #: (backend, base_url, model) -> the forms of ``response_format`` it refused / took
+        #: (``llm.structured.FORMS``); ``structured_output: auto`` learns each once per job.
+        self._refused: dict[tuple[str, str, str], set[str]] = {}
+        self._taken: dict[tuple[str, str, str], set[str]] = {}
         self._probe_locks: dict[tuple[str, str, str], tuple[Any, asyncio.Lock]] = {}
         self._on_close = list(on_close)
 
@@ -374,15 +366,13 @@ class Gateway:
 
     def sent_key(self, request: ChatRequest) -> str:
         """The cache key of ``request`` as :meth:`_attempt` would send it: without its
-        ``response_format`` where the role's ``structured_output`` is ``off``, or ``auto`` and the
-        cache records that the endpoint rejected it (what a planner looks up before a run)."""
+        ``response_format`` where the role's ``structured_output`` is ``off``; with ``auto``, in
+        the strongest form the cache does not record as rejected (what a planner looks up
+        before a run)."""
         fixed = self._configured_form(request)
         if fixed is not None:
             return self.request_key(fixed)
-        key = self.request_key(request)
-        if self.cache.get(key) is None and self.cache.get(_rejection_key(key)) is not None:
-            return self.request_key(dataclasses.replace(request, response_format=None))
-        return key
+        return self.request_key(self._next_form(request, 0, learn=False)[0])
 
     def _configured_form(self, request: ChatRequest) -> ChatRequest | None:
         """``request`` as it is sent where the role's ``structured_output`` decides alone (no
@@ -513,69 +503,119 @@ class Gateway:
         )
 
     async def _attempt(self, request: ChatRequest, attempt: int) -> Reply:
-        """One attempt, with or without the request's ``response_format`` as the role's
-        ``structured_output`` says: ``on`` sends it, ``off`` drops it, ``auto`` sends it until the
-        endpoint rejects it (HTTP 400 naming it), then asks that request again without it and
-        drops it for the rest of the job. A reply is cached under the request that produced it;
-        a rejection leaves a marker under the key of the request with ``response_format``, so a
-        rerun learns the same thing from the cache and makes no call."""
+        """One attempt, with the request's ``response_format`` in the form the role's
+        ``structured_output`` says: ``on`` sends it, ``off`` drops it, ``auto`` sends the
+        strongest form the endpoint takes (:func:`mnemoflow.llm.structured.ladder`: json_schema,
+        then json_object carrying the schema, then none), stepping down one form per refusal
+        and remembering each refusal for the rest of the job. A reply is cached under the form
+        that produced it; a refusal leaves a marker under the key of the refused form, so a
+        rerun walks the same steps from the cache and makes no call."""
         fixed = self._configured_form(request)
         if fixed is not None:
-            return await self._complete(fixed, attempt)
-        spec = self.specs[request.role]
-        plain = dataclasses.replace(request, response_format=None)
-        endpoint = _endpoint(spec)
-        if endpoint not in self._structured:
-            key = self.request_key(request, attempt)
-            if self.cache.get(key) is not None:
-                return await self._complete(request, attempt)
-            if self.cache.get(_rejection_key(key)) is not None:
-                self._learn_unsupported(request, endpoint, "as the cache records")
-            else:
-                # One request finds out; the others wait for it instead of all being refused.
-                async with self._probe_lock(endpoint):
-                    if endpoint not in self._structured:
-                        return await self._probe(request, plain, attempt, endpoint)
-        if self._structured[endpoint]:
-            return await self._complete(request, attempt)
-        reply = await self._complete(plain, attempt)
-        marker = _rejection_key(self.request_key(request, attempt))
-        if self.cache.get(marker) is None:
-            self.cache.put(marker, Completion(_REJECTED, spec.model))
-        return reply
-
-    async def _probe(
-        self, request: ChatRequest, plain: ChatRequest, attempt: int, endpoint: tuple
-    ) -> Reply:
-        """The first request of the job with ``response_format`` to an endpoint not known yet."""
-        try:
-            reply = await self._complete(request, attempt, probing=True)
-        except EndpointError as exc:
-            if not (isinstance(exc, RejectedRequest) and rejects_structured_output(exc)):
-                raise
-            reply = await self._complete(plain, attempt)  # any other fault fails here, as ever
-            self._learn_unsupported(request, endpoint, f"({exc.detail})")
-            self.cache.put(
-                _rejection_key(self.request_key(request, attempt)),
-                Completion(_REJECTED, self.specs[request.role].model),
-            )
+            reply = await self._complete(fixed, attempt)
+            self._record_form(request, fixed)
             return reply
-        self._structured[endpoint] = True
+        endpoint = _endpoint(self.specs[request.role])
+        while True:
+            form, settled = self._next_form(request, attempt)
+            if settled:
+                reply = await self._complete(form, attempt)
+                break
+            # One request finds out whether the endpoint takes the form; the others wait for it.
+            async with self._probe_lock(endpoint):
+                form, settled = self._next_form(request, attempt)
+                probed = None if settled else await self._probe(form, attempt, endpoint)
+            if probed is not None:
+                reply = probed
+                break
+            if settled:
+                reply = await self._complete(form, attempt)
+                break
+        self._mark_refused(request, form, attempt, endpoint)
+        self._record_form(request, form)
         return reply
 
-    def _learn_unsupported(self, request: ChatRequest, endpoint: tuple, why: str) -> None:
-        if self._structured.get(endpoint) is False:
+    def _forms(self, request: ChatRequest) -> list[ChatRequest]:
+        return [
+            dataclasses.replace(request, response_format=f) for f in ladder(request.response_format)
+        ]
+
+    def _next_form(
+        self, request: ChatRequest, attempt: int, learn: bool = True
+    ) -> tuple[ChatRequest, bool]:
+        """The form to send ``request`` in, and whether it is settled (its reply is cached, the
+        endpoint took it before, or it is the last form) rather than to be tried: the first form
+        of the ladder neither refused in this job nor marked refused in the cache. ``learn``:
+        a marker found counts as the endpoint's refusal (a planner only looks)."""
+        endpoint = _endpoint(self.specs[request.role])
+        forms = self._forms(request)
+        for form in forms[:-1]:
+            name = form_name(form.response_format)
+            key = self.request_key(form, attempt)
+            if self.cache.get(key) is not None:
+                return form, True
+            if name in self._refused.get(endpoint, ()):
+                continue
+            if self.cache.get(_rejection_key(key)) is not None:
+                if learn:
+                    self._learn_refused(form, endpoint, "as the cache records")
+                continue
+            return form, name in self._taken.get(endpoint, ())
+        return forms[-1], True
+
+    async def _probe(self, form: ChatRequest, attempt: int, endpoint: tuple) -> Reply | None:
+        """The first request of the job in ``form`` to an endpoint not known to take it: its
+        reply, or ``None`` when the endpoint refuses the form (learnt, and marked in the cache)."""
+        try:
+            reply = await self._complete(form, attempt, probing=True)
+        except RejectedRequest as exc:
+            if not rejects_structured_output(exc):
+                raise
+            self._learn_refused(form, endpoint, f"(HTTP {exc.status}: {exc.detail})")
+            self.cache.put(
+                _rejection_key(self.request_key(form, attempt)),
+                Completion(_REJECTED, self.specs[form.role].model),
+            )
+            return None
+        self._taken.setdefault(endpoint, set()).add(form_name(form.response_format))
+        return reply
+
+    def _mark_refused(
+        self, request: ChatRequest, sent: ChatRequest, attempt: int, endpoint: tuple
+    ) -> None:
+        """Marks, under this request's keys, the stronger forms it was not sent in because the
+        endpoint refused them, so that a rerun steps down the same way from the cache."""
+        for form in self._forms(request):
+            if form.response_format == sent.response_format:
+                return
+            if form_name(form.response_format) not in self._refused.get(endpoint, ()):
+                continue
+            marker = _rejection_key(self.request_key(form, attempt))
+            if self.cache.get(marker) is None:
+                self.cache.put(marker, Completion(_REJECTED, self.specs[form.role].model))
+
+    def _record_form(self, request: ChatRequest, sent: ChatRequest) -> None:
+        if request.response_format is not None:
+            self.ledger.record_structured_form(request.role, form_name(sent.response_format))
+
+    def _learn_refused(self, form: ChatRequest, endpoint: tuple, why: str) -> None:
+        name = form_name(form.response_format)
+        refused = self._refused.setdefault(endpoint, set())
+        if name in refused:
             return
-        self._structured[endpoint] = False
-        self.ledger.record_structured_fallback(request.role, request.task)
-        spec = self.specs[request.role]
+        refused.add(name)
+        self.ledger.record_structured_fallback(form.role, form.task)
+        spec = self.specs[form.role]
+        forms = [form_name(f.response_format) for f in self._forms(form)]
         log.warning(
-            "models.%s (%s at %s) rejects response_format %s; asking without it for the rest "
-            "of this job (models.%s.structured_output: auto; 'off' skips the attempt)",
+            "models.%s (%s at %s) refuses response_format %s %s; asking with %s for the rest of "
+            "this job (models.%s.structured_output: auto; 'off' never sends a response_format)",
             spec.role,
             spec.model,
-            spec.base_url,
+            redact(spec.base_url),
+            name,
             why,
+            forms[1] if len(forms) > 1 else "none",
             spec.role,
         )
 

@@ -9,9 +9,11 @@ attempts that preceded successful replies; ``errors`` counts calls that failed f
 ``parse_failures`` the calls still unparseable after the last re-ask: they are results, never
 silently replaced by a guess. ``dropped_events`` counts parts of a parsed reply its caller could
 not apply (a memory writer's event naming an unknown id) while the rest of the reply was used.
-``structured_output_fallbacks`` counts the endpoints a job found to reject ``response_format``
-(``models.<role>.structured_output: auto``), under the role and task of the request that found
-out.
+``structured_output_fallbacks`` counts the forms of ``response_format`` a job found an endpoint
+to refuse (``models.<role>.structured_output: auto`` steps down one form per refusal, once per
+job and endpoint), under the role and task of the request that found out; ``structured_output``
+(by role) names the form each role's requests ended on (the weakest sent: ``json_schema``,
+``json_object`` or ``none``; roles that never ask for structured output are absent).
 
 ``cached_in`` counts the prompt tokens the provider served from its own prompt cache (part of
 ``tokens_in``), and ``usd`` the dollars of the tokens the endpoint processed, at the prices known
@@ -32,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mnemoflow.llm.structured import weakest
 from mnemoflow.prices import usd
 
 
@@ -47,7 +50,7 @@ class LedgerEntry:
     parse_failures: int = 0
     reasks: int = 0  # attempts asked again after an unparseable or empty reply
     dropped_events: int = 0  # parts of parsed replies that could not be applied
-    #: endpoints found (once per job) to reject ``response_format``, then asked without it
+    #: forms of ``response_format`` found (once per job and endpoint) refused, then stepped down
     structured_output_fallbacks: int = 0
     cached_in: int = 0  # prompt tokens served by the provider's prompt cache (in tokens_in)
     usd: float | None = 0.0  # dollars of what the endpoint processed; None: a model without price
@@ -73,6 +76,8 @@ class Ledger:
         self.truncated_items: dict[str, int] = defaultdict(int)
         #: item -> why its call was not sent (``overflow: fail``): the item failed
         self.failed_items: dict[str, str] = {}
+        #: role -> the weakest form of ``response_format`` its requests were sent in
+        self.structured_forms: dict[str, str] = {}
 
     def record(
         self,
@@ -149,6 +154,10 @@ class Ledger:
     def record_structured_fallback(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].structured_output_fallbacks += 1
 
+    def record_structured_form(self, role: str, form: str) -> None:
+        known = self.structured_forms.get(role)
+        self.structured_forms[role] = weakest([form] if known is None else [known, form])
+
     def record_parse_failure(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].parse_failures += 1
 
@@ -176,6 +185,8 @@ class Ledger:
             data["truncated_items"] = dict(sorted(self.truncated_items.items()))
         if self.failed_items:
             data["failed_items"] = dict(sorted(self.failed_items.items()))
+        if self.structured_forms:
+            data["structured_output"] = dict(sorted(self.structured_forms.items()))
         return data
 
     def to_json(self, extra: dict[str, Any] | None = None) -> str:

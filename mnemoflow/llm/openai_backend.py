@@ -40,13 +40,21 @@ import openai
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.addresses import redact, secrets_in
+from mnemoflow.llm.structured import (
+    config_key,
+    is_validation_error,
+    refuses_structured_output,
+    rejected_field,
+)
 from mnemoflow.llm.types import (
+    OWN_BODY_FIELDS,
     ChatRequest,
     Completion,
     EndpointError,
     EndpointSpec,
     RejectedRequest,
 )
+from mnemoflow.llm.urls import url_host
 
 T = TypeVar("T")
 
@@ -263,6 +271,7 @@ class OpenAIBackend:
         client, slots = self._bind()
         spec = self.spec
         failures = 0
+        invalid = ""  # the last request-validation error: its repetition is not retried
         while True:
             retry_after: float | None = None
             async with slots:
@@ -274,13 +283,15 @@ class OpenAIBackend:
                         content = await response.aread()
                     return parse(_parse_json(content)), failures
                 except openai.APIStatusError as exc:
-                    status = exc.status_code
+                    status, detail = exc.status_code, self._detail(exc)
                     if status not in RETRY_STATUSES and status < 500:
-                        detail = self._detail(exc)
-                        raise RejectedRequest(
-                            f"{self._where()}: HTTP {status}: {detail}", status, detail
-                        ) from None
-                    reason = f"HTTP {status}: {self._detail(exc)}"
+                        raise self._rejected(status, detail) from None
+                    if status >= 500 and is_validation_error(detail):
+                        # deterministic: a refused response_format at once, another one once
+                        if refuses_structured_output(status, detail) or detail == invalid:
+                            raise self._rejected(status, detail, detail == invalid) from None
+                        invalid = detail
+                    reason = f"HTTP {status}: {detail}"
                     retry_after = parse_retry_after(exc.response.headers)
                 except (TimeoutError, openai.APITimeoutError):
                     reason = f"no reply within timeout {spec.timeout:g} s"
@@ -312,6 +323,19 @@ class OpenAIBackend:
     def _where(self) -> str:
         return f"models.{self.spec.role} ({self.spec.model} at {redact(self._url)})"
 
+    def _rejected(self, status: int, detail: str, repeated: bool = False) -> RejectedRequest:
+        """The one-line error of a refused request: the role, the endpoint's host (never a path
+        or query that could hold a secret), the body field the server rejected and the config
+        key that sets it."""
+        spec = self.spec
+        field = rejected_field(detail)
+        key = config_key(spec.role, field, OWN_BODY_FIELDS, spec.extra_body)
+        said = f"HTTP {status}" + (", the same request-validation error twice" if repeated else "")
+        if field:
+            said += f", rejects {field} ({f'set by {key}' if key else 'no config key sets it'})"
+        where = f"models.{spec.role} ({spec.model} at {url_host(self._url)})"
+        return RejectedRequest(f"{where}: {said}: {detail}", status, detail, field)
+
     def _scrub(self, text: str) -> str:
         """One line, at most 300 characters, never the key, a header value or the URL."""
         for secret in self._secrets:
@@ -325,6 +349,8 @@ class OpenAIBackend:
             return self._scrub(body["message"])
         if isinstance(body, str) and body:
             return self._scrub(body)
+        if isinstance(body, dict | list) and body:  # e.g. FastAPI's {"detail": [{"loc": ...}]}
+            return self._scrub(json.dumps(body, ensure_ascii=False))
         return self._scrub(exc.response.reason_phrase or "error")
 
 

@@ -60,13 +60,16 @@ class EndpointError(RuntimeError):
 
 
 class RejectedRequest(EndpointError):
-    """The endpoint refused the request itself (a 4xx other than 408/409/429): ``status`` and
-    the server's scrubbed ``detail`` let the gateway tell a rejected ``response_format`` apart."""
+    """The endpoint refused the request itself: a 4xx other than 408/409/429, or a 5xx whose body
+    is a request-validation error (asking again gets the same answer). ``status``, the server's
+    scrubbed ``detail`` and the body ``field`` it names (dotted; ``None``: not said) let the
+    gateway tell a rejected ``response_format`` apart."""
 
-    def __init__(self, message: str, status: int, detail: str):
+    def __init__(self, message: str, status: int, detail: str, field: str | None = None):
         super().__init__(message)
         self.status = status
         self.detail = detail
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -198,10 +201,12 @@ class EndpointSpec:
                 f"config models.{role}.strip_reasoning: true or false, "
                 f"got {raw['strip_reasoning']!r}"
             )
+        if "structured_output" in raw:
+            raw["structured_output"] = on_off(raw["structured_output"])
         if raw.get("structured_output", "auto") not in STRUCTURED_OUTPUT:
             raise ConfigError(
-                f"config models.{role}.structured_output: one of {list(STRUCTURED_OUTPUT)}, "
-                f"got {raw['structured_output']!r}"
+                f"config models.{role}.structured_output: one of {list(STRUCTURED_OUTPUT)} "
+                f"(or true / false), got {raw['structured_output']!r}"
             )
         if raw.get("overflow") not in (None, *OVERFLOW):
             raise ConfigError(
@@ -260,6 +265,16 @@ class EndpointSpec:
 
 #: Values of ``models.<role>.structured_output``.
 STRUCTURED_OUTPUT = ("auto", "on", "off")
+
+
+def on_off(value: Any) -> Any:
+    """An on/off config value as its string: YAML reads an unquoted ``on`` / ``off`` (and
+    ``true`` / ``false``, ``yes`` / ``no``) as a boolean, which means the same; anything else is
+    returned as it is, for the caller to check."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return value
+
 
 #: Values of ``models.<role>.overflow``.
 OVERFLOW = ("fail", "truncate_oldest", "abort")

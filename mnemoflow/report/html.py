@@ -28,6 +28,7 @@ from mnemoflow.data.tables import read_table, write_atomic_text
 from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
 from mnemoflow.report.compare import unpaired_rows
+from mnemoflow.report.dossier import NAME as DOSSIER
 from mnemoflow.report.drilldown import DrillFrames, drilldown, write_drilldown
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_tables
@@ -122,6 +123,8 @@ class ReportData:
     #: their counts (prepared/data_version.json, report.summary.versions_table).
     data_versions: pd.DataFrame = field(default_factory=pd.DataFrame)
     data_rules: list[str] = field(default_factory=list)
+    #: The dossier's address relative to the report (report/dossier.py); "": none written.
+    dossier_page: str = ""
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -645,6 +648,19 @@ def _costs_html(costs: pd.DataFrame) -> str:
     )
 
 
+def _dossier_note(page: str) -> str:
+    """The link to what produced each number (report/dossier.py), where it was written."""
+    if not page:
+        return ""
+    link = f'<a href="{html.escape(page)}">{html.escape(page)}</a>'
+    return (
+        f"<p>What produced each of our numbers, run by run: {link} (commit, data version and "
+        "hash, models and judge with prompt version, sampling settings, cost, per-question files "
+        "with their sha256; beside each published cell, the paper's model and settings as its "
+        "table states them).</p>"
+    )
+
+
 def _note(text: str) -> str:
     return f'<p class="note">{html.escape(text)}</p>'
 
@@ -709,13 +725,15 @@ def render_html(
         "a paper's value for the paired run. Counters (parse failures, denominators, baselines) "
         'are under <a href="#diagnostics">Diagnostics</a>; every score of every run, with '
         "macro averages, is in <code>scores.tsv</code>.</p>"
+        + _dossier_note(data.dossier_page)
         + _headline_html(data.headline, _drill_links(data))
         + figures("scores")
     )
     sections.append(("summary", "Headline scores", body))
 
     if data.published:
-        sections.append(("published", "Published vs ours", _published_html(data.published)))
+        body = _published_html(data.published) + _dossier_note(data.dossier_page)
+        sections.append(("published", "Published vs ours", body))
     elif data.published_missing:
         text = f"The paper's numbers for this run are not shipped: {data.published_missing}."
         sections.append(("published", "Published vs ours", _note(text)))
@@ -1015,6 +1033,7 @@ def build_report(
     drill: DrillFrames | None = None,
     data_versions: dict[str, dict[str, Any]] | None = None,
     panel: dict[str, pd.DataFrame] | None = None,
+    dossier: dict[str, Any] | None = None,
 ) -> Path:
     """Read the result tables and ledgers, write ``out_html`` and its derived-files folder.
 
@@ -1025,7 +1044,9 @@ def build_report(
     no comparison). ``drill`` (:func:`mnemoflow.report.drilldown.read_frames`)
     adds the per-question drill-down, ``report/questions.html``. ``data_versions`` (benchmark
     -> its prepared/data_version.json) adds the "Data" section: versions, questions, loader rules;
-    ``panel`` (:func:`mnemoflow.report.panel.read_panel`) the "Judge panel" section.
+    ``panel`` (:func:`mnemoflow.report.panel.read_panel`) the "Judge panel" section;
+    ``dossier`` (:func:`mnemoflow.report.dossier.build_dossier`) is written as
+    ``report/dossier.json``, which the headline and published sections link.
     """
     out_html = Path(out_html)
     judgements_paths = [Path(p) for p in judgements_paths]
@@ -1068,11 +1089,17 @@ def build_report(
 
     folder = out_html.with_suffix("")
     data.drill_page = f"{folder.name}/questions.html"
+    if dossier is not None:
+        data.dossier_page = f"{folder.name}/{DOSSIER}"
     out_html.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=out_html.parent))
     try:
         _readable(staging, directory=True)
         names = _write_derived(data, staging)
+        if dossier is not None:
+            text = json.dumps(dossier, indent=2, sort_keys=True, allow_nan=False) + "\n"
+            (staging / DOSSIER).write_text(text, encoding="utf-8")
+            names.append(DOSSIER)
         if drill_data is not None and drill_data.runs:
             names += write_drilldown(drill_data, staging, title, out_html.name)[:1]
         page = render_html(data, title, [f"{folder.name}/{name}" for name in names])

@@ -236,6 +236,16 @@ class LedgerFile:
     path: str = ""  # where it was read: its folders name the run (see run_of)
 
 
+def structured_forms(ledgers: list[LedgerFile]) -> dict[str, str]:
+    """Role -> the forms of ``response_format`` its requests ended on, over the run's ledgers
+    (their ``structured_output``; several, comma-separated, when jobs ended differently)."""
+    forms: dict[str, set[str]] = {}
+    for ledger in ledgers:
+        for role, form in (ledger.data.get("structured_output") or {}).items():
+            forms.setdefault(role, set()).add(str(form))
+    return {role: ", ".join(sorted(seen)) for role, seen in sorted(forms.items())}
+
+
 def load_ledger(path: str | Path, label: str | None = None) -> LedgerFile:
     """Read one ledger written by ``Ledger.to_json``; check the fields the report uses."""
     path = Path(path)

@@ -160,8 +160,12 @@ def interactive_markdown(benchmark: str, bench: pd.DataFrame) -> list[str]:
     return parts
 
 
-def models_markdown(models: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
-    """The "Models" table: which backend and model played each role (public fields only)."""
+def models_markdown(
+    models: Mapping[str, Mapping[str, Any]] | None, structured: Mapping[str, str] | None = None
+) -> list[str]:
+    """The "Models" table: which backend and model played each role (public fields only), and
+    with ``structured`` (role -> form, from the ledgers) the form of ``response_format`` each
+    role's requests ended on."""
     if not models:
         return []
     columns = ["role", "backend", "model"]
@@ -169,11 +173,22 @@ def models_markdown(models: Mapping[str, Mapping[str, Any]] | None) -> list[str]
         columns.append("endpoint")  # the named endpoint (config endpoints:) a role is bound to
     if any(spec.get("host") for spec in models.values()):
         columns.append("host")  # where its requests go (host:port, never a path or a key)
-    table = pd.DataFrame(
-        [[role, *(spec.get(key) or "" for key in columns[1:])] for role, spec in models.items()],
-        columns=columns,
-    )
-    return ["## Models", "", _markdown(table), ""]
+    rows = [[role, *(spec.get(key) or "" for key in columns[1:])] for role, spec in models.items()]
+    if structured:
+        columns.append("structured output")
+        rows = [[*row, structured.get(row[0], "–")] for row in rows]
+    table = pd.DataFrame(rows, columns=columns)
+    lines = ["## Models", "", _markdown(table), ""]
+    if structured:
+        lines += [STRUCTURED_NOTE, ""]
+    return lines
+
+
+STRUCTURED_NOTE = (
+    "Structured output: the form of `response_format` the role's requests ended on (json_schema, "
+    "json_object, none: `structured_output: auto` steps down when the endpoint refuses one; "
+    "docs/gateway.md); –: the role asked for none."
+)
 
 
 def versions_markdown(versions: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
@@ -305,19 +320,22 @@ def summary_markdown(
     costs: pd.DataFrame | None = None,
     versions: Mapping[str, Mapping[str, Any]] | None = None,
     headline: Mapping[str, pd.DataFrame] | None = None,
+    structured: Mapping[str, str] | None = None,
 ) -> str:
     """The headline tables report.html opens with (``headline``, when given), the run's models
     (role -> backend / model, when given), then per benchmark: headline metrics at the last
     step, per-type scores, and scores per step; then the cost of each run (``costs``, when
     given), and the data version each benchmark was read in (``versions``,
-    ``prepared/data_version.json`` by benchmark).
+    ``prepared/data_version.json`` by benchmark). ``structured``: the models table's form of
+    structured output per role (:func:`models_markdown`).
 
     Per-type tables: the main judged metric, then F1 where the benchmark has it (LoCoMo: J and F1).
 
     Failure rates are shares of the wrong answers: write (evidence never stored), read (stored,
     not retrieved), utilization (retrieved, answer still wrong).
     """
-    opening = ["# mnemoflow summary", "", *headline_markdown(headline), *models_markdown(models)]
+    opening = ["# mnemoflow summary", "", *headline_markdown(headline)]
+    opening += models_markdown(models, structured)
     if summary.empty:
         parts = [*opening, "No scores.", *generation_markdown(generation), *costs_markdown(costs)]
         parts += versions_markdown(versions)

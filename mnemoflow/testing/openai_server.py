@@ -89,6 +89,15 @@ RESPONSE_FORMAT_REJECTED = (
 )
 
 
+#: ``response_formats=(...)``: llama-cpp-python's server's answer (HTTP 500, FastAPI's
+#: RequestValidationError as text) to a ``response_format`` whose type it does not take.
+LLAMA_CPP_REJECTED = (
+    "1 validation error:\n  {{'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be {expected}\", 'input': '{got}', 'ctx': {{'expected': "
+    '"{expected}"}}}}\n'
+)
+
+
 def request_id(body: dict[str, Any]) -> str:
     """Identity of a distinct request: sha256 of its canonical JSON body (first 16 hex digits)."""
     blob = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -182,7 +191,10 @@ class OpenAITestServer:
     ``<think>`` + :data:`THINK_DRAFT` + ``</think>`` before every reply's content (Qwen3 on vLLM
     with thinking on), ``think="field"`` puts the draft in ``reasoning_content`` (vLLM's
     ``--reasoning-parser``); ``reject_response_format=True`` answers HTTP 400 to any chat request
-    carrying ``response_format``, counted as fault ``response_format``. ``prompt_cache=True``
+    carrying ``response_format``, counted as fault ``response_format``; ``response_formats``
+    (e.g. ``("text", "json_object")``, llama-cpp-python's) answers a ``response_format`` of
+    another type as that server does, HTTP 500 with a request-validation error
+    (:data:`LLAMA_CPP_REJECTED`), counted the same way. ``prompt_cache=True``
     imitates a provider's prompt cache: ``usage.prompt_tokens_details.cached_tokens`` is the
     prompt tokens of the longest run of leading messages an earlier request already sent.
     ``prefixes`` serves the API under each ``PREFIX/v1`` too (a gateway whose path holds a token),
@@ -208,6 +220,7 @@ class OpenAITestServer:
         api_key: str | None = None,
         think: str = "",
         reject_response_format: bool = False,
+        response_formats: Sequence[str] | None = None,
         prompt_cache: bool = False,
         prefixes: Sequence[str] = (),
         headers: dict[str, str] | None = None,
@@ -244,6 +257,7 @@ class OpenAITestServer:
         self.embed_dim = embed_dim
         self.think = think
         self.reject_response_format = reject_response_format
+        self.response_formats = tuple(response_formats) if response_formats is not None else None
         self.prompt_cache = prompt_cache
         self._prefixes: set[str] = set()  # digests of the leading messages sent so far
         self._api_key = api_key
@@ -418,6 +432,10 @@ class OpenAITestServer:
             if self.reject_response_format and body.get("response_format") is not None:
                 fault = "response_format"
                 return _error(400, "BadRequestError", RESPONSE_FORMAT_REJECTED)
+            refused = self._refused_format(body.get("response_format"))
+            if refused is not None:
+                fault = "response_format"
+                return _error(500, "internal_server_error", refused)
             fault = self._fault(rid, attempt)
             # A "timeout" fault sleeps past the client's timeout; the client hangs up and the
             # handler is cancelled here. A client patient enough to wait gets a normal answer.
@@ -428,6 +446,17 @@ class OpenAITestServer:
             return reply(body, fault)
         finally:
             self._leave(rid, answered=answered, fault=fault)
+
+    def _refused_format(self, response_format: Any) -> str | None:
+        """llama-cpp-python's message for a ``response_format`` type not in
+        ``response_formats`` (None: it is taken)."""
+        if self.response_formats is None or not isinstance(response_format, dict):
+            return None
+        got = response_format.get("type")
+        if got in self.response_formats:
+            return None
+        expected = " or ".join(f"'{t}'" for t in self.response_formats)
+        return LLAMA_CPP_REJECTED.format(expected=expected, got=got)
 
     def _fault(self, rid: str | None, attempt: int) -> str:
         """The fault of this attempt: the plan's, else a seeded draw from ``fault_rates``."""
