@@ -10,6 +10,7 @@ from mnemoflow.codeversion import code_version
 from mnemoflow.config_layers import check_layer_order
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.errata import errata_inputs
+from mnemoflow.data.integrity import sweep_results
 from mnemoflow.data.published import PUBLISHED_DIR
 from mnemoflow.data.registry import check_benchmarks
 from mnemoflow.data.sources import local_source_file
@@ -804,6 +805,9 @@ check_bindings(
 )
 # every system the run uses installed (a product's extra: the pip install to run)
 check_installed(config["systems"], run_systems())
+# a corrupt table or ledger under results/ is moved to results/quarantine/ and made again
+# (docs/reliability.md "Corrupt outputs"); valid files stay as they are
+sweep_results(workflow.is_main_process)
 # budget_usd: a run whose plan (docs/plan.md) would cost more refuses to start; without it, nothing
 check_budget(
     {**config, "models": MODELS}, workflow.is_main_process, model_rules=RULE_ROLES

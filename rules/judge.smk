@@ -2,6 +2,8 @@ rule judge:
     input:
         questions=f"{PREPARED}/questions.parquet",
         answers=f"{SHARD}/answers.parquet",
+        # names the answers that failed (a prompt over the context window): left unscored
+        answers_ledger=f"{SHARD}/answers.ledger.json",
     output:
         judgements=f"{SHARD}/judgements.parquet",
         ledger=f"{SHARD}/judgements.ledger.json",

@@ -10,7 +10,7 @@ import pytest
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.context import fit, fits, item_scope, prompt_tokens
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.llm.types import ChatRequest, ContextOverflow, EndpointSpec
+from mnemoflow.llm.types import ChatRequest, ContextOverflow, EndpointSpec, ItemOverflow
 from mnemoflow.testing.openai_server import OpenAITestServer
 
 WINDOW = 300
@@ -30,6 +30,13 @@ def conversation(turns: int) -> list[dict[str, str]]:
 def spec(**overrides) -> EndpointSpec:
     raw = {"base_url": "http://127.0.0.1:9/v1", "model": "some-model", "max_tokens": MAX_TOKENS}
     return EndpointSpec.from_config("agent", {"context_window": WINDOW, **raw, **overrides})
+
+
+def windowed(server: OpenAITestServer, tmp_path, overflow: str) -> Gateway:
+    """The agent on the test server with the small window and the given ``overflow``."""
+    binding = {"base_url": server.base_url, "model": "m", "context_window": WINDOW,
+               "max_tokens": MAX_TOKENS, "overflow": overflow}  # fmt: skip
+    return Gateway.from_config({"agent": binding}, tmp_path / "cache")
 
 
 def ask(gateway: Gateway, request: ChatRequest, item: str):
@@ -54,29 +61,43 @@ def test_fits_reports_the_tokens_asked_for_and_the_window():
     assert fits(request, EndpointSpec(role="agent"))[1] is None  # offline: no window
 
 
-def test_overflow_fail_stops_before_the_call_in_one_line(tmp_path):
+def test_overflow_fail_fails_the_item_before_the_call_and_names_it(tmp_path):
     request = ChatRequest("agent", "answer", conversation(10))
     with OpenAITestServer() as server:
-        binding = {"base_url": server.base_url, "model": "m", "context_window": WINDOW,
-                   "max_tokens": MAX_TOKENS, "overflow": "fail"}  # fmt: skip
-        gateway = Gateway.from_config({"agent": binding}, tmp_path / "cache")
-        with pytest.raises(ContextOverflow) as caught:
-            ask(gateway, request, "question q-17")
+        gateway = windowed(server, tmp_path, "fail")
+        reply = ask(gateway, request, "question q-17")
+        fitting = ask(gateway, ChatRequest("agent", "answer", conversation(1)), "question q-18")
         stats = server.stats()
-    message = str(caught.value)
-    assert "\n" not in message
+    assert not reply.parse_ok and reply.text == "" and reply.raw_replies == []
+    assert fitting.parse_ok and fitting.text == "echo: Q?"  # the next item goes on
+    message = reply.failure
+    entry = gateway.ledger.entries["agent/answer"]
+    assert entry.overflow_failures == 1 and entry.calls == 1
+    assert gateway.ledger.to_dict()["failed_items"] == {"question q-17": message}
+    assert sum(stats.attempts.values()) == 1  # only the prompt that fits was sent
+    assert "\n" not in message and "overflow: fail" in message
     assert message.startswith("models.agent (m), task answer, question q-17: prompt ")
     needed = prompt_tokens(request.messages, "openai") + MAX_TOKENS
     assert f"max_tokens {MAX_TOKENS} = {needed} tokens > context_window {WINDOW}" in message
+
+
+def test_overflow_abort_stops_before_the_call_in_one_line(tmp_path):
+    request = ChatRequest("agent", "answer", conversation(10))
+    with OpenAITestServer() as server:
+        gateway = windowed(server, tmp_path, "abort")
+        with pytest.raises(ContextOverflow) as caught:
+            ask(gateway, request, "question q-17")
+        stats = server.stats()
+    assert not isinstance(caught.value, ItemOverflow)
+    assert str(caught.value).startswith("models.agent (m), task answer, question q-17: prompt ")
+    assert "overflow: abort" in str(caught.value)
     assert sum(stats.attempts.values()) == 0  # nothing was sent
 
 
 def test_truncate_oldest_drops_the_oldest_history_until_it_fits_and_counts_it(tmp_path):
     request = ChatRequest("agent", "answer", conversation(10))
     with OpenAITestServer() as server:
-        binding = {"base_url": server.base_url, "model": "m", "context_window": WINDOW,
-                   "max_tokens": MAX_TOKENS, "overflow": "truncate_oldest"}  # fmt: skip
-        gateway = Gateway.from_config({"agent": binding}, tmp_path / "cache")
+        gateway = windowed(server, tmp_path, "truncate_oldest")
         reply = ask(gateway, request, "user 3")
         stats = server.stats()
     assert reply.text == "echo: Q?"
@@ -104,15 +125,15 @@ def dataclass_with(request: ChatRequest, messages: list[dict[str, str]]) -> Chat
 def test_the_callers_default_applies_unless_the_role_sets_overflow():
     request = ChatRequest("agent", "act", conversation(10), overflow="truncate_oldest")
     assert fit(request, spec())[1] > 0  # the caller's family default: truncate
-    with pytest.raises(ContextOverflow):
+    with pytest.raises(ItemOverflow):
         fit(request, spec(overflow="fail"))  # the role's own setting wins
-    with pytest.raises(ContextOverflow, match="not sent"):
+    with pytest.raises(ItemOverflow, match="not sent"):
         fit(ChatRequest("agent", "answer", conversation(10)), spec())  # no default: fail
 
 
 def test_a_prompt_too_large_without_any_history_fails_even_when_truncating():
     messages = [{"role": "user", "content": "lorem ipsum " * 400}]
-    with pytest.raises(ContextOverflow, match="with all 0 history messages dropped"):
+    with pytest.raises(ItemOverflow, match="with all 0 history messages dropped"):
         fit(ChatRequest("agent", "answer", messages), spec(overflow="truncate_oldest"))
 
 
@@ -124,7 +145,10 @@ def test_a_prompt_that_fits_is_sent_unchanged():
 @pytest.mark.parametrize(
     ("binding", "message"),
     [
-        ({"overflow": "drop"}, "config models.agent.overflow: one of ['fail', 'truncate_oldest']"),
+        (
+            {"overflow": "drop"},
+            "config models.agent.overflow: one of ['fail', 'truncate_oldest', 'abort']",
+        ),
         ({"context_window": 0}, "config models.agent.context_window: a positive integer"),
         ({"backend": "offline", "context_window": 10}, "only the openai backend has one"),
     ],
@@ -161,9 +185,12 @@ def test_amemgyms_native_agent_truncates_by_default_the_others_fail(tmp_path):
                         for _ in range(4):
                             await agent.act([Turn("user", long)])
 
-            if fails:
-                with pytest.raises(ContextOverflow, match=r"task interactive_act, user u1: "):
-                    asyncio.run(chat())
+            if fails:  # the user's calls fail, named in the ledger; the conversation goes on
+                asyncio.run(chat())
+                assert list(gateway.ledger.failed_items) == ["user u1"]
+                assert "task interactive_act, user u1: " in gateway.ledger.failed_items["user u1"]
+                entry = gateway.ledger.entries["agent/interactive_act"]
+                assert (entry.calls, entry.overflow_failures) == (2, 2)  # 2 fit, 2 grew too long
                 continue
             asyncio.run(chat())
             assert gateway.ledger.entries["agent/interactive_act"].truncated_calls > 0

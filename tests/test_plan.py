@@ -292,3 +292,27 @@ def test_panel_and_probe_calls_are_planned_and_priced_per_judge(tmp_path):
     probe_runs = [r for r in planned["runs"] if r["system"] == "probe"]
     assert sorted(r["role"] for r in probe_runs) == ["judge", "judge[heuristic]", "judge[paid]"]
     assert planned["usd"] > plain["usd"]
+
+
+def test_overflow_abort_is_refused_with_the_planned_counts_per_role(monkeypatch):
+    from mnemoflow.errors import ConfigError
+    from mnemoflow.planning import budget
+
+    planned = {"usd": 0.0, "calls": 10, "unpriced": [], "overflows": {"agent": 3, "judge": 2}}
+    monkeypatch.setattr(budget, "planned_totals", lambda config, rules: planned)
+    url = "http://127.0.0.1:9/v1"
+    models = {"agent": {"base_url": url, "model": "m", "overflow": "abort"},
+              "judge": {"base_url": url, "model": "m"}}  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        budget.check_budget({"models": models})
+    assert str(caught.value) == (
+        "config models.agent.overflow: abort, and the plan has prompts over the context window "
+        "(agent 3, judge 2); the run would stop at the first; `fail` fails those items and goes "
+        "on, `truncate_oldest` cuts their oldest history (`mnemoflow plan` shows them)"
+    )
+    budget.check_budget({"models": models}, main_process=False)  # a job's own parse: no check
+    models["agent"]["overflow"] = "fail"  # the default: those items fail, the run goes on
+    budget.check_budget({"models": models})
+    planned["overflows"] = {"judge": 2}
+    models["agent"]["overflow"] = "abort"
+    budget.check_budget({"models": models})  # no overflow of the aborting role: it runs

@@ -172,3 +172,36 @@ def test_episodes_in_flight_keep_every_slot_of_the_endpoint_busy():
     assert episodes_in_flight(gateway, "agent") == 64
     assert episodes_in_flight(gateway, "memory_writer") == EPISODE_CONCURRENCY == 16
     assert episodes_in_flight(object(), "agent") == 16
+
+
+def test_failed_answers_are_left_unscored_without_a_judge_call(tmp_path):
+    """An answer whose reader prompt was not sent (over the context window) is not judged: its
+    rows are unscored (value NaN, parse_ok false, no reply) and the judge asks only the rest."""
+    prepared = load_benchmark(SPEC)
+    gateway = Gateway.from_config({}, None)
+    questions = prepared.questions[prepared.questions.checkpoint == 0]
+    episodes = sorted(prepared.questions.episode_id.unique())
+
+    async def run():
+        out = tmp_path / "step0"
+        await qa.ingest(
+            prepared.sessions, prepared.episode_sessions, episodes, SYSTEMS["none"], 0, None,
+            out, gateway,
+        )  # fmt: skip
+        answers = await qa.answer(
+            questions, out, SYSTEMS["none"], qa.run_keys("s", "none", 0), gateway
+        )
+        failed = {answers.question_id[0]: "prompt over the window", answers.question_id[1]: "x"}
+        judge = Gateway.from_config({}, None)
+        async with judge:
+            frame = await qa.judge(answers, questions, judge, failed=failed)
+        return answers, frame, judge
+
+    answers, frame, judge = asyncio.run(run())
+    assert len(frame) == len(answers)
+    missed = frame[frame.question_id.isin(answers.question_id[:2])]
+    assert missed["value"].isna().all() and not missed["parse_ok"].any()
+    assert (missed["raw_reply"] == "").all()
+    assert frame.drop(missed.index)["parse_ok"].all()
+    assert judge.ledger.totals().calls == len(answers) - 2
+    assert frame["question_id"].is_monotonic_increasing

@@ -147,3 +147,23 @@ def test_verdicts_the_reference_reads_differently_are_counted():
     text = summary_markdown(pd.DataFrame(rows))
     assert "Verdicts the reference's own parse reads differently: 3 of 60" in text
     assert "reads differently" not in summary_markdown(pd.DataFrame(rows[:2]))
+
+
+def test_failed_items_are_listed_with_their_ledger_and_reason():
+    from mnemoflow.report.summaries import LedgerFile, failed_items_lines
+
+    reason = "models.agent (m), task answer, question q2: prompt 200 > context_window 160"
+    ledgers = [
+        LedgerFile("a/answers.ledger.json", {"failed_items": {"question q2": reason}}),
+        LedgerFile("b/answers.ledger.json", {}),
+    ]
+    lines = failed_items_lines(ledgers)
+    assert lines[0] == "## Failed items"
+    assert lines[2].startswith("1 items failed: a prompt did not fit")
+    assert f"| a/answers.ledger.json | question q2 | {reason} |" in lines
+    assert failed_items_lines(ledgers[1:]) == []
+    many = [LedgerFile("c", {"failed_items": {f"question {i}": "r" for i in range(5)}})]
+    assert (
+        failed_items_lines(many, shown=2)[-2]
+        == "| … | 3 more | the ledgers' `failed_items` list all |"
+    )

@@ -25,6 +25,7 @@ COMMANDS = Registry(
         "mnemoflow.commands.compare",
         "mnemoflow.commands.export",
         "mnemoflow.commands.plan",
+        "mnemoflow.commands.verify",
         "mnemoflow.commands.reparse",
     ],
 )

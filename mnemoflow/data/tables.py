@@ -354,6 +354,12 @@ def _added(schema: pa.Schema) -> tuple[str, ...]:
     return next((c for n, c in ADDED_COLUMNS.items() if SCHEMAS[n] is schema), ())
 
 
+def matches_schema(names: list[str], schema: pa.Schema) -> bool:
+    """Whether a table with these columns reads as ``schema`` (an older one may lack only its
+    :data:`ADDED_COLUMNS`, read as nulls)."""
+    return names == schema.names or names + list(_added(schema)) == schema.names
+
+
 def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | str) -> Path:
     """Validate ``frame`` against ``schema`` and write it to ``path`` atomically."""
     if isinstance(schema, str):
@@ -368,17 +374,34 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema 
     return path
 
 
-def read_table(path: str | os.PathLike, schema: pa.Schema | str | None = None) -> pd.DataFrame:
+def read_table(
+    path: str | os.PathLike,
+    schema: pa.Schema | str | None = None,
+    columns: list[str] | None = None,
+) -> pd.DataFrame:
     """Read a Parquet table; with ``schema``, check that its columns are the schema's (an older
-    table that lacks only the schema's :data:`ADDED_COLUMNS` gets them as nulls)."""
+    table that lacks only the schema's :data:`ADDED_COLUMNS` gets them as nulls).
+
+    A file that is not a whole Parquet table (truncated, damaged) is a :class:`TableError` in one
+    line naming it, never a pyarrow traceback: the next run moves it to ``results/quarantine/``
+    and makes it again (:mod:`mnemoflow.data.integrity`). ``columns``: read only those.
+    """
     if isinstance(schema, str):
         schema = SCHEMAS[schema]
-    table = pq.read_table(path)
-    if schema is not None and table.schema.names != schema.names:
-        added = _added(schema)
-        if table.schema.names + list(added) != schema.names:
+    try:
+        table = pq.read_table(path, columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise TableError(
+            f"{path}: not a readable Parquet table ({reason}); the next run moves it to "
+            "results/quarantine/ and makes it again"
+        ) from None
+    if schema is not None and columns is None and table.schema.names != schema.names:
+        if not matches_schema(table.schema.names, schema):
             raise TableError(f"{path}: columns {table.schema.names} are not {schema.names}")
-        for name in added:
+        for name in _added(schema):
             field = schema.field(name)
             table = table.append_column(field, pa.nulls(table.num_rows, field.type))
     return table.to_pandas()

@@ -85,6 +85,7 @@ def answer(
     episode_map = read_table(files.episode_sessions, "episode_sessions")
 
     gateway = env.gateway()
+    failures: dict[str, str] = {}
 
     async def answer_all():
         async with gateway:
@@ -102,12 +103,14 @@ def answer(
                     sessions=turns,
                     episode_sessions=episode_map,
                     progress=tick(bar),
+                    failures=failures,
                 )
 
     answers = asyncio.run(answer_all())
     write_table(answers, files.answers, "answers")
-    write_ledger(gateway, files.ledger, stage="answer", questions=len(answers))
-    log.info("answered %d questions", len(answers))
+    failed = {"failed_questions": dict(sorted(failures.items()))} if failures else {}
+    write_ledger(gateway, files.ledger, stage="answer", questions=len(answers), **failed)
+    log.info("answered %d questions, %d failed", len(answers), len(failures))
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,14 @@ class JudgeFiles:
     judgements: str
     ledger: str
     settings: str
+    answers_ledger: str | None = None
+
+
+def failed_questions(ledger: str | None) -> dict[str, str]:
+    """The questions whose answer failed (``failed_questions`` of the answer job's ledger)."""
+    if ledger is None or not Path(ledger).is_file():
+        return {}
+    return json.loads(Path(ledger).read_text(encoding="utf-8")).get("failed_questions", {})
 
 
 def judge(files: JudgeFiles, env: JobEnv, *, kind: str, repeats: int) -> None:
@@ -139,6 +150,7 @@ def judge(files: JudgeFiles, env: JobEnv, *, kind: str, repeats: int) -> None:
                 repeats,
                 seed,
                 progress=lambda calls: progress(calls, desc),
+                failed=failed_questions(files.answers_ledger),
             )
 
     frame = asyncio.run(judge_all())

@@ -18,7 +18,13 @@ from mnemoflow.report.headline import run_headline
 from mnemoflow.report.panel import panel_markdown, read_panel
 from mnemoflow.report.reproduction import Request, published_section
 from mnemoflow.report.seeds import across_seeds
-from mnemoflow.report.summaries import ledger_labels, load_ledger, run_costs, structured_forms
+from mnemoflow.report.summaries import (
+    failed_items_lines,
+    ledger_labels,
+    load_ledger,
+    run_costs,
+    structured_forms,
+)
 from mnemoflow.report.summary import summarize, summary_markdown
 
 
@@ -90,7 +96,7 @@ def summarize_runs(
     text = summary_markdown(
         frame, generation, models, costs, versions, headline, structured=structured
     )
-    lines += SUMMARY_LINES
+    lines = failed_items_lines(ledgers) + lines + SUMMARY_LINES
     text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
     write_atomic_text(files.table, text)
     log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from mnemoflow import lexical
 from mnemoflow.llm.bpe import tokenizer
-from mnemoflow.llm.types import ChatRequest, ContextOverflow, EndpointSpec
+from mnemoflow.llm.types import ChatRequest, ContextOverflow, EndpointSpec, ItemOverflow
 from mnemoflow.prices import context_window
 
 T = TypeVar("T")
@@ -118,10 +118,11 @@ def fit(request: ChatRequest, spec: EndpointSpec, keep_last: int = 1) -> tuple[C
     """``request`` as it may be sent, and how many history messages were dropped from it.
 
     A request that fits is returned unchanged. Otherwise, by the role's ``overflow`` (else the
-    request's own default, else ``fail``): ``fail`` raises :class:`ContextOverflow` naming the
-    role, item and sizes; ``truncate_oldest`` drops the oldest messages between the leading
-    system message(s) and the last ``keep_last`` ones until it fits, and raises when even none
-    of them left does not.
+    request's own default, else ``fail``): ``fail`` raises :class:`ItemOverflow` naming the
+    role, item and sizes (the gateway fails that item's call; the run goes on); ``abort`` raises
+    :class:`ContextOverflow` (the job stops); ``truncate_oldest`` drops the oldest messages
+    between the leading system message(s) and the last ``keep_last`` ones until it fits, and
+    raises :class:`ItemOverflow` when even none of them left does not.
     """
     window = window_of(spec)
     if window is None or _surely_fits(request.messages, spec, window):
@@ -138,9 +139,10 @@ def fit(request: ChatRequest, spec: EndpointSpec, keep_last: int = 1) -> tuple[C
         f"prompt {needed - spec.max_tokens} + max_tokens {spec.max_tokens} = {needed} tokens "
         f"> context_window {window}"
     )
-    if mode == "fail":
-        raise ContextOverflow(
-            f"{where}: {sizes_text}; not sent (models.{spec.role}.overflow: fail; "
+    if mode in ("fail", "abort"):
+        error = ContextOverflow if mode == "abort" else ItemOverflow
+        raise error(
+            f"{where}: {sizes_text}; not sent (models.{spec.role}.overflow: {mode}; "
             "truncate_oldest drops the oldest history)"
         )
     lead = 0
@@ -154,7 +156,7 @@ def fit(request: ChatRequest, spec: EndpointSpec, keep_last: int = 1) -> tuple[C
         needed -= sizes[index]
         dropped += 1
     if needed > window:
-        raise ContextOverflow(
+        raise ItemOverflow(
             f"{where}: {sizes_text}, and {needed} with all {len(history)} history messages "
             "dropped; not sent (a smaller max_tokens or a larger context_window may fit)"
         )

@@ -34,6 +34,7 @@ from mnemoflow.llm.types import (
     Completion,
     EndpointError,
     EndpointSpec,
+    ItemOverflow,
     RejectedRequest,
     Reply,
     UnparseableReply,
@@ -442,7 +443,10 @@ class Gateway:
             raise ConfigError(f"unknown role {request.role!r}; roles are {list(ROLES)}")
         self._check_bound(request.role)
         spec = self.specs[request.role]
-        request, dropped = fit(request, spec)
+        try:
+            request, dropped = fit(request, spec)
+        except ItemOverflow as exc:
+            return self._not_sent(request, exc)
         if dropped:
             item = current_item() or "(unnamed)"
             self.ledger.record_truncation(request.role, request.task, item, dropped)
@@ -473,7 +477,10 @@ class Gateway:
                 messages = reask_messages(request.messages, shown, str(exc))
                 asked = dataclasses.replace(request, messages=messages)
                 keep = len(messages) - len(request.messages) + 1  # the prompt and the re-ask
-                asked, _ = fit(asked, spec, keep_last=keep)
+                try:
+                    asked, _ = fit(asked, spec, keep_last=keep)
+                except ItemOverflow:  # no room for a re-ask: the reply stays unparseable
+                    break
                 continue
             reply.parsed, reply.attempts, reply.raw_replies = parsed, attempt + 1, raw
             reply.latency_s = time.perf_counter() - started
@@ -483,6 +490,17 @@ class Gateway:
         reply.parsed, reply.parse_ok, reply.attempts, reply.raw_replies = None, False, len(raw), raw
         reply.latency_s = time.perf_counter() - started
         return reply
+
+    def _not_sent(self, request: ChatRequest, exc: ItemOverflow) -> Reply:
+        """A prompt over the context window (``overflow: fail``): its item fails, counted and
+        named in the ledger, and the run goes on (``overflow: abort`` stops it instead)."""
+        item = current_item() or "(unnamed)"
+        self.ledger.record_overflow_failure(request.role, request.task, item, str(exc))
+        log.warning("%s; this item fails, the run goes on", exc)
+        model = self.specs[request.role].model
+        return Reply(
+            "", model, 0, 0, 0.0, cache_hit=False, parse_ok=False, attempts=0, failure=str(exc)
+        )
 
     async def _attempt(self, request: ChatRequest, attempt: int) -> Reply:
         """One attempt, with the request's ``response_format`` in the form the role's

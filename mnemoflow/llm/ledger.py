@@ -22,6 +22,8 @@ backends and for cache hits, ``None`` (unknown) once a call to a model without a
 tokens. ``truncated_calls`` / ``truncated_messages`` count the prompts cut to the role's context
 window (``overflow: truncate_oldest``) and the history messages dropped; ``truncated_items`` names
 the items (questions, users) they belonged to, with the messages dropped for each.
+``overflow_failures`` counts the calls not sent because their prompt did not fit (``overflow:
+fail``): their items failed, and ``failed_items`` names each with the one-line reason.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class LedgerEntry:
     usd: float | None = 0.0  # dollars of what the endpoint processed; None: a model without price
     truncated_calls: int = 0  # prompts cut to the context window (overflow: truncate_oldest)
     truncated_messages: int = 0  # history messages dropped from them
+    overflow_failures: int = 0  # calls not sent, over the context window (overflow: fail)
 
     def add_usd(self, dollars: float | None) -> None:
         self.usd = None if self.usd is None or dollars is None else round(self.usd + dollars, 9)
@@ -71,6 +74,8 @@ class Ledger:
         self.prices = prices
         #: item -> history messages dropped from its prompts (``overflow: truncate_oldest``)
         self.truncated_items: dict[str, int] = defaultdict(int)
+        #: item -> why its call was not sent (``overflow: fail``): the item failed
+        self.failed_items: dict[str, str] = {}
         #: role -> the weakest form of ``response_format`` its requests were sent in
         self.structured_forms: dict[str, str] = {}
 
@@ -136,6 +141,10 @@ class Ledger:
         entry.truncated_messages += dropped
         self.truncated_items[item] += dropped
 
+    def record_overflow_failure(self, role: str, task: str, item: str, reason: str) -> None:
+        self.entries[f"{role}/{task}"].overflow_failures += 1
+        self.failed_items.setdefault(item, reason)
+
     def record_error(self, role: str, task: str) -> None:
         self.entries[f"{role}/{task}"].errors += 1
 
@@ -174,6 +183,8 @@ class Ledger:
         }
         if self.truncated_items:
             data["truncated_items"] = dict(sorted(self.truncated_items.items()))
+        if self.failed_items:
+            data["failed_items"] = dict(sorted(self.failed_items.items()))
         if self.structured_forms:
             data["structured_output"] = dict(sorted(self.structured_forms.items()))
         return data

@@ -113,8 +113,9 @@ class EndpointSpec:
     #: Tokens of prompt + completion the model accepts; ``None``: the shipped table's value for
     #: ``model`` (``data/model_prices.yaml``), else unknown and never checked.
     context_window: int | None = None
-    #: A prompt that does not fit: ``fail`` (before the call) or ``truncate_oldest`` (drop the
-    #: oldest history messages until it fits); ``None``: the caller's family default, else fail.
+    #: A prompt that does not fit: ``fail`` (not sent; its item fails, the run goes on),
+    #: ``truncate_oldest`` (drop the oldest history messages until it fits) or ``abort`` (stop
+    #: the job and the run); ``None``: the caller's family default, else fail.
     overflow: str | None = None
     #: The named endpoint (config ``endpoints:``) the role is bound to, for the record; its
     #: address is already in ``base_url`` (``endpoint://NAME`` for a managed one,
@@ -276,7 +277,7 @@ def on_off(value: Any) -> Any:
 
 
 #: Values of ``models.<role>.overflow``.
-OVERFLOW = ("fail", "truncate_oldest")
+OVERFLOW = ("fail", "truncate_oldest", "abort")
 
 #: Body fields the gateway sets from their own keys; ``extra_body`` may not override them.
 OWN_BODY_FIELDS = {
@@ -515,8 +516,14 @@ class Completion:
 
 
 class ContextOverflow(ConfigError):
-    """A prompt does not fit its role's context window (``overflow: fail``, or nothing left to
-    drop); raised before the call, so nothing is sent. One line naming the role, item and sizes."""
+    """A prompt does not fit its role's context window and the role says ``overflow: abort``:
+    raised before the call, so nothing is sent, and the job stops. One line naming the role,
+    item and sizes."""
+
+
+class ItemOverflow(ContextOverflow):
+    """A prompt does not fit (``overflow: fail``, or nothing left to drop): not sent; the gateway
+    returns its item's call as failed (:attr:`Reply.failure`) and the run goes on."""
 
 
 class UnparseableReply(ValueError):
@@ -546,3 +553,6 @@ class Reply:
     #: with ``arguments`` decoded (a JSON object; the gateway re-asks a reply whose arguments
     #: are not one); empty when the model answered in text.
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    #: Why nothing was asked (a prompt over the context window, ``overflow: fail``): the item
+    #: failed, ``parse_ok`` is false and there is no reply text; "" for a reply that was asked.
+    failure: str = ""

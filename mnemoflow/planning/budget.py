@@ -1,4 +1,5 @@
-"""``budget_usd``: a run whose plan exceeds it refuses to start, when the workflow is parsed.
+"""``budget_usd``: a run whose plan exceeds it refuses to start, when the workflow is parsed;
+so does a run with a role set to ``overflow: abort`` whose plan has prompts over its window.
 
 ``rules/common.smk`` calls :func:`check_budget` at parse time, so ``mnemoflow run``, ``make run``
 and plain ``snakemake`` all refuse. Without ``budget_usd`` it returns at once and imports nothing
@@ -44,8 +45,11 @@ def check_budget(
         payload = {"config": config, "workdir": os.getcwd(), "model_rules": list(model_rules)}
         Path(dump).write_text(json.dumps(payload, default=str), encoding="utf-8")
         return
+    if not main_process:
+        return
+    check_overflow_abort(config, model_rules)
     budget = config.get("budget_usd")
-    if budget is None or not main_process:
+    if budget is None:
         return
     from mnemoflow.llm.types import resolved_spec
     from mnemoflow.prices import FREE_BACKENDS
@@ -53,13 +57,7 @@ def check_budget(
     models = config.get("models") or {}
     if all(resolved_spec(models, role).backend in FREE_BACKENDS for role in models):
         return  # every role runs on this machine: the run costs $0
-    found = remembered(config, Path.cwd())
-    if found is None:
-        from mnemoflow.planning.run import plan_run
-
-        plan = plan_run(config, Path.cwd(), model_rules=model_rules, priced_only=True)
-        found = {"usd": plan.usd(), "calls": plan.to_dict()["calls"], "unpriced": plan.unpriced()}
-        remember(config, Path.cwd(), found)
+    found = planned_totals(config, model_rules)
     total = found["usd"]
     if total is None:
         raise ConfigError(
@@ -73,6 +71,46 @@ def check_budget(
             "`mnemoflow plan` shows where it goes"
         )
     log.info("budget_usd %s: the plan's total is $%.6f", budget, total)
+
+
+def planned_totals(config: Mapping[str, Any], model_rules: Iterable[str]) -> dict[str, Any]:
+    """The plan's dollars, calls and overflows per role, planned once per state of the run."""
+    found = remembered(config, Path.cwd())
+    if found is None:
+        from mnemoflow.planning.run import plan_run
+
+        plan = plan_run(config, Path.cwd(), model_rules=model_rules, priced_only=True)
+        data = plan.to_dict()
+        found = {
+            "usd": plan.usd(),
+            "calls": data["calls"],
+            "unpriced": plan.unpriced(),
+            "overflows": data["overflows"],
+        }
+        remember(config, Path.cwd(), found)
+    return found
+
+
+def check_overflow_abort(config: Mapping[str, Any], model_rules: Iterable[str] = ()) -> None:
+    """A role set to ``overflow: abort`` would stop the run at its first prompt over the context
+    window: refuse the run at the start when the plan already has such prompts, with the
+    planned counts per role (``fail``, the default, fails those items and goes on)."""
+    from mnemoflow.llm.types import resolved_spec
+
+    models = config.get("models") or {}
+    aborting = [role for role in models if resolved_spec(models, role).overflow == "abort"]
+    if not aborting:
+        return
+    overflows = planned_totals(config, model_rules).get("overflows") or {}
+    stopping = {role: overflows[role] for role in aborting if overflows.get(role)}
+    if stopping:
+        counts = ", ".join(f"{role} {n}" for role, n in sorted(overflows.items()))
+        roles = ", ".join(f"models.{role}.overflow" for role in sorted(stopping))
+        raise ConfigError(
+            f"config {roles}: abort, and the plan has prompts over the context window "
+            f"({counts}); the run would stop at the first; `fail` fails those items and goes "
+            "on, `truncate_oldest` cuts their oldest history (`mnemoflow plan` shows them)"
+        )
 
 
 #: Where the parse-time plan's totals are kept, keyed by what they depend on.

@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,6 +38,7 @@ from mnemoflow.eval.rescore import (
 )
 from mnemoflow.llm.context import item_scope
 from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.types import ChatRequest, Reply
 from mnemoflow.memory.base import MemorySystem, Message, build, full_spec
 from mnemoflow.protocols.snapshot import (
     MANIFEST,
@@ -209,8 +210,13 @@ async def answer(
     sessions: pd.DataFrame | None = None,
     episode_sessions: pd.DataFrame | None = None,
     progress: Callable[[bool | None], None] | None = None,
+    failures: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """Answer every question from its episode's snapshot; one row per question (ANSWERS).
+
+    A question one of whose reader calls was not sent (its prompt over the context window,
+    ``overflow: fail``) keeps its row with the empty response, and ``failures`` (when given)
+    gets its id with the reason: the judge then leaves it unscored.
 
     Readers with reading modes that show more than the memory returned (LoCoMo / LongMemEval
     long-context and oracle modes) read the episode's turns from ``sessions``. A LongMemEval
@@ -242,8 +248,11 @@ async def answer(
                 items = await memory.retrieve(question["question"])
                 retrieval_s = time.perf_counter() - started
             reading = (reader_name, reader_options, question, items, turns, gateway)
-            with item_scope(f"question {question['question_id']}"):
+            label = f"question {question['question_id']}"
+            with item_scope(label):
                 result = await read(*reading, use_options, log_ids)
+            if failures is not None and label in gateway.ledger.failed_items:
+                failures[question["question_id"]] = gateway.ledger.failed_items[label]
             rows.append(
                 {
                     **keys,
@@ -306,9 +315,37 @@ async def judge(
     repeats: int = 1,
     seed: int = 0,
     progress=None,
+    failed: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Judge every answer with the benchmark's judge (JUDGEMENTS; see eval.judges)."""
-    return await judge_answers(gateway, kind, questions, answers, repeats, seed, progress)
+    """Judge every answer with the benchmark's judge (JUDGEMENTS; see eval.judges).
+
+    The ``failed`` answers (question id -> why: the reader's prompt did not fit) are not asked
+    about: their rows are unscored (``value`` NaN, ``parse_ok`` false, no reply), so they count
+    in ``<metric>:unscored`` and in no accuracy.
+    """
+    failed = failed or {}
+    missed = answers["question_id"].isin(list(failed))
+    asked = answers[~missed]
+    judged = await judge_answers(gateway, kind, questions, asked, repeats, seed, progress)
+    if not missed.any():
+        return judged
+    rows = await judge_answers(NotAsked(gateway), kind, questions, answers[missed], repeats, seed)
+    rows["value"], rows["parse_ok"], rows["raw_reply"] = float("nan"), False, ""
+    if "value_reference" in rows:  # a reference's own reading of a reply: none was given
+        rows["value_reference"] = float("nan")
+    frame = pd.concat([judged, rows], ignore_index=True)
+    return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
+
+
+class NotAsked:
+    """A gateway stand-in for answers that failed: every call comes back not sent and unparsed,
+    so the judge's own code lays out their rows (metrics, repeats) without a model call."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.model_name = gateway.model_name
+
+    async def chat(self, request: ChatRequest, parse: Any = None) -> Reply:
+        return Reply("", self.model_name(request.role), 0, 0, 0.0, False, parse_ok=False)
 
 
 def read_stored(snapshots: list[Path]) -> tuple[pd.DataFrame, set[str]]:

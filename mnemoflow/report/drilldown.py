@@ -34,6 +34,7 @@ import pandas as pd
 
 from mnemoflow.data.amemgym import AmemUser
 from mnemoflow.data.locomo import ADVERSARIAL_PHRASES
+from mnemoflow.data.tables import read_table
 from mnemoflow.prices import FREE_MODELS, lookup, price_table, usd
 
 #: A question is wrong when its deciding value is below this (as mnemoflow/eval/diagnosis.py).
@@ -95,7 +96,7 @@ def _read(paths: Iterable[str | Path], columns: list[str] | None = None, keys: b
     carry none)."""
     frames = []
     for path in paths:
-        frame = pd.read_parquet(path, columns=columns)
+        frame = read_table(path, columns=columns)
         if keys:
             run = run_of_path(path)
             if run is None:

@@ -270,6 +270,34 @@ def load_ledger(path: str | Path, label: str | None = None) -> LedgerFile:
     return LedgerFile(label or str(path), data, str(path))
 
 
+def failed_items_lines(ledgers: Iterable[LedgerFile], shown: int = 50) -> list[str]:
+    """summary.md's list of the items whose call was not sent (a prompt over the role's context
+    window, ``overflow: fail``): they are counted, unscored and named here with their ledger,
+    while the run went on. No lines when none failed."""
+    rows = [
+        (ledger.label, item, reason)
+        for ledger in ledgers
+        for item, reason in sorted((ledger.data.get("failed_items") or {}).items())
+    ]
+    if not rows:
+        return []
+    lines = [
+        "## Failed items",
+        "",
+        f"{len(rows)} items failed: a prompt did not fit its role's context window "
+        "(`overflow: fail`), so it was not sent. They are unscored (`<metric>:unscored`; "
+        "`<metric>:all` counts them wrong) and the run went on.",
+        "",
+        "| ledger | item | reason |",
+        "|---|---|---|",
+    ]
+    for label, item, reason in rows[:shown]:
+        lines.append(f"| {label} | {item} | {reason.replace('|', '/')} |")
+    if len(rows) > shown:
+        lines.append(f"| … | {len(rows) - shown} more | the ledgers' `failed_items` list all |")
+    return [*lines, ""]
+
+
 def ledger_labels(paths: list[Path]) -> list[str]:
     """Short names for ledger files: their paths relative to the deepest common folder."""
     if not paths:
