@@ -6,6 +6,7 @@ comment is not a change; a re-run job gets its model calls from the cache.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -97,7 +98,12 @@ def test_a_metric_change_re_runs_scoring_and_makes_no_model_call(finished):
     model_jobs = ("/memory", "answers.parquet", "judgements.parquet")
     assert not [o for o in planned if o.endswith(model_jobs)]
     snakemake_in(repo, workdir)
-    assert ledger_texts(workdir) == before  # no ingest, answer or judge job ran: no new call
+    after = ledger_texts(workdir)
+    # the dossier names the code behind the numbers: the scoring code's fingerprint moved
+    dossier = "results/report/dossier.json"
+    code_after, code_before = (json.loads(d.pop(dossier))["code"] for d in (after, before))
+    assert code_after["fingerprints"] != code_before["fingerprints"]
+    assert after == before  # no ingest, answer or judge job ran: no new call
 
 
 def test_a_reader_change_re_runs_answering_from_the_cache(finished):
