@@ -118,7 +118,7 @@ def _run_jobs(tmp_path: Path, models: dict, cache: Path) -> dict[str, str]:
     system = {"type": "bm25_message", "top_k": 5}
     run = RunKeys(benchmark="synthetic", system="bm25_message")
     tables = {k: paths[k] for k in ("sessions", "questions", "episode_sessions", "dialogues")}
-    data_jobs.prepare(data_jobs.PrepareFiles(**tables), spec=SYNTHETIC)
+    data_jobs.prepare(data_jobs.PrepareFiles(**tables), run, spec=SYNTHETIC)
     del tables["dialogues"]  # the static QA jobs read the other three
     qa_jobs.ingest(
         qa_jobs.IngestFiles(
