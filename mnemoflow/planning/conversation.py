@@ -15,7 +15,8 @@ system's policy (:func:`mnemoflow.agents.interactive.policy_of`):
   batch, up to ``max_entries``), the local window, then the message;
 - ``generic``: a system prompt of ``top_k`` stored messages and the session so far.
 
-A stored fact or entry stands in as one stored message (its size is the writer's to decide).
+A stored fact or entry is as long as the writer's expected reply per fact (the facts are what it
+replies); a system whose writer is not known stores messages.
 """
 
 from __future__ import annotations
@@ -40,11 +41,6 @@ def policy(system_spec: dict[str, Any]) -> str:
     return "generic"
 
 
-def filler(tokens: float) -> str:
-    """A stand-in text of about ``tokens`` tokens."""
-    return " ".join(["word"] * max(1, round(tokens)))
-
-
 @dataclass
 class Reader:
     """One user's assistant as the plan plays it: what is memorized, and the size of each prompt
@@ -52,6 +48,8 @@ class Reader:
 
     system_spec: dict[str, Any]
     backend: str
+    #: tokens of one stored fact or memory entry (None: the system stores messages)
+    fact_tokens: float | None = None
     messages: list[Message] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)  # chat-turn tokens of each message
 
@@ -99,6 +97,8 @@ class Reader:
         window = self._window()
         stored = self.sizes[: len(self.sizes) - window]
         mean = sum(stored) / len(stored) if stored else 0.0
+        if self.pattern.unit == "fact" or self.policy == "in_context":
+            mean = self.fact_tokens if self.fact_tokens is not None else mean
         batch = int(self.params.get(self.pattern.batch_param or "", 1) or 1)
         batches = len(stored) // batch
         if self.policy == "in_context":  # one entry per written batch, all shown

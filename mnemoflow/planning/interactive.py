@@ -35,12 +35,12 @@ from mnemoflow.data import amemgym_procedural
 from mnemoflow.data.amemgym import AmemUser, read_environment
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import stage_roles, without_labels
-from mnemoflow.planning.conversation import Reader, filler
+from mnemoflow.planning.conversation import Reader
 from mnemoflow.planning.environment import played
 from mnemoflow.planning.plan import Line
 from mnemoflow.planning.static_qa import Context
-from mnemoflow.planning.tokens import sent_tokens
-from mnemoflow.planning.writes import planned_writes, write_lines
+from mnemoflow.planning.tokens import filler, sent_tokens
+from mnemoflow.planning.writes import fact_tokens, pattern_of, planned_writes, write_lines
 from mnemoflow.protocols import interactive as proto
 from mnemoflow.protocols.static_qa import shard_episodes
 from mnemoflow.simulators.state_user import TASK as USER_TASK
@@ -102,8 +102,9 @@ def plan_dialogues(
     users = [u for u in users if u.id in mine and period < len(u.periods)]
     specs = ctx.gateway.specs
     system_spec = without_labels(ctx.config["systems"][system])
-    reply = filler(ctx.tokens_out("agent", ACT_TASK))
-    follow = filler(ctx.tokens_out("user", USER_TASK))
+    reply = filler(ctx.tokens_out("agent", ACT_TASK), specs["agent"].backend)
+    follow = filler(ctx.tokens_out("user", USER_TASK), specs["user"].backend)
+    fact = fact_tokens(pattern_of(system_spec)[0], ctx.tokens_out)
     live = protocol == proto.PROTOCOL
     user_backend = specs["user"].backend
     # (role, task) -> [calls, prompt tokens]
@@ -117,7 +118,7 @@ def plan_dialogues(
         entry[1] += tokens
 
     for user in users:
-        reader = Reader(system_spec, specs["agent"].backend)
+        reader = Reader(system_spec, specs["agent"].backend, fact)
         simulated = StateRevealingUser(user, str(user.periods[period].period_end or ""), None)
         before = 0
         for k in range(period + 1):
@@ -166,13 +167,18 @@ def plan_dialogues(
             )
         )  # fmt: skip
     roles = set(stage_roles(system_spec, "ingest")) | set(stage_roles(system_spec, "query"))
-    writes = planned_writes(system_spec, streams, specs["memory_writer"].backend)
+    backend = specs["memory_writer"].backend
+    writes = planned_writes(system_spec, streams, backend, filler(fact or 1, backend))
 
     def line(role: str, task: str, **values: Any) -> Line:
         values["notes"] = [*values.get("notes", []), *_stand_in_notes(ctx, benchmark)]
         return _line(benchmark, system, protocol, role, task, **values)
 
     out += write_lines(writes, line, ctx.tokens_out, roles, specs["embedder"].backend, queries)
+    if not live and proto.interactive_options(spec).get("off_policy_source") == system:
+        for each in out:  # its own transcripts again: every prompt is one the run asked before
+            each.cache_hits, each.tokens_in, each.tokens_out = each.calls, 0.0, 0.0
+            each.notes.append("replays the system's own transcripts: answered by the cache")
     return out
 
 

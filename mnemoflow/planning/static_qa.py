@@ -52,8 +52,14 @@ from mnemoflow.memory.base import (
 )
 from mnemoflow.memory.buffer import render
 from mnemoflow.planning.plan import Line
-from mnemoflow.planning.tokens import embedded_tokens, reply_tokens, sent_tokens
-from mnemoflow.planning.writes import planned_writes, window_items, write_lines
+from mnemoflow.planning.tokens import embedded_tokens, filler, reply_tokens, sent_tokens
+from mnemoflow.planning.writes import (
+    fact_tokens,
+    pattern_of,
+    planned_writes,
+    window_items,
+    write_lines,
+)
 from mnemoflow.prices import FREE_BACKENDS
 from mnemoflow.protocols.static_qa import PROTOCOL, episode_batch, shard_episodes
 
@@ -317,7 +323,8 @@ class Unit:
             before = sum(len(each) for each in steps[:-1])
             streams.append(([m for each in steps for m in each], before))
         backend = self.ctx.gateway.specs["memory_writer"].backend
-        writes = planned_writes(self.system_spec, streams, backend)
+        fact = fact_tokens(pattern_of(self.system_spec)[0], self.ctx.tokens_out)
+        writes = planned_writes(self.system_spec, streams, backend, filler(fact or 1, backend))
         embed_backend = self.ctx.gateway.specs["embedder"].backend
         return write_lines(writes, self.line, self.ctx.tokens_out, roles, embed_backend)
 

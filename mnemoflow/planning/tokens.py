@@ -42,6 +42,12 @@ def text_tokens(text: str, backend: str) -> int:
     )
 
 
+def filler(tokens: float, backend: str) -> str:
+    """A stand-in text of about ``tokens`` tokens as ``backend`` counts them."""
+    per_word = text_tokens(" ".join(["word"] * 100), backend) / 100
+    return " ".join(["word"] * max(1, round(tokens / per_word)))
+
+
 def embedded_tokens(texts: Iterable[str], backend: str) -> int:
     """Tokens the ledger records for embedding ``texts``: only an OpenAI-compatible endpoint
     reports any."""

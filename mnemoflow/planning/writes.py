@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, Message, WritePattern, resolve, without_labels
 from mnemoflow.memory.buffer import render
@@ -24,8 +25,8 @@ from mnemoflow.planning.tokens import embedded_tokens, sent_tokens
 @dataclass
 class Writes:
     """One system's writes over some steps: writer calls per task with their known prompt tokens
-    (each the size of the batch's extract-facts prompt, the memory not included), and the texts
-    it embeds."""
+    (rendered as the system renders them, stored facts or entries shown as stand-ins), and the
+    texts it embeds."""
 
     #: writer task -> [calls, known prompt tokens]
     writer: dict[str, list[float]] = field(default_factory=dict)
@@ -48,11 +49,43 @@ def written_batches(total: int, batch: int, window: int) -> int:
     return max(0, (total - window) // batch)
 
 
+def fact_tokens(pattern: WritePattern, tokens_out: Callable[[str, str], float]) -> float | None:
+    """Tokens of one stored fact or entry: the writer's first call replies the batch's facts
+    (``None``: the system asks no writer)."""
+    if not pattern.writer_tasks:
+        return None
+    return tokens_out(writer.ROLE, pattern.writer_tasks[0]) / max(pattern.facts_per_batch, 1e-9)
+
+
+def writer_request(
+    task: str, batch: list[Message], held: int, params: Mapping[str, Any], fact: str
+) -> ChatRequest:
+    """The writer's request of ``task`` for ``batch`` as the system builds it, with ``held``
+    stored facts or entries shown as stand-ins (``fact``: one stand-in fact's text)."""
+    if task == writer.UPDATE_FACTS:  # the batch's facts and their similar stored ones
+        shown = min(held, int(params.get("similar_k", 5)))
+        memories = [{"id": str(n), "text": fact} for n in range(shown)]
+        return writer.update_facts_request([fact], memories)
+    if task in (writer.ORGANIZE, writer.KV_UPDATE):  # every entry held, then the batch
+        entries = min(held, int(params.get("max_entries", held)))
+        memory = [{"key": f"key{n}", "value": fact, "time": ""} for n in range(entries)]
+        if task == writer.ORGANIZE:
+            return writer.organize_request(memory, batch)
+        return writer.kv_update_request(memory, batch)
+    if task == writer.NOTE:
+        return writer.note_request(batch[0])
+    return writer.extract_facts_request(batch)
+
+
 def planned_writes(
-    system_spec: Mapping[str, Any], streams: Iterable[tuple[list[Message], int]], backend: str
+    system_spec: Mapping[str, Any],
+    streams: Iterable[tuple[list[Message], int]],
+    backend: str,
+    fact: str = "",
 ) -> Writes:
     """The writes of one step: ``streams`` holds, per episode, every non-empty message added up
-    to the end of the step and how many of them earlier steps added."""
+    to the end of the step and how many of them earlier steps added; ``fact``: a stand-in of
+    one stored fact or memory entry (the writer's reply per fact)."""
     pattern, params = pattern_of(system_spec)
     batch = int(params.get(pattern.batch_param, 1)) if pattern.batch_param else 1
     window = int(params.get("local_window", 0)) if pattern.buffered else 0
@@ -64,12 +97,14 @@ def planned_writes(
             batches = [messages[i * batch : (i + 1) * batch] for i in range(first, last)]
         else:  # each step's messages are cut into batches of their own
             batches = [messages[i : i + batch] for i in range(before, len(messages), batch)]
-        for each in batches:
+        first = written_batches(before, batch, window) if pattern.buffered else before // batch
+        for n, each in enumerate(batches):
+            held = round((first + n) * pattern.facts_per_batch)  # facts / entries stored so far
             for task in pattern.writer_tasks:
-                known = sent_tokens(writer.extract_facts_request(each).messages, backend)
+                request = writer_request(task, each, held, params, fact)
                 entry = out.writer.setdefault(task, [0.0, 0.0])
                 entry[0] += 1
-                entry[1] += known
+                entry[1] += sent_tokens(request.messages, backend)
         written = [m for each in batches for m in each]
         if pattern.unit == "fact":
             out.texts += [
@@ -104,7 +139,8 @@ def write_lines(
     for task, (calls, known) in writes.writer.items() if "memory_writer" in roles else ():
         note = (
             f"expected: one {task} call per {writes.batch_size} message(s) written{when}; "
-            "tokens in: the batch's extract-facts prompt (the memory shown not included)"
+            "tokens in: rendered over the batch, stored facts shown as stand-ins of the writer's "
+            "expected reply length"
         )
         out.append(
             line(
