@@ -63,9 +63,16 @@ def _answer_request(question: dict[str, Any], docs: list[str], history: int, rep
 
 
 def _scoring(
-    ctx: Context, benchmark: str, system: str, protocol: str, items: list, per: float
+    ctx: Context,
+    benchmark: str,
+    system: str,
+    protocol: str,
+    items: list,
+    per: float,
+    repeated: frozenset[int] = frozenset(),
 ) -> list[Line]:
-    """The metric's scoring calls for ``per`` scored answers of each of ``items``."""
+    """The metric's scoring calls for ``per`` scored answers of each of ``items``; the answers of
+    the items at ``repeated`` come from the cache, so their scoring requests do too."""
     key = ("scoring", benchmark)
     if key not in ctx.played:
         questions = [*_items(ctx, benchmark, "train"), *_items(ctx, benchmark, "test")]
@@ -73,7 +80,7 @@ def _scoring(
         reply = ctx.tokens_out("agent", "answer")
         ctx.played[key] = scoring.per_item(_metrics(ctx, benchmark), questions, reply, backends)
     lines: dict[tuple[str, str], Line] = {}
-    for item in items:
+    for index, item in enumerate(items):
         for (role, task), (calls, tokens) in ctx.played[key][str(item.get("dataset", ""))].items():
             line = lines.setdefault(
                 (role, task),
@@ -82,6 +89,9 @@ def _scoring(
                 ]),
             )  # fmt: skip
             line.calls += per * calls
+            if index in repeated:
+                line.cache_hits += per * calls
+                continue
             line.tokens_in += per * tokens
             line.tokens_out += per * calls * ctx.tokens_out(role, task)
     return list(lines.values())
@@ -98,7 +108,8 @@ def _answers(ctx: Context, benchmark: str, system: str, protocol: str, step: int
         benchmark, system, protocol, "agent", "answer", calls=len(items),
         notes=[f"one answer per {split} question", STAND_IN],
     )  # fmt: skip
-    for question in items:
+    repeated = set()
+    for index, question in enumerate(items):
         messages = _answer_request(question, docs, 0, "")
         # a plain prompt (nothing retrieved) is the one that will be sent: asked again at a
         # later step or by another system, the cache answers it
@@ -107,12 +118,14 @@ def _answers(ctx: Context, benchmark: str, system: str, protocol: str, step: int
             key = ctx.key(ChatRequest(role="agent", task="answer", messages=messages))
         if key is not None and key in ctx.planned:
             line.cache_hits += 1
+            repeated.add(index)
             continue
         if key is not None:
             ctx.planned.add(key)
         line.tokens_in += sent_tokens(messages, backend)
         line.tokens_out += ctx.tokens_out("agent", "answer")
-    lines = [line, *_scoring(ctx, benchmark, system, protocol, items, 1.0)]
+    scored = _scoring(ctx, benchmark, system, protocol, items, 1.0, frozenset(repeated))
+    lines = [line, *scored]
     if holds and "embedder" in stage_roles(ctx.config["systems"][system], "query"):
         lines += _embedder(ctx, benchmark, system, protocol, [str(q["question"]) for q in items])
     return lines
