@@ -31,6 +31,8 @@ from mnemoflow.planning.writes import planned_writes, write_lines
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.simulators.feedback import FeedbackSimulator, is_rule_based
 
+#: The call sites' family in data/reply_tokens.yaml (its answers differ from static QA's).
+FAMILY = "feedback"
 STAND_IN = "tokens in: stored turns and replies as stand-ins of their expected length"
 
 
@@ -52,7 +54,9 @@ def _stores(ctx: Context, system: str) -> bool:
 
 def _turn(ctx: Context) -> str:
     """A stored dialogue turn's stand-in text: an answer of the expected length."""
-    return filler(ctx.tokens_out("agent", "answer"), ctx.gateway.specs["agent"].backend)
+    return filler(
+        ctx.tokens_out("agent", "answer", family=FAMILY), ctx.gateway.specs["agent"].backend
+    )
 
 
 def _answer_request(question: dict[str, Any], docs: list[str], history: int, reply: str) -> list:
@@ -77,7 +81,7 @@ def _scoring(
     if key not in ctx.played:
         questions = [*_items(ctx, benchmark, "train"), *_items(ctx, benchmark, "test")]
         backends = {role: spec.backend for role, spec in ctx.gateway.specs.items()}
-        reply = ctx.tokens_out("agent", "answer")
+        reply = ctx.tokens_out("agent", "answer", family=FAMILY)
         ctx.played[key] = scoring.per_item(_metrics(ctx, benchmark), questions, reply, backends)
     lines: dict[tuple[str, str], Line] = {}
     for index, item in enumerate(items):
@@ -123,7 +127,7 @@ def _answers(ctx: Context, benchmark: str, system: str, protocol: str, step: int
         if key is not None:
             ctx.planned.add(key)
         line.tokens_in += sent_tokens(messages, backend)
-        line.tokens_out += ctx.tokens_out("agent", "answer")
+        line.tokens_out += ctx.tokens_out("agent", "answer", family=FAMILY)
     scored = _scoring(ctx, benchmark, system, protocol, items, 1.0, frozenset(repeated))
     lines = [line, *scored]
     if holds and "embedder" in stage_roles(ctx.config["systems"][system], "query"):

@@ -112,12 +112,15 @@ class Context:
             return None
         return gateway.sent_key(request)
 
-    def tokens_out(self, role: str, task: str, gateway: Gateway | None = None) -> float:
+    def tokens_out(
+        self, role: str, task: str, gateway: Gateway | None = None, family: str | None = None
+    ) -> float:
         """Expected completion tokens of one call (:func:`mnemoflow.planning.tokens.reply_tokens`:
         earlier ledgers' mean, else the call site's expected reply length; a panel judge, on its
         own ``gateway``: the call site's)."""
         backend = (gateway or self.gateway).specs[role].backend
-        return reply_tokens(role, task, backend, None if gateway is not None else self.out_means)
+        observed = None if gateway is not None else self.out_means
+        return reply_tokens(role, task, backend, observed, family)
 
 
 def panel_role(name: str) -> str:

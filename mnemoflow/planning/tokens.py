@@ -74,10 +74,15 @@ def reply_table() -> dict[str, dict[str, Any]]:
     return sites
 
 
-def expected_reply(role: str, task: str, backend: str) -> float:
-    """The call site's expected completion tokens (the role's ``*`` entry for an unlisted task)."""
+def expected_reply(role: str, task: str, backend: str, family: str | None = None) -> float:
+    """The call site's expected completion tokens: ``family:role/task`` (a task several families
+    share, answered differently), else ``role/task``, else the role's ``*`` entry."""
     sites = reply_table()
-    entry = sites.get(f"{role}/{task}") or sites.get(f"{role}/{ANY_TASK}")
+    entry = (
+        sites.get(f"{family}:{role}/{task}")
+        or sites.get(f"{role}/{task}")
+        or sites.get(f"{role}/{ANY_TASK}")
+    )
     if entry is None:
         raise ConfigError(f"{TABLE}: no entry for {role}/{task} nor {role}/{ANY_TASK}")
     return float(entry["offline" if backend == "offline" else "model"])
@@ -88,8 +93,9 @@ def reply_tokens(
     task: str,
     backend: str,
     observed: Mapping[tuple[str, str | None], float] | None = None,
+    family: str | None = None,
 ) -> float:
     """Expected completion tokens of one call: the mean observed in earlier ledgers of the same
     model for the role / task, else the table's (:func:`expected_reply`)."""
     found = (observed or {}).get((role, task))
-    return float(found) if found is not None else expected_reply(role, task, backend)
+    return float(found) if found is not None else expected_reply(role, task, backend, family)
