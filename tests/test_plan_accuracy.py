@@ -37,6 +37,12 @@ KNOWN = {
 }
 
 
+def layer(path, data: dict):
+    """A config layer written to ``path``."""
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 def assert_close(planned: dict, results) -> dict:
     found = ratios(planned, results)
     assert found, "no (benchmark, role) with 20 ledger calls"
@@ -63,31 +69,29 @@ def test_static_qa_plan_matches_the_tiny_runs_ledgers(tiny_run, tmp_path):
 def test_interactive_plan_matches_an_offline_runs_ledgers(tmp_path):
     wd = workdir(tmp_path)
     write_environment(wd)
-    override = wd / "interactive.yaml"
-    override.write_text(
-        yaml.safe_dump(
-            {
-                "models": {"embedder": {"backend": "offline"}},
-                "run": {"benchmarks": ["amemgym_tiny"], "systems": ["awi_1", "rag"]},
-                # one message per write: enough writer calls (20) in two tiny users
-                "systems": {
-                    "awi_1": {
-                        "type": "agentic_incontext",
-                        "update_batch": 1,
-                        "local_window": 2,
-                        "prompt": "organizer",
-                    }
-                },
-                "benchmarks": {
-                    "amemgym_tiny": {
-                        "loader": "amemgym",
-                        "protocols": ["interactive"],
-                        "source": {"path": "data.json"},
-                        "interactive": {"num_rounds_update": 2},
-                    }
-                },
-            }
-        )
+    override = layer(
+        wd / "interactive.yaml",
+        {
+            "models": {"embedder": {"backend": "offline"}},
+            "run": {"benchmarks": ["amemgym_tiny"], "systems": ["awi_1", "rag"]},
+            # one message per write: enough writer calls (20) in two tiny users
+            "systems": {
+                "awi_1": {
+                    "type": "agentic_incontext",
+                    "update_batch": 1,
+                    "local_window": 2,
+                    "prompt": "organizer",
+                }
+            },
+            "benchmarks": {
+                "amemgym_tiny": {
+                    "loader": "amemgym",
+                    "protocols": ["interactive"],
+                    "source": {"path": "data.json"},
+                    "interactive": {"num_rounds_update": 2},
+                }
+            },
+        },
     )
     planned = plan_json(wd, wd / "config.yaml", override)  # before the run: nothing there
     snakemake(wd, configfiles=[wd / "config.yaml", override])
@@ -98,14 +102,12 @@ def test_interactive_plan_matches_an_offline_runs_ledgers(tmp_path):
 @pytest.mark.slow
 def test_feedback_plan_matches_an_offline_runs_ledgers(tmp_path):
     wd = workdir(tmp_path)
-    override = wd / "feedback.yaml"
-    override.write_text(
-        yaml.safe_dump(
-            {
-                "models": {"embedder": {"backend": "offline"}},
-                "run": {"benchmarks": ["synthetic_feedback"], "systems": ["rag"]},
-            }
-        )
+    override = layer(
+        wd / "feedback.yaml",
+        {
+            "models": {"embedder": {"backend": "offline"}},
+            "run": {"benchmarks": ["synthetic_feedback"], "systems": ["rag"]},
+        },
     )
     planned = plan_json(wd, wd / "config.yaml", override)
     snakemake(wd, configfiles=[wd / "config.yaml", override])
