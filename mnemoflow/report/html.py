@@ -39,6 +39,7 @@ from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.seeds import seed_text
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
 from mnemoflow.report.summaries import (
+    FAILED_ITEMS_NOTE,
     LEDGER_INCIDENTS,
     OUTCOMES,
     LedgerFile,
@@ -46,6 +47,7 @@ from mnemoflow.report.summaries import (
     add_labels,
     check_diagnosis,
     diagnosis_overall,
+    failed_items_table,
     ledger_labels,
     ledger_tables,
     load_ledger,
@@ -125,6 +127,8 @@ class ReportData:
     data_rules: list[str] = field(default_factory=list)
     #: The dossier's address relative to the report (report/dossier.py); "": none written.
     dossier_page: str = ""
+    #: The items whose prompt did not fit and was not sent (ledger, item, reason).
+    failed_items: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -284,6 +288,7 @@ def collect(
         writers=writer_rates(list(ledgers)),
         headline=headline_tables(scored),
         diagnostics=diagnostics_tables(scored),
+        failed_items=failed_items_table(ledgers),
     )
 
 
@@ -912,6 +917,11 @@ def render_html(
         for benchmark, table in data.diagnostics.items():
             body += f"<h3>{html.escape(benchmark)}</h3>" + table_html(table)
         sections.append(("diagnostics", "Diagnostics", body))
+
+    if len(data.failed_items):
+        note = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(FAILED_ITEMS_NOTE))
+        body = f"<p>{len(data.failed_items):,} {note}</p>" + table_html(data.failed_items)
+        sections.append(("failed-items", "Failed items", body))
 
     if not data.data_versions.empty:
         rules = "".join(f"<li>{html.escape(rule)}</li>" for rule in data.data_rules)

@@ -270,23 +270,34 @@ def load_ledger(path: str | Path, label: str | None = None) -> LedgerFile:
     return LedgerFile(label or str(path), data, str(path))
 
 
-def failed_items_lines(ledgers: Iterable[LedgerFile], shown: int = 50) -> list[str]:
-    """summary.md's list of the items whose call was not sent (a prompt over the role's context
-    window, ``overflow: fail``): they are counted, unscored and named here with their ledger,
-    while the run went on. No lines when none failed."""
+FAILED_ITEMS_NOTE = (
+    "items failed: a prompt did not fit its role's context window (`overflow: fail`), so it "
+    "was not sent. They are unscored (`<metric>:unscored`; `<metric>:all` counts them wrong) "
+    "and the run went on."
+)
+
+
+def failed_items_table(ledgers: Iterable[LedgerFile]) -> pd.DataFrame:
+    """The items whose call was not sent (a prompt over the role's context window, ``overflow:
+    fail``), one row each: ledger, item, reason (summary.md and report.html list them)."""
     rows = [
         (ledger.label, item, reason)
         for ledger in ledgers
         for item, reason in sorted((ledger.data.get("failed_items") or {}).items())
     ]
+    return pd.DataFrame(rows, columns=["ledger", "item", "reason"])
+
+
+def failed_items_lines(ledgers: Iterable[LedgerFile], shown: int = 50) -> list[str]:
+    """summary.md's list of the failed items (:func:`failed_items_table`), named with their
+    ledger while the run went on. No lines when none failed."""
+    rows = list(failed_items_table(ledgers).itertuples(index=False, name=None))
     if not rows:
         return []
     lines = [
         "## Failed items",
         "",
-        f"{len(rows)} items failed: a prompt did not fit its role's context window "
-        "(`overflow: fail`), so it was not sent. They are unscored (`<metric>:unscored`; "
-        "`<metric>:all` counts them wrong) and the run went on.",
+        f"{len(rows)} {FAILED_ITEMS_NOTE}",
         "",
         "| ledger | item | reason |",
         "|---|---|---|",
