@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 from snakemake.utils import validate
 
+from mnemoflow import layout
 from mnemoflow.codeversion import code_version
 from mnemoflow.config_layers import check_layer_order
 from mnemoflow.config_schema import check_config
@@ -32,6 +33,7 @@ from mnemoflow.llm.limits import endpoint_budgets, job_limits
 from mnemoflow.llm.types import check_bindings, played_by
 from mnemoflow.ops.endpoints import stop_all as stop_endpoints
 from mnemoflow.planning.budget import check_budget, planning
+from mnemoflow.planning.grid import run_units
 from mnemoflow.memory.base import (
     check_installed,
     check_systems,
@@ -99,15 +101,26 @@ SEED = config.get("seed", 0)
 #: environments are the benchmark's, shared by every repeat.
 REPEATS = int(config.get("repeats", 1))
 REPEAT_FOLDERS = folders(SEED, REPEATS)
-PREPARED = "results/{benchmark}/prepared"
-# Every protocol writes scores.parquet and diagnosis.parquet per step under RUN_STEP; the static
-# QA chain (rules ingest / answer / judge / score) lives under STEP and SHARD, its protocol "qa".
-RUN_STEP = "results/{repeat}{benchmark}/{system}/{protocol}/step{step}"
-STEP = "results/{repeat}{benchmark}/{system}/qa/step{step}"
-SHARD = f"{STEP}/shard{{shard}}"
-# A job's log mirrors its outputs' folder under results/logs/ (RLOGS: the jobs of one repeat).
-LOGS = "results/logs/{benchmark}"
-RLOGS = "results/logs/{repeat}{benchmark}"
+# The results layout is mnemoflow/layout.py's: every protocol writes scores.parquet and
+# diagnosis.parquet per step under RUN_STEP; the static QA chain (rules ingest / answer / judge /
+# score) lives under STEP and SHARD, its protocol "qa". A job's log mirrors its outputs' folder
+# under results/logs/ (RLOGS: the jobs of one repeat).
+PREPARED, RUN_STEP, STEP, SHARD = (
+    layout.PREPARED,
+    layout.RUN_STEP,
+    layout.STEP,
+    layout.SHARD,
+)
+LOGS, RLOGS = layout.BENCHMARK_LOGS, layout.REPEAT_LOGS
+
+
+def outputs(rule):
+    """``rule``'s ``output:`` patterns, as the layout names them (folders marked directory)."""
+    patterns = layout.output_patterns(rule)
+    return {
+        name: directory(p) if name in layout.DIRECTORIES else p
+        for name, p in patterns.items()
+    }
 
 
 wildcard_constraints:
@@ -161,16 +174,12 @@ def protocols_for(benchmark):
 
 def systems_for(benchmark):
     """The systems run on ``benchmark``: its own ``systems:`` list, else run.systems."""
-    return BENCHMARKS[benchmark].get("systems", config["run"]["systems"])
+    return layout.systems_of(config, BENCHMARKS, benchmark)
 
 
 def run_systems():
     """Every system some run benchmark runs."""
     return {s for b in config["run"]["benchmarks"] for s in systems_for(b)}
-
-
-def steps_of(benchmark, protocol="qa"):
-    return range(protocol_steps(protocol, BENCHMARKS[benchmark]))
 
 
 def shards_of(benchmark):
@@ -202,15 +211,25 @@ def repeat_models(bindings, wildcards):
     return seeded_models(bindings, run_seed(wildcards), SEED)
 
 
-def all_step_files(name, repeat=""):
-    """``name`` in every (benchmark, system, protocol, step) folder of the run (of one repeat)."""
+def step_files(name, repeat="", protocols=None):
+    """``name`` in every (benchmark, system, protocol, step) folder of the run (of one repeat;
+    ``protocols`` given: of theirs, protocol before system)."""
+    steps = layout.run_steps(UNITS, repeat, by_protocol=protocols is not None)
     return [
-        f"{RUN_STEP.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k)}/{name}"
-        for b in config["run"]["benchmarks"]
-        for s in systems_for(b)
-        for p in protocols_for(b)
-        for k in steps_of(b, p)
+        f"{layout.fill(RUN_STEP, keys)}/{name}"
+        for keys in steps
+        if protocols is None or keys["protocol"] in protocols
     ]
+
+
+def all_step_files(name, repeat=""):
+    return step_files(name, repeat)
+
+
+def unit_files(name, *rules, repeat="", by_protocol=False):
+    """Output ``name`` of every job of ``rules`` (of one repeat) in the grid's order."""
+    chosen = layout.select(UNITS, *rules, repeat=repeat, by_protocol=by_protocol)
+    return [unit.outputs[name] for unit in chosen]
 
 
 def all_data_versions():
@@ -233,8 +252,12 @@ def all_repeat_scores():
     ]
 
 
+#: The run's summary files (the report reads them) and the report's.
+SUMMARY, REPORT = layout.outputs("summarize", {}), layout.outputs("report", {})
+
+
 def get_final_output():
-    return ["results/summary.parquet", "results/summary.md", "results/report.html"]
+    return [SUMMARY["summary"], SUMMARY["table"], REPORT["html"]]
 
 
 def published_request():
@@ -409,30 +432,14 @@ def shard_files(name):
     return files
 
 
-def all_runs(repeat=""):
-    """(benchmark, system, step, shard) of every static QA job chain of the run (of one repeat)."""
-    return [
-        dict(repeat=repeat, benchmark=b, system=s, step=k, shard=h)
-        for b in config["run"]["benchmarks"]
-        if "qa" in protocols_for(b)
-        for s in systems_for(b)
-        for k in steps_of(b)
-        for h in shards_of(b)
-    ]
-
-
 def all_judgements():
-    return [f"{SHARD.format(**run)}/judgements.parquet" for run in all_runs()]
+    return unit_files("judgements", "judge")
 
 
 def all_ledgers(repeat=""):
     """Every ledger of the run (of one repeat: the environments' are repeat 0's)."""
     return (
-        [
-            f"{SHARD.format(**run)}/{name}.ledger.json"
-            for run in all_runs(repeat)
-            for name in ("ingest", "answers", "judgements")
-        ]
+        unit_files("ledger", "ingest", "answer", "judge", repeat=repeat)
         + all_interactive_ledgers(repeat)
         + all_feedback_ledgers(repeat)
     )
@@ -446,14 +453,8 @@ def all_repeat_ledgers():
 def all_feedback_ledgers(repeat=""):
     """step.ledger.json of every step of the run's feedback protocols (the training dialogues'
     own ledger is left out: not every protocol runs that rule)."""
-    return [
-        f"{RUN_STEP.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k)}/step.ledger.json"
-        for b in config["run"]["benchmarks"]
-        for s in systems_for(b)
-        for p in protocols_for(b)
-        if p in fb.PROTOCOLS
-        for k in steps_of(b, p)
-    ]
+    steps = ("feedback_step", "feedback_train_performance")
+    return unit_files("ledger", *steps, repeat=repeat)
 
 
 # --- judge panel and false-positive probe: `judge.panel` (mnemoflow/eval/panel.py) ----------
@@ -461,7 +462,9 @@ def all_feedback_ledgers(repeat=""):
 #: The panel's judges (none: the rules judge_panel and judge_probe have no job).
 PANEL = public_panel(panel_of(config.get("judge"), config.get("endpoints")))
 PROBE_SIZE, PROBE_SEED = probe_settings(config.get("judge"))
-PROBE = "results/{benchmark}/probe"
+PROBE = layout.PROBE
+#: Every job of the run (mnemoflow/layout.py): the all-target helpers below are queries of it.
+UNITS = run_units(config, BENCHMARKS, REPEAT_FOLDERS, panel=bool(PANEL))
 for _judge in PANEL:
     check_bindings({"judge": _judge.model}, require_keys=False)
 
@@ -495,22 +498,26 @@ def configured_judge(wildcards):
 
 def all_panel_files(name):
     """``name`` of every static QA shard when the config has a panel, else none."""
-    return [f"{SHARD.format(**run)}/{name}" for run in all_runs()] if PANEL else []
+    return [
+        f"{layout.fill(SHARD, u.keys)}/{name}"
+        for u in layout.select(UNITS, "judge_panel")
+    ]
 
 
 def all_probe_files(name):
     """``name`` of every static QA benchmark's probe when the config has a panel, else none."""
-    if not PANEL:
-        return []
-    benchmarks = {run["benchmark"] for run in all_runs()}
-    return [f"{PROBE.format(benchmark=b)}/{name}" for b in sorted(benchmarks)]
+    return [
+        f"{PROBE.format(**u.keys)}/{name}" for u in layout.select(UNITS, "judge_probe")
+    ]
 
 
 # --- interactive protocols (AMemGym): `protocols: [interactive, interactive_replay]` ----------
 
-ENVIRONMENT = "results/{benchmark}/environment/data.json"
-ISHARD = f"{RUN_STEP}/shard{{shard}}"
-UPPER_BOUND = "results/{repeat}{benchmark}/upper_bound"
+ENVIRONMENT, ISHARD, UPPER_BOUND = (
+    layout.ENVIRONMENT,
+    layout.RUN_SHARD,
+    layout.UPPER_BOUND,
+)
 
 
 def reference_upper_bound(wildcards):
@@ -545,26 +552,11 @@ def replay_dialogues(wildcards):
 def all_interactive_ledgers(repeat=""):
     """Ledgers of the interactive runs (dialogues per shard, the upper bound per benchmark) and,
     in repeat 0, of the environments they share."""
-    runs = [
-        (b, s, p)
-        for b in config["run"]["benchmarks"]
-        for p in protocols_for(b)
-        if p in interactive.PROTOCOLS
-        for s in systems_for(b)
-    ]
-    ledgers = [
-        f"{ISHARD.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k, shard=h)}/dialogues.ledger.json"
-        for b, s, p in runs
-        for k in steps_of(b, p)
-        for h in shards_of(b)
-    ]
-    benchmarks = sorted({b for b, _, _ in runs})
+    talks = ("dialogues", "replay_dialogues")
+    bounds = sorted(unit_files("ledger", "upper_bound", repeat=repeat))
     return (
-        ledgers
-        + [
-            f"{UPPER_BOUND.format(repeat=repeat, benchmark=b)}.ledger.json"
-            for b in benchmarks
-        ]
+        unit_files("ledger", *talks, repeat=repeat, by_protocol=True)
+        + bounds
         + (all_generation_ledgers() if not repeat else [])
     )
 
@@ -579,41 +571,47 @@ def all_interactive_ledgers(repeat=""):
 
 def scored_step_files(protocols, name):
     """Output list: ``name`` in every step folder of ``protocols``' runs, under the {repeat}."""
+    steps = layout.run_steps(UNITS, "", by_protocol=True)
+    wildcard = {"repeat": "{repeat}"}
     return [
-        f"{RUN_STEP.format(repeat='{repeat}', benchmark=b, system=s, protocol=p, step=k)}/{name}"
-        for b, s, p in runs_with(protocols)
-        for k in steps_of(b, p)
+        f"{layout.fill(RUN_STEP, {**keys, **wildcard})}/{name}"
+        for keys in steps
+        if keys["protocol"] in protocols
     ]
 
 
 def interactive_scored_steps(wildcards):
     """Params function: every interactive step of the job's repeat, its files and knobs."""
     steps = []
-    for b, s, p in runs_with(interactive.PROTOCOLS):
-        spec = SimpleNamespace(benchmark=b)
-        for k in steps_of(b, p):
-            keys = dict(repeat=wildcards.repeat, benchmark=b, system=s, protocol=p)
-            shards = [
-                ISHARD.format(**keys, step=j, shard=h)
-                for j in range(k + 1)
-                for h in shards_of(b)
-            ]
-            folder = RUN_STEP.format(**keys, step=k)
-            steps.append(
-                dict(
-                    run=dict(benchmark=b, system=s, protocol=p, step=k),
-                    environment=environment_file(spec),
-                    replies=[f"{shard}/checkpoint_replies.parquet" for shard in shards],
-                    recall=[f"{shard}/recall_replies.parquet" for shard in shards],
-                    evolution=[f"{shard}/evolution.parquet" for shard in shards],
-                    upper=f"{UPPER_BOUND.format(repeat=wildcards.repeat, benchmark=b)}.parquet",
-                    scores=f"{folder}/scores.parquet",
-                    question_scores=f"{folder}/question_scores.parquet",
-                    diagnosis=f"{folder}/diagnosis.parquet",
-                    period_scores=f"{folder}/period_scores.parquet",
-                    reference_upper_bound=reference_upper_bound(spec),
-                )
+    shards = layout.select(
+        UNITS, "dialogues", "replay_dialogues", repeat=wildcards.repeat
+    )
+    for keys in layout.run_steps(UNITS, wildcards.repeat, by_protocol=True):
+        if keys["protocol"] not in interactive.PROTOCOLS:
+            continue
+        run = {k: keys[k] for k in ("benchmark", "system", "protocol")}
+        spec = SimpleNamespace(benchmark=keys["benchmark"])
+        upto = [
+            layout.fill(ISHARD, u.keys)
+            for u in shards
+            if {k: u.keys[k] for k in run} == run and u.keys["step"] <= keys["step"]
+        ]
+        folder = layout.fill(RUN_STEP, keys)
+        steps.append(
+            dict(
+                run=dict(run, step=keys["step"]),
+                environment=environment_file(spec),
+                replies=[f"{shard}/checkpoint_replies.parquet" for shard in upto],
+                recall=[f"{shard}/recall_replies.parquet" for shard in upto],
+                evolution=[f"{shard}/evolution.parquet" for shard in upto],
+                upper=f"{layout.fill(UPPER_BOUND, keys)}.parquet",
+                scores=f"{folder}/scores.parquet",
+                question_scores=f"{folder}/question_scores.parquet",
+                diagnosis=f"{folder}/diagnosis.parquet",
+                period_scores=f"{folder}/period_scores.parquet",
+                reference_upper_bound=reference_upper_bound(spec),
             )
+        )
     return steps
 
 
@@ -636,8 +634,7 @@ def scored_inputs(steps_of_job, names):
 
 # --- environments generated with a model (`generate: {method: llm}`, rules/environment.smk) ---
 
-GENERATED_USER = "results/{benchmark}/environment/users/{user}"
-GENERATION_REPORT = "results/{benchmark}/environment/generation_report.parquet"
+GENERATED_USER, GENERATION_REPORT = layout.GENERATED_USER, layout.GENERATION_REPORT
 
 
 def benchmarks_generated_with(method):
@@ -658,7 +655,7 @@ def personas_source(wildcards):
 
 
 def stage_checkpoints(wildcards):
-    return f"results/{wildcards.benchmark}/environment/stages/{wildcards.user}"
+    return layout.fill(layout.GENERATION_STAGES, dict(wildcards))
 
 
 def generated_users(wildcards):
@@ -675,21 +672,16 @@ def llm_generated():
 
 
 def all_generation_reports():
-    return [GENERATION_REPORT.format(benchmark=b) for b in llm_generated()]
+    return unit_files("report", "environment")
 
 
 def all_generation_ledgers():
-    return [
-        f"{GENERATED_USER.format(benchmark=b, user=u)}.ledger.json"
-        for b in llm_generated()
-        for u in range(int(BENCHMARKS[b]["generate"]["num_user_profiles"]))
-    ]
+    return unit_files("ledger", "generate_user")
 
 
 # --- learning from feedback (MemoryBench): rules/feedback.smk ----------------------------------
 
-FB_TRAIN = "results/{repeat}{benchmark}/{system}/feedback"
-FB_TRAIN_FILE = f"{FB_TRAIN}/train_dialogues.parquet"
+FB_TRAIN_FILE = layout.output_patterns("feedback_train_dialogues")["dialogues"]
 FB_PROTOCOLS = "|".join(fb.PROTOCOLS)
 FB_BUILT = "|".join(p for p in fb.PROTOCOLS if fb.built_protocol(p) == p)
 
@@ -772,25 +764,9 @@ def fb_normalize_stats(wildcards):
     return str(statistics_file(given, scoring_of(spec), where=where))
 
 
-def fb_normalizes(spec):
-    """A domain / task set with an official statistics file (``normalize: {stats: FILE}``; with
-    ``scoring: judge``, ``normalize: {}`` uses the shipped 0-1 statistics)."""
-    if spec.get("normalize") is None or not fb_selected(spec):
-        return False
-    return not fb.set_name(fb_selected(spec)).startswith("dataset:")
-
-
 def all_normalized(repeat=""):
     """normalized.parquet of every step of a MemoryBench domain / task set with a stats file."""
-    return [
-        f"{RUN_STEP.format(repeat=repeat, benchmark=b, system=s, protocol=p, step=k)}/normalized.parquet"
-        for b in config["run"]["benchmarks"]
-        if fb_normalizes(BENCHMARKS[b])
-        for s in config["run"]["systems"]
-        for p in protocols_for(b)
-        if p != "qa"
-        for k in steps_of(b, p)
-    ]
+    return unit_files("normalized", "normalize", repeat=repeat)
 
 
 # --- the run's role bindings, checked once every helper above is defined -----------------------
@@ -817,63 +793,41 @@ check_budget(
 # --- the report's per-question drill-down: rules/report.smk ---------------------------------
 
 
-def runs_with(protocols):
-    """(benchmark, system, protocol) of every run whose protocol is one of ``protocols``."""
-    return [
-        (b, s, p)
-        for b in config["run"]["benchmarks"]
-        for p in protocols_for(b)
-        if p in protocols
-        for s in systems_for(b)
-    ]
-
-
 def all_feedback_step_files(name):
     """``name`` in every step folder of the run's feedback protocols."""
-    return [
-        f"{RUN_STEP.format(repeat='', benchmark=b, system=s, protocol=p, step=k)}/{name}"
-        for b, s, p in runs_with(fb.PROTOCOLS)
-        for k in steps_of(b, p)
-    ]
+    return step_files(name, "", fb.PROTOCOLS)
 
 
 def all_answers():
     """The answers of every static QA shard and feedback step (the drill-down's rows)."""
-    static = [f"{SHARD.format(**run)}/answers.parquet" for run in all_runs()]
-    return static + all_feedback_step_files("answers.parquet")
+    return unit_files("answers", "answer") + all_feedback_step_files("answers.parquet")
 
 
 def all_snapshots():
     """The memory every static QA shard answered from (the per-question diagnosis reads it)."""
-    return [f"{SHARD.format(**run)}/memory" for run in all_runs()]
+    return unit_files("snapshot", "ingest")
 
 
 def all_prepared(name):
     """``name`` of every prepared benchmark the run answers questions of (static QA, feedback)."""
-    benchmarks = sorted({b for b, _, _ in runs_with(("qa", *fb.PROTOCOLS))})
+    answering = ("answer", "feedback_step", "feedback_train_performance")
+    benchmarks = sorted({u.keys["benchmark"] for u in layout.select(UNITS, *answering)})
     return [f"{PREPARED.format(benchmark=b)}/{name}" for b in benchmarks]
 
 
 def all_interactive_step_files(name):
     """``name`` in every step folder of the interactive runs."""
-    return [
-        f"{RUN_STEP.format(repeat='', benchmark=b, system=s, protocol=p, step=k)}/{name}"
-        for b, s, p in runs_with(interactive.PROTOCOLS)
-        for k in steps_of(b, p)
-    ]
+    return step_files(name, "", interactive.PROTOCOLS)
 
 
 def all_interactive_shard_files(name):
     """``name`` in every shard of every step of the interactive runs."""
-    return [
-        f"{ISHARD.format(repeat='', benchmark=b, system=s, protocol=p, step=k, shard=h)}/{name}"
-        for b, s, p in runs_with(interactive.PROTOCOLS)
-        for k in steps_of(b, p)
-        for h in shards_of(b)
-    ]
+    talks = layout.select(UNITS, "dialogues", "replay_dialogues", by_protocol=True)
+    return [f"{layout.fill(ISHARD, u.keys)}/{name}" for u in talks]
 
 
 def interactive_environments():
     """benchmark -> its data.json, for every interactive benchmark of the run."""
-    benchmarks = sorted({b for b, _, _ in runs_with(interactive.PROTOCOLS)})
+    talks = layout.select(UNITS, "dialogues", "replay_dialogues")
+    benchmarks = sorted({u.keys["benchmark"] for u in talks})
     return {b: environment_file(SimpleNamespace(benchmark=b)) for b in benchmarks}

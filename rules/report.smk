@@ -1,7 +1,7 @@
 rule report:
     input:
-        summary="results/summary.parquet",
-        diagnosis="results/diagnosis.parquet",
+        summary=SUMMARY["summary"],
+        diagnosis=SUMMARY["diagnosis"],
         judgements=all_judgements() + all_feedback_step_files("judgements.parquet"),
         ledgers=all_ledgers() + all_repeat_ledgers(),
         generation=all_generation_reports(),
@@ -22,8 +22,7 @@ rule report:
         panel_ledgers=all_panel_files("panel.ledgers.json")
         + all_probe_files("panel.ledgers.json"),
     output:
-        html="results/report.html",
-        derived=directory("results/report"),
+        **outputs("report"),
     log:
         "results/logs/report.log",
     conda:

@@ -17,9 +17,7 @@ rule summarize:
         # the headline table's intervals, as report.html's
         judgements=all_judgements() + all_feedback_step_files("judgements.parquet"),
     output:
-        summary="results/summary.parquet",
-        diagnosis="results/diagnosis.parquet",
-        table="results/summary.md",
+        **outputs("summarize"),
     log:
         "results/logs/summarize.log",
     conda:
