@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
 from typing import Any
 
 #: The folder every result lives under (the working directory's).
@@ -170,6 +172,11 @@ def fill(pattern: str, keys: Mapping[str, Any]) -> str:
     return pattern.format(**{"repeat": "", **keys})
 
 
+def under(root: str | PathLike, pattern: str, keys: Mapping[str, Any]) -> Path:
+    """``pattern`` with ``keys`` in the results folder ``root`` (which may have any name)."""
+    return Path(root) / fill(pattern, keys).removeprefix(f"{RESULTS}/")
+
+
 def folder(keys: Mapping[str, Any]) -> str:
     """The folder of a run's step (``shard`` given: of its shard)."""
     pattern = RUN_SHARD if keys.get("shard") is not None else RUN_STEP
@@ -207,8 +214,10 @@ def parse(path: str) -> dict[str, Any] | None:
     return keys
 
 
-#: What :func:`parse` wants, for error messages.
+#: What :func:`parse` reads, for error messages.
 RUN_FILE = "{benchmark}/{system}/{protocol}/step{k}[/shard{h}]/<file>"
+#: A run's step folder under a results folder, for error messages.
+RUN_FOLDER = "{benchmark}/{system}/{protocol}/step{k}/"
 
 
 def path_seed(path: str) -> int | None:

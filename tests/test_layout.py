@@ -4,7 +4,9 @@ owner, and the jobs the rules target are the jobs the planner expects."""
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections import Counter
 from pathlib import Path
 
@@ -25,16 +27,20 @@ def test_a_folder_and_its_ledger_and_back():
     assert layout.folder({**KEYS, "shard": None}) == "results/b/s/qa/step1"
     assert layout.ledger("answer", KEYS) == "results/b/s/qa/step1/shard0/answers.ledger.json"
     seeded = {**KEYS, "repeat": "seed14/", "protocol": "on_policy", "shard": None}
-    assert layout.ledger("feedback_step", seeded) == "results/seed14/b/s/on_policy/step1/step.ledger.json"
+    assert (
+        layout.ledger("feedback_step", seeded)
+        == "results/seed14/b/s/on_policy/step1/step.ledger.json"
+    )
     assert layout.parse(layout.ledger("answer", KEYS)) == KEYS
     assert layout.parse(f"/x/y/{layout.ledger('feedback_step', seeded)}") == seeded
     assert layout.parse("results/summary.parquet") is None
 
 
 def test_outputs_name_a_rules_files_and_folders():
+    shard = "results/{repeat}{benchmark}/{system}/qa/step{step}/shard{shard}"
     assert layout.output_patterns("ingest") == {
-        "snapshot": "results/{repeat}{benchmark}/{system}/qa/step{step}/shard{shard}/memory",
-        "ledger": "results/{repeat}{benchmark}/{system}/qa/step{step}/shard{shard}/ingest.ledger.json",
+        "snapshot": f"{shard}/memory",
+        "ledger": f"{shard}/ingest.ledger.json",
     }
     assert "snapshot" in layout.DIRECTORIES
     user = layout.outputs("generate_user", {"benchmark": "g", "user": 2})
@@ -53,27 +59,17 @@ def test_a_seed_and_an_export_name_from_the_layout():
 def _literals(path: Path) -> list[tuple[int, str]]:
     """Every string literal of a module as written (f-strings whole), docstrings left out."""
     source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source)
     docs = {
-        id(node.value)
-        for node in ast.walk(tree)
+        (node.lineno, node.col_offset)
+        for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
     }
-    inner = {
-        id(part)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.JoinedStr)
-        for part in ast.walk(node)
-        if part is not node
-    }
-    found = []
-    for node in ast.walk(tree):
-        string = isinstance(node, ast.JoinedStr) or (
-            isinstance(node, ast.Constant) and isinstance(node.value, str)
-        )
-        if string and id(node) not in docs and id(node) not in inner:
-            found.append((node.lineno, ast.get_source_segment(source, node) or ""))
-    return found
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return [
+        (token.start[0], token.string)
+        for token in tokens
+        if token.type == tokenize.STRING and token.start not in docs
+    ]
 
 
 def test_no_results_path_is_built_outside_the_layout():
