@@ -178,9 +178,16 @@ def under(root: str | PathLike, pattern: str, keys: Mapping[str, Any]) -> Path:
 
 
 def folder(keys: Mapping[str, Any]) -> str:
-    """The folder of a run's step (``shard`` given: of its shard)."""
+    """The folder of a run's step (``shard`` given: of its shard; no ``protocol``: static QA's)."""
     pattern = RUN_SHARD if keys.get("shard") is not None else RUN_STEP
-    return fill(pattern, keys)
+    return fill(pattern, {"protocol": QA, **keys})
+
+
+def previous_snapshot(pattern: str, keys: Mapping[str, Any]) -> str | list[str]:
+    """The memory snapshot step k of ``pattern`` (a step or shard folder) builds on: step k-1's
+    in the same folder pattern; none (``[]``) for step 0."""
+    step = int(keys["step"])
+    return [] if step == 0 else f"{fill(pattern, {**keys, 'step': step - 1})}/memory"
 
 
 def ledger(rule: str, keys: Mapping[str, Any]) -> str:
@@ -379,3 +386,50 @@ def select(
         if u.rule in rules and (repeat is None or u.keys.get("repeat", "") == repeat)
     ]
     return sorted(chosen, key=lambda u: u.protocol_rank) if by_protocol else chosen
+
+
+class Grid:
+    """The run's units and the file lists the workflow's targets ask of them (each in the order
+    the rules have always listed them: the grid's, or protocol before system)."""
+
+    def __init__(self, found: list[Unit]):
+        self.units = found
+        self.repeats = list(dict.fromkeys(u.keys.get("repeat", "") for u in found))
+
+    def files(self, name: str, *rules: str, repeat: str = "", by_protocol: bool = False):
+        """Output ``name`` of every job of ``rules`` (of one repeat)."""
+        chosen = select(self.units, *rules, repeat=repeat, by_protocol=by_protocol)
+        return [unit.outputs[name] for unit in chosen]
+
+    def shard_files(self, name: str, *rules: str, by_protocol: bool = False) -> list[str]:
+        """``name`` in the folder of every job of ``rules`` (repeat 0's)."""
+        chosen = select(self.units, *rules, by_protocol=by_protocol)
+        return [f"{folder(unit.keys)}/{name}" for unit in chosen]
+
+    def step_files(self, name: str, repeat: str = "", protocols=None, wildcard=False):
+        """``name`` in every step folder of the run (of one repeat; ``protocols`` given: of
+        theirs, protocol before system; ``wildcard``: with the ``{repeat}`` wildcard)."""
+        steps = run_steps(self.units, repeat, by_protocol=protocols is not None)
+        chosen = [k for k in steps if protocols is None or k["protocol"] in protocols]
+        own = {"repeat": "{repeat}"} if wildcard else {}
+        return [f"{folder({**keys, **own})}/{name}" for keys in chosen]
+
+    def benchmarks(self, *rules: str) -> list[str]:
+        """The benchmarks some job of ``rules`` works on, by name."""
+        return sorted({unit.keys["benchmark"] for unit in select(self.units, *rules)})
+
+    def ledgers(self, repeat: str = "") -> list[str]:
+        """Every ledger of the run's model-calling jobs (of one repeat: the environments' are
+        repeat 0's; the feedback training dialogues' are left out: not every protocol runs it)."""
+        talks = ("dialogues", "replay_dialogues")
+        return (
+            self.files("ledger", "ingest", "answer", "judge", repeat=repeat)
+            + self.files("ledger", *talks, repeat=repeat, by_protocol=True)
+            + sorted(self.files("ledger", "upper_bound", repeat=repeat))
+            + (self.files("ledger", "generate_user") if not repeat else [])
+            + self.files("ledger", "feedback_step", "feedback_train_performance", repeat=repeat)
+        )
+
+    def other_repeats(self, query: Callable[[str], list[str]]) -> list[str]:
+        """``query(repeat)`` of repeats 1..N-1 (none without ``repeats:``)."""
+        return [path for repeat in self.repeats[1:] for path in query(repeat)]

@@ -117,12 +117,10 @@ rule score_interactive:
             )
         ),
     output:
-        scores=scored_step_files(interactive.PROTOCOLS, "scores.parquet"),
-        question_scores=scored_step_files(
-            interactive.PROTOCOLS, "question_scores.parquet"
-        ),
-        diagnosis=scored_step_files(interactive.PROTOCOLS, "diagnosis.parquet"),
-        period_scores=scored_step_files(interactive.PROTOCOLS, "period_scores.parquet"),
+        scores=scored_step_files("scores.parquet"),
+        question_scores=scored_step_files("question_scores.parquet"),
+        diagnosis=scored_step_files("diagnosis.parquet"),
+        period_scores=scored_step_files("period_scores.parquet"),
     log:
         "results/logs/{repeat}score_interactive.log",
     conda:
