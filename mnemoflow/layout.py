@@ -59,6 +59,12 @@ REPEAT_FOLDER = "seed{seed}/"
 #: An exported run's file name (``mnemoflow export``), before the format's suffix.
 EXPORT_NAME = "{benchmark}.{system}.{protocol}.step{step}"
 
+
+def _ledgered(folder: str, ledger: str, **tables: str) -> tuple[str, dict[str, str]]:
+    """A rule's outputs: Parquet ``tables`` (name -> file stem) and its ledger, in ``folder``."""
+    return folder, {**{name: f"{stem}.parquet" for name, stem in tables.items()}, "ledger": ledger}
+
+
 #: Each rule's outputs: its folder pattern and ``output name -> file`` in it (the rules'
 #: ``output:`` names). ``score_interactive`` writes the step files of every interactive run.
 _OUTPUTS: dict[str, tuple[str, dict[str, str]]] = {
@@ -91,30 +97,19 @@ _OUTPUTS: dict[str, tuple[str, dict[str, str]]] = {
             "diagnosis": "diagnosis.parquet",
         },
     ),
-    "judge_panel": (
-        SHARD,
-        {"panel_judgements": "panel_judgements.parquet", "ledger": "panel.ledgers.json"},
-    ),
-    "judge_probe": (
-        PROBE,
-        {"probe_judgements": "probe_judgements.parquet", "ledger": "panel.ledgers.json"},
-    ),
+    "judge_panel": _ledgered(SHARD, "panel.ledgers.json", panel_judgements="panel_judgements"),
+    "judge_probe": _ledgered(PROBE, "panel.ledgers.json", probe_judgements="probe_judgements"),
     "generate_amemgym": (ENVIRONMENT_DIR, {"environment": "data.json"}),
     "generate_user": (
         f"{ENVIRONMENT_DIR}/users",
         {"user": "{user}.json", "ledger": "{user}.ledger.json"},
     ),
-    "environment": (
-        ENVIRONMENT_DIR,
-        {"data": "data.json", "report": "generation_report.parquet"},
+    "environment": (ENVIRONMENT_DIR, {"data": "data.json", "report": "generation_report.parquet"}),
+    "upper_bound": _ledgered(
+        f"{RESULTS}/{{repeat}}{{benchmark}}", "upper_bound.ledger.json", replies="upper_bound"
     ),
-    "upper_bound": (
-        f"{RESULTS}/{{repeat}}{{benchmark}}",
-        {"replies": "upper_bound.parquet", "ledger": "upper_bound.ledger.json"},
-    ),
-    "feedback_train_dialogues": (
-        FEEDBACK_TRAIN,
-        {"dialogues": "train_dialogues.parquet", "ledger": "train_dialogues.ledger.json"},
+    "feedback_train_dialogues": _ledgered(
+        FEEDBACK_TRAIN, "train_dialogues.ledger.json", dialogues="train_dialogues"
     ),
     "normalize": (RUN_STEP, {"normalized": "normalized.parquet"}),
     "summarize": (
