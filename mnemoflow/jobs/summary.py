@@ -12,7 +12,7 @@ import pandas as pd
 from mnemoflow.data.published import PUBLISHED_DIR, load_published
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
-from mnemoflow.repeats import path_seed
+from mnemoflow.layout import path_seed
 from mnemoflow.report.dossier import SUMMARY_LINES, build_dossier, code_identity
 from mnemoflow.report.headline import run_headline
 from mnemoflow.report.panel import panel_markdown, read_panel

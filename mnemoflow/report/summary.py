@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import SUMMARY
+from mnemoflow.layout import REPEAT_FOLDER, RESULTS
 from mnemoflow.report.denominators import denominator_table
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_markdown
@@ -237,11 +238,11 @@ def versions_table(versions: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFr
 
 
 SEEDS_NOTE = (
-    "`repeats:` ran every run once per seed (results/ holds the base seed's, results/seed{S}/ "
-    "the others'). Base seed: the value the tables above show, with its 95 % interval over the "
-    "questions; mean ± sd: over the seeds (sample sd), how much the score moves when the "
-    "simulated users, the assistant and the memory writer sample again (an offline run's "
-    "deterministic models give sd 0)."
+    f"`repeats:` ran every run once per seed ({RESULTS}/ holds the base seed's, "
+    f"{RESULTS}/{REPEAT_FOLDER.format(seed='{S}')} the others'). Base seed: the value the "
+    "tables above show, with its 95 % interval over the questions; mean ± sd: over the seeds "
+    "(sample sd), how much the score moves when the simulated users, the assistant and the "
+    "memory writer sample again (an offline run's deterministic models give sd 0)."
 )
 
 
