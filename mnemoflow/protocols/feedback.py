@@ -70,6 +70,10 @@ MOVED_STRUCTURED_OUTPUT = (
 )
 
 
+#: Where a set's training dialogues come from (``feedback.dialogues``; the config schema's choices).
+DIALOGUE_SOURCES = ("data", "generated")
+
+
 @dataclass(frozen=True)
 class FeedbackConfig:
     """A benchmark's ``feedback:`` block (defaults = the reference's)."""
@@ -92,10 +96,10 @@ class FeedbackConfig:
         if "structured_output" in raw:
             raise ConfigError(MOVED_STRUCTURED_OUTPUT)
         reject_unknown(raw, (f.name for f in fields(cls)), "config benchmarks.<name>.feedback")
-        if raw.get("dialogues", "generated") not in ("data", "generated"):
+        if raw.get("dialogues", "generated") not in DIALOGUE_SOURCES:
             raise ConfigError(
-                "config benchmarks.<name>.feedback.dialogues: 'data' or 'generated', "
-                f"got {raw['dialogues']!r}"
+                "config benchmarks.<name>.feedback.dialogues: "
+                f"{' or '.join(map(repr, DIALOGUE_SOURCES))}, got {raw['dialogues']!r}"
             )
         for key in ("batch_size", "max_rounds", "on_policy_steps"):
             if key in raw and (not isinstance(raw[key], int) or raw[key] < 1):
