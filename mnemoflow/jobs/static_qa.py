@@ -15,6 +15,7 @@ from mnemoflow.eval.judges import judge_provenance
 from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import static_qa
+from mnemoflow.protocols.step import StepContext
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,10 @@ def ingest(
                     turns,
                     episode_map,
                     episodes,
-                    system,
+                    StepContext(system, gateway, seed=env.seed, progress=tick(bar)),
                     run.step,
                     Path(files.previous) if files.previous else None,
                     Path(files.snapshot),
-                    gateway,
-                    seed=env.seed,
-                    progress=tick(bar),
                 )
 
     manifest = asyncio.run(ingest_all())
@@ -94,15 +92,11 @@ def answer(
                 return await static_qa.answer(
                     todo,
                     Path(files.snapshot),
-                    system,
-                    run.row(),
-                    gateway,
+                    StepContext(system, gateway, run.row(), env.seed, tick(bar)),
                     reader,
                     use_options,
-                    env.seed,
                     sessions=turns,
                     episode_sessions=episode_map,
-                    progress=tick(bar),
                     failures=failures,
                 )
 
