@@ -56,7 +56,7 @@ from mnemoflow.eval import (
     writingbench_critic,
 )
 from mnemoflow.eval import memorybench_judge_texts as texts
-from mnemoflow.eval.memorybench_metrics import Item, ItemScore, family_for, family_of
+from mnemoflow.eval.memorybench_metrics import Item, ItemScore, family_for, family_of, metric_value
 from mnemoflow.eval.memorybench_metrics import _info as item_info
 from mnemoflow.eval.memorybench_metrics import _meta as item_meta
 from mnemoflow.eval.memorybench_metrics import simulated_user as simulated_user
@@ -606,13 +606,7 @@ def failure_value(dataset: str) -> float:
 def item_value(dataset: str, scores: Any) -> float:
     """The per-item number normalization uses: ``llm_judge_score``; unscored -> the bottom of
     the scale (counted through ``parse_ok``)."""
-    if isinstance(scores, ItemScore):
-        scores = [scores]
-    if not isinstance(scores, Mapping):
-        scores = {s.metric: s.value for s in scores}
-    if METRIC not in scores:
-        raise ValueError(f"{dataset}: no value of metric {METRIC!r} in {sorted(scores)}")
-    value = scores[METRIC]
+    value = metric_value(dataset, scores, METRIC)
     if value is None:
         return failure_value(dataset)
     if isinstance(value, bool):
