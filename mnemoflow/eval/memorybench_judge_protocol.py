@@ -41,6 +41,7 @@ the ``:unscored`` rows, and at the bottom of the scale (0) in the ``:all`` rows:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -316,30 +317,34 @@ def _four(scores: list[float]) -> dict[str, str]:
     return {f"S{i}": f"{s:.4f}" for i, s in enumerate(scores, 1)}
 
 
-async def score_jrel(dataset, question, info, response, gateway) -> ItemScore:
-    reference = info["pr-abstract"]
+async def score_merged(
+    dataset, question, info, response, gateway, *, gold, rubrics, merge_prompt, slots
+) -> ItemScore:
+    """A sub-then-merge dataset's score: ``rubrics`` against ``info[gold]``, then its
+    ``merge_prompt`` with ``slots`` (its names for the input, the output and the gold text)."""
+    reference = info[gold]
 
     def merge(user_request, subs):
-        return texts.JREL_MERGE_PROMPT.format(
-            INPUT_TEXT=user_request, GENERATED_ARTICLE=response, GOLDEN_PASSAGE=reference,
-            **_four(subs),
-        )  # fmt: skip
+        texts_by_slot = dict(zip(slots, (user_request, response, reference), strict=True))
+        return merge_prompt.format(**texts_by_slot, **_four(subs))
 
-    rubrics = texts.JREL_RUBRICS
     return await _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge)
 
 
-async def score_judge_doc(dataset, question, info, response, gateway) -> ItemScore:
-    reference = info["golden_answer"]
-
-    def merge(user_request, subs):
-        return texts.JUDGE_MERGE_PROMPT.format(
-            INPUT_FACTS=user_request, GENERATED_JUDGMENT=response, GOLDEN_JUDGMENT=reference,
-            **_four(subs),
-        )  # fmt: skip
-
-    rubrics = texts.JUDGE_RUBRICS
-    return await _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge)
+score_jrel = functools.partial(
+    score_merged,
+    gold="pr-abstract",
+    rubrics=texts.JREL_RUBRICS,
+    merge_prompt=texts.JREL_MERGE_PROMPT,
+    slots=("INPUT_TEXT", "GENERATED_ARTICLE", "GOLDEN_PASSAGE"),
+)
+score_judge_doc = functools.partial(
+    score_merged,
+    gold="golden_answer",
+    rubrics=texts.JUDGE_RUBRICS,
+    merge_prompt=texts.JUDGE_MERGE_PROMPT,
+    slots=("INPUT_FACTS", "GENERATED_JUDGMENT", "GOLDEN_JUDGMENT"),
+)
 
 
 async def score_limitgen(dataset, question, info, response, gateway) -> ItemScore:
