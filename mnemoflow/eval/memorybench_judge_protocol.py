@@ -186,6 +186,29 @@ def locomo_prompt(question: str, info: Mapping[str, Any], response: str) -> str:
 _FENCES = re.compile(r"^```(?:json)?|```$", re.IGNORECASE | re.MULTILINE)
 
 
+def braced_json(text: str, message: str, *, trailing_commas: bool = False) -> Any:
+    """The references' lenient JSON read: the text, else its first "{" to last "}" (a preamble
+    skipped), else (``trailing_commas``) that span without trailing commas; else
+    :class:`UnparseableReply` with ``message`` (the re-ask shows it to the model)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        raise UnparseableReply(message)
+    span = text[start : end + 1]
+    try:
+        return json.loads(span)
+    except ValueError:
+        if not trailing_commas:
+            raise UnparseableReply(message) from None
+    try:
+        return json.loads(re.sub(r",\s*([}\]])", r"\1", span))
+    except ValueError:
+        raise UnparseableReply(message) from None
+
+
 def parse_score(raw: str) -> int:
     """``_parse_score``: a JSON object with ``score`` and ``reason`` (fences removed; a preamble
     skipped by reading from the first "{" to the last "}"); the score rounded (Python's round)
@@ -193,17 +216,7 @@ def parse_score(raw: str) -> int:
     text = str(raw or "").strip()
     if not text:
         raise UnparseableReply("empty judge response")
-    cleaned = _FENCES.sub("", text).strip()
-    try:
-        obj = json.loads(cleaned)
-    except ValueError:
-        start, end = cleaned.find("{"), cleaned.rfind("}")
-        if start < 0 or end <= start:
-            raise UnparseableReply("judge response is not valid JSON") from None
-        try:
-            obj = json.loads(cleaned[start : end + 1])
-        except ValueError:
-            raise UnparseableReply("judge response is not valid JSON") from None
+    obj = braced_json(_FENCES.sub("", text).strip(), "judge response is not valid JSON")
     if not isinstance(obj, dict) or "score" not in obj or "reason" not in obj:
         raise UnparseableReply("judge JSON must contain score and reason")
     try:
@@ -386,21 +399,7 @@ def hypotheses_text(hypotheses: list[str]) -> str:
 def json_object(text: str) -> dict[str, Any]:
     """IdeaBench's ``_parse_json_object``: the text, else its first "{" to last "}", else that
     span without trailing commas; an object or UnparseableReply."""
-    text = str(text or "").strip()
-    try:
-        value = json.loads(text)
-    except ValueError:
-        start, end = text.find("{"), text.rfind("}")
-        if start < 0 or end <= start:
-            raise UnparseableReply("not a JSON object") from None
-        span = text[start : end + 1]
-        try:
-            value = json.loads(span)
-        except ValueError:
-            try:
-                value = json.loads(re.sub(r",\s*([}\]])", r"\1", span))
-            except ValueError:
-                raise UnparseableReply("not a JSON object") from None
+    value = braced_json(str(text or "").strip(), "not a JSON object", trailing_commas=True)
     if not isinstance(value, dict):
         raise UnparseableReply("not a JSON object")
     return value
