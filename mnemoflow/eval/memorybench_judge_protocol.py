@@ -41,7 +41,6 @@ the ``:unscored`` rows, and at the bottom of the scale (0) in the ``:all`` rows:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -342,22 +341,6 @@ async def score_merged(
         return merge_prompt.format(**texts_by_slot, **_four(subs))
 
     return await _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge)
-
-
-score_jrel = functools.partial(
-    score_merged,
-    gold="pr-abstract",
-    rubrics=texts.JREL_RUBRICS,
-    merge_prompt=texts.JREL_MERGE_PROMPT,
-    slots=("INPUT_TEXT", "GENERATED_ARTICLE", "GOLDEN_PASSAGE"),
-)
-score_judge_doc = functools.partial(
-    score_merged,
-    gold="golden_answer",
-    rubrics=texts.JUDGE_RUBRICS,
-    merge_prompt=texts.JUDGE_MERGE_PROMPT,
-    slots=("INPUT_FACTS", "GENERATED_JUDGMENT", "GOLDEN_JUDGMENT"),
-)
 
 
 async def score_limitgen(dataset, question, info, response, gateway) -> ItemScore:
