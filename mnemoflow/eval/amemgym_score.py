@@ -44,7 +44,6 @@ and ``accuracy:unscored``, the parse failures (= ``parse_failures``).
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from collections.abc import Iterable
@@ -54,6 +53,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.amemgym import AmemUser, gold_choice, question_id, true_state
+from mnemoflow.data.jsonstream import iter_jsonl
 from mnemoflow.data.validate import DataError
 from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
 from mnemoflow.llm.types import UnparseableReply
@@ -478,14 +478,8 @@ def read_reply_file(path: str | Path, kind: str) -> pd.DataFrame:
     path = Path(path)
     ints = [name for name in _REQUIRED[kind] if name not in ("user_id", "reply")]
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, record in iter_jsonl(path):
         loc = f"{path}: line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{loc}: not valid JSON: {exc.msg}") from None
         if not isinstance(record, dict):
             raise DataError(f"{loc}: expected an object")
         for name in _REQUIRED[kind]:
