@@ -39,7 +39,7 @@ import pandas as pd
 from mnemoflow.data.amemgym import AmemUser, gold_choice, read_environment
 from mnemoflow.data.tables import as_list, read_table, write_atomic_text
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.amemgym_score import chosen_option, score_replies
+from mnemoflow.eval.amemgym_score import chosen_option, is_option_order, score_replies
 
 FORMATS = ("longmemeval", "locomo", "memorybench", "amemgym")
 SUFFIX = {
@@ -610,10 +610,7 @@ def _reply_record(result: Any, loc: str) -> dict[str, Any]:
     if not isinstance(result["json_error"], bool):
         raise ConfigError(f"{loc}: 'json_error' must be true or false")
     order = result.get("option_order")
-    if order is not None and (
-        not isinstance(order, list)
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in order)
-    ):
+    if not is_option_order(order):
         raise ConfigError(f"{loc}: 'option_order' must be a list of integers")
     return {
         "reply": result["raw_response"],
