@@ -99,3 +99,22 @@ def write_environment(folder: Path) -> Path:
     path = Path(folder) / "data.json"
     path.write_text(json.dumps(environment(), indent=1))
     return path
+
+
+def write_one_user(folder: Path) -> Path:
+    """The first user of :func:`environment` with periods 0 and 1 only, as ``folder/data.json``."""
+    user = environment()[0]
+    user["periods"] = user["periods"][:2]
+    path = Path(folder) / "data.json"
+    path.write_text(json.dumps([user]), encoding="utf-8")
+    return path
+
+
+#: The benchmark entry of the environment written above (``data.json`` in the working directory):
+#: AMemGym's interactive protocol in one shard; a test adds its systems and knobs.
+TINY_BENCHMARK = {
+    "loader": "amemgym",
+    "protocols": ["interactive"],
+    "source": {"path": "data.json"},
+    "shards": 1,
+}

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.amemgym_fixtures import write_environment
+from tests.amemgym_fixtures import TINY_BENCHMARK, write_environment
 from tests.workflow import snakemake, workdir
 
 pytestmark = pytest.mark.slow
@@ -16,10 +16,8 @@ TINY = {
     "run": {"benchmarks": ["amemgym_tiny"], "systems": ["native", "rag"]},
     "benchmarks": {
         "amemgym_tiny": {
-            "loader": "amemgym",
+            **TINY_BENCHMARK,
             "protocols": ["interactive", "interactive_replay"],
-            "source": {"path": "data.json"},
-            "shards": 1,
             "interactive": {"off_policy_source": "native", "num_rounds_update": 2},
         }
     },

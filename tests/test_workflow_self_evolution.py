@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from mnemoflow.memory.writer import MEMORY_TYPES
-from tests.amemgym_fixtures import write_environment
+from tests.amemgym_fixtures import TINY_BENCHMARK, write_environment
 from tests.workflow import snakemake, workdir
 
 pytestmark = pytest.mark.slow
@@ -15,14 +15,7 @@ pytestmark = pytest.mark.slow
 CONFIG = {
     "models": {"embedder": {"backend": "offline"}},
     "run": {"benchmarks": ["amemgym_tiny"], "systems": ["awi_evolve_question_only"]},
-    "benchmarks": {
-        "amemgym_tiny": {
-            "loader": "amemgym",
-            "protocols": ["interactive"],
-            "source": {"path": "data.json"},
-            "shards": 1,
-        }
-    },
+    "benchmarks": {"amemgym_tiny": TINY_BENCHMARK},
 }
 SHARD = "results/amemgym_tiny/awi_evolve_question_only/interactive/step{step}/shard0"
 
