@@ -115,6 +115,18 @@ def parse_json_reply(text: str) -> Any:
     return reply_json(body.strip())
 
 
+def refined_text(key: str) -> Callable[[Any], str]:
+    """The validator of a refine reply ``{key: "non-empty text"}``: the text, stripped."""
+
+    def validate(reply: Any) -> str:
+        text = reply.get(key) if isinstance(reply, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidReply(f'the reply must be {{"{key}": "non-empty text"}}')
+        return text.strip()
+
+    return validate
+
+
 def prompt_json(value: Any) -> str:
     """A value as the stage prompts show it: indented JSON, non-ASCII text kept as is."""
     return json.dumps(value, indent=2, ensure_ascii=False)
