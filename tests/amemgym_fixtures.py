@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
+from tests.workflow import workdir
+
 DIETS = ["vegan", "keto", "paleo"]
 CITIES = ["Lisbon", "Osaka", "Denver"]
 
@@ -118,3 +122,13 @@ TINY_BENCHMARK = {
     "source": {"path": "data.json"},
     "shards": 1,
 }
+
+
+def environment_workdir(tmp_path: Path, config: dict) -> tuple[Path, Path]:
+    """A scratch working directory holding the environment (``data.json``) and ``config`` as its
+    override layer: (the directory, the layer's path)."""
+    wd = workdir(tmp_path)
+    write_environment(wd)
+    override = wd / "amemgym.yaml"
+    override.write_text(yaml.safe_dump(config))
+    return wd, override
