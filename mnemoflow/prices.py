@@ -54,13 +54,7 @@ def shipped() -> dict[str, dict[str, Any]]:
     models = raw.get("models")
     if not isinstance(models, dict):
         raise ConfigError(f"{TABLE}: 'models' must be a mapping of model -> entry")
-    for model, entry in models.items():
-        where = f"{TABLE}: models.{model}"
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: a mapping, got {type(entry).__name__}")
-        unknown = sorted(set(entry) - set(TABLE_KEYS))
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {unknown}")
+    for _, entry, where in _entries(models, f"{TABLE}: models", TABLE_KEYS):
         for key in ("date", "source"):
             if not entry.get(key):
                 raise ConfigError(f"{where}.{key}: required (where and when the price was read)")
@@ -69,6 +63,19 @@ def shipped() -> dict[str, dict[str, Any]]:
         if window is not None and (not isinstance(window, int) or window < 1):
             raise ConfigError(f"{where}.context_window: a positive integer, got {window!r}")
     return models
+
+
+def _entries(models: Mapping[str, Any], where: str, keys: tuple[str, ...]):
+    """``(model, entry, where)`` per model of a model -> entry table, each entry a mapping of known
+    ``keys`` (else a one-line error naming ``<where>.<model>``)."""
+    for model, entry in models.items():
+        here = f"{where}.{model}"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{here}: a mapping of {list(keys)}, got {entry!r:.60}")
+        unknown = sorted(set(entry) - set(keys))
+        if unknown:
+            raise ConfigError(f"{here}: unknown keys {unknown}; known: {list(keys)}")
+        yield model, entry, here
 
 
 def _check_price(entry: Mapping[str, Any], where: str, complete: bool) -> None:
@@ -98,13 +105,7 @@ def price_table(user: Mapping[str, Any] | None = None) -> dict[str, dict[str, fl
         return table
     if not isinstance(user, Mapping):
         raise ConfigError(f"config prices: a mapping of model -> prices, got {type(user).__name__}")
-    for model, entry in user.items():
-        where = f"config prices.{model}"
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"{where}: a mapping {{input, cached_input, output}}, got {entry!r}")
-        unknown = sorted(set(entry) - set(PRICE_KEYS))
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {unknown}; known: {list(PRICE_KEYS)}")
+    for model, entry, where in _entries(user, "config prices", PRICE_KEYS):
         merged = {**table.get(str(model), {}), **{k: v for k, v in entry.items() if v is not None}}
         _check_price(merged, where, complete=True)
         table[str(model)] = {k: float(v) for k, v in merged.items()}

@@ -58,6 +58,7 @@ def test_usd_worked_example():
         ({"new-model": {"input": 1.0}}, "config prices.new-model.output: required"),
         ({"gpt-4o": {"input": -1}}, "config prices.gpt-4o.input: a number >= 0"),
         ({"gpt-4o": {"inptu": 1}}, "config prices.gpt-4o: unknown keys ['inptu']"),
+        ({"gpt-4o": 3}, "config prices.gpt-4o: a mapping of ['input', 'cached_input', 'output']"),
     ],
 )
 def test_bad_price_entries_fail_in_one_line_naming_the_key(entry, message):

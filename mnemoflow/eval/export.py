@@ -39,7 +39,7 @@ import pandas as pd
 from mnemoflow.data.amemgym import AmemUser, gold_choice, read_environment
 from mnemoflow.data.tables import as_list, read_table, write_atomic_text
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.amemgym_score import chosen_option, score_replies
+from mnemoflow.eval.amemgym_score import chosen_option, is_option_order, score_replies
 from mnemoflow.layout import ENVIRONMENT, PREPARED, RUN_STEP, export_name, parse, under
 
 FORMATS = ("longmemeval", "locomo", "memorybench", "amemgym")
@@ -173,20 +173,31 @@ def longmemeval_retrievals(answers: pd.DataFrame) -> list[dict[str, Any]]:
 # ---- LoCoMo -----------------------------------------------------------------------------------
 
 
-def read_samples(path: Path) -> list[dict[str, Any]]:
-    """LoCoMo's samples JSON (a list of ``{sample_id, qa, ...}``); one-line errors."""
+def _read_json(path: Path) -> Any:
+    """A reference-format JSON file's content; an unreadable file is a one-line error."""
     try:
-        samples = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable JSON file: {exc}") from None
+
+
+def _object(record: Any, loc: str, fields: tuple[str, ...]) -> None:
+    """``record`` must be an object with every one of ``fields``; else a one-line error at
+    ``loc``."""
+    if not isinstance(record, dict):
+        raise ConfigError(f"{loc}: expected an object")
+    for field in fields:
+        if field not in record:
+            raise ConfigError(f"{loc}: missing field '{field}'")
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """LoCoMo's samples JSON (a list of ``{sample_id, qa, ...}``); one-line errors."""
+    samples = _read_json(path)
     if not isinstance(samples, list):
         raise ConfigError(f"{path}: expected a list of LoCoMo samples")
     for i, sample in enumerate(samples):
-        if not isinstance(sample, dict):
-            raise ConfigError(f"{path}: record {i}: expected an object")
-        for field in ("sample_id", "qa"):
-            if field not in sample:
-                raise ConfigError(f"{path}: record {i}: missing field '{field}'")
+        _object(sample, f"{path}: record {i}", ("sample_id", "qa"))
         if not isinstance(sample["qa"], list):
             raise ConfigError(f"{path}: record {i} ({sample['sample_id']}): 'qa' must be a list")
     return samples
@@ -560,10 +571,7 @@ def read_eval_output(
     reads: each result's ``raw_response`` re-parsed through its ``option_order`` (``json_error``
     true = a reply the run already gave up on); one-line errors naming file, user, period,
     question and field."""
-    try:
-        content = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable JSON file: {exc}") from None
+    content = _read_json(path)
     if not isinstance(content, dict) or not content:
         raise ConfigError(f"{path}: expected an object of user ids")
     replies, upper, recall = [], [], []
@@ -609,20 +617,13 @@ def _grid(entry: dict[str, Any], name: str, where: str):
 
 
 def _reply_record(result: Any, loc: str) -> dict[str, Any]:
-    if not isinstance(result, dict):
-        raise ConfigError(f"{loc}: expected an object")
-    for field in ("raw_response", "json_error"):
-        if field not in result:
-            raise ConfigError(f"{loc}: missing field '{field}'")
+    _object(result, loc, ("raw_response", "json_error"))
     if not isinstance(result["raw_response"], str):
         raise ConfigError(f"{loc}: 'raw_response' must be a string")
     if not isinstance(result["json_error"], bool):
         raise ConfigError(f"{loc}: 'json_error' must be true or false")
     order = result.get("option_order")
-    if order is not None and (
-        not isinstance(order, list)
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in order)
-    ):
+    if not is_option_order(order):
         raise ConfigError(f"{loc}: 'option_order' must be a list of integers")
     return {
         "reply": result["raw_response"],

@@ -530,6 +530,16 @@ class UnparseableReply(ValueError):
     """Raised by a caller's parser: the reply does not match the format the caller asked for."""
 
 
+def reply_json(text: str, *, strict: bool = True) -> Any:
+    """A reply's text read as JSON (``json.loads``; ``strict=False`` allows control characters in
+    strings); a reply that is not JSON raises :class:`UnparseableReply`, the message the re-ask
+    shows the model ("not valid JSON: <decoder message>")."""
+    try:
+        return json.loads(text, strict=strict)
+    except json.JSONDecodeError as exc:
+        raise UnparseableReply(f"not valid JSON: {exc.msg}") from None
+
+
 @dataclass
 class Reply:
     """What the gateway returns: the completion plus how it was obtained.
