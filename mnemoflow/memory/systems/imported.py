@@ -1,0 +1,59 @@
+"""``imported``: a system run outside mnemoflow, whose answers come from its published
+per-question output file (``mnemoflow import`` writes the entry; ``eval/imported.py`` reads the
+file in the answer job instead of asking the agent). As a memory it stores nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
+
+#: The per-question output formats an imported system's file may have (``eval/imported.py``).
+IMPORT_FORMATS = ("longmemeval", "locomo", "memorybench", "amemgym")
+SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+
+
+@register
+class Imported(MemorySystem):
+    """Answers read from a published per-question output; no memory of its own."""
+
+    name = "imported"
+    # every parameter names the file the answer job reads: a change re-runs answering only
+    ingest_params = frozenset()
+    ingest_roles = ()
+    query_roles = ()
+    defaults: dict[str, Any] = {
+        "format": None,
+        "path": None,
+        "sha256": None,
+        "key": None,
+        "retrievals": None,
+    }
+    params_schema: dict[str, Any] = {
+        "format": {"enum": list(IMPORT_FORMATS)},
+        "path": {"type": "string", "minLength": 1},
+        "sha256": SHA256,
+        "key": {"type": ["string", "null"]},
+        "retrievals": {
+            "type": ["object", "null"],
+            "properties": {"path": {"type": "string", "minLength": 1}, "sha256": SHA256},
+            "required": ["path", "sha256"],
+            "additionalProperties": False,
+        },
+    }
+
+    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
+        return None
+
+    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
+        return []
+
+    def save(self, directory: Path) -> None:
+        (Path(directory) / "imported.txt").write_text("answers read from a file\n", "utf-8")
+
+    def load(self, directory: Path) -> None:
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        return {"items": 0, "tokens_written": 0, "writer_calls": 0}
