@@ -128,12 +128,14 @@ def benchmark_spec(wildcards):
 
 #: Spec keys that shape the protocols, not the data: editing them must not re-run prepare.
 PROTOCOL_KEYS = ("protocols", "feedback", "normalize", "scoring")
+#: Keys of a benchmark entry no loader reads: adding a system to its list re-prepares nothing.
+RUN_KEYS = ("systems",)
 
 
 def data_spec(wildcards):
     """The benchmark's spec as the loader sees it (without the protocol settings)."""
     spec = benchmark_spec(wildcards)
-    return {k: v for k, v in spec.items() if k not in PROTOCOL_KEYS}
+    return {k: v for k, v in spec.items() if k not in PROTOCOL_KEYS + RUN_KEYS}
 
 
 def benchmark_source(wildcards):
