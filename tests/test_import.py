@@ -14,10 +14,11 @@ import yaml
 from mnemoflow import cli
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.imported import file_sha256, imported_answers
+from mnemoflow.eval.imported import file_sha256, imported_answers, read_imported
 from mnemoflow.memory.base import build
 from tests.eval_fixtures import longmemeval_tables
 from tests.paper_standins import locomo_samples
+from tests.shared_data import REPO, shared_file
 
 KEYS = {"benchmark": "conv", "system": "published", "protocol": "qa", "step": 0}
 WHERE = "config systems.published"
@@ -210,3 +211,61 @@ def test_import_writes_a_config_layer(tmp_path, capsys):
     argv[2] = "amemgym"
     assert cli.main(argv) == 2
     assert "mnemoflow score --benchmark amemgym --eval-output" in capsys.readouterr().err
+
+
+#: The shipped published output (data/imported/README.md) and its authors' published numbers.
+SHIPPED = REPO / "data/imported/powermemo_locomo/powermemo_eval_0503_3000.json"
+SHIPPED_SHA256 = "3e5623255997b7d42297f1e1d687295e6e8ecc745338fed5e09697bad5400ee5"
+#: LLM-judge score per Mem0-evaluation category and overall (the Powermemo README's row)
+PUBLISHED = {1: 0.6383, 2: 0.8037, 3: 0.5208, 4: 0.7182, "overall": 0.7091}
+
+
+def test_the_shipped_published_output_reads_back_to_its_published_aggregate(tmp_path, capsys):
+    assert file_sha256(SHIPPED) == SHIPPED_SHA256  # pinned: a byte-for-byte copy
+    source = shared_file("locomo", "locomo10.json")
+    questions = load_benchmark({"loader": "locomo", "source": {"path": str(source)}}).questions
+    system = {"type": "imported", "format": "locomo", "path": str(SHIPPED),
+              "sha256": SHIPPED_SHA256}  # fmt: skip
+    imported = read_imported(system, questions, WHERE)
+    # every record finds its question by conversation index and text; category 5 is not asked
+    assert len(imported.responses) == 1540
+    categories = {
+        q: json.loads(m)["category"]
+        for q, m in zip(questions["question_id"], questions["meta"], strict=True)
+    }
+    assert sorted({categories[q] for q in imported.responses}) == [1, 2, 3, 4]
+    assert sum(c != 5 for c in categories.values()) == 1540
+    verdicts = pd.Series(imported.verdicts)
+    by_category = verdicts.groupby(verdicts.index.map(categories)).mean()
+    for category in (1, 2, 3, 4):
+        assert round(by_category[category], 4) == PUBLISHED[category], category
+    assert round(verdicts.mean(), 4) == PUBLISHED["overall"]
+    # the import command says the published number beside the layer it writes
+    argv = ["import", "--format", "locomo", str(SHIPPED), "--name", "powermemo"]
+    assert cli.main([*argv, "--benchmark", "locomo", "--out", str(tmp_path / "i.yaml")]) == 0
+    assert "the file's own judge: 0.7091 over 1540 answers" in capsys.readouterr().out
+
+
+def test_a_longmemeval_eval_log_keeps_the_official_judges_labels(tmp_path):
+    _, _, questions = longmemeval_tables()
+    ids = list(questions["question_id"])
+    log = tmp_path / "hypotheses.jsonl.eval-results-gpt-4o"
+    lines = [
+        {
+            "question_id": ids[0],
+            "hypothesis": "a",
+            "autoeval_label": {"model": "gpt-4o", "label": True},
+        },
+        {
+            "question_id": ids[1],
+            "hypothesis": "b",
+            "autoeval_label": {"model": "gpt-4o", "label": False},
+        },
+    ]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))  # fmt: skip
+    imported = read_imported(spec(log, "longmemeval"), questions, WHERE)
+    assert imported.verdicts == {ids[0]: 1.0, ids[1]: 0.0}
+    lines[1]["autoeval_label"]["label"] = "no"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with pytest.raises(ConfigError, match=r"line 2: 'autoeval_label.label' must be true/false"):
+        read_imported(spec(log, "longmemeval"), questions, WHERE)

@@ -20,7 +20,7 @@ import yaml
 from mnemoflow.commands import COMMANDS
 from mnemoflow.data.tables import write_atomic_text
 from mnemoflow.eval.export import FORMATS
-from mnemoflow.eval.imported import check_output, system_entry
+from mnemoflow.eval.imported import check_output, file_verdicts, system_entry
 
 
 @COMMANDS.register(
@@ -61,6 +61,13 @@ def run(args: argparse.Namespace) -> int:
         f"# mnemoflow import: {count} {args.format} answers of {args.file} as system "
         f"{args.name!r} on {args.benchmark!r}, judged by the run's judge\n"
     )
+    verdicts = file_verdicts(args.format, args.file)
+    if verdicts:  # the published judge's own number, to hold beside the re-judged one
+        mean = sum(verdicts) / len(verdicts)
+        published = f"the file's own judge: {mean:.4f} over {len(verdicts)}"
+        header += f"# {published}\n"
     write_atomic_text(args.out, header + yaml.safe_dump(layer, sort_keys=False))
     print(f"{args.name}: {count} answers of {args.file} -> {args.out}")
+    if verdicts:
+        print(f"  {published} answers")
     return 0

@@ -68,6 +68,9 @@ class Imported:
 
     responses: dict[str, str]
     rankings: dict[str, list[str]] = field(default_factory=dict)
+    #: the published judge's own verdict (0/1) where the file keeps one: a LongMemEval eval
+    #: log's ``autoeval_label``, a Mem0 evaluation file's ``llm_score``
+    verdicts: dict[str, float] = field(default_factory=dict)
 
 
 def read_imported(spec: dict[str, Any], questions: pd.DataFrame, where: str) -> Imported:
@@ -89,7 +92,8 @@ def read_imported(spec: dict[str, Any], questions: pd.DataFrame, where: str) -> 
             log = spec["retrievals"]
             log_path = checked_file(log.get("path"), log.get("sha256"), f"{where}.retrievals")
             rankings = read_retrievals(log_path, known)
-        return Imported(dict(zip(frame["question_id"], frame["hypothesis"], strict=True)), rankings)
+        responses = dict(zip(frame["question_id"], frame["hypothesis"], strict=True))
+        return Imported(responses, rankings, eval_log_labels(path))
     if fmt == "memorybench":
         datasets = sorted(set(questions["dataset"]))
         joined = memorybench_rescore.read_predictions(path, questions, datasets, None)
@@ -97,12 +101,31 @@ def read_imported(spec: dict[str, Any], questions: pd.DataFrame, where: str) -> 
     if is_locomo_samples(path):
         frame, rankings = read_locomo_samples(path, known, spec.get("key"))
         return Imported(dict(zip(frame["question_id"], frame["hypothesis"], strict=True)), rankings)
-    return Imported(read_mem0_results(path, questions))
+    records = read_mem0_results(path, questions)
+    verdicts = {q: float(r["llm_score"]) for q, r in records.items() if "llm_score" in r}
+    return Imported({q: r["response"] for q, r in records.items()}, {}, verdicts)
 
 
-def read_mem0_results(path: Path, questions: pd.DataFrame) -> dict[str, str]:
-    """question_id -> ``response`` of the Mem0 evaluation's results JSON, mapped by conversation
-    index (the k-th episode of ``questions``), then by question text in QA order."""
+def eval_log_labels(path: Path) -> dict[str, float]:
+    """question_id -> the official judge's label (1.0 / 0.0) of a LongMemEval eval log's
+    ``autoeval_label`` (``{model, label}``); empty for a plain hypotheses file."""
+    labels = {}
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        record = json.loads(line) if line.strip() else {}
+        if "autoeval_label" not in record:
+            continue
+        label = record["autoeval_label"]
+        label = label.get("label") if isinstance(label, dict) else label
+        if not isinstance(label, bool):
+            raise ConfigError(f"{path}: line {number}: 'autoeval_label.label' must be true/false")
+        labels[str(record["question_id"])] = float(label)
+    return labels
+
+
+def read_mem0_results(path: Path, questions: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """question_id -> record of the Mem0 evaluation's results JSON (or of its evaluation
+    metrics, which add ``llm_score``), mapped by conversation index (the k-th episode of
+    ``questions``), then by question text in QA order."""
     try:
         content = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -133,13 +156,16 @@ def read_mem0_results(path: Path, questions: pd.DataFrame) -> dict[str, str]:
             for name in ("question", "response"):
                 if not isinstance(record.get(name), str):
                     raise ConfigError(f"{loc}: missing or non-text field '{name}'")
+            score = record.get("llm_score", 0)
+            if isinstance(score, bool) or score not in (0, 1):
+                raise ConfigError(f"{loc}: field 'llm_score' must be 0 or 1, got {score!r:.40}")
             candidates = open_ids.get(record["question"].strip())
             if not candidates:
                 raise ConfigError(
                     f"{loc}: field 'question' {record['question']!r:.80} matches no unanswered "
                     f"question of sample {episode}"
                 )
-            out[candidates.pop(0)] = record["response"]
+            out[candidates.pop(0)] = record
     return out
 
 
@@ -203,6 +229,17 @@ def check_output(fmt: str, path: Path, key: str | None = None) -> int:
                     )
             count += 1
     return count
+
+
+def file_verdicts(fmt: str, path: Path) -> list[float]:
+    """The published judge's verdicts a checked output file keeps (a LongMemEval eval log's
+    labels, a Mem0 evaluation file's ``llm_score``), in file order; empty when it keeps none."""
+    if fmt == "longmemeval":
+        return list(eval_log_labels(path).values())
+    if fmt != "locomo" or is_locomo_samples(path):
+        return []
+    content = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [float(r["llm_score"]) for rs in content.values() for r in rs if "llm_score" in r]
 
 
 def system_entry(
