@@ -12,6 +12,8 @@ from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
 #: The per-question output formats an imported system's file may have (``eval/imported.py``).
 IMPORT_FORMATS = ("longmemeval", "locomo", "memorybench", "amemgym")
 SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+#: ``format``, ``path`` and ``sha256`` have no default: the answer job refuses an entry without one
+UNSET = {"type": "null"}
 
 
 @register
@@ -31,9 +33,9 @@ class Imported(MemorySystem):
         "retrievals": None,
     }
     params_schema: dict[str, Any] = {
-        "format": {"enum": list(IMPORT_FORMATS)},
-        "path": {"type": "string", "minLength": 1},
-        "sha256": SHA256,
+        "format": {"enum": [*IMPORT_FORMATS, None]},
+        "path": {"anyOf": [{"type": "string", "minLength": 1}, UNSET]},
+        "sha256": {"anyOf": [SHA256, UNSET]},
         "key": {"type": ["string", "null"]},
         "retrievals": {
             "type": ["object", "null"],
