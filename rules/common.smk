@@ -23,6 +23,7 @@ from mnemoflow.amemgym_world import TOPICS
 from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import statistics_file
+from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.eval.panel import panel_budgets, panel_of, probe_settings, public_panel
 from mnemoflow.eval.panel import panel_limits as panel_job_limits
@@ -368,8 +369,11 @@ def ingest_models(wildcards):
 
 
 def answer_models(wildcards):
-    """The agent's binding and those of the roles the system calls while retrieving."""
-    bindings = models("agent", *stage_roles(system_spec(wildcards), "query"))
+    """The agent's binding and those of the roles the system calls while retrieving (an
+    imported system's answers are read from its file: the agent's binding re-runs nothing)."""
+    spec = system_spec(wildcards)
+    agent = () if spec.get("type") == IMPORTED else ("agent",)
+    bindings = models(*agent, *stage_roles(spec, "query"))
     return repeat_models(bindings, wildcards)
 
 

@@ -23,7 +23,6 @@ AMemGym's eval-output answers the interactive protocol, which has no answer job 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from mnemoflow.data.errata import file_sha256
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval import memorybench_rescore
 from mnemoflow.eval.export import is_locomo_samples, read_locomo_samples
@@ -40,14 +40,6 @@ from mnemoflow.eval.rescore import answers_from_predictions, read_predictions, r
 IMPORTED = "imported"
 #: Formats the static QA answer job reads (AMemGym's eval-output is not one of them).
 STATIC_FORMATS = ("longmemeval", "locomo", "memorybench")
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def checked_file(path: Any, sha256: Any, where: str) -> Path:

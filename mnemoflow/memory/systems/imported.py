@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
+from mnemoflow.memory.base import register
+from mnemoflow.memory.systems.none import NoMemory
 
 #: The per-question output formats an imported system's file may have (``eval/imported.py``).
 IMPORT_FORMATS = ("longmemeval", "locomo", "memorybench", "amemgym")
@@ -17,14 +18,11 @@ UNSET = {"type": "null"}
 
 
 @register
-class Imported(MemorySystem):
+class Imported(NoMemory):
     """Answers read from a published per-question output; no memory of its own."""
 
     name = "imported"
     # every parameter names the file the answer job reads: a change re-runs answering only
-    ingest_params = frozenset()
-    ingest_roles = ()
-    query_roles = ()
     defaults: dict[str, Any] = {
         "format": None,
         "path": None,
@@ -45,17 +43,8 @@ class Imported(MemorySystem):
         },
     }
 
-    async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
-        return None
-
-    async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
-        return []
-
     def save(self, directory: Path) -> None:
         (Path(directory) / "imported.txt").write_text("answers read from a file\n", "utf-8")
 
-    def load(self, directory: Path) -> None:
-        return None
-
-    def stats(self) -> dict[str, Any]:
-        return {"items": 0, "tokens_written": 0, "writer_calls": 0}
+    def stored_ids(self) -> set[str] | None:
+        return None  # what the published system stored is unknown: its misses are undiagnosed
