@@ -23,7 +23,7 @@ from mnemoflow.amemgym_world import TOPICS
 from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import statistics_file
-from mnemoflow.eval.imported import IMPORTED
+from mnemoflow.eval.imported import IMPORTED, check_imported
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.eval.panel import panel_budgets, panel_of, probe_settings, public_panel
 from mnemoflow.eval.panel import panel_limits as panel_job_limits
@@ -91,6 +91,12 @@ for _name in config["run"]["benchmarks"]:
             raise ValueError(
                 f"config benchmarks.{_name}.systems: {_system!r} is not defined under systems"
             )
+    check_imported(
+        config["systems"],
+        BENCHMARKS[_name].get("systems", config["run"]["systems"]),
+        protocols_of(_name, BENCHMARKS[_name]),
+        f"config benchmarks.{_name}",
+    )  # answers read from a file: static QA only, the file there with its sha256
 
 #: The run's seed (option order, sampling, splits, simulators); the judge has its own.
 SEED = config.get("seed", 0)
@@ -370,7 +376,8 @@ def ingest_models(wildcards):
 
 def answer_models(wildcards):
     """The agent's binding and those of the roles the system calls while retrieving (an
-    imported system's answers are read from its file: the agent's binding re-runs nothing)."""
+    imported system's answers are read from its file: the agent's binding re-runs nothing).
+    """
     spec = system_spec(wildcards)
     agent = () if spec.get("type") == IMPORTED else ("agent",)
     bindings = models(*agent, *stage_roles(spec, "query"))

@@ -14,7 +14,7 @@ import yaml
 from mnemoflow import cli
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.imported import file_sha256, imported_answers, read_imported
+from mnemoflow.eval.imported import check_imported, file_sha256, imported_answers, read_imported
 from mnemoflow.memory.base import build
 from tests.eval_fixtures import longmemeval_tables
 from tests.paper_standins import locomo_samples
@@ -269,3 +269,22 @@ def test_a_longmemeval_eval_log_keeps_the_official_judges_labels(tmp_path):
     log.write_text("".join(json.dumps(x) + "\n" for x in lines))
     with pytest.raises(ConfigError, match=r"line 2: 'autoeval_label.label' must be true/false"):
         read_imported(spec(log, "longmemeval"), questions, WHERE)
+
+
+def test_an_imported_system_is_refused_at_start_outside_static_qa(tmp_path):
+    path = tmp_path / "h.jsonl"
+    path.write_text('{"question_id": "q", "hypothesis": "a"}\n')
+    systems = {"none": {"type": "none"}, "pub": spec(path, "longmemeval")}
+    check_imported(systems, ["none", "pub"], ["qa"], "config benchmarks.b")  # fine
+    with pytest.raises(ConfigError) as error:
+        check_imported(systems, ["pub"], ["interactive"], "config benchmarks.amem")
+    assert str(error.value) == (
+        "config benchmarks.amem: system 'pub' is imported (its answers are read from a file) "
+        "and answers static QA only, not ['interactive']"
+    )
+    path.write_text("")  # changed since the import
+    with pytest.raises(ConfigError, match=r"^config systems.pub.sha256: "):
+        check_imported(systems, ["pub"], ["qa"], "config benchmarks.b")
+    systems["pub"]["format"] = "amemgym"
+    with pytest.raises(ConfigError, match=r"^config systems.pub.format: one of"):
+        check_imported(systems, ["pub"], ["qa"], "config benchmarks.b")

@@ -245,3 +245,27 @@ def system_entry(
     if retrievals is not None:
         entry["retrievals"] = {"path": str(retrievals), "sha256": file_sha256(retrievals)}
     return entry
+
+
+def check_imported(
+    systems: dict[str, dict[str, Any]], names: list[str], protocols: list[str], where: str
+) -> None:
+    """At startup, the imported ``names`` among a benchmark's systems: static QA only (another
+    protocol would run it as a memory that holds nothing), a static format, the file there with
+    its sha256; one line naming ``where`` (``config benchmarks.NAME``) or the system."""
+    for name in names:
+        spec = systems.get(name) or {}
+        if spec.get("type") != IMPORTED:
+            continue
+        others = sorted(set(protocols) - {"qa"})
+        if others:
+            raise ConfigError(
+                f"{where}: system {name!r} is imported (its answers are read from a file) and "
+                f"answers static QA only, not {others}"
+            )
+        system = f"config systems.{name}"
+        if spec.get("format") not in STATIC_FORMATS:
+            raise ConfigError(
+                f"{system}.format: one of {list(STATIC_FORMATS)}, got {spec.get('format')!r}"
+            )
+        checked_file(spec.get("path"), spec.get("sha256"), system)
