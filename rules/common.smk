@@ -20,6 +20,7 @@ from mnemoflow.amemgym_world import TOPICS
 from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench_judge_protocol import statistics_file
+from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.eval.judges import kind_for as judge_kind_for
 from mnemoflow.eval.panel import panel_budgets, panel_of, probe_settings, public_panel
 from mnemoflow.eval.panel import panel_limits as panel_job_limits
@@ -36,13 +37,8 @@ from mnemoflow.planning.grid import (
     run_units,
     scored_steps,
 )
-from mnemoflow.memory.base import (
-    check_installed,
-    check_systems,
-    stage_roles,
-    stage_spec,
-    without_labels,
-)
+from mnemoflow.memory.base import check_installed, check_systems, stage_roles
+from mnemoflow.memory.base import stage_spec, without_labels
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.registry import protocols_of
@@ -72,8 +68,8 @@ MODELS = public_bindings(BINDINGS)
 # the published numbers the run reproduces (a paper preset: configs/paper/, docs/reproduce.md)
 PUBLISHED_REQUEST = request_of(config, BENCHMARKS)
 
-# run.benchmarks / run.systems / a benchmark's systems defined, its protocols known; each run
-# benchmark's loader known, its source present (or a pinned download), its params typed
+# run.benchmarks / run.systems / a benchmark's systems defined, its protocols known, imported
+# systems' files there; each run benchmark's loader known, its source present, its params typed
 check_run(config, BENCHMARKS)
 check_systems(config["systems"])  # each system's parameters against its params_schema
 check_benchmarks(BENCHMARKS, config["run"]["benchmarks"])
@@ -153,8 +149,9 @@ fb_set_name = spec_of(lambda spec: fb.set_name(spec.get("set") or spec.get("sele
 fb_dataset_configs = spec_of(lambda spec: spec["configs"])
 
 
-#: Spec keys that shape the protocols, not the data: editing them must not re-run prepare.
-PROTOCOL_KEYS = ("protocols", "feedback", "normalize", "scoring")
+#: Spec keys no loader reads (the protocols' settings, the systems list): editing them must not
+#: re-run prepare.
+PROTOCOL_KEYS = ("protocols", "feedback", "normalize", "scoring", "systems")
 # the benchmark's spec as the loader sees it (without the protocol settings)
 data_spec = spec_of(
     lambda spec: {k: v for k, v in spec.items() if k not in PROTOCOL_KEYS}
@@ -288,8 +285,12 @@ def ingest_models(wildcards):
 
 
 def answer_models(wildcards):
-    """The agent's binding and those of the roles the system calls while retrieving."""
-    bindings = models("agent", *stage_roles(system_spec(wildcards), "query"))
+    """The agent's binding and those of the roles the system calls while retrieving (an
+    imported system's answers are read from its file: the agent's binding re-runs nothing).
+    """
+    spec = system_spec(wildcards)
+    agent = () if spec.get("type") == IMPORTED else ("agent",)
+    bindings = models(*agent, *stage_roles(spec, "query"))
     return repeat_models(bindings, wildcards)
 
 

@@ -24,6 +24,7 @@ COMMANDS = Registry(
         "mnemoflow.commands.cache",
         "mnemoflow.commands.compare",
         "mnemoflow.commands.export",
+        "mnemoflow.commands.importer",
         "mnemoflow.commands.plan",
         "mnemoflow.commands.verify",
         "mnemoflow.commands.reparse",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemoflow.data.tables import QUESTION_SCORES, read_table, write_atomic_text, write_table
+from mnemoflow.eval.imported import IMPORTED, imported_answers
 from mnemoflow.eval.judges import judge_provenance
 from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
@@ -84,6 +85,17 @@ def answer(
 
     gateway = env.gateway()
     failures: dict[str, str] = {}
+    if system.get("type") == IMPORTED:  # a published output's answers: no model asked
+        where = f"config systems.{run.system}"
+        answers, failures = imported_answers(frame, todo, system, run.row(), where)
+        write_table(answers, files.answers, "answers")
+        source = {k: v for k, v in system.items() if v is not None}
+        failed = {"failed_questions": failures} if failures else {}
+        write_ledger(
+            gateway, files.ledger, stage="answer", questions=len(answers), imported=source, **failed
+        )
+        log.info("read %d answers from %s, %d missing", len(answers), system["path"], len(failures))
+        return
 
     async def answer_all():
         async with gateway:

@@ -11,6 +11,7 @@ from typing import Any
 from mnemoflow import layout
 from mnemoflow.environment.knobs import GENERATOR_ROLES, generated_with, method_of
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval.imported import check_imported
 from mnemoflow.protocols import feedback, interactive
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import PROTOCOL as QA
@@ -121,7 +122,8 @@ def run_units(
 
 def check_run(config: Mapping[str, Any], benchmarks: Mapping[str, Any]) -> None:
     """Every name the grid walks is defined: run.benchmarks, run.systems, each benchmark's own
-    ``systems:``, and its protocols are known."""
+    ``systems:``, and its protocols are known; an imported system runs static QA only, from its
+    file with its sha256 (:func:`~mnemoflow.eval.imported.check_imported`)."""
     for name in config["run"]["benchmarks"]:
         if name not in benchmarks:
             raise ConfigError(f"config run.benchmarks: {name!r} is not defined under benchmarks")
@@ -135,6 +137,12 @@ def check_run(config: Mapping[str, Any], benchmarks: Mapping[str, Any]) -> None:
                 raise ConfigError(
                     f"config benchmarks.{name}.systems: {system!r} is not defined under systems"
                 )
+        check_imported(
+            config["systems"],
+            benchmarks[name].get("systems", config["run"]["systems"]),
+            protocols_of(name, benchmarks[name]),
+            f"config benchmarks.{name}",
+        )
 
 
 def scored_steps(

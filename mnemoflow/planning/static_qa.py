@@ -37,6 +37,7 @@ from mnemoflow.agents.longmemeval_reader import episode_turns
 from mnemoflow.agents.readers import planned_requests, reader_config
 from mnemoflow.data.registry import Prepared, load_benchmark
 from mnemoflow.data.tables import read_table
+from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.eval.judges import judge_request_for, kind_for, repeat_seeds
 from mnemoflow.eval.panel import CONFIGURED, PanelJudge, probe_set
 from mnemoflow.llm.context import count_text, fits, prompt_tokens
@@ -156,6 +157,7 @@ class Unit:
 
     async def answer_and_judge(self, answer: bool, judge: bool, panel: bool = False) -> list[Line]:
         ctx = self.ctx
+        answer = answer and self.system_spec.get("type") != IMPORTED  # read from a file
         build_spec, itself = _stand_in(self.system_spec)
         name, options = reader_config(self.spec.get("reader", "generic"))
         use_options = bool(self.spec.get("use_options", False))
