@@ -1,0 +1,240 @@
+"""Batch-API mode: a job's cache misses of a role go through the test server's Batch API.
+
+The judge of the judge-fault tests (a strict grader on the test server) judges the same answers
+online and in Batch-API mode: the judgements are identical, the ledger counts the batch's calls at
+batch prices, planned per-line errors and an expired batch are resubmitted (or asked online) and
+counted, and a job killed while it waits polls the same batch when it runs again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mnemoflow.errors import ConfigError
+from mnemoflow.eval.judges import judge_answers
+from mnemoflow.llm.batch_mode import BatchStore, batch_line, read_output, split_lines
+from mnemoflow.llm.gateway import Gateway
+from mnemoflow.llm.types import ChatRequest, EndpointSpec
+from mnemoflow.prices import batch_usd, usd
+from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer
+from mnemoflow.testing.verbose_judge import is_reask
+from tests.eval_fixtures import longmemeval_tables
+from tests.test_judge_faults import answers, strict_judge
+
+REPO = Path(__file__).resolve().parents[1]
+BOUND = {"base_url": "http://h/v1", "model": "m"}
+#: A model with a 50 % batch discount (the config's prices: may name one).
+PRICES = {"judge-test": {"input": 2.0, "output": 8.0, "batch_input": 1.0, "batch_output": 4.0}}
+
+
+def judged(tmp_path: Path, server: OpenAITestServer, name: str, **judge) -> tuple:
+    _, _, questions = longmemeval_tables()
+    binding = {"base_url": server.base_url, "model": "judge-test", **judge}
+    gateway = Gateway.from_config(
+        {"judge": binding}, cache_path=tmp_path / f"{name}-cache", prices=PRICES
+    )
+
+    async def run():
+        async with gateway:
+            return await gateway.batched(
+                lambda: judge_answers(gateway, "longmemeval", questions, answers(questions))
+            )
+
+    frame = asyncio.run(run())
+    gateway.close()
+    return frame, gateway.ledger
+
+
+def same_table(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+
+
+def test_batch_judgements_equal_online_at_batch_prices(tmp_path):
+    with OpenAITestServer(reply=strict_judge) as server:
+        online, online_ledger = judged(tmp_path, server, "online")
+        assert server.batch_api.created == 0
+        batched, ledger = judged(tmp_path, server, "batch", batch=True, batch_poll_s=0.01)
+        assert server.batch_api.created == 1
+    same_table(online, batched)
+    total, online_total = ledger.totals(), online_ledger.totals()
+    assert total.calls == total.batch_calls == online_total.calls == 12
+    assert total.cache_hits == 0
+    assert (total.batch_tokens_in, total.batch_tokens_out) == (
+        online_total.tokens_in,
+        online_total.tokens_out,
+    )
+    assert total.usd == pytest.approx(online_total.usd / 2)  # batch prices: half
+    assert ledger.to_dict()["batch_ids"] == sorted(server.batch_api.batches)
+
+
+@pytest.mark.parametrize("fallback", ["resubmit", "online"])
+def test_line_errors_and_expiry_are_resubmitted_or_asked_online(tmp_path, fallback):
+    with OpenAITestServer(reply=strict_judge) as server:
+        online, _ = judged(tmp_path, server, "online")
+    # the first line of every batch fails once; the first batch expires half done
+    with OpenAITestServer(reply=strict_judge, batch_line_errors=1, batch_expire=1) as server:
+        options = {"batch": True, "batch_poll_s": 0.01, "batch_fallback": fallback}
+        batched, ledger = judged(tmp_path, server, f"b-{fallback}", **options)
+        created, chat_calls = server.batch_api.created, server.stats().paths["chat"]
+    same_table(online, batched)
+    total = ledger.totals()
+    assert total.batch_errors == 1 + 6  # one line error, six expired of twelve
+    if fallback == "resubmit":
+        assert (created, chat_calls, total.batch_resubmitted, total.batch_online) == (2, 0, 7, 0)
+        assert total.batch_calls == 12
+    else:
+        assert (created, chat_calls, total.batch_resubmitted, total.batch_online) == (1, 7, 0, 7)
+        assert (total.batch_calls, total.calls) == (5, 12)
+
+
+def garbling_judge(body: dict) -> str:
+    """Every first reply unparseable, every re-ask graded."""
+    return strict_judge(body) if is_reask(body) else GARBLED_TEXT
+
+
+def test_reasks_of_unparseable_batch_replies_go_into_the_next_batch(tmp_path):
+    with OpenAITestServer(reply=garbling_judge) as server:
+        online, online_ledger = judged(tmp_path, server, "online")
+        batched, ledger = judged(tmp_path, server, "batch", batch=True, batch_poll_s=0.01)
+        assert server.batch_api.created == 2  # the prompts, then their re-asks
+    same_table(online, batched)
+    assert ledger.totals().reasks == online_ledger.totals().reasks == 12
+    assert ledger.totals().batch_calls == 24
+
+
+def test_a_miss_outside_a_batched_job_is_refused_with_the_reason(tmp_path):
+    with OpenAITestServer() as server:
+        binding = {"base_url": server.base_url, "model": "m", "batch": True}
+        gateway = Gateway.from_config({"judge": binding}, cache_path=tmp_path / "cache")
+        request = ChatRequest(role="judge", task="t", messages=[{"role": "user", "content": "x"}])
+        with pytest.raises(ConfigError, match=r"models.judge.batch: .*turn by turn"):
+            asyncio.run(gateway.chat(request))
+
+
+def test_config_refuses_batch_where_replies_feed_requests():
+    with pytest.raises(ConfigError, match=r"^config models.user.batch: .*depend on each other"):
+        EndpointSpec.from_config("user", {"base_url": "http://h/v1", "model": "m", "batch": True})
+    with pytest.raises(ConfigError, match=r"models.judge.batch_fallback: one of"):
+        EndpointSpec.from_config(
+            "judge", {"base_url": "http://h/v1", "model": "m", "batch_fallback": "retry"}
+        )
+    with pytest.raises(ConfigError, match=r"models.judge.run_batch: a command with \{input\}"):
+        EndpointSpec.from_config("judge", {**BOUND, "run_batch": "x"})
+    # the critic takes the judge's binding, not its Batch-API mode
+    spec = Gateway.from_config(
+        {"judge": {"base_url": "http://h/v1", "model": "m", "batch": True}}
+    ).specs["critic"]
+    assert spec.model == "m" and not spec.batch
+
+
+def test_files_split_at_the_request_and_byte_limits():
+    lines = [batch_line(f"k{i}", {"messages": [{"content": "x" * 10}]}) for i in range(7)]
+    assert [len(f) for f in split_lines(lines, max_requests=3)] == [3, 3, 1]
+    size = len(lines[0])
+    assert [len(f) for f in split_lines(lines, max_bytes=2 * size)] == [2, 2, 2, 1]
+    assert json.loads(lines[0])["custom_id"] == "k0"
+
+
+def test_output_lines_answered_and_failed():
+    body = {"choices": [{"message": {"content": "yes"}}], "usage": {"prompt_tokens": 3}}
+    data = (
+        json.dumps({"custom_id": "a", "response": {"status_code": 200, "body": body}})
+        + "\n"
+        + json.dumps({"custom_id": "b", "response": None, "error": {"code": "batch_expired"}})
+        + "\n"
+    ).encode()
+    assert read_output(data) == ({"a": body}, {"b": "batch_expired"})
+
+
+def test_plan_price_of_a_batch_is_half_for_a_50_percent_discount():
+    assert batch_usd("judge-test", 1000, 500, PRICES) == usd("judge-test", 1000, 0, 500, PRICES) / 2
+    assert batch_usd("gpt-4o", 1000, 500, {"gpt-4o": {"input": 2.5, "output": 10.0}}) is None
+
+
+STAND_IN = """
+import json, sys
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+with open(args["-o"], "w") as out:
+    for line in open(args["-i"]):
+        request = json.loads(line)
+        prompt = request["body"]["messages"][-1]["content"]
+        body = {"model": request["body"]["model"], "choices": [{"message": {"content":
+                "yes" if "moved" in prompt else "no"}}], "usage": {"prompt_tokens": 7,
+                "completion_tokens": 1}}
+        out.write(json.dumps({"id": "vllm-1", "custom_id": request["custom_id"],
+                  "response": {"status_code": 200, "request_id": "r", "body": body},
+                  "error": None}) + "\\n")
+"""
+
+
+def test_run_batch_command_drains_the_batch_into_the_cache(tmp_path):
+    """A stand-in for ``vllm run-batch`` writing its output format: no server is called."""
+    script = tmp_path / "run_batch.py"
+    script.write_text(STAND_IN)
+    command = f"{sys.executable} {script} -i {{input}} -o {{output}} --model judge-test"
+    with OpenAITestServer(reply=strict_judge) as server:
+        frame, ledger = judged(tmp_path, server, "run", batch=True, run_batch=command)
+        assert server.stats().total == 0 and server.batch_api.created == 0
+        assert ledger.totals().batch_calls == 12
+        assert frame.parse_ok.all() and set(frame.value) == {0.0, 1.0}
+        records = BatchStore(tmp_path / "run-cache.batches").records()
+        assert [r["status"] for r in records] == ["collected"]
+        # the same judgements again: from the cache, no command run
+        rerun = {"batch": True, "run_batch": "false {input} {output}"}
+        again, ledger = judged(tmp_path, server, "run", **rerun)
+    same_table(frame, again)
+    assert ledger.totals().cache_hits == 12
+
+
+KILLED_JOB = """
+import asyncio, sys
+from tests.test_batch_mode import judged_in_process
+judged_in_process(sys.argv[1], sys.argv[2])
+"""
+
+
+def judged_in_process(base_url: str, folder: str) -> None:
+    """The batch judge pass of a job a test kills (run with ``python -c``)."""
+    _, _, questions = longmemeval_tables()
+    binding = {"base_url": base_url, "model": "judge-test", "batch": True, "batch_poll_s": 0.05}
+    gateway = Gateway.from_config({"judge": binding}, cache_path=Path(folder) / "cache")
+
+    async def run():
+        async with gateway:
+            return await gateway.batched(
+                lambda: judge_answers(gateway, "longmemeval", questions, answers(questions))
+            )
+
+    asyncio.run(run()).to_parquet(Path(folder) / "judgements.parquet")
+
+
+def test_a_job_killed_while_waiting_polls_the_same_batch(tmp_path):
+    with OpenAITestServer(reply=strict_judge) as server:
+        online, _ = judged(tmp_path, server, "online")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with OpenAITestServer(reply=strict_judge, batch_delay=2.0) as server:
+        argv = [sys.executable, "-c", KILLED_JOB, server.base_url, str(tmp_path)]
+        job = subprocess.Popen(argv, env=env, cwd=REPO)
+        store = BatchStore(tmp_path / "cache.batches")
+        deadline = time.monotonic() + 60
+        while not store.records() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.records(), "the job wrote no batch record"
+        os.kill(job.pid, signal.SIGKILL)
+        job.wait()
+        assert server.batch_api.created == 1
+        rerun = subprocess.run(argv, env=env, cwd=REPO, timeout=120)
+        assert rerun.returncode == 0
+        assert server.batch_api.created == 1  # polled, never submitted again
+    same_table(online, pd.read_parquet(tmp_path / "judgements.parquet"))
+    assert [r["status"] for r in store.records()] == ["collected"]
