@@ -1,4 +1,4 @@
-"""A tiny static-QA run with the agent and the judge in Batch-API mode gives the online run's tables.
+"""A tiny static-QA run with agent and judge in Batch-API mode gives the online run's tables.
 
 Both runs ask the test server's answering model (tests/answering_model.py); the batch run's
 answer and judge jobs send their cache misses through the server's Batch API, so it gets no chat
