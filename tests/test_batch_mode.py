@@ -238,3 +238,35 @@ def test_a_job_killed_while_waiting_polls_the_same_batch(tmp_path):
         assert server.batch_api.created == 1  # polled, never submitted again
     same_table(online, pd.read_parquet(tmp_path / "judgements.parquet"))
     assert [r["status"] for r in store.records()] == ["collected"]
+
+
+def test_submit_and_leave_then_collect_then_run_on_the_cached_replies(tmp_path, monkeypatch):
+    """``mnemoflow batch submit``: the job submits and stops; ``collect`` fills the cache; the
+    job run again makes no request and counts the replies as batch calls."""
+    from mnemoflow.commands.batch import outstanding
+    from mnemoflow.llm.batch_mode import SUBMIT_ONLY_ENV
+    from mnemoflow.llm.types import EndpointError
+
+    with OpenAITestServer(reply=strict_judge) as server:
+        online, _ = judged(tmp_path, server, "online")
+    with OpenAITestServer(reply=strict_judge, batch_delay=0.3) as server:
+        binding = {"base_url": server.base_url, "model": "judge-test", "batch": True}
+        config = {"models": {"judge": {**binding, "batch_poll_s": 0.05}}}
+        config["cache"] = str(tmp_path / "batch-cache")
+        monkeypatch.setenv(SUBMIT_ONLY_ENV, "1")
+        with pytest.raises(EndpointError, match=r"12 requests wait in Batch-API batches batch_"):
+            judged(tmp_path, server, "batch", **binding)
+        monkeypatch.delenv(SUBMIT_ONLY_ENV)
+        [(record, status)] = asyncio.run(outstanding(config, wait=False, collect=False))
+        assert (status, len(record["custom_ids"])) == ("in_progress", 12)
+        [(record, status)] = asyncio.run(outstanding(config, wait=True, collect=True))
+        assert status == "completed"
+        assert asyncio.run(outstanding(config, wait=False, collect=False)) == []
+        server.reset()
+        batched, ledger = judged(tmp_path, server, "batch", **binding)
+        assert server.stats().total == 0 and server.batch_api.created == 1
+    same_table(online, batched)
+    assert ledger.totals().batch_calls == 12 and ledger.to_dict()["batch_ids"] == [record["id"]]
+    assert [r["uncounted"] for r in BatchStore(tmp_path / "batch-cache.batches").records()] == [
+        False
+    ]

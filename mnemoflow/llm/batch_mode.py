@@ -43,6 +43,8 @@ MAX_POLL_S = 60.0
 MAX_SUBMITS = 3
 #: The failure of a reply whose request waits for its batch (the pass's tables are discarded).
 PENDING = "pending in a Batch-API batch"
+#: Set (by ``mnemoflow batch submit``): a job submits its batch and stops instead of waiting.
+SUBMIT_ONLY_ENV = "MNEMOFLOW_BATCH_SUBMIT"
 #: A batch's states after which it changes no more.
 FINAL = ("completed", "expired", "failed", "cancelled")
 
@@ -251,6 +253,13 @@ async def _drain_role(gateway: Gateway, rounds: Rounds, todo: dict[str, Pending]
         new = [todo[key] for key in sorted(todo) if key not in covered]
         for lines in split_lines([batch_line(p.key, p.body) for p in new]):
             outstanding.append(await _submit(gateway, rounds, spec, lines))
+        if os.environ.get(SUBMIT_ONLY_ENV) and not spec.run_batch:
+            raise EndpointError(
+                f"models.{role}: {len(todo)} requests wait in Batch-API batches "
+                f"{', '.join(r['id'] for r in outstanding)} (submitted, not waited for: "
+                "mnemoflow batch submit); `mnemoflow batch collect` when they are done, then run "
+                "again"
+            )
         done = await asyncio.gather(*(_collect(gateway, spec, r) for r in outstanding))
         answered: set[str] = set()
         for record, (replies, failed) in zip(outstanding, done, strict=True):
@@ -388,6 +397,54 @@ async def _run_command(spec: EndpointSpec, record: dict[str, Any]) -> bytes:
         )
     record["final_status"] = "completed"
     return output.read_bytes()
+
+
+def claim_collected(gateway: Gateway, rounds: Rounds) -> list[dict[str, Any]]:
+    """Batches ``mnemoflow batch collect`` put into the cache for a later job: their replies
+    count as batch calls of the job that uses them (the records it returns, once it is done)."""
+    claimed = []
+    endpoints = {endpoint_of(spec) for spec in gateway.specs.values() if spec.batch}
+    for record in rounds.store.records():
+        if not record.get("uncounted") or record["endpoint"] not in endpoints:
+            continue
+        for key in record["custom_ids"]:
+            completion = gateway.cache.get(key)
+            if completion is not None:
+                rounds.fresh[key] = (record["id"], completion)
+        claimed.append(record)
+    return claimed
+
+
+async def collect_for_later(
+    gateway: Gateway, store: BatchStore, wait: bool = False, store_replies: bool = True
+) -> list[tuple[dict[str, Any], str]]:
+    """``mnemoflow batch status`` / ``collect``: each outstanding batch of a batch role of
+    ``gateway`` and its state; with ``store_replies``, a finished one's replies go into the
+    cache (``wait``: polls it until it finishes) and its record is marked collected, to be
+    counted by the job that uses them (:func:`claim_collected`)."""
+    from mnemoflow.llm.openai_backend import completion_of
+
+    found = []
+    for spec in gateway.specs.values():
+        if not spec.batch or spec.run_batch:
+            continue
+        for record in store.outstanding(spec):
+            client = BatchClient(spec, real_url(gateway, spec))
+            batch = await (_wait(client, spec, record) if wait else client.retrieve(record["id"]))
+            found.append((record, batch["status"]))
+            if batch["status"] not in FINAL or not store_replies:
+                continue
+            data = b""
+            for name in ("output_file_id", "error_file_id"):
+                if batch.get(name):
+                    data += await client.content(batch[name])
+            answered, _ = read_output(data)
+            for key, body in answered.items():
+                message = ((body.get("choices") or [{}])[0] or {}).get("message") or {}
+                gateway.cache.put(key, completion_of(body, spec, bool(message.get("tool_calls"))))
+            record.update(status="collected", uncounted=True, final_status=batch["status"])
+            store.save(record)
+    return found
 
 
 def apply_counts(rounds: Rounds, entries: Any) -> None:

@@ -699,9 +699,16 @@ class Gateway:
         ledger are the job's. Without a batch role: ``produce()`` once."""
         if not any(spec.batch for spec in self.specs.values()):
             return await produce()
-        from mnemoflow.llm.batch_mode import BatchStore, Rounds, apply_counts, drain
+        from mnemoflow.llm.batch_mode import (
+            BatchStore,
+            Rounds,
+            apply_counts,
+            claim_collected,
+            drain,
+        )
 
         rounds = Rounds(BatchStore.beside(self.cache.directory))
+        claimed = claim_collected(self, rounds)
         self._rounds = rounds
         try:
             while True:
@@ -710,6 +717,8 @@ class Gateway:
                 result = await produce()
                 if not rounds.pending:
                     apply_counts(rounds, self.ledger.entries)
+                    for record in claimed:  # counted in this job's ledger, never again
+                        rounds.store.save({**record, "uncounted": False})
                     return result
                 await drain(self, rounds)
         finally:
