@@ -9,6 +9,7 @@ counted, and a job killed while it waits polls the same batch when it runs again
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -25,7 +26,8 @@ from mnemoflow.eval.judges import judge_answers
 from mnemoflow.llm.batch_mode import BatchStore, batch_line, read_output, split_lines
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ChatRequest, EndpointSpec
-from mnemoflow.prices import batch_usd, usd
+from mnemoflow.planning.plan import Line, Plan
+from mnemoflow.prices import batch_usd, price_table, usd
 from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer
 from mnemoflow.testing.verbose_judge import is_reask
 from tests.eval_fixtures import longmemeval_tables
@@ -159,6 +161,15 @@ def test_output_lines_answered_and_failed():
 def test_plan_price_of_a_batch_is_half_for_a_50_percent_discount():
     assert batch_usd("judge-test", 1000, 500, PRICES) == usd("judge-test", 1000, 0, 500, PRICES) / 2
     assert batch_usd("gpt-4o", 1000, 500, {"gpt-4o": {"input": 2.5, "output": 10.0}}) is None
+    # claude-sonnet-4: $3 / $15 online, $1.50 / $7.50 through the Batch API (the shipped table)
+    spec = EndpointSpec("judge", backend="openai", model="claude-sonnet-4", base_url="http://x/v1")
+    plan = Plan({"judge": dataclasses.replace(spec, batch=True)}, price_table())
+    plan.add(Line("b", "s", "qa", "judge", "judge_qa", calls=10, tokens_in=1e6, tokens_out=1e5))
+    data = json.loads(plan.to_json())
+    role, [run] = data["by_role"]["judge"], data["runs"]
+    assert role["usd"] == pytest.approx(3.0 + 1.5) and run["usd"] == role["usd"]
+    assert role["usd_batch"] == pytest.approx(role["usd"] / 2) == run["usd_batch"]
+    assert "$2.2500 (batch: true)" in plan.render()
 
 
 STAND_IN = """
