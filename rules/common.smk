@@ -29,7 +29,7 @@ from mnemoflow.eval.panel import panel_limits as panel_job_limits
 from mnemoflow.llm.addresses import public_bindings, redacted_config
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
-from mnemoflow.llm.types import check_bindings, played_by
+from mnemoflow.llm.types import check_batch_rules, check_bindings, played_by
 from mnemoflow.ops.endpoints import stop_all as stop_endpoints
 from mnemoflow.planning.budget import check_budget, planning
 from mnemoflow.memory.base import (
@@ -290,18 +290,21 @@ PROTOCOL_RULES = {
 }
 
 
-def run_roles():
-    """The roles the run's rules bind: those of its protocols' rules (a protocol not listed:
-    every rule's), and the generators' where it generates an environment with a model.
-    """
+def run_rules():
+    """The model-calling rules the run uses: its protocols' (a protocol not listed: every
+    rule), and the generators' where it generates an environment with a model."""
     names = {
         name
         for b in config["run"]["benchmarks"]
         for p in protocols_for(b)
         for name in PROTOCOL_RULES.get(p, RULE_ROLES)
     }
-    names |= {"generate_user"} if llm_generated() else set()
-    return {role for name in names for role in RULE_ROLES[name]}
+    return names | ({"generate_user"} if llm_generated() else set())
+
+
+def run_roles():
+    """The roles the run's rules bind."""
+    return {role for name in run_rules() for role in RULE_ROLES[name]}
 
 
 # Each model endpoint is a global resource whose budget is its concurrency (a --resources value wins);
@@ -803,6 +806,8 @@ check_bindings(
     allow_offline=config.get("allow_offline_roles", []),
     require_keys=False,
 )
+# Batch-API mode only for roles whose every rule in the run collects a job's requests
+check_batch_rules(MODELS, {name: RULE_ROLES[name] for name in run_rules()})
 # every system the run uses installed (a product's extra: the pip install to run)
 check_installed(config["systems"], run_systems())
 # a corrupt table or ledger under results/ is moved to results/quarantine/ and made again

@@ -25,7 +25,7 @@ from mnemoflow.errors import ConfigError
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.llm.batch_mode import BatchStore, batch_line, read_output, split_lines
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.llm.types import ChatRequest, EndpointSpec
+from mnemoflow.llm.types import ChatRequest, EndpointSpec, check_batch_rules
 from mnemoflow.planning.plan import Line, Plan
 from mnemoflow.prices import batch_usd, price_table, usd
 from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer
@@ -137,6 +137,14 @@ def test_config_refuses_batch_where_replies_feed_requests():
         {"judge": {"base_url": "http://h/v1", "model": "m", "batch": True}}
     ).specs["critic"]
     assert spec.model == "m" and not spec.batch
+
+
+def test_a_run_whose_other_rules_ask_a_batch_role_is_refused_at_parse_time():
+    models = {"judge": {**BOUND, "batch": True}, "agent": BOUND}
+    qa = {"ingest": ("memory_writer",), "answer": ("agent",), "judge": ("judge",)}
+    check_batch_rules(models, qa)  # static QA: judge jobs only
+    with pytest.raises(ConfigError, match=r"models.judge.batch: .* feedback_step ask judge"):
+        check_batch_rules(models, {**qa, "feedback_step": ("agent", "judge")})
 
 
 def test_files_split_at_the_request_and_byte_limits():

@@ -316,6 +316,25 @@ def check_batch(role: str, raw: dict[str, Any], backend: str) -> None:
         )
 
 
+#: The rules whose jobs run in Batch-API mode (their requests do not depend on each other's).
+BATCH_RULES = ("answer", "judge")
+
+
+def check_batch_rules(models: Mapping[str, Any], rules: Mapping[str, Iterable[str]]) -> None:
+    """Refuse, when the workflow is parsed, a role in Batch-API mode that a rule of the run
+    (``rules``: rule -> the roles it binds) asks outside Batch-API mode's rules."""
+    for role in BATCH_ROLES:
+        if not (models.get(role) or {}).get("batch"):
+            continue
+        other = sorted(r for r, roles in rules.items() if role in roles and r not in BATCH_RULES)
+        if other:
+            raise ConfigError(
+                f"config models.{role}.batch: Batch-API mode runs in the rules "
+                f"{' and '.join(BATCH_RULES)}, and this run's {', '.join(other)} ask {role} "
+                "between other replies; set batch: false for this run"
+            )
+
+
 #: Values of ``models.<role>.structured_output``.
 STRUCTURED_OUTPUT = ("auto", "on", "off")
 
