@@ -29,7 +29,13 @@ from mnemoflow.eval.panel import panel_limits as panel_job_limits
 from mnemoflow.llm.addresses import public_bindings, redacted_config
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
-from mnemoflow.llm.types import check_batch_rules, check_bindings, played_by
+from mnemoflow.llm.types import (
+    check_batch_rules,
+    check_bindings,
+    online,
+    played_by,
+    refuse_batch,
+)
 from mnemoflow.ops.endpoints import stop_all as stop_endpoints
 from mnemoflow.planning.budget import check_budget, planning
 from mnemoflow.memory.base import (
@@ -467,6 +473,7 @@ PROBE_SIZE, PROBE_SEED = probe_settings(config.get("judge"))
 PROBE = "results/{benchmark}/probe"
 for _judge in PANEL:
     check_bindings({"judge": _judge.model}, require_keys=False)
+    refuse_batch(_judge.model, f"judge.panel ({_judge.name})")
 
 
 def check_keys():
@@ -492,8 +499,9 @@ def panel_limits(with_configured=False):
 
 
 def configured_judge(wildcards):
-    """The configured judge as the probe asks it: the benchmark's judge kind, models.judge."""
-    return {"kind": judge_kind(wildcards), "model": MODELS.get("judge", {})}
+    """The configured judge as the probe asks it: the benchmark's judge kind, models.judge
+    (asked online: the probe's job does not run in Batch-API mode)."""
+    return {"kind": judge_kind(wildcards), "model": online(MODELS.get("judge", {}))}
 
 
 def all_panel_files(name):

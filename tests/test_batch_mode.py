@@ -25,7 +25,13 @@ from mnemoflow.errors import ConfigError
 from mnemoflow.eval.judges import judge_answers
 from mnemoflow.llm.batch_mode import BatchStore, batch_line, read_output, split_lines
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.llm.types import ChatRequest, EndpointSpec, check_batch_rules
+from mnemoflow.llm.types import (
+    ChatRequest,
+    EndpointSpec,
+    check_batch_rules,
+    online,
+    refuse_batch,
+)
 from mnemoflow.planning.plan import Line, Plan
 from mnemoflow.prices import batch_usd, price_table, usd
 from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer
@@ -145,6 +151,11 @@ def test_a_run_whose_other_rules_ask_a_batch_role_is_refused_at_parse_time():
     check_batch_rules(models, qa)  # static QA: judge jobs only
     with pytest.raises(ConfigError, match=r"models.judge.batch: .* feedback_step ask judge"):
         check_batch_rules(models, {**qa, "feedback_step": ("agent", "judge")})
+    # the judge panel and the probe ask online: a panel judge may not ask for batches, and the
+    # probe asks the configured judge without its Batch-API keys
+    with pytest.raises(ConfigError, match=r"^config judge.panel \(p1\).batch: "):
+        refuse_batch({**BOUND, "batch": True}, "judge.panel (p1)")
+    assert online({**BOUND, "batch": True, "batch_poll_s": 1}) == BOUND
 
 
 def test_files_split_at_the_request_and_byte_limits():

@@ -316,6 +316,21 @@ def check_batch(role: str, raw: dict[str, Any], backend: str) -> None:
         )
 
 
+def online(binding: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``binding`` without its Batch-API-mode keys: how a job outside Batch-API mode's rules
+    (the judge panel and probe) asks the model."""
+    return {k: v for k, v in (binding or {}).items() if k not in BATCH_KEYS}
+
+
+def refuse_batch(binding: Mapping[str, Any], where: str) -> None:
+    """A binding asked only online (a panel judge) that asks for Batch-API mode: one line."""
+    if binding.get("batch"):
+        raise ConfigError(
+            f"config {where}.batch: the judge panel asks its judges online (Batch-API mode runs "
+            "in the answer and judge rules); drop batch: true there"
+        )
+
+
 #: The rules whose jobs run in Batch-API mode (their requests do not depend on each other's).
 BATCH_RULES = ("answer", "judge")
 
