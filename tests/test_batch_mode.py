@@ -118,6 +118,13 @@ def test_reasks_of_unparseable_batch_replies_go_into_the_next_batch(tmp_path):
     same_table(online, batched)
     assert ledger.totals().reasks == online_ledger.totals().reasks == 12
     assert ledger.totals().batch_calls == 24
+    # batch_fallback: online asks the re-asks online
+    with OpenAITestServer(reply=garbling_judge) as server:
+        options = {"batch": True, "batch_poll_s": 0.01, "batch_fallback": "online"}
+        batched, ledger = judged(tmp_path, server, "batch-online", **options)
+        assert (server.batch_api.created, server.stats().paths["chat"]) == (1, 12)
+    same_table(online, batched)
+    assert (ledger.totals().batch_calls, ledger.totals().calls) == (12, 24)
 
 
 def test_a_miss_outside_a_batched_job_is_refused_with_the_reason(tmp_path):

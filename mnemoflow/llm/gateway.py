@@ -660,7 +660,9 @@ class Gateway:
                     continue  # the caller that owned the call was cancelled, not us: take over
                 raise
             return self._reply(request, completion, started, cache_hit=True)
-        if self.specs[request.role].batch:
+        spec = self.specs[request.role]
+        # a re-ask of an unparseable reply goes into the next batch, or online (batch_fallback)
+        if spec.batch and not (attempt and spec.batch_fallback == "online"):
             self._collect(request, key)  # raises BatchPending
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future

@@ -64,11 +64,14 @@ class BatchAPI:
         return {k: v for k, v in self.files[file_id].items() if k != "data"}
 
     async def _upload(self, request: web.Request) -> web.Response:
-        form = await request.post()
-        upload, purpose = form.get("file"), form.get("purpose")
-        if purpose != "batch" or not hasattr(upload, "file"):
+        fields: dict[str, Any] = {}
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            fields[part.name] = (part.filename, await part.read())
+        name, data = fields.get("file", (None, b""))
+        if fields.get("purpose", (None, b""))[1] != b"batch" or name is None:
             return _error(400, "purpose 'batch' and a file are required")
-        return web.json_response(self._store(upload.filename, "batch", upload.file.read()))
+        return web.json_response(self._store(name, "batch", bytes(data)))
 
     async def _file(self, request: web.Request) -> web.Response:
         file_id = request.match_info["file_id"]
