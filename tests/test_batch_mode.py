@@ -23,7 +23,7 @@ import pytest
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.judges import judge_answers
-from mnemoflow.llm.batch_mode import BatchStore, batch_line, read_output, split_lines
+from mnemoflow.llm.batch_mode import BatchClient, BatchStore, batch_line, read_output, split_lines
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import (
     ChatRequest,
@@ -307,3 +307,39 @@ def test_submit_and_leave_then_collect_then_run_on_the_cached_replies(tmp_path, 
     assert [r["uncounted"] for r in BatchStore(tmp_path / "batch-cache.batches").records()] == [
         False
     ]
+
+
+def test_the_test_servers_batch_api_in_openai_shapes(tmp_path):
+    """Upload, create, retrieve (in progress, then completed), output and error files."""
+    from mnemoflow.llm.types import EndpointError
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+    lines = [batch_line(f"k{i}", body) for i in range(3)]
+    spec = EndpointSpec("judge", backend="openai", model="m", base_url="http://x/v1")
+    with OpenAITestServer(batch_delay=0.3, batch_line_errors=1) as server:
+        client = BatchClient(spec, server.base_url)
+
+        async def run():
+            file_id = await client.upload(b"".join(lines), "in.jsonl")
+            assert await client.content(file_id) == b"".join(lines)
+            batch = await client.create(file_id, "24h")
+            assert (batch["object"], batch["status"], batch["input_file_id"]) == (
+                "batch",
+                "in_progress",
+                file_id,
+            )
+            assert batch["request_counts"]["total"] == 3
+            await asyncio.sleep(0.35)
+            done = await client.retrieve(batch["id"])
+            out = await client.content(done["output_file_id"])
+            errors = await client.content(done["error_file_id"])
+            with pytest.raises(EndpointError, match="HTTP 404"):
+                await client.retrieve("batch_none")
+            return done, out, errors
+
+        done, out, errors = asyncio.run(run())
+    assert done["status"] == "completed"
+    assert done["request_counts"] == {"total": 3, "completed": 2, "failed": 1}
+    answered, failed = read_output(out + errors)
+    assert sorted(answered) == ["k1", "k2"] and failed == {"k0": "planned line error"}
+    assert answered["k1"]["choices"][0]["message"]["content"] == "echo: hello"
