@@ -277,28 +277,34 @@ def test_a_job_killed_while_waiting_polls_the_same_batch(tmp_path):
     assert [r["status"] for r in store.records()] == ["collected"]
 
 
-def test_submit_and_leave_then_collect_then_run_on_the_cached_replies(tmp_path, monkeypatch):
+def test_submit_and_leave_then_collect_then_run_on_the_cached_replies(
+    tmp_path, monkeypatch, capsys
+):
     """``mnemoflow batch submit``: the job submits and stops; ``collect`` fills the cache; the
     job run again makes no request and counts the replies as batch calls."""
-    from mnemoflow.commands.batch import outstanding
+    from mnemoflow.cli import main
     from mnemoflow.llm.batch_mode import SUBMIT_ONLY_ENV
     from mnemoflow.llm.types import EndpointError
 
     with OpenAITestServer(reply=strict_judge) as server:
         online, _ = judged(tmp_path, server, "online")
-    with OpenAITestServer(reply=strict_judge, batch_delay=0.3) as server:
+    with OpenAITestServer(reply=strict_judge, batch_delay=2.0) as server:
         binding = {"base_url": server.base_url, "model": "judge-test", "batch": True}
-        config = {"models": {"judge": {**binding, "batch_poll_s": 0.05}}}
-        config["cache"] = str(tmp_path / "batch-cache")
+        config = {"models": {"judge": {**binding, "batch_poll_s": 0.05}}, "cache": "batch-cache"}
+        (tmp_path / "config.yaml").write_text(json.dumps(config))  # the run's config
         monkeypatch.setenv(SUBMIT_ONLY_ENV, "1")
         with pytest.raises(EndpointError, match=r"12 requests wait in Batch-API batches batch_"):
             judged(tmp_path, server, "batch", **binding)
         monkeypatch.delenv(SUBMIT_ONLY_ENV)
-        [(record, status)] = asyncio.run(outstanding(config, wait=False, collect=False))
-        assert (status, len(record["custom_ids"])) == ("in_progress", 12)
-        [(record, status)] = asyncio.run(outstanding(config, wait=True, collect=True))
-        assert status == "completed"
-        assert asyncio.run(outstanding(config, wait=False, collect=False)) == []
+
+        def batch(*argv: str) -> str:
+            assert main(["batch", *argv, "--directory", str(tmp_path)]) == 0
+            return capsys.readouterr().out
+
+        [record] = BatchStore(tmp_path / "batch-cache.batches").records()
+        assert batch("status") == f"{record['id']}\tjudge\t12 requests\tin_progress\n"
+        assert batch("collect", "--wait").endswith("\tcompleted\n")
+        assert batch("status") == "no outstanding Batch-API batches\n"
         server.reset()
         batched, ledger = judged(tmp_path, server, "batch", **binding)
         assert server.stats().total == 0 and server.batch_api.created == 1

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from mnemoflow.commands import COMMANDS
-from mnemoflow.commands.plan import parsed_run
 from mnemoflow.commands.run import ROOT, snakemake_command
+from mnemoflow.config_schema import check_config_files, read_config_file
 from mnemoflow.llm.batch_mode import SUBMIT_ONLY_ENV, BatchStore, collect_for_later
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.gateway import Gateway
@@ -44,20 +44,42 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "submit":
         env = {**os.environ, SUBMIT_ONLY_ENV: "1"}
         return subprocess.call(snakemake_command([*extra, "--keep-going"]), cwd=ROOT, env=env)
-    parsed = parsed_run(extra)
-    with contextlib.chdir(parsed["workdir"]):
-        found = asyncio.run(
-            outstanding(
-                parsed["config"],
-                wait=args.action == "collect" and args.wait,
-                collect=args.action == "collect",
-            )
-        )
+    workdir, config = run_config(extra)
+    collect = args.action == "collect"
+    with contextlib.chdir(workdir):  # the config's cache path, as the run reads it
+        found = asyncio.run(outstanding(config, wait=collect and args.wait, collect=collect))
     for record, status in found:
         print(f"{record['id']}\t{record['role']}\t{len(record['custom_ids'])} requests\t{status}")
     if not found:
         print("no outstanding Batch-API batches")
     return 0
+
+
+def run_config(extra: list[str]) -> tuple[Path, dict[str, Any]]:
+    """The working directory and the config a run with snakemake arguments ``extra`` reads:
+    its ``config.yaml`` with each ``--configfile`` merged over it, key by key (as Snakemake)."""
+    workdir, files, option = ROOT, [], None
+    for arg in extra:
+        if arg.startswith("-"):
+            option = arg
+        elif option in ("--directory", "-d"):
+            workdir = ROOT / arg  # snakemake runs in the checkout (mnemoflow run)
+        elif option in ("--configfile", "--configfiles"):
+            files.append(ROOT / arg)
+    check_config_files(extra, ROOT)  # file and line of a YAML error
+    config: dict[str, Any] = {}
+    for path in [workdir / "config.yaml", *files]:
+        if path.is_file():
+            _merge(config, read_config_file(path) or {})
+    return workdir, config
+
+
+def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
 
 
 async def outstanding(

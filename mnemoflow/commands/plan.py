@@ -79,17 +79,15 @@ def _listed(lines: list[str]) -> str:
     return " " + ", ".join(block) if block else ""
 
 
-def parsed_run(extra: list[str]) -> dict:
-    """A dry run on snakemake arguments ``extra``: the config it parsed (``config``), its
-    ``workdir``, ``model_rules`` and the dry run's log (``log``)."""
+def run(args: argparse.Namespace) -> int:
     if not (ROOT / "Snakefile").exists():
         raise OSError(f"{ROOT}: no Snakefile; run mnemoflow from a checkout of the repository")
-    check_config_files(extra, ROOT)  # file and line of a YAML error
+    check_config_files(list(getattr(args, "extra", [])), ROOT)  # file and line of a YAML error
     with tempfile.TemporaryDirectory() as tmp:
         dump = Path(tmp) / "config.json"
         command = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-n"]
         result = subprocess.run(
-            [*command, *extra],
+            [*command, *getattr(args, "extra", [])],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -98,12 +96,7 @@ def parsed_run(extra: list[str]) -> dict:
         if result.returncode != 0 or not dump.is_file():
             raise OSError(f"the dry run failed: {dry_run_error(result.stdout + result.stderr)}")
         parsed = json.loads(dump.read_text(encoding="utf-8"))
-    return {**parsed, "log": result.stdout + result.stderr}
-
-
-def run(args: argparse.Namespace) -> int:
-    parsed = parsed_run(list(getattr(args, "extra", [])))
-    jobs = dry_run_jobs(parsed["log"])
+    jobs = dry_run_jobs(result.stdout + result.stderr)
     with contextlib.chdir(parsed["workdir"]):  # the config's relative paths, as the run reads them
         plan = plan_run(parsed["config"], parsed["workdir"], jobs, parsed["model_rules"])
     sys.stdout.write(plan.to_json() if args.json else plan.render())
