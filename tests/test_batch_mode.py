@@ -349,3 +349,14 @@ def test_the_test_servers_batch_api_in_openai_shapes(tmp_path):
     answered, failed = read_output(out + errors)
     assert sorted(answered) == ["k1", "k2"] and failed == {"k0": "planned line error"}
     assert answered["k1"]["choices"][0]["message"]["content"] == "echo: hello"
+
+
+def test_summary_cost_prices_batch_tokens_at_batch_prices():
+    from mnemoflow.report.summaries import LedgerFile, _cost
+
+    ledger = LedgerFile("x", {"roles": {"judge": {"backend": "openai", "model": "judge-test"}}})
+    counters = {"tokens_in": 3_000_000, "tokens_out": 1_000_000, "cached_in": 0}
+    batch = {"batch_tokens_in": 2_000_000, "batch_tokens_out": 1_000_000}
+    # online: 1 M in x $2; batch: 2 M in x $1 + 1 M out x $4
+    assert _cost(ledger, "judge", {**counters, **batch}, PRICES) == pytest.approx(2 + 2 + 4)
+    assert _cost(ledger, "judge", counters, PRICES) == pytest.approx(6 + 8)
