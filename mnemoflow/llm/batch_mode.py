@@ -72,7 +72,6 @@ class Rounds:
     #: job got, counted as calls (at batch prices for a batch) by the pass that uses them
     fresh: dict[str, tuple[str | None, Completion]] = field(default_factory=dict)
     counts: dict[str, Counter[str]] = field(default_factory=dict)  # role/task -> counters
-    batch_ids: set[str] = field(default_factory=set)
 
     def count(self, pending: Pending, name: str, n: int = 1) -> None:
         key = f"{pending.request.role}/{pending.request.task}"
@@ -273,7 +272,6 @@ async def _drain_role(gateway: Gateway, rounds: Rounds, todo: dict[str, Pending]
                     answered.add(key)
             for key in set(failed) & set(todo):
                 rounds.count(todo[key], "batch_errors")
-            rounds.batch_ids.add(record["id"])
             rounds.store.save(record)  # its replies are in the cache: never collected again
         todo = {key: p for key, p in todo.items() if key not in answered}
         if not todo:
