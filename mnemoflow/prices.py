@@ -11,7 +11,9 @@ A leaf module (standard library and ``errors`` only), so the gateway (``llm``) a
 
 - ``input``: prompt tokens; ``cached_input``: prompt tokens the *provider* served from its own
   prompt cache (the endpoint reports them as ``usage.prompt_tokens_details.cached_tokens``);
-  without it they cost ``input``; ``output``: completion tokens (reasoning included).
+  without it they cost ``input``; ``output``: completion tokens (reasoning included);
+  ``batch_input`` / ``batch_output``: the same through the provider's Batch API (absent: a
+  batch's price is unknown).
 - mnemoflow's own response cache costs nothing: a cache hit has no tokens in the ledger.
 - local backends (``offline``, ``sentence_transformers``) cost nothing: :data:`FREE_BACKENDS`.
 - a model with no price has no cost (``None``), never a guess; a sum that includes one is unknown.
@@ -31,7 +33,7 @@ from mnemoflow.errors import ConfigError
 #: The shipped table.
 TABLE = Path(__file__).resolve().parents[1] / "data" / "model_prices.yaml"
 #: USD per million tokens.
-PRICE_KEYS = ("input", "cached_input", "output")
+PRICE_KEYS = ("input", "cached_input", "output", "batch_input", "batch_output")
 #: What an entry of the shipped table holds besides prices.
 TABLE_KEYS = (*PRICE_KEYS, "context_window", "date", "source")
 #: Backends that run on this machine: their calls cost no dollars.
@@ -82,7 +84,7 @@ def _check_price(entry: Mapping[str, Any], where: str, complete: bool) -> None:
     for key in PRICE_KEYS:
         value = entry.get(key)
         if value is None:
-            if complete and key != "cached_input":
+            if complete and key in ("input", "output"):
                 raise ConfigError(f"{where}.{key}: required (USD per million tokens)")
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
@@ -144,6 +146,25 @@ def usd(
     cached_rate = price["input"] if cached_rate is None else cached_rate
     total = (tokens_in - cached) * price["input"] + cached * cached_rate
     return round((total + tokens_out * price["output"]) / 1e6, 9)
+
+
+def batch_usd(
+    model: str,
+    tokens_in: int,
+    tokens_out: int,
+    table: Mapping[str, Mapping[str, float]] | None = None,
+) -> float | None:
+    """Dollars of a reply through a provider's Batch API, at ``batch_input`` / ``batch_output``;
+    ``None`` when the model has no batch price (never a guessed discount).
+
+    >>> usd_table = {"m": {"input": 2.0, "output": 8.0, "batch_input": 1.0, "batch_output": 4.0}}
+    >>> batch_usd("m", 1_000_000, 500_000, usd_table)
+    3.0
+    """
+    price = lookup(model, price_table() if table is None else table)
+    if price is None or price.get("batch_input") is None or price.get("batch_output") is None:
+        return None
+    return round((tokens_in * price["batch_input"] + tokens_out * price["batch_output"]) / 1e6, 9)
 
 
 def context_window(model: str) -> int | None:

@@ -27,16 +27,12 @@ from mnemoflow.eval.panel import panel_limits as panel_job_limits
 from mnemoflow.llm.addresses import public_bindings, redacted_config
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
-from mnemoflow.llm.types import check_bindings, played_by
+from mnemoflow.llm.types import check_batch_rules, check_bindings, online
+from mnemoflow.llm.types import played_by, refuse_batch
 from mnemoflow.ops.endpoints import stop_all as stop_endpoints
 from mnemoflow.planning.budget import check_budget, planning
-from mnemoflow.planning.grid import (
-    RULE_ROLES,
-    check_run,
-    run_roles,
-    run_units,
-    scored_steps,
-)
+from mnemoflow.planning.grid import RULE_ROLES, check_run, run_roles, run_rules
+from mnemoflow.planning.grid import run_units, scored_steps
 from mnemoflow.memory.base import check_installed, check_systems, stage_roles
 from mnemoflow.memory.base import stage_spec, without_labels
 from mnemoflow.protocols import feedback as fb
@@ -349,6 +345,7 @@ def scored_step_files(name):
 
 for _judge in PANEL:
     check_bindings({"judge": _judge.model}, require_keys=False)
+    refuse_batch(_judge.model, f"judge.panel ({_judge.name})")
 
 
 def check_keys():
@@ -374,8 +371,9 @@ def panel_limits(with_configured=False):
 
 
 def configured_judge(wildcards):
-    """The configured judge as the probe asks it: the benchmark's judge kind, models.judge."""
-    return {"kind": judge_kind(wildcards), "model": MODELS.get("judge", {})}
+    """The configured judge as the probe asks it: the benchmark's judge kind, models.judge
+    (asked online: the probe's job does not run in Batch-API mode)."""
+    return {"kind": judge_kind(wildcards), "model": online(MODELS.get("judge", {}))}
 
 
 # --- interactive protocols (AMemGym): `protocols: [interactive, interactive_replay]` ----------
@@ -526,6 +524,8 @@ check_bindings(
     allow_offline=config.get("allow_offline_roles", []),
     require_keys=False,
 )
+# Batch-API mode only for roles whose every rule in the run collects a job's requests
+check_batch_rules(MODELS, {r: RULE_ROLES[r] for r in run_rules(config, BENCHMARKS)})
 # every system the run uses installed (a product's extra: the pip install to run)
 _systems = [
     layout.systems_of(config, BENCHMARKS, b) for b in config["run"]["benchmarks"]

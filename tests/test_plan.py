@@ -59,7 +59,9 @@ def test_plan_json_has_the_ledger_totals_and_prices_by_role():
         "tokens_in",
         "tokens_out",
         "usd",
+        "usd_batch",  # gpt-4o-mini has no batch price in the table: unknown
     }
+    assert data["by_role"]["agent"]["usd_batch"] is None
     # gpt-4o-mini: $0.15 in, $0.60 out per million; the offline judge costs nothing
     assert data["by_role"]["agent"]["usd"] == pytest.approx(0.15 + 0.06)
     assert data["by_role"]["judge"]["usd"] == 0.0 and data["usd"] == pytest.approx(0.21)

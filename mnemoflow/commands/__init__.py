@@ -22,6 +22,7 @@ COMMANDS = Registry(
         "mnemoflow.commands.serve",
         "mnemoflow.commands.metric",
         "mnemoflow.commands.cache",
+        "mnemoflow.commands.batch",
         "mnemoflow.commands.compare",
         "mnemoflow.commands.export",
         "mnemoflow.commands.importer",

@@ -97,20 +97,24 @@ def answer(
         log.info("read %d answers from %s, %d missing", len(answers), system["path"], len(failures))
         return
 
+    async def answer_pass():
+        failures.clear()  # Batch-API mode runs passes; the last one's are the job's
+        label = f"answer {run.benchmark}/{run.system} step {run.step}"
+        with progress(len(todo), label) as bar:
+            return await static_qa.answer(
+                todo,
+                Path(files.snapshot),
+                StepContext(system, gateway, run.row(), env.seed, tick(bar)),
+                reader,
+                use_options,
+                sessions=turns,
+                episode_sessions=episode_map,
+                failures=failures,
+            )
+
     async def answer_all():
         async with gateway:
-            label = f"answer {run.benchmark}/{run.system} step {run.step}"
-            with progress(len(todo), label) as bar:
-                return await static_qa.answer(
-                    todo,
-                    Path(files.snapshot),
-                    StepContext(system, gateway, run.row(), env.seed, tick(bar)),
-                    reader,
-                    use_options,
-                    sessions=turns,
-                    episode_sessions=episode_map,
-                    failures=failures,
-                )
+            return await gateway.batched(answer_pass)
 
     answers = asyncio.run(answer_all())
     write_table(answers, files.answers, "answers")
@@ -146,18 +150,21 @@ def judge(files: JudgeFiles, env: JobEnv, *, kind: str, repeats: int) -> None:
     runs = sorted({f"{r.benchmark}/{r.system} step {r.step}" for r in answered.itertuples()})
     desc = f"judge {', '.join(runs) or kind}"
 
+    async def judge_pass():
+        return await static_qa.judge(
+            answered,
+            read_table(files.questions, "questions"),
+            gateway,
+            kind,
+            repeats,
+            seed,
+            progress=lambda calls: progress(calls, desc),
+            failed=failed_questions(files.answers_ledger),
+        )
+
     async def judge_all():
         async with gateway:
-            return await static_qa.judge(
-                answered,
-                read_table(files.questions, "questions"),
-                gateway,
-                kind,
-                repeats,
-                seed,
-                progress=lambda calls: progress(calls, desc),
-                failed=failed_questions(files.answers_ledger),
-            )
+            return await gateway.batched(judge_pass)
 
     frame = asyncio.run(judge_all())
     write_table(frame, files.judgements, "judgements")

@@ -47,9 +47,9 @@ PROTOCOL_RULES = {
 }
 
 
-def run_roles(config: Mapping[str, Any], benchmarks: Mapping[str, Any]) -> set[str]:
-    """The roles the run's rules bind: those of its protocols' rules (a protocol not listed:
-    every rule's), and the generators' where it generates an environment with a model."""
+def run_rules(config: Mapping[str, Any], benchmarks: Mapping[str, Any]) -> set[str]:
+    """The model-calling rules the run uses: its protocols' rules (a protocol not listed: every
+    rule), and the generators' where it generates an environment with a model."""
     names = {
         name
         for b in config["run"]["benchmarks"]
@@ -57,8 +57,12 @@ def run_roles(config: Mapping[str, Any], benchmarks: Mapping[str, Any]) -> set[s
         for name in PROTOCOL_RULES.get(p, RULE_ROLES)
     }
     generated = set(generated_with(benchmarks, "llm")) & set(config["run"]["benchmarks"])
-    names |= {"generate_user"} if generated else set()
-    return {role for name in names for role in RULE_ROLES[name]}
+    return names | ({"generate_user"} if generated else set())
+
+
+def run_roles(config: Mapping[str, Any], benchmarks: Mapping[str, Any]) -> set[str]:
+    """The roles the run's rules bind (:func:`run_rules`)."""
+    return {role for name in run_rules(config, benchmarks) for role in RULE_ROLES[name]}
 
 
 def chain(protocol: str, spec: Mapping[str, Any]) -> layout.Chain:

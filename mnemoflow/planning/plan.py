@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemoflow.llm.types import EndpointSpec, binding_text
-from mnemoflow.prices import FREE_BACKENDS, usd
+from mnemoflow.prices import FREE_BACKENDS, batch_usd, usd
 
 #: Seconds per call assumed for an endpoint with neither ``plan.latency_s`` nor an earlier ledger.
 ASSUMED_LATENCY_S = 2.0
@@ -94,6 +94,16 @@ class Plan:
             return 0.0
         return usd(spec.model, round(line.tokens_in), 0, round(line.tokens_out), self.prices)
 
+    def line_usd_batch(self, line: Line) -> float | None:
+        """The line's dollars through the provider's Batch API (Batch-API mode)."""
+        return self._batch(line.role, round(line.tokens_in), round(line.tokens_out))
+
+    def _batch(self, role: str, tokens_in: int, tokens_out: int) -> float | None:
+        spec = self.specs[role]
+        if spec.backend in FREE_BACKENDS:
+            return 0.0
+        return batch_usd(spec.model, tokens_in, tokens_out, self.prices)
+
     def by_role(self) -> dict[str, dict[str, Any]]:
         roles: dict[str, dict[str, Any]] = {}
         for line in self.lines.values():
@@ -111,6 +121,7 @@ class Plan:
                 if spec.backend in FREE_BACKENDS
                 else usd(spec.model, entry["tokens_in"], 0, entry["tokens_out"], self.prices)
             )
+            entry["usd_batch"] = self._batch(role, entry["tokens_in"], entry["tokens_out"])
         return dict(sorted(roles.items()))
 
     def unpriced(self) -> list[str]:
@@ -163,6 +174,7 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         roles = self.by_role()
         totals = {name: sum(r[name] for r in roles.values()) for name in TOTAL_KEYS}
+        # usd_batch is per run and role only: not every role can go through a batch
         return {
             "jobs": sum(self.jobs.values()),
             **totals,
@@ -183,6 +195,7 @@ class Plan:
                     "task": line.task,
                     **{name: round(getattr(line, name)) for name in TOTAL_KEYS},
                     "usd": self.line_usd(line),
+                    "usd_batch": self.line_usd_batch(line),
                     "count": "exact" if line.exact else "expected",
                     **(
                         {"min": round(line.calls_min), "max": round(line.calls_max)}
@@ -230,11 +243,13 @@ class Plan:
                 f"{e['tokens_in']:,}",
                 f"{e['tokens_out']:,}",
                 _money(e["usd"]),
+                _money(e["usd_batch"]) + (" (batch: true)" if self.specs[role].batch else ""),
                 str(data["overflows"].get(role, 0)),
             ]
             for role, e in data["by_role"].items()
         ]
-        head = ["role", "calls", "cached", "tokens in", "tokens out", "USD", "overflow"]
+        head = ["role", "calls", "cached", "tokens in", "tokens out", "USD", "USD Batch-API"]
+        head.append("overflow")
         out += ["", *_table(head, role_rows)]
         out.append("")
         out += [f"role {role}: {text}" for role, text in data["bindings"].items()]

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import MEMORY_FAILURES
-from mnemoflow.prices import FREE_BACKENDS, price_table, usd
+from mnemoflow.prices import FREE_BACKENDS, batch_usd, price_table, usd
 from mnemoflow.report.seeds import MEAN as SEEDS_MEAN
 from mnemoflow.report.stats import mean_interval, wilson_interval
 
@@ -323,13 +323,19 @@ def ledger_labels(paths: list[Path]) -> list[str]:
 def _cost(ledger: LedgerFile, role: str, counters: dict[str, Any], prices: Mapping) -> float:
     """Dollars of one role/task entry at ``prices``, keyed by the model the role binds (the
     ``roles`` the gateway described; older ledgers: the model the endpoint named). A local
-    backend costs nothing; a model without a price is NaN, never a guess."""
+    backend costs nothing; a model without a price is NaN, never a guess. Tokens that came
+    through a Batch-API batch (``batch_tokens_in`` / ``_out``) cost the batch prices."""
     binding = (ledger.data.get("roles") or {}).get(role) or {}
     if binding.get("backend") in FREE_BACKENDS:
         return 0.0
     model = binding.get("model") or ledger.data["models"].get(role, "?")
     tokens_in, tokens_out = int(counters["tokens_in"]), int(counters["tokens_out"])
-    dollars = usd(model, tokens_in, int(counters["cached_in"]), tokens_out, prices)
+    batch_in, batch_out = (int(counters.get(f"batch_tokens_{k}", 0)) for k in ("in", "out"))
+    online = usd(
+        model, tokens_in - batch_in, int(counters["cached_in"]), tokens_out - batch_out, prices
+    )
+    batched = batch_usd(model, batch_in, batch_out, prices) if batch_in or batch_out else 0.0
+    dollars = None if online is None or batched is None else online + batched
     if dollars is None:
         return 0.0 if tokens_in == tokens_out == 0 else math.nan
     return dollars

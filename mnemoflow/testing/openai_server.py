@@ -1,6 +1,7 @@
 """A local OpenAI-compatible server for tests and benchmarks: latency, faults and counters.
 
-It serves ``/v1/chat/completions``, ``/v1/embeddings`` and ``/v1/models`` on a loopback address,
+It serves ``/v1/chat/completions``, ``/v1/embeddings``, ``/v1/models`` and the Batch API
+(``/v1/files``, ``/v1/batches``: :mod:`mnemoflow.testing.batch_api`) on a loopback address,
 answers deterministically (a fixed text, a function of the request, or by default an echo of the
 last user message) with realistic ``usage``, and injects faults from a *plan*: the n-th attempt of
 each distinct request body gets ``faults[n]`` (``"500"``, ``"429"``, ``"timeout"``, ``"malformed"``,
@@ -43,6 +44,7 @@ from aiohttp import web
 
 from mnemoflow.lexical import count_tokens
 from mnemoflow.llm.gateway import original_messages
+from mnemoflow.testing.batch_api import BatchAPI
 
 #: Fault kinds a plan may name; anything else is rejected when the server is built.
 FAULT_KINDS = {
@@ -224,6 +226,9 @@ class OpenAITestServer:
         prompt_cache: bool = False,
         prefixes: Sequence[str] = (),
         headers: dict[str, str] | None = None,
+        batch_delay: float = 0.0,
+        batch_line_errors: int = 0,
+        batch_expire: int = 0,
     ):
         if think not in ("", "inline", "field"):
             raise ValueError(f"openai test server: think is '', 'inline' or 'field', got {think!r}")
@@ -263,6 +268,13 @@ class OpenAITestServer:
         self._api_key = api_key
         self.prefixes = ["", *("/" + prefix.strip("/") for prefix in prefixes)]
         self._headers = dict(headers or {})
+        #: ``/v1/files`` and ``/v1/batches`` (:mod:`mnemoflow.testing.batch_api`)
+        self.batch_api = BatchAPI(
+            lambda body: json.loads(self._completion(body).body),
+            delay=batch_delay,
+            line_errors=batch_line_errors,
+            expire=batch_expire,
+        )
         self._stats = ServerStats()
         self._lock = threading.Lock()
         self._runner: web.AppRunner | None = None
@@ -284,6 +296,7 @@ class OpenAITestServer:
             app.router.add_post(f"{prefix}/v1/chat/completions", self._chat)
             app.router.add_post(f"{prefix}/v1/embeddings", self._embeddings)
             app.router.add_get(f"{prefix}/v1/models", self._models)
+            self.batch_api.routes(app, prefix)
         app.router.add_get("/mnemoflow/stats", self._stats_route)
         app.router.add_post("/mnemoflow/reset", self._reset_route)
         return app
