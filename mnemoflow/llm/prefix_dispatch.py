@@ -1,0 +1,203 @@
+"""Prefix-cache-aware dispatch: the order a role's pending requests are sent to its endpoint in.
+
+vLLM and SGLang serve a prompt's leading blocks from their KV cache when an earlier request
+*completed* with the same prefix, and evict least recently used blocks. A job sends many
+requests that share long prefixes (one conversation read by many questions, one instruction
+block, one growing history), but in the order the job produces them: requests of one prefix go
+out together, all before any has filled the cache, and requests of many prefixes interleave,
+each evicting the others from a bounded cache. The :class:`PrefixDispatcher` (one per role, on
+when ``models.<role>.prefix_dispatch`` is true) holds a request back until it is its turn:
+
+- a prompt is cut into blocks of :data:`BLOCK_CHARS` characters, each named by a hash chained
+  over the blocks before it (two prompts share a block only when they share everything before
+  it); the prompt itself is sent unchanged;
+- a request is *held* while a request in flight shares at least :data:`MIN_GAIN` more blocks
+  with it than the completed requests did: it is released once that one has completed (and the
+  server's cache holds their prefix);
+- of the others, a request whose prefix completed goes first (the longest completed prefix
+  first, then the most recently completed), so one prefix's requests go out one after another
+  while the server still holds it; then a *leader*, a request that shares at least
+  :data:`MIN_GAIN` more blocks with other pending requests than completed requests did: the
+  longest shared prefix first, then the most requests, and one leader at a time;
+- never more than ``limit`` requests in flight; ties go by the chain and the cache key, so the
+  order depends on the requests, not on when each arrived within a scheduling round (requests
+  that arrive within :data:`SETTLE_TICKS` event-loop turns of each other are ordered together).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: Characters per block of a prompt (about 16 tokens of English).
+BLOCK_CHARS = 64
+#: Blocks a request must gain by waiting (or a leader must offer) to be worth ordering for.
+MIN_GAIN = 4
+#: Event-loop turns a round waits after the first arrival, so that requests a job starts
+#: together (``asyncio.gather``) are ordered together.
+SETTLE_TICKS = 3
+#: Completed blocks remembered (least recently completed forgotten first).
+WARM_BLOCKS = 1_000_000
+
+
+def prompt_chain(messages: list[dict[str, Any]], block_chars: int = BLOCK_CHARS) -> tuple[str, ...]:
+    """The chained hashes of the whole blocks of the prompt's text (every message in order, its
+    role and content as sent)."""
+    text = "".join(
+        json.dumps(m, sort_keys=True, ensure_ascii=False, separators=(",", ":")) for m in messages
+    )
+    chain, previous = [], b""
+    for start in range(0, len(text) - len(text) % block_chars, block_chars):
+        digest = hashlib.blake2b(previous, digest_size=12)
+        digest.update(text[start : start + block_chars].encode("utf-8"))
+        previous = digest.digest()
+        chain.append(previous.hex())
+    return tuple(chain)
+
+
+def depth(chain: tuple[str, ...], present: Callable[[str], bool]) -> int:
+    """Leading blocks of ``chain`` for which ``present`` holds (it holds for a prefix of every
+    chain: whatever holds of a block holds of the blocks before it)."""
+    low, high = 0, len(chain)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if present(chain[mid - 1]):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+@dataclass(eq=False)
+class _Entry:
+    chain: tuple[str, ...]
+    key: str
+    released: asyncio.Future[None]
+    leader: bool = False
+    order: tuple[Any, ...] = field(default=())
+
+
+class PrefixDispatcher:
+    """Releases one role's requests in prefix-cache-friendly order, ``limit`` in flight."""
+
+    def __init__(self, limit: int, min_gain: int = MIN_GAIN, block_chars: int = BLOCK_CHARS):
+        if limit < 1:
+            raise ValueError(f"prefix dispatch: limit must be >= 1, got {limit}")
+        self.limit = limit
+        self.min_gain = min_gain
+        self.block_chars = block_chars
+        self._pending: list[_Entry] = []
+        self._inflight: list[_Entry] = []
+        self._pending_blocks: Counter[str] = Counter()
+        self._inflight_blocks: Counter[str] = Counter()
+        self._warm: OrderedDict[str, int] = OrderedDict()  # block -> completion number
+        self._completed = 0
+        self._round: asyncio.Task[None] | None = None
+        #: the keys in the order they were released (for tests and benches)
+        self.released: list[str] = []
+        self.max_inflight = 0
+
+    async def send(
+        self, messages: list[dict[str, Any]], key: str, call: Callable[[], Awaitable[T]]
+    ) -> T:
+        """``call()`` once this request's turn has come; its prompt is ``messages``."""
+        loop = asyncio.get_running_loop()
+        entry = _Entry(prompt_chain(messages, self.block_chars), key, loop.create_future())
+        self._pending.append(entry)
+        self._pending_blocks.update(entry.chain)
+        self._schedule()
+        try:
+            await entry.released
+        except BaseException:
+            if entry in self._pending:
+                self._drop_pending(entry)
+            else:
+                self._finish(entry, completed=False)
+            raise
+        completed = False
+        try:
+            result = await call()
+            completed = True
+            return result
+        finally:
+            self._finish(entry, completed)
+
+    # ---- rounds ------------------------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        if self._round is None or self._round.done():
+            self._round = asyncio.get_running_loop().create_task(self._settle_then_release())
+
+    async def _settle_then_release(self) -> None:
+        for _ in range(SETTLE_TICKS):
+            await asyncio.sleep(0)
+        self._release()
+
+    def _release(self) -> None:
+        """Release the best eligible requests while there is room in flight."""
+        while self._pending and len(self._inflight) < self.limit:
+            best = self._best()
+            if best is None:
+                return
+            self._drop_pending(best)
+            self._inflight.append(best)
+            self._inflight_blocks.update(best.chain)
+            self.released.append(best.key)
+            self.max_inflight = max(self.max_inflight, len(self._inflight))
+            if not best.released.done():
+                best.released.set_result(None)
+
+    def _best(self) -> _Entry | None:
+        leading = any(e.leader for e in self._inflight)
+        best: _Entry | None = None
+        for entry in self._pending:
+            warm = depth(entry.chain, self._warm.__contains__)
+            ahead = depth(entry.chain, lambda b: self._inflight_blocks[b] > 0)
+            if ahead - warm >= self.min_gain:
+                continue  # a request in flight fills the cache with more of this prompt
+            shared = depth(entry.chain, lambda b: self._pending_blocks[b] > 1)
+            entry.leader = shared - warm >= self.min_gain
+            if entry.leader:
+                if leading:
+                    continue
+                group = self._pending_blocks[entry.chain[shared - 1]]
+                entry.order = (1, -shared, -group, 0, entry.chain, entry.key)
+            else:
+                recent = self._warm[entry.chain[warm - 1]] if warm else -1
+                entry.order = (0, -warm, -recent, 0, entry.chain, entry.key)
+            if best is None or entry.order < best.order:
+                best = entry
+        return best
+
+    def _drop_pending(self, entry: _Entry) -> None:
+        self._pending.remove(entry)
+        self._pending_blocks.subtract(entry.chain)
+        for block in entry.chain:
+            if self._pending_blocks[block] <= 0:
+                del self._pending_blocks[block]
+
+    def _finish(self, entry: _Entry, completed: bool) -> None:
+        """A released request ended; a completed one's prefix is now in the server's cache."""
+        if entry not in self._inflight:
+            return
+        self._inflight.remove(entry)
+        self._inflight_blocks.subtract(entry.chain)
+        for block in entry.chain:
+            if self._inflight_blocks[block] <= 0:
+                del self._inflight_blocks[block]
+        if completed:
+            self._completed += 1
+            for block in reversed(entry.chain):  # the head is the most recent, as a server has it
+                self._warm[block] = self._completed
+                self._warm.move_to_end(block)
+            while len(self._warm) > WARM_BLOCKS:
+                self._warm.popitem(last=False)
+        if self._pending:
+            self._schedule()
