@@ -58,6 +58,7 @@ def test_plan_json_has_the_ledger_totals_and_prices_by_role():
         "cache_hits",
         "tokens_in",
         "tokens_out",
+        "cached_in",
         "usd",
     }
     # gpt-4o-mini: $0.15 in, $0.60 out per million; the offline judge costs nothing

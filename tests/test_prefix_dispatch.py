@@ -257,3 +257,25 @@ def test_through_the_gateway_the_cached_share_rises_and_the_ledger_matches_the_s
         shares[dispatch] = stats.cached_tokens / stats.ideal_cached_tokens
     assert texts[True] == texts[False]
     assert shares[True] >= 0.8 > shares[False] + 0.2
+
+
+def test_the_plan_expects_the_prefix_shared_prompt_tokens_of_a_server(tmp_path):
+    """``plan --json``: ``cached_in`` on runs[] and by_role, the prompt tokens an unbounded
+    prefix cache would serve: a long-context reader's conversation, asked by every question."""
+    import yaml
+
+    from mnemoflow.planning.run import plan_run
+    from tests.workflow import REPO, TINY
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    tiny = yaml.safe_load(TINY.read_text())
+    config["models"]["embedder"] = {"backend": "offline"}
+    config["models"]["agent"] = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    config["run"] = {**tiny["run"], "systems": ["full_context"]}
+    config["benchmarks"]["synthetic"] = tiny["benchmarks"]["synthetic"]
+    planned = plan_run(config, tmp_path).to_dict()
+    agent, judge = planned["by_role"]["agent"], planned["by_role"]["judge"]
+    assert 0.3 * agent["tokens_in"] < agent["cached_in"] < agent["tokens_in"]
+    assert judge["cached_in"] == 0  # the offline judge has no prompt cache
+    runs = [r for r in planned["runs"] if r["role"] == "agent"]
+    assert runs and sum(r["cached_in"] for r in runs) == pytest.approx(agent["cached_in"], abs=2)

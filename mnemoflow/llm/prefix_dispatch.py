@@ -50,9 +50,7 @@ WARM_BLOCKS = 1_000_000
 def prompt_chain(messages: list[dict[str, Any]], block_chars: int = BLOCK_CHARS) -> tuple[str, ...]:
     """The chained hashes of the whole blocks of the prompt's text (every message in order, its
     role and content as sent)."""
-    text = "".join(
-        json.dumps(m, sort_keys=True, ensure_ascii=False, separators=(",", ":")) for m in messages
-    )
+    text = prompt_text(messages)
     chain, previous = [], b""
     for start in range(0, len(text) - len(text) % block_chars, block_chars):
         digest = hashlib.blake2b(previous, digest_size=12)
@@ -60,6 +58,24 @@ def prompt_chain(messages: list[dict[str, Any]], block_chars: int = BLOCK_CHARS)
         previous = digest.digest()
         chain.append(previous.hex())
     return tuple(chain)
+
+
+def prompt_text(messages: list[dict[str, Any]]) -> str:
+    """What the chain is cut from: every message in order, its role and content as sent."""
+    return "".join(
+        json.dumps(m, sort_keys=True, ensure_ascii=False, separators=(",", ":")) for m in messages
+    )
+
+
+def shared_fraction(messages: list[dict[str, Any]], seen: set[str]) -> float:
+    """The share of a prompt's text whose blocks an earlier prompt of ``seen`` (the blocks sent
+    so far, updated here) already sent: what an unbounded prefix cache would serve (a plan's
+    estimate of the provider's cache)."""
+    text = prompt_text(messages)
+    chain = prompt_chain(messages)
+    served = depth(chain, seen.__contains__)
+    seen.update(chain)
+    return served * BLOCK_CHARS / len(text) if text else 0.0
 
 
 def depth(chain: tuple[str, ...], present: Callable[[str], bool]) -> int:
