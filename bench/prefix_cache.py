@@ -96,24 +96,16 @@ def _turn(benchmark, episode, session, index, time, k, role, content, step=0):
     }
 
 
+#: The question columns every generated question has alike.
+_QUESTION = dict(
+    split="test", answer="unknown", question_type="single-hop", question_time="", options=[],
+    gold_option=-1, evidence_ids=[], checkpoint=0, lang="en", meta="{}",
+)  # fmt: skip
+
+
 def _question(benchmark, episode, qid, text):
-    return {
-        "benchmark": benchmark,
-        "dataset": benchmark,
-        "episode_id": episode,
-        "question_id": qid,
-        "split": "test",
-        "question": text,
-        "answer": "unknown",
-        "question_type": "single-hop",
-        "question_time": "",
-        "options": [],
-        "gold_option": -1,
-        "evidence_ids": [],
-        "checkpoint": 0,
-        "lang": "en",
-        "meta": "{}",
-    }
+    ids = {"benchmark": benchmark, "dataset": benchmark, "episode_id": episode}
+    return {**_QUESTION, **ids, "question_id": qid, "question": text}
 
 
 def _episode_rows(benchmark, episode, sessions):

@@ -79,12 +79,7 @@ class PrefixCache:
 
     def lookup(self, chain: list[str]) -> int:
         """Leading blocks of ``chain`` present (a chain is only usable from its start)."""
-        n = 0
-        for block in chain:
-            if block not in self._blocks:
-                break
-            n += 1
-        return n
+        return _leading(chain, self._blocks)
 
     def fill(self, chain: list[str]) -> None:
         """A request with ``chain`` completed: its blocks become the most recently used, its
@@ -103,10 +98,15 @@ class IdealCache:
         self._blocks: set[str] = set()
 
     def arrive(self, chain: list[str]) -> int:
-        n = 0
-        for block in chain:
-            if block not in self._blocks:
-                break
-            n += 1
+        n = _leading(chain, self._blocks)
         self._blocks.update(chain)
         return n
+
+
+def _leading(chain: list[str], present: Any) -> int:
+    n = 0
+    for block in chain:
+        if block not in present:
+            break
+        n += 1
+    return n
