@@ -48,6 +48,8 @@ WORDS = (
     "garden river kitchen bicycle violin market winter holiday cousin library project "
     "recipe mountain painting office coffee morning evening train letter camera museum"
 ).split()
+#: 441 compound words: rare enough per session for BM25 to tell sessions apart
+VOCABULARY = [a + b for a in WORDS for b in WORDS]
 
 
 @dataclass
@@ -76,7 +78,7 @@ class Row:
 
 
 def _sentence(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n))
+    return " ".join(rng.choice(VOCABULARY) for _ in range(n))
 
 
 def _turn(benchmark, episode, session, index, time, k, role, content, step=0):
