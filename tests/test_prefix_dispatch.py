@@ -128,10 +128,10 @@ def ask_tokens(messages) -> int:
 
 
 def test_chains_are_prefix_closed_and_depth_finds_the_shared_prefix():
-    a, b = prompt_chain(_messages(1, 1)), prompt_chain(_messages(1, 2))
-    c = prompt_chain(_messages(2, 1))
+    a, b = prompt_chain(_messages(1, 1), 64), prompt_chain(_messages(1, 2), 64)
+    c = prompt_chain(_messages(2, 1), 64)
     shared = depth(a, set(b).__contains__)
-    assert 4 < shared < len(a) and a[:shared] == b[:shared] and a[shared] != b[shared]
+    assert 1 < shared < len(a) and a[:shared] == b[:shared] and a[shared] != b[shared]
     assert depth(a, set(c).__contains__) < shared
     assert depth(a, set().__contains__) == 0 and depth(a, set(a).__contains__) == len(a)
 

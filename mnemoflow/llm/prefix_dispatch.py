@@ -19,7 +19,7 @@ when ``models.<role>.prefix_dispatch`` is true) holds a request back until it is
   while the server still holds it; then a *leader*, a request that shares at least
   :data:`MIN_GAIN` more blocks with other pending requests than completed requests did: the
   longest shared prefix first, then the most requests, and one leader at a time;
-- never more than ``limit`` requests in flight; ties go by the chain and the cache key, so the
+- never more than ``limit`` requests in flight; ties go by the cache key, so the
   order depends on the requests, not on when each arrived within a scheduling round (requests
   that arrive within :data:`SETTLE_TICKS` event-loop turns of each other are ordered together).
 """
@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import sys
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -36,10 +37,11 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-#: Characters per block of a prompt (about 16 tokens of English).
-BLOCK_CHARS = 64
+#: Characters per block of a prompt (about 64 tokens of English): coarser than a server's
+#: blocks, so that a long prompt's chain stays short to keep and to compare.
+BLOCK_CHARS = 256
 #: Blocks a request must gain by waiting (or a leader must offer) to be worth ordering for.
-MIN_GAIN = 4
+MIN_GAIN = 1
 #: Event-loop turns a round waits after the first arrival, so that requests a job starts
 #: together (``asyncio.gather``) are ordered together.
 SETTLE_TICKS = 3
@@ -56,7 +58,7 @@ def prompt_chain(messages: list[dict[str, Any]], block_chars: int = BLOCK_CHARS)
         digest = hashlib.blake2b(previous, digest_size=12)
         digest.update(text[start : start + block_chars].encode("utf-8"))
         previous = digest.digest()
-        chain.append(previous.hex())
+        chain.append(sys.intern(previous.hex()))  # one string per block, however many prompts
     return tuple(chain)
 
 
@@ -109,9 +111,10 @@ class PrefixDispatcher:
         self.limit = limit
         self.min_gain = min_gain
         self.block_chars = block_chars
-        self._pending: list[_Entry] = []
-        self._inflight: list[_Entry] = []
+        self._pending: dict[_Entry, None] = {}  # in arrival order
+        self._inflight: dict[_Entry, None] = {}
         self._pending_blocks: Counter[str] = Counter()
+        self._shared: set[str] = set()  # blocks of two or more pending requests
         self._inflight_blocks: Counter[str] = Counter()
         self._warm: OrderedDict[str, int] = OrderedDict()  # block -> completion number
         self._completed = 0
@@ -126,8 +129,11 @@ class PrefixDispatcher:
         """``call()`` once this request's turn has come; its prompt is ``messages``."""
         loop = asyncio.get_running_loop()
         entry = _Entry(prompt_chain(messages, self.block_chars), key, loop.create_future())
-        self._pending.append(entry)
+        self._pending[entry] = None
         self._pending_blocks.update(entry.chain)
+        for block in entry.chain:
+            if self._pending_blocks[block] == 2:
+                self._shared.add(block)
         self._schedule()
         try:
             await entry.released
@@ -163,7 +169,7 @@ class PrefixDispatcher:
             if best is None:
                 return
             self._drop_pending(best)
-            self._inflight.append(best)
+            self._inflight[best] = None
             self._inflight_blocks.update(best.chain)
             self.released.append(best.key)
             self.max_inflight = max(self.max_inflight, len(self._inflight))
@@ -173,37 +179,42 @@ class PrefixDispatcher:
     def _best(self) -> _Entry | None:
         leading = any(e.leader for e in self._inflight)
         best: _Entry | None = None
+        warm_of, ahead_of = self._warm.__contains__, self._inflight_blocks.__contains__
+        shared_of = self._shared.__contains__
         for entry in self._pending:
-            warm = depth(entry.chain, self._warm.__contains__)
-            ahead = depth(entry.chain, lambda b: self._inflight_blocks[b] > 0)
+            warm = depth(entry.chain, warm_of)
+            ahead = depth(entry.chain, ahead_of)
             if ahead - warm >= self.min_gain:
                 continue  # a request in flight fills the cache with more of this prompt
-            shared = depth(entry.chain, lambda b: self._pending_blocks[b] > 1)
+            shared = depth(entry.chain, shared_of)
             entry.leader = shared - warm >= self.min_gain
             if entry.leader:
                 if leading:
                     continue
                 group = self._pending_blocks[entry.chain[shared - 1]]
-                entry.order = (1, -shared, -group, 0, entry.chain, entry.key)
+                entry.order = (1, -shared, -group, entry.key)
             else:
                 recent = self._warm[entry.chain[warm - 1]] if warm else -1
-                entry.order = (0, -warm, -recent, 0, entry.chain, entry.key)
+                entry.order = (0, -warm, -recent, entry.key)
             if best is None or entry.order < best.order:
                 best = entry
         return best
 
     def _drop_pending(self, entry: _Entry) -> None:
-        self._pending.remove(entry)
+        del self._pending[entry]
         self._pending_blocks.subtract(entry.chain)
         for block in entry.chain:
-            if self._pending_blocks[block] <= 0:
-                del self._pending_blocks[block]
+            left = self._pending_blocks[block]
+            if left < 2:
+                self._shared.discard(block)
+                if left <= 0:
+                    del self._pending_blocks[block]
 
     def _finish(self, entry: _Entry, completed: bool) -> None:
         """A released request ended; a completed one's prefix is now in the server's cache."""
         if entry not in self._inflight:
             return
-        self._inflight.remove(entry)
+        del self._inflight[entry]
         self._inflight_blocks.subtract(entry.chain)
         for block in entry.chain:
             if self._inflight_blocks[block] <= 0:
