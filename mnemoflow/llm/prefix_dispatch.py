@@ -100,6 +100,10 @@ class _Entry:
     released: asyncio.Future[None]
     leader: bool = False
     order: tuple[Any, ...] = field(default=())
+    #: held behind a request in flight, or a leader behind the leader in flight: skipped until
+    #: a request whose prompt holds the block it waits on, or that leader, ends
+    waiting: bool = False
+    warm: int = 0  # leading blocks completed when last looked at
 
 
 class PrefixDispatcher:
@@ -115,6 +119,9 @@ class PrefixDispatcher:
         self._inflight: dict[_Entry, None] = {}
         self._pending_blocks: Counter[str] = Counter()
         self._shared: set[str] = set()  # blocks of two or more pending requests
+        #: block -> the waiting requests whose first block not yet completed it is
+        self._waiting: dict[str, list[_Entry]] = {}
+        self._parked: list[_Entry] = []  # leaders set aside (see _best)
         self._inflight_blocks: Counter[str] = Counter()
         self._warm: OrderedDict[str, int] = OrderedDict()  # block -> completion number
         self._completed = 0
@@ -177,20 +184,40 @@ class PrefixDispatcher:
                 best.released.set_result(None)
 
     def _best(self) -> _Entry | None:
+        best, leaders = self._scan()
+        if best is not None and not best.leader:
+            for entry in leaders:  # not wanted while a completed prefix has requests to go
+                self._park(entry)
+        elif self._parked:  # no such request: every leader is a candidate again
+            self._unpark()
+            best, _ = self._scan()
+        return best
+
+    def _scan(self) -> tuple[_Entry | None, list[_Entry]]:
+        """The best pending request not waiting, and the leaders among the candidates."""
         leading = any(e.leader for e in self._inflight)
         best: _Entry | None = None
+        leaders: list[_Entry] = []
         warm_of, ahead_of = self._warm.__contains__, self._inflight_blocks.__contains__
         shared_of = self._shared.__contains__
         for entry in self._pending:
+            if entry.waiting:
+                continue
             warm = depth(entry.chain, warm_of)
             ahead = depth(entry.chain, ahead_of)
             if ahead - warm >= self.min_gain:
-                continue  # a request in flight fills the cache with more of this prompt
+                # a request in flight fills the cache with more of this prompt: nothing changes
+                # that until a request holding its next block ends (_finish)
+                self._wait(entry, warm)
+                continue
             shared = depth(entry.chain, shared_of)
             entry.leader = shared - warm >= self.min_gain
+            entry.warm = warm
             if entry.leader:
                 if leading:
+                    self._park(entry)
                     continue
+                leaders.append(entry)
                 group = self._pending_blocks[entry.chain[shared - 1]]
                 entry.order = (1, -shared, -group, entry.key)
             else:
@@ -198,7 +225,22 @@ class PrefixDispatcher:
                 entry.order = (0, -warm, -recent, entry.key)
             if best is None or entry.order < best.order:
                 best = entry
-        return best
+        return best, leaders
+
+    def _park(self, entry: _Entry) -> None:
+        """A leader waits for the leader in flight, or for the requests of completed prefixes
+        to have gone; so does it for a request holding its next block to end."""
+        self._wait(entry, entry.warm)
+        self._parked.append(entry)
+
+    def _unpark(self) -> None:
+        for entry in self._parked:
+            entry.waiting = False
+        self._parked.clear()
+
+    def _wait(self, entry: _Entry, warm: int) -> None:
+        entry.waiting = True
+        self._waiting.setdefault(entry.chain[warm], []).append(entry)
 
     def _drop_pending(self, entry: _Entry) -> None:
         del self._pending[entry]
@@ -215,6 +257,11 @@ class PrefixDispatcher:
         if entry not in self._inflight:
             return
         del self._inflight[entry]
+        for block in entry.chain:  # what waited on this prompt's blocks is looked at again
+            for waiting in self._waiting.pop(block, ()):
+                waiting.waiting = False
+        if entry.leader:
+            self._unpark()
         self._inflight_blocks.subtract(entry.chain)
         for block in entry.chain:
             if self._inflight_blocks[block] <= 0:
