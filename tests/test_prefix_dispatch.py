@@ -279,3 +279,37 @@ def test_the_plan_expects_the_prefix_shared_prompt_tokens_of_a_server(tmp_path):
     assert judge["cached_in"] == 0  # the offline judge has no prompt cache
     runs = [r for r in planned["runs"] if r["role"] == "agent"]
     assert runs and sum(r["cached_in"] for r in runs) == pytest.approx(agent["cached_in"], abs=2)
+
+
+def test_the_report_sums_provider_cached_tokens_per_run_and_role():
+    from mnemoflow.report.summaries import LedgerFile, provider_cache
+    from mnemoflow.report.summary import provider_cache_markdown
+
+    def ledger(path, agent, judge):
+        entries = {
+            "agent/answer": {"tokens_in": agent[0], "cached_in": agent[1]},
+            "judge/judge_qa": {"tokens_in": judge[0], "cached_in": judge[1]},
+        }
+        return LedgerFile(path, {"by_role_task": entries}, path)
+
+    ledgers = [
+        ledger("results/syn/full_context/qa/step0/shard0/answers.ledger.json", (100, 80), (0, 0)),
+        ledger(
+            "results/syn/full_context/qa/step1/shard0/answers.ledger.json", (300, 200), (50, 10)
+        ),
+        ledger("results/syn/none/qa/step0/shard0/answers.ledger.json", (40, 0), (0, 0)),
+    ]
+    table = provider_cache(ledgers)
+    rows = {
+        (r.system, r.role): (r.tokens_in, r.cached_in, r.cached_share) for r in table.itertuples()
+    }
+    assert rows == {
+        ("full_context", "agent"): (400, 280, 0.7),
+        ("full_context", "judge"): (50, 10, 0.2),
+        ("none", "agent"): (40, 0, 0.0),
+    }
+    assert "| syn | full_context | qa | agent | 400 | 280 | 70.0% |" in "\n".join(
+        provider_cache_markdown(table)
+    )
+    offline = [ledger("results/syn/none/qa/step0/shard0/a.ledger.json", (0, 0), (0, 0))]
+    assert provider_cache(offline).empty and provider_cache_markdown(provider_cache(offline)) == []
