@@ -311,5 +311,10 @@ def test_the_report_sums_provider_cached_tokens_per_run_and_role():
     assert "| syn | full_context | qa | agent | 400 | 280 | 70.0% |" in "\n".join(
         provider_cache_markdown(table)
     )
+    from mnemoflow.report.html import _provider_cache_html
+
+    page = _provider_cache_html(table)
+    assert "<h3>Provider prompt cache</h3>" in page and page.count("<tr>") == 4
     offline = [ledger("results/syn/none/qa/step0/shard0/a.ledger.json", (0, 0), (0, 0))]
     assert provider_cache(offline).empty and provider_cache_markdown(provider_cache(offline)) == []
+    assert _provider_cache_html(provider_cache(offline)) == ""
