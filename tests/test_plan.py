@@ -58,6 +58,7 @@ def test_plan_json_has_the_ledger_totals_and_prices_by_role():
         "cache_hits",
         "tokens_in",
         "tokens_out",
+        "cached_in",
         "usd",
         "usd_batch",  # gpt-4o-mini has no batch price in the table: unknown
     }

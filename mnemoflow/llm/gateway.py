@@ -27,6 +27,7 @@ from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.context import current_item, fit
 from mnemoflow.llm.endpoints import Address, hide_addresses, managed_name
 from mnemoflow.llm.ledger import Ledger
+from mnemoflow.llm.prefix_dispatch import PrefixDispatcher
 from mnemoflow.llm.structured import form_name, ladder, refuses_structured_output
 from mnemoflow.llm.types import (
     ROLE_DEFAULTS,
@@ -301,6 +302,8 @@ class Gateway:
         self._refused: dict[tuple[str, str, str], set[str]] = {}
         self._taken: dict[tuple[str, str, str], set[str]] = {}
         self._probe_locks: dict[tuple[str, str, str], tuple[Any, asyncio.Lock]] = {}
+        #: role -> (event loop, the dispatcher of its requests) with ``prefix_dispatch``
+        self._dispatchers: dict[str, tuple[Any, PrefixDispatcher]] = {}
         self._on_close = list(on_close)
         #: Batch-API mode's state while :meth:`batched` runs (None: requests go online)
         self._rounds: Rounds | None = None
@@ -667,9 +670,7 @@ class Gateway:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            completion = await self.backend(request.role).complete(
-                request, self.specs[request.role]
-            )
+            completion = await self._send(request, key)
         except asyncio.CancelledError:
             future.cancel()  # waiters take over (above); a cancellation is not an endpoint error
             raise
@@ -692,6 +693,20 @@ class Gateway:
             self._rounds.fresh[key] = (None, completion)
             self._counted.add(key)
         return self._reply(request, completion, started, cache_hit=False)
+
+    def _send(self, request: ChatRequest, key: str) -> Awaitable[Completion]:
+        """Ask the role's backend; with ``prefix_dispatch`` once the dispatcher releases it."""
+        spec = self.specs[request.role]
+        backend = self.backend(request.role)
+        if not (spec.prefix_dispatch and spec.backend == "openai"):
+            return backend.complete(request, spec)
+        loop = asyncio.get_running_loop()
+        held = self._dispatchers.get(request.role)
+        if held is None or held[0] is not loop:
+            share = self.limits.get((spec.base_url or "").strip().rstrip("/"), {})
+            limit = min(spec.concurrency, share.get("concurrency") or spec.concurrency)
+            held = self._dispatchers[request.role] = (loop, PrefixDispatcher(limit))
+        return held[1].send(request.messages, key, lambda: backend.complete(request, spec))
 
     # ---- Batch-API mode (llm/batch_mode.py) ---------------------------------------------------
 

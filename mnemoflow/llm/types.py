@@ -131,6 +131,9 @@ class EndpointSpec:
     #: The command that drains a batch file (``{input}``, ``{output}``), from the endpoint's
     #: ``run_batch`` (``vllm run-batch -i {input} -o {output} --model ...``).
     run_batch: str | None = None
+    #: Send the role's requests in prefix-cache-friendly order
+    #: (:mod:`mnemoflow.llm.prefix_dispatch`); the openai backend only (no other has a cache).
+    prefix_dispatch: bool = False
 
     @classmethod
     def from_config(cls, role: str, raw: dict[str, Any] | None) -> EndpointSpec:
@@ -210,6 +213,11 @@ class EndpointSpec:
             raise ConfigError(
                 f"config models.{role}.strip_reasoning: true or false, "
                 f"got {raw['strip_reasoning']!r}"
+            )
+        if not isinstance(raw.get("prefix_dispatch", False), bool):
+            raise ConfigError(
+                f"config models.{role}.prefix_dispatch: true or false, "
+                f"got {raw['prefix_dispatch']!r}"
             )
         if "structured_output" in raw:
             raw["structured_output"] = on_off(raw["structured_output"])

@@ -42,6 +42,9 @@ class Line:
     cache_hits: float = 0.0
     tokens_in: float = 0.0
     tokens_out: float = 0.0
+    #: of ``tokens_in``, those a provider's prefix cache is expected to serve (the share an
+    #: unbounded cache would: ``llm.prefix_dispatch.shared_fraction``)
+    cached_in: float = 0.0
     overflows: float = 0.0
     exact: bool = True
     rendered: float = 0.0
@@ -55,7 +58,7 @@ class Line:
         return (self.benchmark, self.system, self.protocol, self.role, self.task)
 
     def add(self, other: Line) -> None:
-        for name in (*TOTAL_KEYS, "overflows", "rendered"):
+        for name in (*TOTAL_KEYS, "cached_in", "overflows", "rendered"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.exact = self.exact and other.exact
         for name in ("calls_min", "calls_max"):
@@ -112,9 +115,10 @@ class Plan:
             )
             for name in TOTAL_KEYS:
                 entry[name] += getattr(line, name)
+            entry["cached_in"] = entry.get("cached_in", 0.0) + line.cached_in
         for role, entry in roles.items():
             spec = self.specs[role]
-            for name in TOTAL_KEYS:
+            for name in (*TOTAL_KEYS, "cached_in"):
                 entry[name] = round(entry[name])
             entry["usd"] = (
                 0.0
@@ -194,6 +198,7 @@ class Plan:
                     "role": line.role,
                     "task": line.task,
                     **{name: round(getattr(line, name)) for name in TOTAL_KEYS},
+                    "cached_in": round(line.cached_in),
                     "usd": self.line_usd(line),
                     "usd_batch": self.line_usd_batch(line),
                     "count": "exact" if line.exact else "expected",

@@ -42,6 +42,7 @@ from mnemoflow.eval.judges import judge_request_for, kind_for, repeat_seeds
 from mnemoflow.eval.panel import CONFIGURED, PanelJudge, probe_set
 from mnemoflow.llm.context import count_text, fits, prompt_tokens
 from mnemoflow.llm.gateway import Gateway, strip_reasoning
+from mnemoflow.llm.prefix_dispatch import shared_fraction
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import build, resolve, stage_roles, without_labels
@@ -149,6 +150,8 @@ class Unit:
         self.questions = questions[
             (questions.checkpoint == step) & questions.episode_id.isin(set(self.episodes))
         ]
+        #: blocks of the prompts planned so far, for the expected prefix-cache share
+        self._prefix_blocks: set[str] = set()
 
     def line(self, role: str, task: str, **values: Any) -> Line:
         return Line(self.benchmark, self.system, PROTOCOL, role, task, **values)
@@ -262,8 +265,12 @@ class Unit:
             if hit:
                 line.cache_hits += scale
             else:
-                line.tokens_in += scale * prompt_tokens(request.messages, spec.backend)
+                tokens = prompt_tokens(request.messages, spec.backend)
+                line.tokens_in += scale * tokens
                 line.tokens_out += scale * self.ctx.tokens_out(request.role, request.task, own)
+                if spec.backend == "openai":  # only a server has a prefix cache
+                    shared = shared_fraction(request.messages, self._prefix_blocks)
+                    line.cached_in += scale * tokens * shared
         return found is not None, text
 
     def _embeddings(self, texts: list[str], why: str) -> Line:

@@ -213,6 +213,7 @@ async def answer(
     log_path = retrieval_log_path(reader)
     log = retrieval_log(log_path) if log_path else None
     rows: list[dict[str, Any]] = []
+    overlap = reads_overlap(gateway)
 
     async def one(episode: str) -> None:
         memory = ctx.load(Path(snapshot) / episode_dirname(episode))
@@ -220,6 +221,7 @@ async def answer(
         if reader_name != "generic" and sessions is not None:
             turns = episode_turns(sessions, episode_sessions, episode)
         mine = questions[questions["episode_id"] == episode]
+        reading_now: list[asyncio.Task[None]] = []
         for index, question in enumerate(mine.to_dict("records")):
             log_ids = None
             if log is not None:
@@ -233,37 +235,63 @@ async def answer(
                 items = await memory.retrieve(question["question"])
                 retrieval_s = time.perf_counter() - started
             reading = (reader_name, reader_options, question, items, turns, gateway)
-            label = f"question {question['question_id']}"
-            with item_scope(label):
-                result = await read(*reading, use_options, log_ids)
-            if failures is not None and label in gateway.ledger.failed_items:
-                failures[question["question_id"]] = gateway.ledger.failed_items[label]
-            rows.append(
-                {
-                    **ctx.keys,
-                    "episode_id": episode,
-                    "question_id": question["question_id"],
-                    "question_type": question["question_type"],
-                    "response": result.response,
-                    "retrieved_ids": result.shown_ids,
-                    "ranked_ids": result.ranked_ids,
-                    "context_tokens": result.context_tokens,
-                    "model": result.reply.model,
-                    "cache_hit": result.reply.cache_hit,
-                    "tokens_in": result.reply.tokens_in,
-                    "tokens_out": result.reply.tokens_out,
-                    "latency_s": result.reply.latency_s,
-                    # the episode's first retrieve opens the loaded memory (indexes, models,
-                    # a product's store): timed apart, as eval.footprint reports it
-                    "retrieval_s": retrieval_s if index else None,
-                    "retrieval_cold_s": None if index else retrieval_s,
-                }
-            )
-            ctx.tick(result.reply.cache_hit)
+            timing = (retrieval_s if index else None, None if index else retrieval_s)
+            if overlap:  # the next retrieval goes on while this question is read
+                task = asyncio.ensure_future(
+                    answer_one(episode, question, reading, log_ids, timing)
+                )
+                reading_now.append(task)
+            else:
+                await answer_one(episode, question, reading, log_ids, timing)
+        await asyncio.gather(*reading_now)
+
+    async def answer_one(
+        episode: str,
+        question: dict[str, Any],
+        reading: tuple[Any, ...],
+        log_ids: list[str] | None,
+        timing: tuple[float | None, float | None],
+    ) -> None:
+        label = f"question {question['question_id']}"
+        with item_scope(label):
+            result = await read(*reading, use_options, log_ids)
+        if failures is not None and label in gateway.ledger.failed_items:
+            failures[question["question_id"]] = gateway.ledger.failed_items[label]
+        rows.append(
+            {
+                **ctx.keys,
+                "episode_id": episode,
+                "question_id": question["question_id"],
+                "question_type": question["question_type"],
+                "response": result.response,
+                "retrieved_ids": result.shown_ids,
+                "ranked_ids": result.ranked_ids,
+                "context_tokens": result.context_tokens,
+                "model": result.reply.model,
+                "cache_hit": result.reply.cache_hit,
+                "tokens_in": result.reply.tokens_in,
+                "tokens_out": result.reply.tokens_out,
+                "latency_s": result.reply.latency_s,
+                # the episode's first retrieve opens the loaded memory (indexes, models,
+                # a product's store): timed apart, as eval.footprint reports it
+                "retrieval_s": timing[0],
+                "retrieval_cold_s": timing[1],
+            }
+        )
+        ctx.tick(result.reply.cache_hit)
 
     await bounded(sorted(set(questions["episode_id"])), one, episodes_in_flight(gateway, "agent"))
     frame = pd.DataFrame(rows, columns=ANSWERS.names)
     return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
+
+
+def reads_overlap(gateway: Any) -> bool:
+    """Whether an episode's questions are read while its next ones are retrieved: with the
+    agent's ``prefix_dispatch`` on, so the gateway sees an episode's requests together and can
+    send those sharing a prompt prefix (the conversation a long-context reader shows) one after
+    another. Retrieval stays one question after another; the answers are the same."""
+    spec = getattr(gateway, "specs", {}).get("agent")
+    return bool(spec is not None and spec.prefix_dispatch and spec.backend == "openai")
 
 
 def retrieval_log_path(reader: str | dict[str, Any] | None) -> str | None:

@@ -52,6 +52,7 @@ from mnemoflow.report.summaries import (
     ledger_tables,
     load_ledger,
     lower_is_better,
+    provider_cache,
     run_costs,
     score_table,
     step_table,
@@ -111,6 +112,8 @@ class ReportData:
     published_missing: str = ""
     #: Per run: the memory writer's calls, parse failures and dropped events (writer_rates).
     writers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Per run and role: prompt tokens served from the provider's prefix cache (provider_cache).
+    provider_cache: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: Per benchmark: systems as rows, headline metrics with intervals (report/headline.py).
     headline: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: Per benchmark: the counters (parse failures, denominators, ...) of each run.
@@ -269,7 +272,9 @@ def collect(
     config_prices = config.get("prices") if isinstance(config, dict) else None
     ledger_files, ledger_tasks = ledger_tables(list(ledgers), config_prices)
     costs = run_costs(list(ledgers), summary, config_prices)
+    cached = provider_cache(list(ledgers))
     return ReportData(
+        provider_cache=cached,
         scored=scored,
         scores=scores,
         types=types,
@@ -653,6 +658,30 @@ def _costs_html(costs: pd.DataFrame) -> str:
     )
 
 
+def _provider_cache_html(table: pd.DataFrame) -> str:
+    """Per run and role, the prompt tokens the endpoint served from its own prefix cache
+    (nothing when no endpoint reported any)."""
+    if table.empty:
+        return ""
+    columns = {
+        "benchmark": "benchmark",
+        "system": "system",
+        "protocol": "protocol",
+        "role": "role",
+        "tokens_in": "tokens in",
+        "cached_in": "provider-cached in",
+        "cached_share": "cached share",
+    }
+    return (
+        "<h3>Provider prompt cache</h3><p>Of the prompt tokens each run's endpoints processed, "
+        "those the endpoint served from its own prefix cache "
+        "(<code>usage.prompt_tokens_details.cached_tokens</code>, priced at "
+        "<code>cached_input</code>); <code>models.&lt;role&gt;.prefix_dispatch</code> sends "
+        "requests sharing a prompt prefix one after another so a server's cache serves more of "
+        "them.</p>" + table_html(table, columns)
+    )
+
+
 def _dossier_note(page: str) -> str:
     """The link to what produced each number (report/dossier.py), where it was written."""
     if not page:
@@ -897,6 +926,7 @@ def render_html(
             "(USD per million tokens; provider-cached prompt tokens at <code>cached_input</code>; "
             "local backends free).</p>"
             + _costs_html(data.costs)
+            + _provider_cache_html(data.provider_cache)
             + "<h3>By role and task</h3><p>Retries, errors, parse failures, dropped events, "
             "provider-cached tokens and truncated prompts are shown where any is not zero (the "
             "TSV files have every column).</p>"

@@ -471,6 +471,27 @@ def run_costs(
     return costs
 
 
+def provider_cache(ledgers: list[LedgerFile]) -> pd.DataFrame:
+    """One row per run and role whose endpoint served prompt tokens from its own prompt cache:
+    the prompt tokens it processed (``tokens_in``), those served from the provider's cache
+    (``cached_in``, from ``usage.prompt_tokens_details.cached_tokens``, priced at
+    ``cached_input``) and their share. Empty when no endpoint reported a cached token. Columns:
+    benchmark, system, protocol, role, tokens_in, cached_in, cached_share."""
+    rows = [
+        {"benchmark": run[0], "system": run[1], "protocol": run[2], "role": role,
+         "tokens_in": entry.get("tokens_in", 0), "cached_in": entry.get("cached_in", 0)}
+        for _, run, role, entry in run_entries(ledgers)
+    ]  # fmt: skip
+    columns = ["benchmark", "system", "protocol", "role", "tokens_in", "cached_in"]
+    flat = pd.DataFrame(rows, columns=columns)
+    table = flat.groupby(columns[:4], sort=True)[["tokens_in", "cached_in"]].sum().reset_index()
+    if not (table["cached_in"] > 0).any():
+        return table.iloc[:0].assign(cached_share=[])
+    table = table[table["tokens_in"] > 0].reset_index(drop=True)
+    table["cached_share"] = table["cached_in"] / table["tokens_in"]
+    return table
+
+
 #: The role whose replies memory systems are built from (AWE events, AWI updates, facts, notes).
 WRITER_ROLE = "memory_writer"
 

@@ -289,6 +289,26 @@ def costs_markdown(costs: pd.DataFrame | None) -> list[str]:
     ]
 
 
+def provider_cache_markdown(table: pd.DataFrame) -> list[str]:
+    """The "Provider prompt cache" table (``summaries.provider_cache``): per run and role, the
+    prompt tokens the endpoint served from its own prefix cache; nothing when none did."""
+    if table.empty:
+        return []
+    shown = table.assign(cached_share=[f"{v:.1%}" for v in table["cached_share"]])
+    return [
+        "## Provider prompt cache",
+        "",
+        _markdown(shown),
+        "",
+        "tokens_in: prompt tokens the endpoints processed for the run and role (response-cache "
+        "hits have none); cached_in: those the endpoint served from its own prompt cache "
+        "(`usage.prompt_tokens_details.cached_tokens`), priced at `cached_input`. "
+        "`models.<role>.prefix_dispatch` sends requests sharing a prompt prefix one after "
+        "another so a server's prefix cache serves more of them (docs/gateway.md).",
+        "",
+    ]
+
+
 def _usd(value: float) -> str:
     return "–" if pd.isna(value) else f"{value:.4f}"
 
