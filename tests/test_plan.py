@@ -60,9 +60,10 @@ def test_plan_json_has_the_ledger_totals_and_prices_by_role():
         "tokens_out",
         "cached_in",
         "usd",
-        "usd_batch",  # gpt-4o-mini has no batch price in the table: unknown
+        "usd_batch",
     }
-    assert data["by_role"]["agent"]["usd_batch"] is None
+    # gpt-4o-mini through OpenAI's Batch API: half of $0.15 in, $0.60 out per million
+    assert data["by_role"]["agent"]["usd_batch"] == pytest.approx((0.15 + 0.06) / 2)
     # gpt-4o-mini: $0.15 in, $0.60 out per million; the offline judge costs nothing
     assert data["by_role"]["agent"]["usd"] == pytest.approx(0.15 + 0.06)
     assert data["by_role"]["judge"]["usd"] == 0.0 and data["usd"] == pytest.approx(0.21)
