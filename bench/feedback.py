@@ -35,6 +35,7 @@ from bench.gateway import _gateway_run
 from mnemoflow.data.tables import QUESTIONS, SESSIONS
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols import feedback as fb
+from mnemoflow.protocols.step import StepContext
 
 REPLY = json.dumps(
     {
@@ -114,25 +115,21 @@ async def feedback_run(
     keys = {"benchmark": "bench", "system": "bm25_message", "protocol": "off_policy", "step": 0}
     try:
         started = time.perf_counter()
+        ctx = StepContext(system, gateway, keys)
         dialogues = await fb.generate_train_dialogues(
-            questions, sessions, system, keys, gateway, config, fb.metrics_module("memorybench")
+            questions, sessions, ctx, config, fb.metrics_module("memorybench")
         )
         generation = time.perf_counter() - started
-        await fb.ingest_step("off_policy", 0, dialogues, questions, sessions, system, None, out,
-                             gateway)  # fmt: skip
+        await fb.ingest_step("off_policy", 0, dialogues, questions, sessions, ctx, None, out)
         started = time.perf_counter()
-        answers = await fb.answer_step(
-            "off_policy", questions, sessions, out, system, keys, gateway, config
-        )
+        answers = await fb.answer_step("off_policy", questions, sessions, out, ctx, config)
         answering = time.perf_counter() - started
         # the same answering without retrieval: what the protocol and gateway cost alone
-        none, bare = {"type": "none"}, out.with_name("none")
-        await fb.ingest_step("off_policy", 0, dialogues, questions, sessions, none, None, bare,
-                             gateway)  # fmt: skip
+        bare = out.with_name("none")
+        plain_ctx = ctx.with_spec({"type": "none"})
+        await fb.ingest_step("off_policy", 0, dialogues, questions, sessions, plain_ctx, None, bare)
         started = time.perf_counter()
-        plain = await fb.answer_step(
-            "off_policy", questions, sessions, bare, none, keys, gateway, config
-        )
+        plain = await fb.answer_step("off_policy", questions, sessions, bare, plain_ctx, config)
         plain_seconds = time.perf_counter() - started
     finally:
         await gateway.aclose()

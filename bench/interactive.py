@@ -37,6 +37,7 @@ from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.amemgym_procedural import generate, write_data
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols.interactive import Schedule, run_step, users_in_flight
+from mnemoflow.protocols.step import StepContext
 
 
 async def _loop_run(base_url: str, users, concurrency: int, work: Path) -> tuple[int, float, float]:
@@ -51,9 +52,8 @@ async def _loop_run(base_url: str, users, concurrency: int, work: Path) -> tuple
         previous = None
         for step in (0, 1):
             snapshot = work / f"step{step}"
-            await run_step(
-                users, step, system, {**keys, "step": step}, previous, snapshot, gateway, Schedule()
-            )
+            ctx = StepContext(system, gateway, {**keys, "step": step})
+            await run_step(users, step, ctx, previous, snapshot, Schedule())
             previous = snapshot
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         calls = gateway.ledger.totals().calls

@@ -12,7 +12,7 @@ import sys
 from mnemoflow.commands import COMMANDS
 
 #: Commands whose unknown arguments are snakemake's.
-SNAKEMAKE_COMMANDS = ("run", "plan")
+SNAKEMAKE_COMMANDS = ("run", "plan", "batch")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,8 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    # `mnemoflow run` and `plan` hand every argument they do not know to snakemake (--configfile,
-    # -n, targets); every other command rejects them
+    # `mnemoflow run`, `plan` and `batch` hand every argument they do not know to snakemake
+    # (--configfile, -n, targets); every other command rejects them
     args, extra = parser.parse_known_args(argv)
     if extra and args.command not in SNAKEMAKE_COMMANDS:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

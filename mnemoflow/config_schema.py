@@ -3,6 +3,11 @@
 Snakemake's own ``validate`` prints the failed schema fragment and the instance over several
 lines; this check runs first and names the key path instead, e.g.
 ``config models.agent.temperature: 'hot' is not of type 'number'``.
+
+The names some keys accept belong to the package, not to the YAML: the judges to the judge
+registry, the scorings to ``eval.benchmark_metric``, the feedback dialogue sources to the feedback
+protocols. :func:`load_schema` fills them in (:func:`owned_enums`), so a judge registered in code
+is accepted without editing the schema file.
 """
 
 from __future__ import annotations
@@ -14,15 +19,41 @@ import jsonschema
 import yaml
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval.benchmark_metric import JUDGES, SCORINGS
 from mnemoflow.prices import price_table
-from mnemoflow.protocols.feedback import MOVED_STRUCTURED_OUTPUT
+from mnemoflow.protocols.feedback import DIALOGUE_SOURCES, MOVED_STRUCTURED_OUTPUT
+
+#: Where in the schema a benchmark entry's keys are.
+BENCHMARK = ("properties", "benchmarks", "additionalProperties", "properties")
+
+
+def owned_enums() -> dict[tuple[str, ...], list[str]]:
+    """Schema node (a path of keys) -> the names it accepts, from their owners."""
+    judges = JUDGES.names()
+    return {
+        (*BENCHMARK, "judge"): judges,
+        ("properties", "judge", "properties", "panel", "items", "properties", "kind"): judges,
+        (*BENCHMARK, "scoring"): list(SCORINGS),
+        (*BENCHMARK, "feedback", "properties", "dialogues"): list(DIALOGUE_SOURCES),
+    }
+
+
+def load_schema(schema_path: str | Path) -> dict[str, Any]:
+    """The config schema with the owners' names filled in as each owned node's ``enum``."""
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    for where, names in owned_enums().items():
+        node = schema
+        for key in where:
+            node = node[key]
+        node["enum"] = names
+    return schema
 
 
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
     """Raise :class:`ConfigError` naming the key path of the most relevant schema violation."""
     check_moved(config)
     check_layers(config)
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema = load_schema(schema_path)
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if error is None:

@@ -11,7 +11,9 @@ A leaf module (standard library and ``errors`` only), so the gateway (``llm``) a
 
 - ``input``: prompt tokens; ``cached_input``: prompt tokens the *provider* served from its own
   prompt cache (the endpoint reports them as ``usage.prompt_tokens_details.cached_tokens``);
-  without it they cost ``input``; ``output``: completion tokens (reasoning included).
+  without it they cost ``input``; ``output``: completion tokens (reasoning included);
+  ``batch_input`` / ``batch_output``: the same through the provider's Batch API (absent: a
+  batch's price is unknown).
 - mnemoflow's own response cache costs nothing: a cache hit has no tokens in the ledger.
 - local backends (``offline``, ``sentence_transformers``) cost nothing: :data:`FREE_BACKENDS`.
 - a model with no price has no cost (``None``), never a guess; a sum that includes one is unknown.
@@ -31,7 +33,7 @@ from mnemoflow.errors import ConfigError
 #: The shipped table.
 TABLE = Path(__file__).resolve().parents[1] / "data" / "model_prices.yaml"
 #: USD per million tokens.
-PRICE_KEYS = ("input", "cached_input", "output")
+PRICE_KEYS = ("input", "cached_input", "output", "batch_input", "batch_output")
 #: What an entry of the shipped table holds besides prices.
 TABLE_KEYS = (*PRICE_KEYS, "context_window", "date", "source")
 #: Backends that run on this machine: their calls cost no dollars.
@@ -54,13 +56,7 @@ def shipped() -> dict[str, dict[str, Any]]:
     models = raw.get("models")
     if not isinstance(models, dict):
         raise ConfigError(f"{TABLE}: 'models' must be a mapping of model -> entry")
-    for model, entry in models.items():
-        where = f"{TABLE}: models.{model}"
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: a mapping, got {type(entry).__name__}")
-        unknown = sorted(set(entry) - set(TABLE_KEYS))
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {unknown}")
+    for _, entry, where in _entries(models, f"{TABLE}: models", TABLE_KEYS):
         for key in ("date", "source"):
             if not entry.get(key):
                 raise ConfigError(f"{where}.{key}: required (where and when the price was read)")
@@ -71,11 +67,24 @@ def shipped() -> dict[str, dict[str, Any]]:
     return models
 
 
+def _entries(models: Mapping[str, Any], where: str, keys: tuple[str, ...]):
+    """``(model, entry, where)`` per model of a model -> entry table, each entry a mapping of known
+    ``keys`` (else a one-line error naming ``<where>.<model>``)."""
+    for model, entry in models.items():
+        here = f"{where}.{model}"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{here}: a mapping of {list(keys)}, got {entry!r:.60}")
+        unknown = sorted(set(entry) - set(keys))
+        if unknown:
+            raise ConfigError(f"{here}: unknown keys {unknown}; known: {list(keys)}")
+        yield model, entry, here
+
+
 def _check_price(entry: Mapping[str, Any], where: str, complete: bool) -> None:
     for key in PRICE_KEYS:
         value = entry.get(key)
         if value is None:
-            if complete and key != "cached_input":
+            if complete and key in ("input", "output"):
                 raise ConfigError(f"{where}.{key}: required (USD per million tokens)")
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
@@ -98,13 +107,7 @@ def price_table(user: Mapping[str, Any] | None = None) -> dict[str, dict[str, fl
         return table
     if not isinstance(user, Mapping):
         raise ConfigError(f"config prices: a mapping of model -> prices, got {type(user).__name__}")
-    for model, entry in user.items():
-        where = f"config prices.{model}"
-        if not isinstance(entry, Mapping):
-            raise ConfigError(f"{where}: a mapping {{input, cached_input, output}}, got {entry!r}")
-        unknown = sorted(set(entry) - set(PRICE_KEYS))
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {unknown}; known: {list(PRICE_KEYS)}")
+    for model, entry, where in _entries(user, "config prices", PRICE_KEYS):
         merged = {**table.get(str(model), {}), **{k: v for k, v in entry.items() if v is not None}}
         _check_price(merged, where, complete=True)
         table[str(model)] = {k: float(v) for k, v in merged.items()}
@@ -143,6 +146,25 @@ def usd(
     cached_rate = price["input"] if cached_rate is None else cached_rate
     total = (tokens_in - cached) * price["input"] + cached * cached_rate
     return round((total + tokens_out * price["output"]) / 1e6, 9)
+
+
+def batch_usd(
+    model: str,
+    tokens_in: int,
+    tokens_out: int,
+    table: Mapping[str, Mapping[str, float]] | None = None,
+) -> float | None:
+    """Dollars of a reply through a provider's Batch API, at ``batch_input`` / ``batch_output``;
+    ``None`` when the model has no batch price (never a guessed discount).
+
+    >>> usd_table = {"m": {"input": 2.0, "output": 8.0, "batch_input": 1.0, "batch_output": 4.0}}
+    >>> batch_usd("m", 1_000_000, 500_000, usd_table)
+    3.0
+    """
+    price = lookup(model, price_table() if table is None else table)
+    if price is None or price.get("batch_input") is None or price.get("batch_output") is None:
+        return None
+    return round((tokens_in * price["batch_input"] + tokens_out * price["batch_output"]) / 1e6, 9)
 
 
 def context_window(model: str) -> int | None:

@@ -24,13 +24,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mnemoflow.layout import REPEAT_FOLDER
+
 #: Roles whose replies are samples of the run: the assistant, the simulated user, the memory
 #: writer. Not the judge (its own seeds), the embedder (deterministic) nor the generators.
 SAMPLING_ROLES = ("agent", "user", "memory_writer")
 #: The ``{repeat}`` wildcard of repeat k >= 1, and its pattern (repeat 0's value is empty).
-FOLDER = "seed{seed}/"
+FOLDER = REPEAT_FOLDER
 PATTERN = r"(seed\d+/)?"
-_IN_PATH = re.compile(r"(?:^|/)results/seed(\d+)/")
 
 
 def repeat_seeds(seed: int, repeats: int) -> list[int]:
@@ -51,12 +52,6 @@ def folder_seed(folder: str, seed: int) -> int:
     if found is None:
         raise ValueError(f"repeat folder {folder!r}: not '' or 'seed<N>/'")
     return int(folder[len("seed") : -1]) if folder else seed
-
-
-def path_seed(path: str) -> int | None:
-    """The seed of a file under ``results/seed{S}/``; ``None`` for repeat 0's (``results/...``)."""
-    found = _IN_PATH.search(str(path).replace("\\", "/"))
-    return int(found.group(1)) if found else None
 
 
 def seeded_models(

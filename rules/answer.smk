@@ -6,8 +6,7 @@ rule answer:
         snapshot=f"{SHARD}/memory",
         reader_files=reader_inputs,
     output:
-        answers=f"{SHARD}/answers.parquet",
-        ledger=f"{SHARD}/answers.ledger.json",
+        **outputs("answer"),
     log:
         f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/answer.log",
     conda:

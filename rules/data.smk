@@ -3,12 +3,7 @@ rule prepare:
         source=benchmark_source,
         errata=benchmark_errata,
     output:
-        sessions=f"{PREPARED}/sessions.parquet",
-        questions=f"{PREPARED}/questions.parquet",
-        episode_sessions=f"{PREPARED}/episode_sessions.parquet",
-        dialogues=f"{PREPARED}/dialogues.parquet",
-        data_version=f"{PREPARED}/data_version.json",
-        notes=f"{PREPARED}/notes.txt",
+        **outputs("prepare"),
     log:
         f"{LOGS}/prepared/prepare.log",
     conda:

@@ -11,7 +11,7 @@ rule generate_amemgym:
         topics=shipped_path(TOPICS),
         personas=shipped_path(PERSONAS),
     output:
-        environment=ENVIRONMENT,
+        **outputs("generate_amemgym"),
     log:
         f"{LOGS}/environment/generate_amemgym.log",
     wildcard_constraints:
@@ -33,12 +33,7 @@ rule dialogues:
         environment=environment_file,
         previous=previous_snapshot(ISHARD),
     output:
-        dialogues=f"{ISHARD}/dialogues.parquet",
-        snapshot=directory(f"{ISHARD}/memory"),
-        replies=f"{ISHARD}/checkpoint_replies.parquet",
-        recall=f"{ISHARD}/recall_replies.parquet",
-        ledger=f"{ISHARD}/dialogues.ledger.json",
-        evolution=f"{ISHARD}/evolution.parquet",
+        **outputs("dialogues"),
     log:
         f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
     wildcard_constraints:
@@ -67,12 +62,7 @@ rule replay_dialogues:
         previous=previous_snapshot(ISHARD),
         source=replay_dialogues,
     output:
-        dialogues=f"{ISHARD}/dialogues.parquet",
-        snapshot=directory(f"{ISHARD}/memory"),
-        replies=f"{ISHARD}/checkpoint_replies.parquet",
-        recall=f"{ISHARD}/recall_replies.parquet",
-        ledger=f"{ISHARD}/dialogues.ledger.json",
-        evolution=f"{ISHARD}/evolution.parquet",
+        **outputs("replay_dialogues"),
     log:
         f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
     wildcard_constraints:
@@ -99,8 +89,7 @@ rule upper_bound:
     input:
         environment=environment_file,
     output:
-        replies=f"{UPPER_BOUND}.parquet",
-        ledger=f"{UPPER_BOUND}.ledger.json",
+        **outputs("upper_bound"),
     log:
         f"{RLOGS}/upper_bound.log",
     conda:
@@ -128,12 +117,10 @@ rule score_interactive:
             )
         ),
     output:
-        scores=scored_step_files(interactive.PROTOCOLS, "scores.parquet"),
-        question_scores=scored_step_files(
-            interactive.PROTOCOLS, "question_scores.parquet"
-        ),
-        diagnosis=scored_step_files(interactive.PROTOCOLS, "diagnosis.parquet"),
-        period_scores=scored_step_files(interactive.PROTOCOLS, "period_scores.parquet"),
+        scores=scored_step_files("scores.parquet"),
+        question_scores=scored_step_files("question_scores.parquet"),
+        diagnosis=scored_step_files("diagnosis.parquet"),
+        period_scores=scored_step_files("period_scores.parquet"),
     log:
         "results/logs/{repeat}score_interactive.log",
     conda:

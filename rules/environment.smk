@@ -9,8 +9,7 @@ rule generate_user:
     input:
         personas=personas_source,
     output:
-        user=f"{GENERATED_USER}.json",
-        ledger=f"{GENERATED_USER}.ledger.json",
+        **outputs("generate_user"),
     log:
         f"{LOGS}/environment/users/{{user}}.log",
     wildcard_constraints:
@@ -36,8 +35,7 @@ rule environment:
     input:
         users=generated_users,
     output:
-        data=ENVIRONMENT,
-        report=GENERATION_REPORT,
+        **outputs("environment"),
     log:
         f"{LOGS}/environment/environment.log",
     wildcard_constraints:

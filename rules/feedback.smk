@@ -9,8 +9,7 @@ rule feedback_train_dialogues:
         sessions=f"{PREPARED}/sessions.parquet",
         recorded=f"{PREPARED}/dialogues.parquet",
     output:
-        dialogues=FB_TRAIN_FILE,
-        ledger=f"{FB_TRAIN}/train_dialogues.ledger.json",
+        **outputs("feedback_train_dialogues"),
     log:
         f"{RLOGS}/{{system}}/feedback/train_dialogues.log",
     conda:
@@ -42,14 +41,7 @@ rule feedback_step:
         train=fb_train_input,
         previous=previous_snapshot(RUN_STEP),
     output:
-        dialogues=f"{RUN_STEP}/dialogues.parquet",
-        snapshot=directory(f"{RUN_STEP}/memory"),
-        answers=f"{RUN_STEP}/answers.parquet",
-        scores=f"{RUN_STEP}/scores.parquet",
-        question_scores=f"{RUN_STEP}/question_scores.parquet",
-        judgements=f"{RUN_STEP}/judgements.parquet",
-        diagnosis=f"{RUN_STEP}/diagnosis.parquet",
-        ledger=f"{RUN_STEP}/step.ledger.json",
+        **outputs("feedback_step"),
     log:
         f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
     wildcard_constraints:
@@ -80,12 +72,7 @@ rule feedback_train_performance:
         snapshot=fb_step_path("memory"),
         dialogues=fb_step_path("dialogues.parquet"),
     output:
-        answers=f"{RUN_STEP}/answers.parquet",
-        scores=f"{RUN_STEP}/scores.parquet",
-        question_scores=f"{RUN_STEP}/question_scores.parquet",
-        judgements=f"{RUN_STEP}/judgements.parquet",
-        diagnosis=f"{RUN_STEP}/diagnosis.parquet",
-        ledger=f"{RUN_STEP}/step.ledger.json",
+        **outputs("feedback_train_performance"),
     log:
         f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
     wildcard_constraints:
@@ -117,7 +104,7 @@ rule normalize:
         configs=fb_dataset_configs,
         stats=fb_normalize_stats,
     output:
-        normalized=f"{RUN_STEP}/normalized.parquet",
+        **outputs("normalize"),
     log:
         f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/normalize.log",
     wildcard_constraints:

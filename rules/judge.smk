@@ -5,9 +5,7 @@ rule judge:
         # names the answers that failed (a prompt over the context window): left unscored
         answers_ledger=f"{SHARD}/answers.ledger.json",
     output:
-        judgements=f"{SHARD}/judgements.parquet",
-        ledger=f"{SHARD}/judgements.ledger.json",
-        settings=f"{SHARD}/judge.json",
+        **outputs("judge"),
     log:
         f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/judge.log",
     conda:
@@ -35,9 +33,7 @@ rule score:
         questions=f"{PREPARED}/questions.parquet",
         sessions=f"{PREPARED}/sessions.parquet",
     output:
-        scores=f"{STEP}/scores.parquet",
-        question_scores=f"{STEP}/question_scores.parquet",
-        diagnosis=f"{STEP}/diagnosis.parquet",
+        **outputs("score"),
     log:
         f"{RLOGS}/{{system}}/qa/step{{step}}/score.log",
     conda:
@@ -58,8 +54,7 @@ rule judge_panel:
         questions=f"{PREPARED}/questions.parquet",
         answers=f"{SHARD}/answers.parquet",
     output:
-        panel_judgements=f"{SHARD}/panel_judgements.parquet",
-        ledger=f"{SHARD}/panel.ledgers.json",
+        **outputs("judge_panel"),
     log:
         f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/judge_panel.log",
     conda:
@@ -82,8 +77,7 @@ rule judge_probe:
         questions=f"{PREPARED}/questions.parquet",
         sessions=f"{PREPARED}/sessions.parquet",
     output:
-        probe_judgements=f"{PROBE}/probe_judgements.parquet",
-        ledger=f"{PROBE}/panel.ledgers.json",
+        **outputs("judge_probe"),
     log:
         f"{LOGS}/probe/judge_probe.log",
     conda:

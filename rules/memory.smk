@@ -4,8 +4,7 @@ rule ingest:
         episode_sessions=f"{PREPARED}/episode_sessions.parquet",
         previous=previous_snapshot(SHARD),
     output:
-        snapshot=directory(f"{SHARD}/memory"),
-        ledger=f"{SHARD}/ingest.ledger.json",
+        **outputs("ingest"),
     log:
         f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/ingest.log",
     conda:

@@ -1,29 +1,35 @@
 rule report:
     input:
-        summary="results/summary.parquet",
-        diagnosis="results/diagnosis.parquet",
-        judgements=all_judgements() + all_feedback_step_files("judgements.parquet"),
-        ledgers=all_ledgers() + all_repeat_ledgers(),
-        generation=all_generation_reports(),
-        answers=all_answers(),
-        snapshots=all_snapshots(),
-        questions=all_prepared("questions.parquet"),
-        sessions=all_prepared("sessions.parquet"),
-        question_scores=all_interactive_step_files("question_scores.parquet"),
-        checkpoint_replies=all_interactive_shard_files("checkpoint_replies.parquet"),
-        recall_replies=all_interactive_shard_files("recall_replies.parquet"),
+        summary=SUMMARY["summary"],
+        diagnosis=SUMMARY["diagnosis"],
+        judgements=GRID.files("judgements", "judge")
+        + GRID.step_files("judgements.parquet", protocols=fb.PROTOCOLS),
+        ledgers=GRID.ledgers() + GRID.other_repeats(GRID.ledgers),
+        generation=GRID.files("report", "environment"),
+        answers=GRID.files("answers", "answer")
+        + GRID.step_files("answers.parquet", protocols=fb.PROTOCOLS),
+        snapshots=GRID.files("snapshot", "ingest"),
+        questions=prepared_of_answers("questions.parquet"),
+        sessions=prepared_of_answers("sessions.parquet"),
+        question_scores=GRID.step_files(
+            "question_scores.parquet", protocols=interactive.PROTOCOLS
+        ),
+        checkpoint_replies=GRID.shard_files(
+            "checkpoint_replies.parquet", *DIALOGUES, by_protocol=True
+        ),
+        recall_replies=GRID.shard_files(
+            "recall_replies.parquet", *DIALOGUES, by_protocol=True
+        ),
         environments=list(interactive_environments().values()),
         published=published_tables(),
         versions=all_data_versions(),
         # `judge.panel` only (none without): the panel, the configured judge, the probe
-        panel=all_panel_files("panel_judgements.parquet"),
-        panel_configured=all_panel_files("judgements.parquet"),
-        probes=all_probe_files("probe_judgements.parquet"),
-        panel_ledgers=all_panel_files("panel.ledgers.json")
-        + all_probe_files("panel.ledgers.json"),
+        panel=GRID.shard_files("panel_judgements.parquet", "judge_panel"),
+        panel_configured=GRID.shard_files("judgements.parquet", "judge_panel"),
+        probes=GRID.files("probe_judgements", "judge_probe"),
+        panel_ledgers=GRID.files("ledger", "judge_panel", "judge_probe"),
     output:
-        html="results/report.html",
-        derived=directory("results/report"),
+        **outputs("report"),
     log:
         "results/logs/report.log",
     conda:

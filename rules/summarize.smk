@@ -1,25 +1,23 @@
 rule summarize:
     input:
-        scores=all_step_files("scores.parquet") + all_normalized(),
+        scores=GRID.step_files("scores.parquet") + GRID.files("normalized", "normalize"),
         # repeats 1..N-1 (`repeats: N`): each metric's mean and sd across seeds; none without
-        repeats=all_repeat_scores(),
-        diagnoses=all_step_files("diagnosis.parquet"),
-        generation=all_generation_reports(),
-        ledgers=all_ledgers() + all_repeat_ledgers(),
+        repeats=GRID.other_repeats(repeat_scores),
+        diagnoses=GRID.step_files("diagnosis.parquet"),
+        generation=GRID.files("report", "environment"),
+        ledgers=GRID.ledgers() + GRID.other_repeats(GRID.ledgers),
         versions=all_data_versions(),
         published=published_tables(),
         # `judge.panel` only (none without): the panel, the configured judge, the probe
-        panel=all_panel_files("panel_judgements.parquet"),
-        panel_configured=all_panel_files("judgements.parquet"),
-        probes=all_probe_files("probe_judgements.parquet"),
-        panel_ledgers=all_panel_files("panel.ledgers.json")
-        + all_probe_files("panel.ledgers.json"),
+        panel=GRID.shard_files("panel_judgements.parquet", "judge_panel"),
+        panel_configured=GRID.shard_files("judgements.parquet", "judge_panel"),
+        probes=GRID.files("probe_judgements", "judge_probe"),
+        panel_ledgers=GRID.files("ledger", "judge_panel", "judge_probe"),
         # the headline table's intervals, as report.html's
-        judgements=all_judgements() + all_feedback_step_files("judgements.parquet"),
+        judgements=GRID.files("judgements", "judge")
+        + GRID.step_files("judgements.parquet", protocols=fb.PROTOCOLS),
     output:
-        summary="results/summary.parquet",
-        diagnosis="results/diagnosis.parquet",
-        table="results/summary.md",
+        **outputs("summarize"),
     log:
         "results/logs/summarize.log",
     conda:

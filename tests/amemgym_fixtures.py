@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
+from tests.workflow import workdir
+
 DIETS = ["vegan", "keto", "paleo"]
 CITIES = ["Lisbon", "Osaka", "Denver"]
 
@@ -99,3 +103,32 @@ def write_environment(folder: Path) -> Path:
     path = Path(folder) / "data.json"
     path.write_text(json.dumps(environment(), indent=1))
     return path
+
+
+def write_one_user(folder: Path) -> Path:
+    """The first user of :func:`environment` with periods 0 and 1 only, as ``folder/data.json``."""
+    user = environment()[0]
+    user["periods"] = user["periods"][:2]
+    path = Path(folder) / "data.json"
+    path.write_text(json.dumps([user]), encoding="utf-8")
+    return path
+
+
+#: The benchmark entry of the environment written above (``data.json`` in the working directory):
+#: AMemGym's interactive protocol in one shard; a test adds its systems and knobs.
+TINY_BENCHMARK = {
+    "loader": "amemgym",
+    "protocols": ["interactive"],
+    "source": {"path": "data.json"},
+    "shards": 1,
+}
+
+
+def environment_workdir(tmp_path: Path, config: dict) -> tuple[Path, Path]:
+    """A scratch working directory holding the environment (``data.json``) and ``config`` as its
+    override layer: (the directory, the layer's path)."""
+    wd = workdir(tmp_path)
+    write_environment(wd)
+    override = wd / "amemgym.yaml"
+    override.write_text(yaml.safe_dump(config))
+    return wd, override

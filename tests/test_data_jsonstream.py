@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mnemoflow.data.jsonstream import iter_array
+from mnemoflow.data.jsonstream import iter_array, iter_jsonl
 from mnemoflow.data.validate import DataError
 
 
@@ -63,3 +63,12 @@ def test_a_byte_that_is_not_utf8_is_named_by_its_offset_in_the_file(tmp_path, ch
     with pytest.raises(DataError) as info:
         list(iter_array(path, chunk_size=chunk_size))
     assert str(info.value) == "a.json: not UTF-8: byte 0xff at offset 31,010"
+
+
+def test_iter_jsonl_skips_blank_lines_and_names_the_line_that_is_not_json(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"a": 1}\n\n  \n[2, "x"]\n', encoding="utf-8")
+    assert list(iter_jsonl(path)) == [(1, {"a": 1}), (4, [2, "x"])]
+    path.write_text('{"a": 1}\n{oops\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"rows.jsonl: line 2: not valid JSON: Expecting property"):
+        list(iter_jsonl(path))

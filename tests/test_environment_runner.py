@@ -15,7 +15,7 @@ import pytest
 from mnemoflow.data.amemgym import read_environment
 from mnemoflow.environment import knobs as knobs_
 from mnemoflow.environment.assemble import assemble_user, data_text, validate_data
-from mnemoflow.environment.base import Stage, StageFailed
+from mnemoflow.environment.base import InvalidReply, Stage, StageFailed, refined_text
 from mnemoflow.environment.runner import Failure, generate_user
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
@@ -449,3 +449,12 @@ def test_the_offline_chain_generates_users_the_reference_reads_and_a_rerun_reuse
     assert again == data  # the checkpoints give the same users, byte for byte
     report = pd.read_parquet(tmp_path / "report.parquet")
     assert report["reused"].all() and report["calls"].sum() == 0
+
+
+def test_a_refine_reply_is_its_non_empty_text_under_the_stage_key():
+    assert refined_text("query")({"query": "  Where now?  "}) == "Where now?"
+    for reply in ({"query": " "}, {"answer": "x"}, "text", {"query": 3}):
+        with pytest.raises(
+            InvalidReply, match=r'^the reply must be \{"query": "non-empty text"\}$'
+        ):
+            refined_text("query")(reply)

@@ -10,7 +10,12 @@ import pytest
 
 from mnemoflow.data.amemgym import AmemChoice, AmemPeriod, AmemQuestion, AmemUser
 from mnemoflow.data.tables import AMEMGYM_QUESTION_SCORES, AMEMGYM_SCORES, to_arrow
-from mnemoflow.eval.amemgym_score import memory_scores, score_replies, write_position
+from mnemoflow.eval.amemgym_score import (
+    is_option_order,
+    memory_scores,
+    score_replies,
+    write_position,
+)
 
 
 def make_user(uid, states, questions):
@@ -306,3 +311,18 @@ def test_repeated_upper_and_recall_rows_are_errors():
     rec = replies([("A", 0, 1, recall(y="y1")), ("A", 0, 1, recall(y="y2"))])
     with pytest.raises(ValueError, match=r"^recall row 1: user A period 0 question 1 repeats$"):
         score_replies([user], frame, recall=rec)
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        (None, True),
+        ([], True),
+        ([2, 0, 1], True),
+        ([0, True], False),
+        ((0, 1), False),
+        ("0", False),
+    ],
+)
+def test_is_option_order_accepts_none_or_a_list_of_integers(value, ok):
+    assert is_option_order(value) is ok

@@ -196,7 +196,7 @@ def test_a_stored_fusion_is_asked_again_when_the_judge_or_the_prompt_changed(tmp
     assert (again.value, len(other_backend.requests)) == (2.0, 1)
 
     # a revised prompt (new PROMPT_VERSION) under the first binding: asked again too
-    monkeypatch.setattr(jrel, "PROMPT_VERSION", "jrel-fusion-v2")
+    monkeypatch.setattr(jrel.jrel_score, "prompt_version", "jrel-fusion-v2")
     revised, revised_backend = scripted_gateway(replies("5"))
     third = run(jrel.jrel_score(revised, 3, "src", response, info, FusionStore(path)))
     assert (third.value, third.prompt_version, len(revised_backend.requests)) == (

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from mnemoflow.llm.gateway import Gateway, original_messages, reask_messages, require_text
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
+from mnemoflow.llm.types import ChatRequest, UnparseableReply, reply_json
 from mnemoflow.testing.openai_server import OpenAITestServer
 
 QUESTION = [{"role": "user", "content": "Pick an option."}]
@@ -192,3 +194,12 @@ def test_require_text_rejects_blank_text():
         except UnparseableReply:
             continue
         raise AssertionError(f"{blank!r} was accepted")
+
+
+def test_reply_json_reads_json_or_raises_the_reask_message():
+    assert reply_json('{"a": [1, 2]}') == {"a": [1, 2]}
+    assert reply_json('{"a": "x\ty"}', strict=False) == {"a": "x\ty"}
+    with pytest.raises(UnparseableReply, match=r"^not valid JSON: Invalid control character"):
+        reply_json('{"a": "x\ty"}')
+    with pytest.raises(UnparseableReply, match=r"^not valid JSON: Expecting value$"):
+        reply_json("prose")

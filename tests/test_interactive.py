@@ -19,6 +19,7 @@ from mnemoflow.memory.base import build
 from mnemoflow.protocols import interactive as it
 from mnemoflow.protocols.conversation import Turn
 from mnemoflow.protocols.snapshot import MANIFEST
+from mnemoflow.protocols.step import StepContext
 from mnemoflow.simulators.state_user import StateRevealingUser
 from tests.amemgym_fixtures import write_environment
 
@@ -64,8 +65,8 @@ def run_chain(users, spec, folder: Path, llm, steps=3, protocol=it.PROTOCOL, sou
         source = None if sources is None else sources[k]
         result = asyncio.run(
             it.run_step(
-                users, k, spec, keys(spec["type"], k, protocol), previous, snapshot, llm,
-                it.Schedule(), source=source,
+                users, k, StepContext(spec, llm, keys(spec["type"], k, protocol)), previous,
+                snapshot, it.Schedule(), source=source,
             )
         )  # fmt: skip
         results.append(result)

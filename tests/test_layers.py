@@ -19,8 +19,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mnemoflow"
 #: ``errors``, ``lexical`` (text normalization, token counts), ``intervals``, ``grouping`` (random
 #: groups of names), ``codeversion`` (source fingerprints), ``registry`` (things found by name),
 #: ``prices`` (model prices and context windows), ``amemgym_world`` (the topic world the offline
-#: AMemGym writer and assistant share) and ``repeats`` (the seeds, folders and seeded role bindings
-#: of ``repeats: N``; the planner plans each repeat with them) serve every layer.
+#: AMemGym writer and assistant share), ``repeats`` (the seeds, folders and seeded role bindings
+#: of ``repeats: N``; the planner plans each repeat with them) and ``layout`` (the results layout
+#: and the run's grid) serve every layer.
 SHARED = {
     "errors",
     "lexical",
@@ -31,6 +32,7 @@ SHARED = {
     "prices",
     "amemgym_world",
     "repeats",
+    "layout",
 }
 ALLOWED = {
     "llm": SHARED,
@@ -42,7 +44,8 @@ ALLOWED = {
     "report": SHARED | {"data"},
     "environment": SHARED | {"llm", "data"},
     "protocols": SHARED | {"llm", "data", "memory", "agents", "simulators", "eval"},
-    "ops": set(),  # processes the CLI starts and stops: standard library and itself only
+    # processes the CLI starts and stops: standard library, the results layout and itself only
+    "ops": {"layout"},
     # `mnemoflow plan` and budget_usd: walks the protocols' data with their request builders
     "planning": SHARED
     | {"llm", "data", "memory", "agents", "simulators", "eval", "protocols", "environment"},

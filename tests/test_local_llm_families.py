@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from mnemoflow.ops import local_llm
-from tests.amemgym_fixtures import environment
-from tests.workflow import MODEL_RULES, SMALL_SYNTHETIC, snakemake, workdir
+from tests.amemgym_fixtures import TINY_BENCHMARK, write_one_user
+from tests.workflow import MODEL_RULES, SMALL_SYNTHETIC, on_policy_feedback, snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
@@ -36,17 +36,10 @@ LAYER = {
     },
     "benchmarks": {
         "synthetic": SMALL_SYNTHETIC["benchmarks"]["synthetic"],  # 2 users, 1 period
-        "synthetic_feedback": {
-            "protocols": ["on_policy"],
-            "params": {"items": 4, "seed": 3},
-            "feedback": {"batch_size": 2, "on_policy_steps": 1, "max_rounds": 2},
-        },
+        "synthetic_feedback": on_policy_feedback(batch_size=2),
         "amemgym_tiny": {
-            "loader": "amemgym",
-            "protocols": ["interactive"],
+            **TINY_BENCHMARK,
             "systems": ["bm25_message"],
-            "source": {"path": "data.json"},
-            "shards": 1,
             "interactive": {"num_rounds_init": 1, "num_rounds_update": 1},
         },
     },
@@ -61,9 +54,7 @@ def families_run(local_llm_server, tmp_path_factory):
     for binding in config["models"].values():
         if binding.get("backend") == "openai":
             binding["base_url"] = local_llm.base_url(local_llm_server)
-    user = environment()[0]
-    user["periods"] = user["periods"][:2]  # periods 0 and 1
-    (wd / "data.json").write_text(json.dumps([user]), encoding="utf-8")
+    write_one_user(wd)
     files = (wd / "local-llm.yaml", wd / "tiny.yaml")
     files[0].write_text(yaml.safe_dump(config), encoding="utf-8")
     files[1].write_text(json.dumps(LAYER), encoding="utf-8")

@@ -105,7 +105,7 @@ def test_each_system_runs_with_only_its_declared_roles_bound(name, tmp_path):
         return await reader.retrieve(question)
 
     items = asyncio.run(go())
-    if name != "none":
+    if name not in ("none", "imported"):  # the two that store nothing
         assert items, f"{name} retrieved nothing from 12 stored turns"
 
 

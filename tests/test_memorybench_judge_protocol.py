@@ -135,6 +135,15 @@ def test_parse_score_rejects(raw):
         jp.parse_score(raw)
 
 
+def test_braced_json_reads_the_text_then_the_brace_span_then_without_trailing_commas():
+    assert jp.braced_json('{"a": 1}', "m") == {"a": 1}
+    assert jp.braced_json('Verdict: {"a": 2} done', "m") == {"a": 2}
+    assert jp.braced_json('x {"a": [3,],} y', "m", trailing_commas=True) == {"a": [3]}
+    for text, lenient in [("no braces", True), ('x {"a": [3,],} y', False)]:
+        with pytest.raises(UnparseableReply, match="^the message$"):
+            jp.braced_json(text, "the message", trailing_commas=lenient)
+
+
 def test_a_judged_item_is_stored_as_score_over_ten_with_the_protocol_system_prompt():
     gateway, backend = scripted_gateway(replies(verdict(7)))
     q = question("WritingPrompts", {"golden_answer": "story"}, "A dragon.")

@@ -58,8 +58,12 @@ def test_plan_json_has_the_ledger_totals_and_prices_by_role():
         "cache_hits",
         "tokens_in",
         "tokens_out",
+        "cached_in",
         "usd",
+        "usd_batch",
     }
+    # gpt-4o-mini through OpenAI's Batch API: half of $0.15 in, $0.60 out per million
+    assert data["by_role"]["agent"]["usd_batch"] == pytest.approx((0.15 + 0.06) / 2)
     # gpt-4o-mini: $0.15 in, $0.60 out per million; the offline judge costs nothing
     assert data["by_role"]["agent"]["usd"] == pytest.approx(0.15 + 0.06)
     assert data["by_role"]["judge"]["usd"] == 0.0 and data["usd"] == pytest.approx(0.21)
@@ -317,3 +321,24 @@ def test_overflow_abort_is_refused_with_the_planned_counts_per_role(monkeypatch)
     planned["overflows"] = {"judge": 2}
     models["agent"]["overflow"] = "abort"
     budget.check_budget({"models": models})  # no overflow of the aborting role: it runs
+
+
+def test_an_imported_system_is_planned_without_agent_calls(tmp_path):
+    """Its answers are read from a file: only the judge is asked about them."""
+    import yaml
+
+    from mnemoflow.planning.run import plan_run
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    tiny = yaml.safe_load(TINY.read_text())
+    config["models"]["embedder"] = {"backend": "offline"}
+    config["run"] = {"benchmarks": ["synthetic"], "systems": ["none"]}
+    config["benchmarks"]["synthetic"] = tiny["benchmarks"]["synthetic"]
+    plain = plan_run(config, tmp_path).to_dict()["by_role"]
+    config["systems"]["published"] = {
+        "type": "imported", "format": "longmemeval", "path": "h.jsonl", "sha256": "0" * 64
+    }  # fmt: skip
+    config["run"]["systems"] = ["none", "published"]
+    both = plan_run(config, tmp_path).to_dict()["by_role"]
+    assert both["agent"]["calls"] == plain["agent"]["calls"] > 0
+    assert both["judge"]["calls"] == 2 * plain["judge"]["calls"]

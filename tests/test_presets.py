@@ -361,20 +361,11 @@ def test_the_dossier_names_each_published_cells_run_and_the_papers_settings(memo
 def locomo_run(standins, tmp_path_factory):
     """locomo on the stand-in sample, offline: its retrieval benchmark with one system (the
     long-context benchmark is planned by the dry run)."""
-    tmp = tmp_path_factory.mktemp("locomo")
-    scale = tmp / "scale.yaml"
-    scale.write_text(
-        yaml.safe_dump(
-            {
-                "run": {"benchmarks": ["locomo10"], "systems": ["dense_5"]},
-                "benchmarks": {"locomo10": {"shards": 1}},
-            }
-        )
-    )
-    (tmp / "run").mkdir()
-    wd = workdir(tmp / "run")
-    snakemake_in_process(wd, _layered(tmp, "locomo", standins, OFFLINE, scale), dry=False)
-    return wd
+    scale = {
+        "run": {"benchmarks": ["locomo10"], "systems": ["dense_5"]},
+        "benchmarks": {"locomo10": {"shards": 1}},
+    }
+    return _offline_run(tmp_path_factory.mktemp("locomo"), "locomo", standins, scale)
 
 
 @pytest.mark.slow
@@ -438,20 +429,11 @@ def test_mnemoflow_plan_succeeds_once_the_data_is_where_the_error_said(
 @pytest.fixture(scope="module")
 def longmemeval_run(standins, tmp_path_factory):
     """longmemeval-s on the stand-in records, offline: its long-context benchmark only."""
-    tmp = tmp_path_factory.mktemp("longmemeval")
-    scale = tmp / "scale.yaml"
-    scale.write_text(
-        yaml.safe_dump(
-            {
-                "run": {"benchmarks": ["longmemeval_s_long_context"], "systems": ["long_context"]},
-                "benchmarks": {"longmemeval_s_long_context": {"shards": 1}},
-            }
-        )
-    )
-    (tmp / "run").mkdir()
-    wd = workdir(tmp / "run")
-    snakemake_in_process(wd, _layered(tmp, "longmemeval-s", standins, OFFLINE, scale), dry=False)
-    return wd
+    scale = {
+        "run": {"benchmarks": ["longmemeval_s_long_context"], "systems": ["long_context"]},
+        "benchmarks": {"longmemeval_s_long_context": {"shards": 1}},
+    }
+    return _offline_run(tmp_path_factory.mktemp("longmemeval"), "longmemeval-s", standins, scale)
 
 
 @pytest.mark.slow

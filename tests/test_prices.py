@@ -32,7 +32,13 @@ def test_the_shipped_table_loads_and_every_entry_says_where_and_when():
 
 def test_the_users_entry_wins_key_by_key_and_adds_models():
     table = price_table({"gpt-4o": {"input": 3.0}, "my-model": {"input": 1, "output": 2}})
-    assert table["gpt-4o"] == {"input": 3.0, "cached_input": 1.25, "output": 10.0}
+    assert table["gpt-4o"] == {
+        "input": 3.0,
+        "cached_input": 1.25,
+        "output": 10.0,
+        "batch_input": 1.25,  # OpenAI's Batch API: half the synchronous price
+        "batch_output": 5.0,
+    }
     assert table["my-model"] == {"input": 1.0, "output": 2.0}
     assert price_table()["gpt-4o"]["input"] == 2.50  # the shipped table itself is unchanged
 
@@ -58,6 +64,10 @@ def test_usd_worked_example():
         ({"new-model": {"input": 1.0}}, "config prices.new-model.output: required"),
         ({"gpt-4o": {"input": -1}}, "config prices.gpt-4o.input: a number >= 0"),
         ({"gpt-4o": {"inptu": 1}}, "config prices.gpt-4o: unknown keys ['inptu']"),
+        (
+            {"gpt-4o": 3},
+            "config prices.gpt-4o: a mapping of ['input', 'cached_input', 'output', 'batch_input'",
+        ),
     ],
 )
 def test_bad_price_entries_fail_in_one_line_naming_the_key(entry, message):

@@ -12,6 +12,7 @@ import asyncio
 import pytest
 
 from mnemoflow.protocols import feedback as fb
+from mnemoflow.protocols.step import StepContext
 from tests.products_fixtures import PRODUCTS
 from tests.test_protocols_feedback import (  # noqa: F401  (gateway, tiny: fixtures)
     METRICS,
@@ -28,10 +29,14 @@ def off_policy_accuracy(system, tiny, gateway, train, folder):  # noqa: F811 (fi
     config = fb.FeedbackConfig()
     run = keys("off_policy", 0, system=system.get("type", "none"))
     asyncio.run(
-        fb.ingest_step("off_policy", 0, train, tiny, NO_SESSIONS, system, None, folder, gateway)
+        fb.ingest_step(
+            "off_policy", 0, train, tiny, NO_SESSIONS, StepContext(system, gateway), None, folder
+        )
     )
     answers = asyncio.run(
-        fb.answer_step("off_policy", tiny, NO_SESSIONS, folder, system, run, gateway, config)
+        fb.answer_step(
+            "off_policy", tiny, NO_SESSIONS, folder, StepContext(system, gateway, run), config
+        )
     )
     scored = asyncio.run(fb.score_step(answers, tiny, train, run, gateway, METRICS, "x"))
     return scored.scores.set_index(["metric", "aggregate"]).value[("accuracy", "micro")]

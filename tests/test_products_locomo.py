@@ -15,6 +15,7 @@ import pytest
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols import static_qa
+from mnemoflow.protocols.step import StepContext
 from tests.paper_standins import locomo_samples
 from tests.products_fixtures import PRODUCTS
 
@@ -41,11 +42,12 @@ def test_a_product_ranks_a_locomo_questions_evidence(name, locomo, tmp_path):
     for step in range(last + 1):
         snapshot = tmp_path / f"step{step}"
         asyncio.run(
-            static_qa.ingest(locomo.sessions, locomo.episode_sessions, episodes, system, step,
-                             previous, snapshot, gateway)
+            static_qa.ingest(locomo.sessions, locomo.episode_sessions, episodes,
+                             StepContext(system, gateway), step, previous, snapshot)
         )  # fmt: skip
         previous = snapshot
-    answers = asyncio.run(static_qa.answer(locomo.questions, previous, system, keys, gateway))
+    ctx = StepContext(system, gateway, keys)
+    answers = asyncio.run(static_qa.answer(locomo.questions, previous, ctx))
     ranked = answers.set_index("question_id")["ranked_ids"]
     asked = locomo.questions.set_index("question_id")
     single_hop = asked.index[asked.question.str.startswith("Where did Melanie paint")][0]

@@ -22,6 +22,7 @@ from mnemoflow.memory.base import Message, build
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols.conversation import Turn, dialogue_rows
 from mnemoflow.protocols.registry import protocol_steps
+from mnemoflow.protocols.step import StepContext
 
 BM25 = {"type": "bm25_message", "top_k": 5}
 METRICS = fb.metrics_module("synthetic_feedback")
@@ -105,8 +106,8 @@ def test_stepwise_fails_when_train_items_is_below_the_dialogues_it_would_leave_o
 def generated(tiny, gateway):
     return asyncio.run(
         fb.generate_train_dialogues(
-            tiny, NO_SESSIONS, BM25, keys("train_dialogues", 0), gateway, fb.FeedbackConfig(),
-            METRICS,
+            tiny, NO_SESSIONS, StepContext(BM25, gateway, keys("train_dialogues", 0)),
+            fb.FeedbackConfig(), METRICS,
         )
     )  # fmt: skip
 
@@ -122,13 +123,20 @@ def chain(protocol, steps, tiny, gateway, tmp_path, train, config):
         manifests.append(
             asyncio.run(
                 fb.ingest_step(
-                    protocol, step, dialogues, tiny, NO_SESSIONS, BM25, previous, out, gateway
-                )
+                    protocol,
+                    step,
+                    dialogues,
+                    tiny,
+                    NO_SESSIONS,
+                    StepContext(BM25, gateway),
+                    previous,
+                    out,
+                )  # fmt: skip
             )
         )
         answers = asyncio.run(
-            fb.answer_step(protocol, tiny, NO_SESSIONS, out, BM25, keys(protocol, step), gateway,
-                           config)
+            fb.answer_step(protocol, tiny, NO_SESSIONS, out,
+                           StepContext(BM25, gateway, keys(protocol, step)), config)
         )  # fmt: skip
         asked.append(list(answers.question_id))
         previous = out
@@ -157,8 +165,8 @@ def test_off_policy_memorizes_every_shuffled_dialogue_and_asks_the_test_split(
     assert asked == [f"synthetic-feedback_{i}" for i in (4, 5, 6, 7)]
     snapshot = tmp_path / "off_policy" / "step0"
     answers = asyncio.run(
-        fb.answer_step("train_performance", tiny, NO_SESSIONS, snapshot, BM25,
-                       keys("train_performance", 0), gateway, config)
+        fb.answer_step("train_performance", tiny, NO_SESSIONS, snapshot,
+                       StepContext(BM25, gateway, keys("train_performance", 0)), config)
     )  # fmt: skip
     assert list(answers.question_id) == [f"synthetic-feedback_{i}" for i in (0, 1, 2, 3)]
 
@@ -181,8 +189,8 @@ def test_memory_of_the_corrections_answers_the_test_split(tiny, gateway, tmp_pat
     chain("off_policy", 1, tiny, gateway, tmp_path, train, config)
     snapshot = tmp_path / "off_policy" / "step0"
     with_memory = asyncio.run(
-        fb.answer_step("off_policy", tiny, NO_SESSIONS, snapshot, BM25, keys("off_policy", 0),
-                       gateway, config)
+        fb.answer_step("off_policy", tiny, NO_SESSIONS, snapshot,
+                       StepContext(BM25, gateway, keys("off_policy", 0)), config)
     )  # fmt: skip
     scored = asyncio.run(
         fb.score_step(with_memory, tiny, train, keys("off_policy", 0), gateway, METRICS, "x")
@@ -192,12 +200,12 @@ def test_memory_of_the_corrections_answers_the_test_split(tiny, gateway, tmp_pat
     assert score[("item_value", "dataset:synthetic-feedback")] == 1.0
     none = {"type": "none"}
     asyncio.run(
-        fb.ingest_step("off_policy", 0, train, tiny, NO_SESSIONS, none, None, tmp_path / "n",
-                       gateway)
+        fb.ingest_step("off_policy", 0, train, tiny, NO_SESSIONS, StepContext(none, gateway),
+                       None, tmp_path / "n")
     )  # fmt: skip
     without = asyncio.run(
-        fb.answer_step("off_policy", tiny, NO_SESSIONS, tmp_path / "n", none, keys("x", 0),
-                       gateway, config)
+        fb.answer_step("off_policy", tiny, NO_SESSIONS, tmp_path / "n",
+                       StepContext(none, gateway, keys("x", 0)), config)
     )  # fmt: skip
     assert set(without.response) == {"I don't know."}
 
@@ -207,11 +215,15 @@ def test_on_policy_step_k_converses_with_snapshot_k_minus_1(tiny, gateway, tmp_p
     empty = pd.DataFrame(columns=DIALOGUES.names)
     begin = tmp_path / "step0"
     manifest = asyncio.run(
-        fb.ingest_step("on_policy", 0, empty, tiny, NO_SESSIONS, BM25, None, begin, gateway)
+        fb.ingest_step(
+            "on_policy", 0, empty, tiny, NO_SESSIONS, StepContext(BM25, gateway), None, begin
+        )
     )
     assert manifest["holds"] == {"set": []}
     step1 = asyncio.run(
-        fb.live_step(1, tiny, begin, BM25, keys("on_policy", 1), gateway, config, METRICS)
+        fb.live_step(
+            1, tiny, begin, StepContext(BM25, gateway, keys("on_policy", 1)), config, METRICS
+        )
     )
     train_ids = list(tiny[tiny.split == "train"].question_id)
     sampled = [train_ids[i] for i in fb.on_policy_sample(4, 2, 1, 42)]
@@ -221,15 +233,17 @@ def test_on_policy_step_k_converses_with_snapshot_k_minus_1(tiny, gateway, tmp_p
     assert list(firsts.implicit_action) == ["dislike", "dislike"]
     after1 = tmp_path / "step1"
     manifest = asyncio.run(
-        fb.ingest_step("on_policy", 1, step1, tiny, NO_SESSIONS, BM25, begin, after1, gateway)
+        fb.ingest_step(
+            "on_policy", 1, step1, tiny, NO_SESSIONS, StepContext(BM25, gateway), begin, after1
+        )
     )
     assert manifest["holds"] == {"set": sampled}
     # the same items conversed with snapshot 1 are answered right at once, and only then
     again = asyncio.run(
         fb.live_dialogues(
             tiny[tiny.question_id.isin(sampled)].to_dict("records"),
-            lambda item: fb.load_snapshot(after1, BM25, gateway)[0]["set"],
-            gateway, keys("on_policy", 2), config, METRICS, every_round=True,
+            lambda item: fb.load_snapshot(after1, StepContext(BM25, gateway))[0]["set"],
+            StepContext(BM25, gateway, keys("on_policy", 2)), config, METRICS, every_round=True,
         )
     )  # fmt: skip
     firsts = again[(again.role == "user") & (again["round"] == 1)]
@@ -262,20 +276,20 @@ def test_a_corpus_dataset_gets_its_own_memory_off_policy_and_shares_one_otherwis
     ids = fb.shuffled_dialogue_ids(train, 42)
     dialogues = fb.select_dialogues(train, ids, keys("off_policy", 0))
     off = asyncio.run(
-        fb.ingest_step("off_policy", 0, dialogues, questions, sessions, BM25, None,
-                       tmp_path / "off", gateway)
+        fb.ingest_step("off_policy", 0, dialogues, questions, sessions,
+                       StepContext(BM25, gateway), None, tmp_path / "off")
     )  # fmt: skip
     assert off["holds"] == {"set": ids, "Locomo-0": [*ids, "corpus:Locomo-0"]}
     answers = asyncio.run(
-        fb.answer_step("off_policy", questions, sessions, tmp_path / "off", BM25,
-                       keys("off_policy", 0), gateway, fb.FeedbackConfig())
+        fb.answer_step("off_policy", questions, sessions, tmp_path / "off",
+                       StepContext(BM25, gateway, keys("off_policy", 0)), fb.FeedbackConfig())
     )  # fmt: skip
     episode = dict(zip(answers.question_id, answers.episode_id, strict=True))
     assert episode["Locomo-0_0"] == "Locomo-0" and episode["synthetic-feedback_4"] == "set"
     empty = pd.DataFrame(columns=DIALOGUES.names)
     begin = asyncio.run(
-        fb.ingest_step("stepwise_off_policy", 0, empty, questions, sessions, BM25, None,
-                       tmp_path / "sw", gateway)
+        fb.ingest_step("stepwise_off_policy", 0, empty, questions, sessions,
+                       StepContext(BM25, gateway), None, tmp_path / "sw")
     )  # fmt: skip
     assert begin["holds"] == {"set": ["corpus:Locomo-0"]}
 
@@ -496,7 +510,7 @@ def test_locomo_0_from_real_data_generates_rule_based_dialogues_over_its_corpus(
     assert len(train) == 20  # sample_count 25 -> 20 / 5
     dialogues = asyncio.run(
         fb.generate_train_dialogues(
-            questions, sessions, BM25, keys("train_dialogues", 0), gateway,
+            questions, sessions, StepContext(BM25, gateway, keys("train_dialogues", 0)),
             fb.FeedbackConfig(max_rounds=2), fb.metrics_module("memorybench"),
         )
     )  # fmt: skip

@@ -3,6 +3,8 @@ and one-line errors naming file, line and field for malformed files."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -51,6 +53,21 @@ def test_every_shipped_csv_loads_and_names_its_source(published):
         "memorybench-leaderboard": 500,
     }
     assert set(published.loc[published["paper"] == "amemgym", "aggregate"]) == {"mean"}
+
+
+def test_notes_are_flat_and_hold_the_printed_number(published):
+    """A note is one sentence with the number as printed: never a record pasted into it, and the
+    printed number (or one of an "a / b" pair) is the value in mnemoflow's units."""
+    assert not published["note"].str.contains(r"\{'|'paper':", regex=True).any()
+    printed = published[published["note"].str.startswith("printed ")]
+    assert len(printed) > 1600
+    for note, value in zip(printed["note"], printed["value"], strict=True):
+        numbers = re.match(r"printed ([-\d.]+)(?: */ *([-\d.]+))?", note).groups()
+        scales = (1, 0.01, 1000, 0.001)
+        assert any(abs(value - float(n) * f) < 1e-9 for n in numbers if n for f in scales), (
+            note,
+            value,
+        )
 
 
 def test_pinned_transcribed_values(published):

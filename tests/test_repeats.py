@@ -10,11 +10,12 @@ import yaml
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.tables import SUMMARY
 from mnemoflow.errors import ConfigError
+from mnemoflow.layout import path_seed
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.ledger import Ledger
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.planning.run import plan_run
-from mnemoflow.repeats import folder_seed, folders, path_seed, repeat_seeds, seeded_models
+from mnemoflow.repeats import folder_seed, folders, repeat_seeds, seeded_models
 from mnemoflow.report.headline import headline_tables, is_headline
 from mnemoflow.report.seeds import across_seeds, seeds_table
 from mnemoflow.report.summaries import load_ledger, run_costs

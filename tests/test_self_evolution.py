@@ -22,6 +22,7 @@ from mnemoflow.llm.offline.writer import section_types
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import Message, build
 from mnemoflow.protocols import interactive as it
+from mnemoflow.protocols.step import StepContext
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.summary import summary_markdown
 from tests.amemgym_fixtures import write_environment
@@ -63,7 +64,9 @@ def chain(users, spec, folder, steps=3, make_gateway=None):
         keys = {"benchmark": "b", "system": "s", "protocol": it.PROTOCOL, "step": k}
         snapshot = folder / f"step{k}"
         results.append(
-            asyncio.run(it.run_step(users, k, spec, keys, previous, snapshot, llm, SCHEDULE))
+            asyncio.run(
+                it.run_step(users, k, StepContext(spec, llm, keys), previous, snapshot, SCHEDULE)
+            )
         )
         requests.append(llm.requests)
         previous = snapshot

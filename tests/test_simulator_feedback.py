@@ -18,6 +18,7 @@ from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import UnparseableReply
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.protocols.conversation import Turn
+from mnemoflow.protocols.step import StepContext
 from mnemoflow.simulators.feedback import (
     CORRECT_TEXT,
     RESPONSE_FORMAT,
@@ -205,7 +206,7 @@ def test_the_simulator_sees_the_gold_and_the_agent_never_does():
     config = fb.FeedbackConfig(max_rounds=3)
     asyncio.run(
         fb.live_dialogues(
-            train, lambda item: None, gateway, keys, config,
+            train, lambda item: None, StepContext({"type": "none"}, gateway, keys), config,
             fb.metrics_module("synthetic_feedback"), every_round=True,
         )
     )  # fmt: skip
@@ -244,10 +245,11 @@ def test_a_test_items_gold_never_reaches_the_agent_in_any_round_or_when_it_is_as
 
     async def step():
         empty = pd.DataFrame(columns=DIALOGUES.names)
-        await fb.ingest_step("on_policy", 0, empty, frame, none, system, None, begin, gateway)
-        dialogues = await fb.live_step(1, frame, begin, system, keys, gateway, config, metrics)
-        await fb.ingest_step("on_policy", 1, dialogues, frame, none, system, begin, after, gateway)
-        return await fb.answer_step("on_policy", frame, none, after, system, keys, gateway, config)
+        ctx = StepContext(system, gateway, keys)
+        await fb.ingest_step("on_policy", 0, empty, frame, none, ctx, None, begin)
+        dialogues = await fb.live_step(1, frame, begin, ctx, config, metrics)
+        await fb.ingest_step("on_policy", 1, dialogues, frame, none, ctx, begin, after)
+        return await fb.answer_step("on_policy", frame, none, after, ctx, config)
 
     answers = asyncio.run(step())
     assert sorted(answers.question_id) == sorted(gold)

@@ -9,6 +9,7 @@ from mnemoflow.data.registry import load_benchmark, n_steps
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols import static_qa as qa
+from mnemoflow.protocols.step import StepContext
 from tests.eval_fixtures import longmemeval_tables
 from tests.jsonl import write_jsonl
 
@@ -34,15 +35,14 @@ def _accuracy(name, tmp_path):
                 prepared.sessions,
                 prepared.episode_sessions,
                 episodes,
-                SYSTEMS[name],
+                StepContext(SYSTEMS[name], gateway),
                 step,
                 previous,
                 out,
-                gateway,
             )
             questions = prepared.questions[prepared.questions.checkpoint == step]
             keys = qa.run_keys("synthetic", name, step)
-            answers = await qa.answer(questions, out, SYSTEMS[name], keys, gateway)
+            answers = await qa.answer(questions, out, StepContext(SYSTEMS[name], gateway, keys))
             frames.append(await qa.judge(answers, questions, gateway))
             previous = out
         return frames
@@ -79,14 +79,13 @@ def _lme_answers(tmp_path, reader, system=None):
 
     async def run():
         await qa.ingest(
-            sessions, episodes, sorted(set(episodes.episode_id)), system, 0, None, snapshot, gateway
-        )
+            sessions, episodes, sorted(set(episodes.episode_id)), StepContext(system, gateway), 0,
+            None, snapshot,
+        )  # fmt: skip
         answers = await qa.answer(
             questions,
             snapshot,
-            system,
-            keys,
-            gateway,
+            StepContext(system, gateway, keys),
             reader,
             sessions=sessions,
             episode_sessions=episodes,
@@ -185,11 +184,11 @@ def test_failed_answers_are_left_unscored_without_a_judge_call(tmp_path):
     async def run():
         out = tmp_path / "step0"
         await qa.ingest(
-            prepared.sessions, prepared.episode_sessions, episodes, SYSTEMS["none"], 0, None,
-            out, gateway,
+            prepared.sessions, prepared.episode_sessions, episodes,
+            StepContext(SYSTEMS["none"], gateway), 0, None, out,
         )  # fmt: skip
         answers = await qa.answer(
-            questions, out, SYSTEMS["none"], qa.run_keys("s", "none", 0), gateway
+            questions, out, StepContext(SYSTEMS["none"], gateway, qa.run_keys("s", "none", 0))
         )
         failed = {answers.question_id[0]: "prompt over the window", answers.question_id[1]: "x"}
         judge = Gateway.from_config({}, None)

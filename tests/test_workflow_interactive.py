@@ -4,10 +4,9 @@ real run writes dialogues, snapshots, checkpoint / recall replies and the upper 
 
 import pandas as pd
 import pytest
-import yaml
 
-from tests.amemgym_fixtures import write_environment
-from tests.workflow import snakemake, workdir
+from tests.amemgym_fixtures import TINY_BENCHMARK, environment_workdir
+from tests.workflow import snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -16,23 +15,13 @@ TINY = {
     "run": {"benchmarks": ["amemgym_tiny"], "systems": ["native", "rag"]},
     "benchmarks": {
         "amemgym_tiny": {
-            "loader": "amemgym",
+            **TINY_BENCHMARK,
             "protocols": ["interactive", "interactive_replay"],
-            "source": {"path": "data.json"},
-            "shards": 1,
             "interactive": {"off_policy_source": "native", "num_rounds_update": 2},
         }
     },
 }
 SHARD = "results/amemgym_tiny/{system}/{protocol}/step{step}/shard0"
-
-
-def setup(tmp_path):
-    wd = workdir(tmp_path)
-    write_environment(wd)
-    override = wd / "interactive.yaml"
-    override.write_text(yaml.safe_dump(TINY))
-    return wd, override
 
 
 def blocks(log: str, rule: str) -> dict[str, str]:
@@ -45,7 +34,7 @@ def blocks(log: str, rule: str) -> dict[str, str]:
 
 
 def test_dry_run_chains_dialogues_step_k_minus_1_to_k_and_replay_reads_the_source(tmp_path):
-    wd, override = setup(tmp_path)
+    wd, override = environment_workdir(tmp_path, TINY)
     log = snakemake(wd, "--dry-run", configfiles=[override])
     dialogues = blocks(log, "dialogues")
     # 2 systems x 3 periods, one shard
@@ -78,7 +67,7 @@ def test_dry_run_chains_dialogues_step_k_minus_1_to_k_and_replay_reads_the_sourc
 
 
 def test_real_run_with_the_offline_backend_reaches_the_summary(tmp_path):
-    wd, override = setup(tmp_path)
+    wd, override = environment_workdir(tmp_path, TINY)
     snakemake(wd, configfiles=[override])
 
     def shard(system, protocol, step, name):

@@ -4,10 +4,13 @@ import json
 
 import pandas as pd
 import pytest
+import yaml
 
 from mnemoflow.cli import main as cli
+from mnemoflow.data.tables import FOOTPRINT_METRICS
+from mnemoflow.eval.diagnosis import CAUSES
 from tests.shared_data import shared_file
-from tests.workflow import ledgers, snakemake, workdir
+from tests.workflow import copy_run, ledgers, snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
@@ -112,6 +115,42 @@ def test_score_command_reproduces_the_workflow_numbers(locomo_run, tmp_path):
     keys.append(("turn_evidence_recall", "micro"))
     for key in keys:
         assert rescored[key] == pytest.approx(workflow[key]), key
+
+
+def test_an_exported_run_imported_back_is_judged_to_its_own_numbers(locomo_run, tmp_path):
+    # export -> import -> the workflow re-judges the imported answers beside the run's own: every
+    # judged and retrieval metric of the run, exactly; only what needs the memory itself (the
+    # write / read diagnosis, retrieval latency, snapshot size) is not the file's to give
+    finished, override, source = locomo_run
+    wd = copy_run(finished, tmp_path / "run")
+    out = wd / "exported"
+    argv = ["export", "--results", str(wd / "results"), "--format", "locomo", "--data"]
+    assert cli([*argv, str(source), "--out", str(out), "--benchmark", "locomo"]) == 0
+    exported = out / "locomo.bm25_message.qa.step0.samples.json"
+    layer = wd / "import.yaml"
+    argv = ["import", "--format", "locomo", str(exported), "--name", "published"]
+    argv += ["--benchmark", "locomo", "--with", "none", "--with", "bm25_message"]
+    assert cli([*argv, "--out", str(layer)]) == 0
+    log = snakemake(wd, configfiles=(override, layer), targets=["results/summary.parquet"])
+    assert "localrule prepare" not in log  # adding a system to the list re-prepares nothing
+    step = wd / "results/locomo/{}/qa/step0/scores.parquet"
+    ours = _by_aggregate(pd.read_parquet(str(step).format("bm25_message")))
+    imported = _by_aggregate(pd.read_parquet(str(step).format("published")))
+    memory_bound = {*FOOTPRINT_METRICS, *(f"{cause}_rate" for cause in CAUSES)}
+    keys = [k for k in ours.index if k[0] not in memory_bound]
+    assert {"j", "f1", "turn_evidence_recall", "j:unscored"} <= {m for m, _ in keys}
+    for key in keys:
+        assert imported[key] == pytest.approx(ours[key], abs=1e-12), key
+    summary = pd.read_parquet(wd / "results/summary.parquet")
+    assert {"none", "bm25_message", "published"} <= set(summary["system"])
+    for path in wd.glob("results/locomo/published/qa/step0/shard*/answers.ledger.json"):
+        ledger = json.loads(path.read_text())
+        assert ledger["totals"]["calls"] == 0  # read from the file, no model asked
+        assert ledger["imported"]["sha256"] == yaml_entry(layer)["sha256"]
+
+
+def yaml_entry(layer):
+    return yaml.safe_load(layer.read_text())["systems"]["published"]
 
 
 def _by_aggregate(scores):

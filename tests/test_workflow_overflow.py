@@ -84,6 +84,9 @@ def test_overflowing_items_fail_and_the_run_goes_on(tmp_path):
     text = (wd / "results/summary.md").read_text()
     assert f"{OVERFLOWING} items failed: a prompt did not fit" in text
     assert text.count("| question ") == OVERFLOWING
+    page = (wd / "results/report.html").read_text()
+    assert '<section id="failed-items">' in page
+    assert f"{OVERFLOWING} items failed: a prompt did not fit" in page
 
 
 def test_overflow_abort_with_planned_overflows_is_refused_at_the_start(tmp_path):

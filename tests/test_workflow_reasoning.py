@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 
 from mnemoflow.testing.openai_server import OpenAITestServer
-from tests.amemgym_fixtures import environment
+from tests.amemgym_fixtures import TINY_BENCHMARK, write_one_user
 from tests.answering_model import answer
-from tests.workflow import MODEL_RULES, TINY, ledgers, snakemake, workdir
+from tests.workflow import MODEL_RULES, TINY, ledgers, on_policy_feedback, snakemake, workdir
 
 pytestmark = pytest.mark.slow
 
@@ -44,19 +44,8 @@ OVERRIDE = {
                 "seed": 3,
             },
         },
-        "synthetic_feedback": {
-            "systems": ["bm25_message"],
-            "protocols": ["on_policy"],
-            "params": {"items": 4, "seed": 3},
-            "feedback": {"batch_size": 4, "on_policy_steps": 1, "max_rounds": 2},
-        },
-        "amemgym_tiny": {
-            "loader": "amemgym",
-            "protocols": ["interactive"],
-            "systems": ["native", "awi"],
-            "source": {"path": "data.json"},
-            "shards": 1,
-        },
+        "synthetic_feedback": {"systems": ["bm25_message"], **on_policy_feedback(batch_size=4)},
+        "amemgym_tiny": {**TINY_BENCHMARK, "systems": ["native", "awi"]},
     },
 }
 
@@ -67,9 +56,7 @@ def finished_run(tmp_path: Path, rerun: bool, **server_options) -> tuple[Path, d
     and with ``rerun`` those of a rerun of every model-calling job (the cache kept). The report
     is not made: it calls no model."""
     wd = workdir(tmp_path)
-    user = environment()[0]
-    user["periods"] = user["periods"][:2]  # one user, periods 0 and 1
-    (wd / "data.json").write_text(json.dumps([user]))
+    write_one_user(wd)
     counts = {}
     with OpenAITestServer(reply=answer, **server_options) as server:
         endpoint = {"base_url": server.base_url, "model": "qwen3", "concurrency": 4}

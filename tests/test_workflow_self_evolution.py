@@ -4,34 +4,23 @@ evolved section, and the summary and report show the self-evolution table."""
 
 import pandas as pd
 import pytest
-import yaml
 
 from mnemoflow.memory.writer import MEMORY_TYPES
-from tests.amemgym_fixtures import write_environment
-from tests.workflow import snakemake, workdir
+from tests.amemgym_fixtures import TINY_BENCHMARK, environment_workdir
+from tests.workflow import snakemake
 
 pytestmark = pytest.mark.slow
 
 CONFIG = {
     "models": {"embedder": {"backend": "offline"}},
     "run": {"benchmarks": ["amemgym_tiny"], "systems": ["awi_evolve_question_only"]},
-    "benchmarks": {
-        "amemgym_tiny": {
-            "loader": "amemgym",
-            "protocols": ["interactive"],
-            "source": {"path": "data.json"},
-            "shards": 1,
-        }
-    },
+    "benchmarks": {"amemgym_tiny": TINY_BENCHMARK},
 }
 SHARD = "results/amemgym_tiny/awi_evolve_question_only/interactive/step{step}/shard0"
 
 
 def test_evolution_records_reach_the_summary_and_report(tmp_path):
-    wd = workdir(tmp_path)
-    write_environment(wd)
-    override = wd / "evolve.yaml"
-    override.write_text(yaml.safe_dump(CONFIG))
+    wd, override = environment_workdir(tmp_path, CONFIG)
     snakemake(wd, configfiles=[override])
 
     steps = [pd.read_parquet(wd / SHARD.format(step=k) / "evolution.parquet") for k in range(3)]

@@ -35,6 +35,16 @@ SMALL_SYNTHETIC = {
 }
 
 
+def on_policy_feedback(batch_size: int) -> dict:
+    """The benchmark entry of a tiny on-policy feedback run: 4 synthetic_feedback items, one
+    step, at most 2 rounds, ``batch_size`` dialogues a batch."""
+    return {
+        "protocols": ["on_policy"],
+        "params": {"items": 4, "seed": 3},
+        "feedback": {"batch_size": batch_size, "on_policy_steps": 1, "max_rounds": 2},
+    }
+
+
 #: The rules that call models (a forced rerun of them, the cache kept, must reach no server).
 MODEL_RULES = (
     "ingest",

@@ -16,7 +16,7 @@ from mnemoflow.commands import COMMANDS
 from mnemoflow.commands.compare import add_published_arguments, published_comparison
 
 
-@COMMANDS.register("report", help="build results/report.html from result tables")
+@COMMANDS.register("report", help="build the HTML report from result tables")
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=Path("results"), help="results folder")
     parser.add_argument(

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemoflow import amemgym_world as world
+from mnemoflow.data.jsonstream import iter_jsonl
 from mnemoflow.data.validate import DataError
 from mnemoflow.grouping import shuffled_groups
 
@@ -85,13 +86,7 @@ def read_personas(path: str | Path = PERSONAS) -> list[dict[str, Any]]:
     """The persona pool: one JSON object per line with every key of :data:`PROFILE_KEYS`."""
     path = Path(path)
     personas = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            persona = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: line {number}: not valid JSON: {exc.msg}") from None
+    for number, persona in iter_jsonl(path):
         missing = [key for key in PROFILE_KEYS if key not in persona]
         if missing:
             raise DataError(f"{path}: line {number}: missing field '{missing[0]}'")

@@ -1,4 +1,4 @@
-"""Stream the records of a top-level JSON array without loading the whole file.
+"""Stream the records of a top-level JSON array without loading the whole file; read JSON lines.
 
 LongMemEval-M is a single 2.7 GB JSON array of 500 records; ``json.load`` would need tens of GB.
 :func:`iter_array` reads the file in chunks and decodes one element at a time with the standard
@@ -129,3 +129,18 @@ def iter_array(path: str | os.PathLike, chunk_size: int = 1 << 20) -> Iterator[t
                 f"{name}: invalid JSON after record {index - 1} at character {consumed}: "
                 f"expected ',' or ']', found {buffer[0]!r}"
             )
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line number, value)`` for each non-blank line of the JSON-lines file ``path``; a
+    line that is not JSON is a :class:`DataError` naming the file and the line."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}: line {number}: not valid JSON: {exc.msg}") from None
+            yield number, value

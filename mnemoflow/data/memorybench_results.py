@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mnemoflow.data.jsonstream import iter_jsonl
 from mnemoflow.data.published import COLUMNS, MEAN
 from mnemoflow.data.validate import DataError
 
@@ -78,18 +79,7 @@ def read_manifest(root: str | Path) -> list[dict]:
     path = Path(root) / "manifest.jsonl"
     if not path.is_file():
         raise DataError(f"{path}: no manifest (is {root} a copy of MemoryBench-Results?)")
-    entries = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}: line {number}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: not JSON: {exc.msg}") from None
-            entries.append(_entry(item, where))
-    return entries
+    return [_entry(item, f"{path}: line {number}") for number, item in iter_jsonl(path)]
 
 
 def read_results(root: str | Path) -> pd.DataFrame:

@@ -19,6 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mnemoflow.layout import QUARANTINE
+
 _str = pa.string()
 _int = pa.int64()
 _float = pa.float64()
@@ -396,7 +398,7 @@ def read_table(
         reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         raise TableError(
             f"{path}: not a readable Parquet table ({reason}); the next run moves it to "
-            "results/quarantine/ and makes it again"
+            f"{QUARANTINE}/ and makes it again"
         ) from None
     if schema is not None and columns is None and table.schema.names != schema.names:
         if not matches_schema(table.schema.names, schema):

@@ -22,6 +22,7 @@ from mnemoflow.environment.base import (
     ask_validated,
     gather_all,
     refine_until_checked,
+    refined_text,
 )
 from mnemoflow.llm.types import UnparseableReply
 
@@ -101,13 +102,6 @@ def check_answers(reply: Any, *, count: int) -> list[str]:
     return [reply[key].strip() for key in keys]
 
 
-def check_refined(reply: Any) -> str:
-    answer = reply.get("answer") if isinstance(reply, dict) else None
-    if not isinstance(answer, str) or not answer.strip():
-        raise InvalidReply('the reply must be {"answer": "non-empty text"}')
-    return answer.strip()
-
-
 def parse_choice(text: str, *, count: int) -> int:
     """A checker's reply: one number in 1..count."""
     body = text.strip().strip(".").strip()
@@ -182,7 +176,7 @@ async def _answer_question(
                     problem=problem,
                 ),
                 fields={**base, "answer": answer, "target": list(variants[index])},
-                validate=check_refined,
+                validate=refined_text("answer"),
             )
 
         return await refine_until_checked(

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.llm.types import ChatRequest, UnparseableReply
+from mnemoflow.llm.types import ChatRequest, reply_json
 
 #: Limits of the two loops (knobs of the same name override them).
 MAX_VALIDATION_ERRORS = 4
@@ -112,10 +112,19 @@ def parse_json_reply(text: str) -> Any:
     """The first fenced ``json`` block of a reply, else the whole reply, as JSON."""
     match = _JSON_BLOCK.search(text)
     body = match.group(1) if match else text
-    try:
-        return json.loads(body.strip())
-    except json.JSONDecodeError as exc:
-        raise UnparseableReply(f"not valid JSON: {exc.msg}") from None
+    return reply_json(body.strip())
+
+
+def refined_text(key: str) -> Callable[[Any], str]:
+    """The validator of a refine reply ``{key: "non-empty text"}``: the text, stripped."""
+
+    def validate(reply: Any) -> str:
+        text = reply.get(key) if isinstance(reply, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidReply(f'the reply must be {{"{key}": "non-empty text"}}')
+        return text.strip()
+
+    return validate
 
 
 def prompt_json(value: Any) -> str:

@@ -23,6 +23,7 @@ from mnemoflow.environment.base import (
     parse_json_reply,
     prompt_json,
     refine_until_checked,
+    refined_text,
 )
 
 INIT_PROMPT = """\
@@ -152,13 +153,6 @@ def check_update_queries(reply: Any, *, count: int) -> list[str]:
     return [text.strip() for text in queries]
 
 
-def check_refined(reply: Any) -> str:
-    query = reply.get("query") if isinstance(reply, dict) else None
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidReply('the reply must be {"query": "non-empty text"}')
-    return query.strip()
-
-
 def parse_prediction(text: str, *, names: list[str]) -> dict[str, Any]:
     """A checker's reply: an object with a prediction for every variable."""
     predicted = parse_json_reply(text)
@@ -208,7 +202,7 @@ async def _settle(
                 problem=problem,
             ),
             fields={"query": query, "exposed_states": exposed, "choices": choices},
-            validate=check_refined,
+            validate=refined_text("query"),
         )
 
     query = await refine_until_checked(

@@ -44,7 +44,6 @@ and ``accuracy:unscored``, the parse failures (= ``parse_failures``).
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from collections.abc import Iterable
@@ -54,6 +53,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.amemgym import AmemUser, gold_choice, question_id, true_state
+from mnemoflow.data.jsonstream import iter_jsonl
 from mnemoflow.data.validate import DataError
 from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
 from mnemoflow.llm.types import UnparseableReply
@@ -353,6 +353,15 @@ def _chosen(record: dict[str, Any], n: int, loc: str) -> int | None:
         return None
 
 
+def is_option_order(value: Any) -> bool:
+    """Whether a reply's ``option_order`` is well formed: absent (None) or a list of integers."""
+    if value is None:
+        return True
+    return isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    )
+
+
 def chosen_option(record: dict[str, Any], n: int, kind: str) -> int | None:
     """The data.json index a reply row picks, as the scorer reads it: an upper-bound row by its
     reply and shown order alone (the workflow passes the scorer no ``parse_ok`` for those), a
@@ -478,14 +487,8 @@ def read_reply_file(path: str | Path, kind: str) -> pd.DataFrame:
     path = Path(path)
     ints = [name for name in _REQUIRED[kind] if name not in ("user_id", "reply")]
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, record in iter_jsonl(path):
         loc = f"{path}: line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{loc}: not valid JSON: {exc.msg}") from None
         if not isinstance(record, dict):
             raise DataError(f"{loc}: expected an object")
         for name in _REQUIRED[kind]:
@@ -500,10 +503,7 @@ def read_reply_file(path: str | Path, kind: str) -> pd.DataFrame:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise DataError(f"{loc}: '{name}' must be an integer >= 0, got {value!r:.60}")
         order = record.get("option_order")
-        if order is not None and (
-            not isinstance(order, list)
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in order)
-        ):
+        if not is_option_order(order):
             raise DataError(f"{loc}: 'option_order' must be a list of integers, got {order!r:.60}")
         if record.get("parse_ok") is not None and not isinstance(record["parse_ok"], bool):
             raise DataError(

@@ -39,7 +39,8 @@ import pandas as pd
 from mnemoflow.data.amemgym import AmemUser, gold_choice, read_environment
 from mnemoflow.data.tables import as_list, read_table, write_atomic_text
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.amemgym_score import chosen_option, score_replies
+from mnemoflow.eval.amemgym_score import chosen_option, is_option_order, score_replies
+from mnemoflow.layout import ENVIRONMENT, PREPARED, RUN_STEP, export_name, parse, under
 
 FORMATS = ("longmemeval", "locomo", "memorybench", "amemgym")
 SUFFIX = {
@@ -62,8 +63,14 @@ class Run:
     files: tuple[Path, ...]
 
     @property
+    def keys(self) -> dict[str, Any]:
+        """The run keys (the layout's)."""
+        return {"benchmark": self.benchmark, "system": self.system, "protocol": self.protocol,
+                "step": self.step}  # fmt: skip
+
+    @property
     def name(self) -> str:
-        return f"{self.benchmark}.{self.system}.{self.protocol}.step{self.step}"
+        return export_name(self.keys)
 
 
 def loader_of(results: Path, benchmark: str) -> str | None:
@@ -71,12 +78,12 @@ def loader_of(results: Path, benchmark: str) -> str | None:
     ``loader``; in results prepared before it recorded one, the questions' ``benchmark`` column,
     which then held the loader's name), or ``amemgym`` for a benchmark with checkpoint replies;
     None when neither is there."""
-    version = results / benchmark / "prepared" / "data_version.json"
+    version = under(results, PREPARED, {"benchmark": benchmark}) / "data_version.json"
     if version.is_file():
         loader = json.loads(version.read_text(encoding="utf-8")).get("loader")
         if loader:
             return str(loader)
-    prepared = results / benchmark / "prepared" / "questions.parquet"
+    prepared = under(results, PREPARED, {"benchmark": benchmark}) / "questions.parquet"
     if prepared.exists():
         names = read_table(prepared, "questions")["benchmark"].unique()
         return str(names[0]) if len(names) else None
@@ -108,8 +115,8 @@ def find_runs(results: Path, fmt: str, benchmarks: list[str] | None = None) -> l
             continue
         if pattern:
             for path in (results / benchmark).glob(pattern):
-                system, protocol, step = path.parts[-5], path.parts[-4], path.parts[-3]
-                key = (benchmark, system, protocol, int(step.removeprefix("step")))
+                keys = parse(path.as_posix())
+                key = (benchmark, keys["system"], keys["protocol"], keys["step"])
                 runs.setdefault(key, []).append(path)
             continue
         for path in (results / benchmark).glob("*/*/step*/**/answers.parquet"):
@@ -166,20 +173,31 @@ def longmemeval_retrievals(answers: pd.DataFrame) -> list[dict[str, Any]]:
 # ---- LoCoMo -----------------------------------------------------------------------------------
 
 
-def read_samples(path: Path) -> list[dict[str, Any]]:
-    """LoCoMo's samples JSON (a list of ``{sample_id, qa, ...}``); one-line errors."""
+def _read_json(path: Path) -> Any:
+    """A reference-format JSON file's content; an unreadable file is a one-line error."""
     try:
-        samples = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable JSON file: {exc}") from None
+
+
+def _object(record: Any, loc: str, fields: tuple[str, ...]) -> None:
+    """``record`` must be an object with every one of ``fields``; else a one-line error at
+    ``loc``."""
+    if not isinstance(record, dict):
+        raise ConfigError(f"{loc}: expected an object")
+    for field in fields:
+        if field not in record:
+            raise ConfigError(f"{loc}: missing field '{field}'")
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """LoCoMo's samples JSON (a list of ``{sample_id, qa, ...}``); one-line errors."""
+    samples = _read_json(path)
     if not isinstance(samples, list):
         raise ConfigError(f"{path}: expected a list of LoCoMo samples")
     for i, sample in enumerate(samples):
-        if not isinstance(sample, dict):
-            raise ConfigError(f"{path}: record {i}: expected an object")
-        for field in ("sample_id", "qa"):
-            if field not in sample:
-                raise ConfigError(f"{path}: record {i}: missing field '{field}'")
+        _object(sample, f"{path}: record {i}", ("sample_id", "qa"))
         if not isinstance(sample["qa"], list):
             raise ConfigError(f"{path}: record {i} ({sample['sample_id']}): 'qa' must be a list")
     return samples
@@ -384,7 +402,7 @@ def amemgym_data(results: Path, benchmark: str, data: Path | None) -> Path:
     """The run's data.json: ``--data`` when given, else the generated environment."""
     if data is not None:
         return data
-    generated = results / benchmark / "environment" / "data.json"
+    generated = under(results, ENVIRONMENT, {"benchmark": benchmark})
     if not generated.exists():
         raise ConfigError(f"{benchmark} has no generated {generated}; pass its data.json as --data")
     return generated
@@ -395,7 +413,7 @@ def amemgym_replies(results: Path, run: Run, name: str = "checkpoint_replies") -
     periods 0..step of the run (step k's scores are over them)."""
     frames = []
     for step in range(run.step + 1):
-        folder = results / run.benchmark / run.system / run.protocol / f"step{step}"
+        folder = under(results, RUN_STEP, {**run.keys, "step": step})
         for path in sorted(folder.glob(f"shard*/{name}.parquet")):
             frames.append(pd.read_parquet(path))
     if not frames and name == "checkpoint_replies":
@@ -451,7 +469,9 @@ def export(results: Path, fmt: str, out: Path, *, data: Path | None = None,
                 retrievals = out / f"{run.name}{RETRIEVALS_SUFFIX}"
                 also[retrievals] = _jsonl(longmemeval_retrievals(answers))
             elif fmt == "memorybench":
-                prepared = results / run.benchmark / "prepared" / "questions.parquet"
+                prepared = (
+                    under(results, PREPARED, {"benchmark": run.benchmark}) / "questions.parquet"
+                )
                 questions = read_table(prepared, "questions")
                 text = _jsonl(memorybench_lines(answers, questions, prepared))
             else:
@@ -551,10 +571,7 @@ def read_eval_output(
     reads: each result's ``raw_response`` re-parsed through its ``option_order`` (``json_error``
     true = a reply the run already gave up on); one-line errors naming file, user, period,
     question and field."""
-    try:
-        content = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable JSON file: {exc}") from None
+    content = _read_json(path)
     if not isinstance(content, dict) or not content:
         raise ConfigError(f"{path}: expected an object of user ids")
     replies, upper, recall = [], [], []
@@ -600,20 +617,13 @@ def _grid(entry: dict[str, Any], name: str, where: str):
 
 
 def _reply_record(result: Any, loc: str) -> dict[str, Any]:
-    if not isinstance(result, dict):
-        raise ConfigError(f"{loc}: expected an object")
-    for field in ("raw_response", "json_error"):
-        if field not in result:
-            raise ConfigError(f"{loc}: missing field '{field}'")
+    _object(result, loc, ("raw_response", "json_error"))
     if not isinstance(result["raw_response"], str):
         raise ConfigError(f"{loc}: 'raw_response' must be a string")
     if not isinstance(result["json_error"], bool):
         raise ConfigError(f"{loc}: 'json_error' must be true or false")
     order = result.get("option_order")
-    if order is not None and (
-        not isinstance(order, list)
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in order)
-    ):
+    if not is_option_order(order):
         raise ConfigError(f"{loc}: 'option_order' must be a list of integers")
     return {
         "reply": result["raw_response"],

@@ -17,9 +17,11 @@ Offline, the fusion handler maps the sub-metrics the caller lists in ``fields["u
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +152,54 @@ async def fused_item_score(
     request, details = await ask(str(info[gold_field]))
     details = {**details, "bertscore_model": bert_model}
     return await fuse(gateway, request, prompt_version, key, store, details, setting)
+
+
+#: ``ask(gateway, source, response, gold, model)``: a dataset's sub-metrics of ``response`` against
+#: ``gold`` -> (its fusion request, the details stored with the fused score).
+Ask = Callable[..., Awaitable[tuple[ChatRequest, dict[str, Any]]]]
+
+
+@dataclass
+class FusedScorer:
+    """A multi-metric dataset's fused item score, called as ``scorer(gateway, test_idx, source,
+    response, info, store, model=None)``: :func:`fused_item_score` with the dataset's ``ask``
+    against ``info[gold_field]``."""
+
+    dataset: str
+    prompt_version: str
+    gold_field: str
+    ask: Ask
+
+    async def __call__(
+        self,
+        gateway,
+        test_idx: Any,
+        source: str,
+        response: str,
+        info: dict[str, Any],
+        store: FusionStore,
+        model: BertScoreModel | None = None,
+    ) -> JudgedScore:
+        async def ask(gold: str):
+            return await self.ask(gateway, source, response, gold, model)
+
+        return await fused_item_score(
+            gateway, self.dataset, self.prompt_version, test_idx, response, info,
+            self.gold_field, store, model, ask,
+        )  # fmt: skip
+
+
+def computed_ask(task: str, sub_metrics: Callable, prompt: Callable, shown: tuple[str, ...]) -> Ask:
+    """The ``ask`` of a dataset whose sub-metrics are computed here, without a model call:
+    ``sub_metrics(response, gold, model)`` off the event loop (CPU-bound: tokenizers, METEOR,
+    BERTScore; other items keep calling meanwhile), the request ``prompt(source, response, gold,
+    metrics)`` with the ``shown`` sub-metrics as the offline handler's unit scores."""
+
+    async def ask(gateway, source: str, response: str, gold: str, model: BertScoreModel | None):
+        metrics = await asyncio.to_thread(sub_metrics, response, gold, model)
+        units = {name: metrics[name] for name in shown}
+        return fusion_request(task, prompt(source, response, gold, metrics), units), {
+            "sub_metrics": metrics
+        }
+
+    return ask

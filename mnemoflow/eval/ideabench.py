@@ -27,8 +27,8 @@ import re
 from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
-from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request, number
-from mnemoflow.eval.judged_score import JudgedScore, json_rating
+from mnemoflow.eval.fusion import FusedScorer, fusion_request, number
+from mnemoflow.eval.judged_score import json_rating
 from mnemoflow.llm.types import ChatRequest, UnparseableReply, prompt_request
 
 DATASET = "IdeaBench"
@@ -199,33 +199,23 @@ def fusion_prompt(context: str, abstract: str, metrics: dict[str, Any]) -> str:
     )
 
 
-async def ideabench_score(
-    gateway,
-    test_idx: Any,
-    context: str,
-    response: str,
-    info: dict[str, Any],
-    store: FusionStore,
-    model: BertScoreModel | None = None,
-) -> JudgedScore:
+async def _ask(gateway, context: str, response: str, abstract: str, model):
+    metrics, failures, raw = await sub_metrics(gateway, response, abstract, model)
+    rating = metrics["llm_rating_score"]
+    units = {
+        "bert_score": metrics["bert_score"],
+        "llm_rating_score": None if rating is None else (rating - 1) / 9,
+        "llm_novelty_ranking_score": metrics["llm_novelty_ranking_score"],
+        "llm_feasibility_ranking_score": metrics["llm_feasibility_ranking_score"],
+    }
+    request = fusion_request(FUSION_TASK, fusion_prompt(context, abstract, metrics), units)
+    details = {
+        "sub_metrics": metrics,
+        "sub_parse_failures": failures,
+        "sub_raw_replies": raw,
+    }
+    return request, details
 
-    async def ask(abstract: str):
-        metrics, failures, raw = await sub_metrics(gateway, response, abstract, model)
-        rating = metrics["llm_rating_score"]
-        units = {
-            "bert_score": metrics["bert_score"],
-            "llm_rating_score": None if rating is None else (rating - 1) / 9,
-            "llm_novelty_ranking_score": metrics["llm_novelty_ranking_score"],
-            "llm_feasibility_ranking_score": metrics["llm_feasibility_ranking_score"],
-        }
-        request = fusion_request(FUSION_TASK, fusion_prompt(context, abstract, metrics), units)
-        details = {
-            "sub_metrics": metrics,
-            "sub_parse_failures": failures,
-            "sub_raw_replies": raw,
-        }
-        return request, details
 
-    return await fused_item_score(
-        gateway, DATASET, PROMPT_VERSION, test_idx, response, info, "abstract", store, model, ask
-    )
+#: ``ideabench_score(gateway, test_idx, context, response, info, store, model=None)``.
+ideabench_score = FusedScorer(DATASET, PROMPT_VERSION, "abstract", _ask)

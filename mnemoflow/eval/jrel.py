@@ -14,12 +14,8 @@ asked once (:mod:`fusion`).
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore_f1
-from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request, number
-from mnemoflow.eval.judged_score import JudgedScore
+from mnemoflow.eval.fusion import FusedScorer, computed_ask, number
 from mnemoflow.eval.readability import readability
 from mnemoflow.eval.rouge_l_en import rouge_l
 
@@ -86,27 +82,11 @@ def fusion_prompt(source: str, response: str, reference: str, metrics: dict) -> 
     )
 
 
-async def jrel_score(
-    gateway,
-    test_idx: Any,
-    source: str,
-    response: str,
-    info: dict[str, Any],
-    store: FusionStore,
-    model: BertScoreModel | None = None,
-) -> JudgedScore:
-    """``source``: the item's input prompt; ``info["pr-abstract"]``: the reference article."""
-
-    async def ask(reference: str):
-        # CPU-bound (BERTScore forward pass): off the event loop, so other items keep calling
-        metrics = await asyncio.to_thread(sub_metrics, response, reference, model)
-        request = fusion_request(
-            TASK,
-            fusion_prompt(source, response, reference, metrics),
-            {"Rouge-L": metrics["Rouge-L"], "BERTScore-F1": metrics["BERTScore-F1"]},
-        )
-        return request, {"sub_metrics": metrics}
-
-    return await fused_item_score(
-        gateway, DATASET, PROMPT_VERSION, test_idx, response, info, "pr-abstract", store, model, ask
-    )
+#: ``jrel_score(gateway, test_idx, source, response, info, store, model=None)``: ``source`` is the
+#: item's input prompt, ``info["pr-abstract"]`` the reference article.
+jrel_score = FusedScorer(
+    DATASET,
+    PROMPT_VERSION,
+    "pr-abstract",
+    computed_ask(TASK, sub_metrics, fusion_prompt, ("Rouge-L", "BERTScore-F1")),
+)

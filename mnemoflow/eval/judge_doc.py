@@ -30,7 +30,6 @@ keyword and edit distance; names written the statutory way compare the same. ``c
 
 from __future__ import annotations
 
-import asyncio
 import html
 import re
 from collections.abc import Callable
@@ -39,8 +38,7 @@ from typing import Any
 
 from mnemoflow.eval.bertscore import BertScoreModel, bertscore
 from mnemoflow.eval.chinese_numbers import numbers_in
-from mnemoflow.eval.fusion import FusionStore, fused_item_score, fusion_request
-from mnemoflow.eval.judged_score import JudgedScore
+from mnemoflow.eval.fusion import FusedScorer, computed_ask
 
 DATASET = "JuDGE"
 PROMPT_VERSION = "judge-fusion-v1"
@@ -356,34 +354,8 @@ def fusion_prompt(facts: str, response: str, gold: str, metrics: dict[str, Any])
     return PROMPT.format(facts=facts, generated=response, gold=gold, **values)
 
 
-async def judge_doc_score(
-    gateway,
-    test_idx: Any,
-    facts: str,
-    response: str,
-    info: dict[str, Any],
-    store: FusionStore,
-    model: BertScoreModel | None = None,
-) -> JudgedScore:
-    """``facts``: the item's input prompt; ``info["golden_answer"]``: the real judgment."""
-
-    async def ask(gold: str):
-        # CPU-bound (jieba, METEOR, BERTScore): off the event loop, so other items keep calling
-        metrics = await asyncio.to_thread(sub_metrics, response, gold, model)
-        request = fusion_request(
-            TASK, fusion_prompt(facts, response, gold, metrics), {n: metrics[n] for n in SHOWN}
-        )
-        return request, {"sub_metrics": metrics}
-
-    return await fused_item_score(
-        gateway,
-        DATASET,
-        PROMPT_VERSION,
-        test_idx,
-        response,
-        info,
-        "golden_answer",
-        store,
-        model,
-        ask,
-    )
+#: ``judge_doc_score(gateway, test_idx, facts, response, info, store, model=None)``: ``facts`` is
+#: the item's input prompt, ``info["golden_answer"]`` the real judgment.
+judge_doc_score = FusedScorer(
+    DATASET, PROMPT_VERSION, "golden_answer", computed_ask(TASK, sub_metrics, fusion_prompt, SHOWN)
+)

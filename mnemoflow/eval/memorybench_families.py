@@ -31,6 +31,7 @@ from mnemoflow.eval import (
     writingbench_critic,
 )
 from mnemoflow.eval import memorybench_judge_protocol as jp
+from mnemoflow.eval import memorybench_judge_texts as texts
 from mnemoflow.eval.fusion import REFERENCE_SAMPLING as FUSION_SAMPLING
 from mnemoflow.eval.fusion import item_key
 from mnemoflow.eval.memorybench_judge_texts import WRITINGPROMPTS_RUBRIC
@@ -597,7 +598,12 @@ class JuDGE(Fused):
 
     async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
         dataset = str(item.question["dataset"])
-        return await jp.score_judge_doc(dataset, item.question, item.info, item.response, gateway)
+        return await jp.score_merged(
+            dataset, item.question, item.info, item.response, gateway,
+            gold="golden_answer", rubrics=texts.JUDGE_RUBRICS,
+            merge_prompt=texts.JUDGE_MERGE_PROMPT,
+            slots=("INPUT_FACTS", "GENERATED_JUDGMENT", "GOLDEN_JUDGMENT"),
+        )  # fmt: skip
 
     # the simulated user (reference texts, verbatim)
     user_persona = (
@@ -711,7 +717,11 @@ class JREL(Fused):
 
     async def judge_score(self, item: Item, gateway: Any) -> ItemScore:
         dataset = str(item.question["dataset"])
-        return await jp.score_jrel(dataset, item.question, item.info, item.response, gateway)
+        return await jp.score_merged(
+            dataset, item.question, item.info, item.response, gateway,
+            gold="pr-abstract", rubrics=texts.JREL_RUBRICS, merge_prompt=texts.JREL_MERGE_PROMPT,
+            slots=("INPUT_TEXT", "GENERATED_ARTICLE", "GOLDEN_PASSAGE"),
+        )  # fmt: skip
 
     # the simulated user (reference texts, verbatim)
     user_persona = (

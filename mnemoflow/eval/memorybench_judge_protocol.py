@@ -56,7 +56,7 @@ from mnemoflow.eval import (
     writingbench_critic,
 )
 from mnemoflow.eval import memorybench_judge_texts as texts
-from mnemoflow.eval.memorybench_metrics import Item, ItemScore, family_for, family_of
+from mnemoflow.eval.memorybench_metrics import Item, ItemScore, family_for, family_of, metric_value
 from mnemoflow.eval.memorybench_metrics import _info as item_info
 from mnemoflow.eval.memorybench_metrics import _meta as item_meta
 from mnemoflow.eval.memorybench_metrics import simulated_user as simulated_user
@@ -185,6 +185,29 @@ def locomo_prompt(question: str, info: Mapping[str, Any], response: str) -> str:
 _FENCES = re.compile(r"^```(?:json)?|```$", re.IGNORECASE | re.MULTILINE)
 
 
+def braced_json(text: str, message: str, *, trailing_commas: bool = False) -> Any:
+    """The references' lenient JSON read: the text, else its first "{" to last "}" (a preamble
+    skipped), else (``trailing_commas``) that span without trailing commas; else
+    :class:`UnparseableReply` with ``message`` (the re-ask shows it to the model)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        raise UnparseableReply(message)
+    span = text[start : end + 1]
+    try:
+        return json.loads(span)
+    except ValueError:
+        if not trailing_commas:
+            raise UnparseableReply(message) from None
+    try:
+        return json.loads(re.sub(r",\s*([}\]])", r"\1", span))
+    except ValueError:
+        raise UnparseableReply(message) from None
+
+
 def parse_score(raw: str) -> int:
     """``_parse_score``: a JSON object with ``score`` and ``reason`` (fences removed; a preamble
     skipped by reading from the first "{" to the last "}"); the score rounded (Python's round)
@@ -192,17 +215,7 @@ def parse_score(raw: str) -> int:
     text = str(raw or "").strip()
     if not text:
         raise UnparseableReply("empty judge response")
-    cleaned = _FENCES.sub("", text).strip()
-    try:
-        obj = json.loads(cleaned)
-    except ValueError:
-        start, end = cleaned.find("{"), cleaned.rfind("}")
-        if start < 0 or end <= start:
-            raise UnparseableReply("judge response is not valid JSON") from None
-        try:
-            obj = json.loads(cleaned[start : end + 1])
-        except ValueError:
-            raise UnparseableReply("judge response is not valid JSON") from None
+    obj = braced_json(_FENCES.sub("", text).strip(), "judge response is not valid JSON")
     if not isinstance(obj, dict) or "score" not in obj or "reason" not in obj:
         raise UnparseableReply("judge JSON must contain score and reason")
     try:
@@ -316,29 +329,17 @@ def _four(scores: list[float]) -> dict[str, str]:
     return {f"S{i}": f"{s:.4f}" for i, s in enumerate(scores, 1)}
 
 
-async def score_jrel(dataset, question, info, response, gateway) -> ItemScore:
-    reference = info["pr-abstract"]
+async def score_merged(
+    dataset, question, info, response, gateway, *, gold, rubrics, merge_prompt, slots
+) -> ItemScore:
+    """A sub-then-merge dataset's score: ``rubrics`` against ``info[gold]``, then its
+    ``merge_prompt`` with ``slots`` (its names for the input, the output and the gold text)."""
+    reference = info[gold]
 
     def merge(user_request, subs):
-        return texts.JREL_MERGE_PROMPT.format(
-            INPUT_TEXT=user_request, GENERATED_ARTICLE=response, GOLDEN_PASSAGE=reference,
-            **_four(subs),
-        )  # fmt: skip
+        texts_by_slot = dict(zip(slots, (user_request, response, reference), strict=True))
+        return merge_prompt.format(**texts_by_slot, **_four(subs))
 
-    rubrics = texts.JREL_RUBRICS
-    return await _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge)
-
-
-async def score_judge_doc(dataset, question, info, response, gateway) -> ItemScore:
-    reference = info["golden_answer"]
-
-    def merge(user_request, subs):
-        return texts.JUDGE_MERGE_PROMPT.format(
-            INPUT_FACTS=user_request, GENERATED_JUDGMENT=response, GOLDEN_JUDGMENT=reference,
-            **_four(subs),
-        )  # fmt: skip
-
-    rubrics = texts.JUDGE_RUBRICS
     return await _sub_then_merge(dataset, question, response, gateway, rubrics, reference, merge)
 
 
@@ -381,21 +382,7 @@ def hypotheses_text(hypotheses: list[str]) -> str:
 def json_object(text: str) -> dict[str, Any]:
     """IdeaBench's ``_parse_json_object``: the text, else its first "{" to last "}", else that
     span without trailing commas; an object or UnparseableReply."""
-    text = str(text or "").strip()
-    try:
-        value = json.loads(text)
-    except ValueError:
-        start, end = text.find("{"), text.rfind("}")
-        if start < 0 or end <= start:
-            raise UnparseableReply("not a JSON object") from None
-        span = text[start : end + 1]
-        try:
-            value = json.loads(span)
-        except ValueError:
-            try:
-                value = json.loads(re.sub(r",\s*([}\]])", r"\1", span))
-            except ValueError:
-                raise UnparseableReply("not a JSON object") from None
+    value = braced_json(str(text or "").strip(), "not a JSON object", trailing_commas=True)
     if not isinstance(value, dict):
         raise UnparseableReply("not a JSON object")
     return value
@@ -606,13 +593,7 @@ def failure_value(dataset: str) -> float:
 def item_value(dataset: str, scores: Any) -> float:
     """The per-item number normalization uses: ``llm_judge_score``; unscored -> the bottom of
     the scale (counted through ``parse_ok``)."""
-    if isinstance(scores, ItemScore):
-        scores = [scores]
-    if not isinstance(scores, Mapping):
-        scores = {s.metric: s.value for s in scores}
-    if METRIC not in scores:
-        raise ValueError(f"{dataset}: no value of metric {METRIC!r} in {sorted(scores)}")
-    value = scores[METRIC]
+    value = metric_value(dataset, scores, METRIC)
     if value is None:
         return failure_value(dataset)
     if isinstance(value, bool):

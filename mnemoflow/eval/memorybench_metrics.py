@@ -317,6 +317,20 @@ async def evaluate_item(
     return primary(str(question["dataset"]), scores)
 
 
+def metric_value(
+    dataset: str, scores: ItemScore | Iterable[ItemScore] | Mapping[str, Any], metric: str
+) -> Any:
+    """The raw value of ``metric`` among an item's ``scores`` (an :class:`ItemScore`, a list of
+    them, or a ``{metric: value}`` mapping); a missing metric is an error naming the dataset."""
+    if isinstance(scores, ItemScore):
+        scores = [scores]
+    if not isinstance(scores, Mapping):
+        scores = {s.metric: s.value for s in scores}
+    if metric not in scores:
+        raise ValueError(f"{dataset}: no value of metric {metric!r} in {sorted(scores)}")
+    return scores[metric]
+
+
 def item_value(dataset: str, scores: ItemScore | Iterable[ItemScore] | Mapping[str, Any]) -> float:
     """The one per-item number normalization uses (the reference's rule, bool -> 1/0).
 
@@ -326,13 +340,7 @@ def item_value(dataset: str, scores: ItemScore | Iterable[ItemScore] | Mapping[s
     """
     family = family_for(dataset)
     metric = family.value
-    if isinstance(scores, ItemScore):
-        scores = [scores]
-    if not isinstance(scores, Mapping):
-        scores = {s.metric: s.value for s in scores}
-    if metric not in scores:
-        raise ValueError(f"{dataset}: no value of metric {metric!r} in {sorted(scores)}")
-    value = scores[metric]
+    value = metric_value(dataset, scores, metric)
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     if value is None:

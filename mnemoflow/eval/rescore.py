@@ -38,7 +38,13 @@ from mnemoflow.eval.retrieval import (
     locomo_retrieval_rows,
     longmemeval_retrieval_rows,
 )
-from mnemoflow.eval.scoring import aggregate, question_scores, reference_rows, summary_table
+from mnemoflow.eval.scoring import (
+    aggregate,
+    question_scores,
+    reference_rows,
+    summary_table,
+    unanswered,
+)
 
 BENCHMARKS = ("longmemeval", "locomo")
 
@@ -235,7 +241,7 @@ def score_judged(
     """(per-question scores, aggregates) of judged answers: the one scoring path of both callers."""
     retrieval = retrieval_rows(benchmark, questions, sessions, answers, ranking)
     per_question = question_scores(judgements, retrieval)
-    scores = aggregate(per_question, benchmark)
+    scores = aggregate(per_question, benchmark, unanswered(judgements))
     reference = reference_rows(judgements)
     if not reference.empty:
         scores = pd.concat([scores, reference], ignore_index=True)

@@ -15,9 +15,10 @@ retrieval metrics (level "session" / "turn"). Aggregates go to the SCORES schema
   metrics (LongMemEval ``accuracy``, LoCoMo ``j``) and of ``judge_agreement``;
 - retrieval metrics are named ``<level>_<metric>`` (``session_recall_all@5``).
 
-Values that are NaN (a judge reply that did not parse) are left out of every mean; the
-``judge_parse_failures`` score counts them. Because the two denominators can differ for the
-LLM-judged metrics, each of them is also reported both ways (:func:`denominator_rows`):
+Values that are NaN (a judge reply that did not parse, an answer that failed) are left out of
+every mean; the ``judge_parse_failures`` score counts the judge replies that did not parse.
+Because the two denominators can differ for the LLM-judged metrics, each of them is also
+reported both ways (:func:`denominator_rows`):
 ``<metric>:scored`` (micro, over the judged questions: the plain metric's own convention),
 ``<metric>:all`` (micro, macro, per type, abstention, CI: over every question, an unjudged one
 counted wrong) and ``<metric>:unscored`` (micro: how many were not judged, ``n`` = all).
@@ -104,16 +105,33 @@ def denominator_rows(
     return rows
 
 
-def aggregate(per_question: pd.DataFrame, benchmark: str) -> pd.DataFrame:
-    """SCORES rows for every run in ``per_question`` (see the module docstring)."""
+def unanswered(judgements: pd.DataFrame) -> pd.DataFrame:
+    """(run keys, question_id) of the judgements without a judge's reply: an answer that failed
+    (never asked about) or a judge call that never came back. Their NaN is not a parse failure."""
+    silent = judgements["value"].isna() & (judgements["raw_reply"].fillna("") == "")
+    return judgements.loc[silent, [*RUN_COLUMNS, "question_id"]].drop_duplicates()
+
+
+def aggregate(
+    per_question: pd.DataFrame, benchmark: str, silent: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """SCORES rows for every run in ``per_question`` (see the module docstring). ``silent``
+    (:func:`unanswered`) names the unscored questions no judge replied to: they count in
+    ``<metric>:unscored`` but not in ``judge_parse_failures``."""
     rows: list[dict[str, Any]] = []
+    silent_ids = (
+        set()
+        if silent is None
+        else set(silent[[*RUN_COLUMNS, "question_id"]].itertuples(index=False, name=None))
+    )
     for run, frame in per_question.groupby(RUN_COLUMNS, sort=True, dropna=False):
         keys = dict(zip(RUN_COLUMNS, run, strict=True))
         for (level, metric), group in frame.groupby(["level", "metric"], sort=True):
             name = metric if level == "answer" else f"{level}_{metric}"
             rows.extend(_aggregates(keys, name, group, benchmark))
             if level == "answer" and metric in LLM_JUDGED:
-                failed = int(group["value"].isna().sum())
+                replied = [(*run, q) not in silent_ids for q in group["question_id"]]
+                failed = int(group["value"].isna().to_numpy()[replied].sum())
                 rows.append(_row(keys, "judge_parse_failures", "count", failed, len(group)))
                 rows.extend(denominator_rows(keys, name, group, benchmark))
     return pd.DataFrame(rows, columns=SCORES.names)

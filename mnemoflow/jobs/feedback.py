@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from mnemoflow.data.tables import QUESTION_SCORES, empty, read_table, write_tabl
 from mnemoflow.jobs.context import JobEnv, RunKeys, log, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import feedback as fb
+from mnemoflow.protocols.step import StepContext
 
 
 def _config(settings: dict[str, Any]) -> fb.FeedbackConfig:
@@ -59,13 +60,9 @@ def train_dialogues(
                     return await fb.generate_train_dialogues(
                         asked,
                         read_table(files.sessions, "sessions"),
-                        system,
-                        keys,
-                        gateway,
+                        StepContext(system, gateway, keys, env.seed, tick(bar)),
                         _config(settings),
                         fb.metrics_module(loader, scoring),
-                        env.seed,
-                        progress=tick(bar),
                     )
 
         frame = asyncio.run(generate())
@@ -121,30 +118,29 @@ def step(
     n_live = min(config.batch_size, int((asked["split"] == "train").sum())) if live else 0
     n_asked = int((asked["split"] == fb.asked_split(protocol)).sum())
     previous = Path(files.previous) if files.previous else None
+    ctx = StepContext(system, gateway, keys, env.seed)
 
     async def run_step():
         async with gateway:
             if live:
                 with progress(n_live, f"converse {run.label()}", unit="dialogue") as bar:
                     dialogues = await fb.live_step(
-                        k, asked, previous, system, keys, gateway, config, metrics, env.seed,
-                        progress=tick(bar),
-                    )  # fmt: skip
+                        k, asked, previous, replace(ctx, progress=tick(bar)), config, metrics
+                    )
             elif protocol == "on_policy":
                 dialogues = empty("dialogues")
             else:
                 recorded = read_table(files.train, "dialogues")
                 ids = fb.step_dialogues(protocol, k, recorded, config)
                 dialogues = fb.select_dialogues(recorded, ids, keys)
+            snapshot = Path(files.snapshot)
             manifest = await fb.ingest_step(
-                protocol, k, dialogues, asked, turns, system, previous, Path(files.snapshot),
-                gateway, env.seed,
-            )  # fmt: skip
+                protocol, k, dialogues, asked, turns, ctx, previous, snapshot
+            )
             with progress(n_asked, f"answer {run.label()}") as bar:
                 answers = await fb.answer_step(
-                    protocol, asked, turns, Path(files.snapshot), system, keys, gateway,
-                    config, env.seed, progress=tick(bar),
-                )  # fmt: skip
+                    protocol, asked, turns, snapshot, replace(ctx, progress=tick(bar)), config
+                )
             scored = await fb.score_step(
                 answers, asked, dialogues, keys, gateway, metrics, _judge_name(gateway, metrics)
             )
@@ -200,8 +196,8 @@ def train_performance(
             with progress(n_asked, label) as bar:
                 answers = await fb.answer_step(
                     "train_performance", asked, read_table(files.sessions, "sessions"),
-                    Path(files.snapshot), system, keys, gateway, _config(settings), env.seed,
-                    progress=tick(bar),
+                    Path(files.snapshot), StepContext(system, gateway, keys, env.seed, tick(bar)),
+                    _config(settings),
                 )  # fmt: skip
             scored = await fb.score_step(
                 answers, asked, read_table(files.dialogues, "dialogues"), keys, gateway, metrics,

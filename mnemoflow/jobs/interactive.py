@@ -27,6 +27,7 @@ from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_l
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import interactive
 from mnemoflow.protocols.static_qa import shard_episodes
+from mnemoflow.protocols.step import StepContext
 
 
 @dataclass(frozen=True)
@@ -85,16 +86,12 @@ def dialogues(
                 return await interactive.run_step(
                     users,
                     run.step,
-                    system,
-                    run.row(),
+                    StepContext(system, gateway, run.row(), env.seed, tick(bar)),
                     Path(files.previous) if files.previous else None,
                     Path(files.snapshot),
-                    gateway,
                     interactive.Schedule(**schedule),
-                    seed=env.seed,
                     source=source_rows,
                     source_name=str(files.source),
-                    progress=tick(bar),
                 )
 
     result = asyncio.run(converse())

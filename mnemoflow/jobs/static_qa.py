@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from mnemoflow.data.tables import QUESTION_SCORES, read_table, write_atomic_text, write_table
+from mnemoflow.eval.imported import IMPORTED, imported_answers
 from mnemoflow.eval.judges import judge_provenance
 from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import static_qa
+from mnemoflow.protocols.step import StepContext
 
 
 @dataclass(frozen=True)
@@ -42,13 +44,10 @@ def ingest(
                     turns,
                     episode_map,
                     episodes,
-                    system,
+                    StepContext(system, gateway, seed=env.seed, progress=tick(bar)),
                     run.step,
                     Path(files.previous) if files.previous else None,
                     Path(files.snapshot),
-                    gateway,
-                    seed=env.seed,
-                    progress=tick(bar),
                 )
 
     manifest = asyncio.run(ingest_all())
@@ -86,25 +85,36 @@ def answer(
 
     gateway = env.gateway()
     failures: dict[str, str] = {}
+    if system.get("type") == IMPORTED:  # a published output's answers: no model asked
+        where = f"config systems.{run.system}"
+        answers, failures = imported_answers(frame, todo, system, run.row(), where)
+        write_table(answers, files.answers, "answers")
+        source = {k: v for k, v in system.items() if v is not None}
+        failed = {"failed_questions": failures} if failures else {}
+        write_ledger(
+            gateway, files.ledger, stage="answer", questions=len(answers), imported=source, **failed
+        )
+        log.info("read %d answers from %s, %d missing", len(answers), system["path"], len(failures))
+        return
+
+    async def answer_pass():
+        failures.clear()  # Batch-API mode runs passes; the last one's are the job's
+        label = f"answer {run.benchmark}/{run.system} step {run.step}"
+        with progress(len(todo), label) as bar:
+            return await static_qa.answer(
+                todo,
+                Path(files.snapshot),
+                StepContext(system, gateway, run.row(), env.seed, tick(bar)),
+                reader,
+                use_options,
+                sessions=turns,
+                episode_sessions=episode_map,
+                failures=failures,
+            )
 
     async def answer_all():
         async with gateway:
-            label = f"answer {run.benchmark}/{run.system} step {run.step}"
-            with progress(len(todo), label) as bar:
-                return await static_qa.answer(
-                    todo,
-                    Path(files.snapshot),
-                    system,
-                    run.row(),
-                    gateway,
-                    reader,
-                    use_options,
-                    env.seed,
-                    sessions=turns,
-                    episode_sessions=episode_map,
-                    progress=tick(bar),
-                    failures=failures,
-                )
+            return await gateway.batched(answer_pass)
 
     answers = asyncio.run(answer_all())
     write_table(answers, files.answers, "answers")
@@ -140,18 +150,21 @@ def judge(files: JudgeFiles, env: JobEnv, *, kind: str, repeats: int) -> None:
     runs = sorted({f"{r.benchmark}/{r.system} step {r.step}" for r in answered.itertuples()})
     desc = f"judge {', '.join(runs) or kind}"
 
+    async def judge_pass():
+        return await static_qa.judge(
+            answered,
+            read_table(files.questions, "questions"),
+            gateway,
+            kind,
+            repeats,
+            seed,
+            progress=lambda calls: progress(calls, desc),
+            failed=failed_questions(files.answers_ledger),
+        )
+
     async def judge_all():
         async with gateway:
-            return await static_qa.judge(
-                answered,
-                read_table(files.questions, "questions"),
-                gateway,
-                kind,
-                repeats,
-                seed,
-                progress=lambda calls: progress(calls, desc),
-                failed=failed_questions(files.answers_ledger),
-            )
+            return await gateway.batched(judge_pass)
 
     frame = asyncio.run(judge_all())
     write_table(frame, files.judgements, "judgements")

@@ -12,7 +12,7 @@ import pandas as pd
 from mnemoflow.data.published import PUBLISHED_DIR, load_published
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
 from mnemoflow.jobs.context import log, read_all
-from mnemoflow.repeats import path_seed
+from mnemoflow.layout import path_seed
 from mnemoflow.report.dossier import SUMMARY_LINES, build_dossier, code_identity
 from mnemoflow.report.headline import run_headline
 from mnemoflow.report.panel import panel_markdown, read_panel
@@ -22,10 +22,11 @@ from mnemoflow.report.summaries import (
     failed_items_lines,
     ledger_labels,
     load_ledger,
+    provider_cache,
     run_costs,
     structured_forms,
 )
-from mnemoflow.report.summary import summarize, summary_markdown
+from mnemoflow.report.summary import provider_cache_markdown, summarize, summary_markdown
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ def summarize_runs(
     text = summary_markdown(
         frame, generation, models, costs, versions, headline, structured=structured
     )
-    lines = failed_items_lines(ledgers) + lines + SUMMARY_LINES
+    lines = failed_items_lines(ledgers) + lines + provider_cache_markdown(provider_cache(ledgers))
+    lines += SUMMARY_LINES
     text = text.rstrip("\n") + "\n\n" + "\n".join(lines).rstrip("\n") + "\n"
     write_atomic_text(files.table, text)
     log.info("summarized %d score tables into %d rows", len(files.scores), len(frame))

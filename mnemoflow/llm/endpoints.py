@@ -33,7 +33,7 @@ from mnemoflow.llm.urls import check_base_url
 #: ``base_url`` of a role bound to a managed endpoint, until its job resolves the address.
 MANAGED_SCHEME = "endpoint://"
 
-EXTERNAL_KEYS = {"base_url", "api_key_env", "headers_env", "base_url_env"}
+EXTERNAL_KEYS = {"base_url", "api_key_env", "headers_env", "base_url_env", "run_batch"}
 #: Keys that say where an external endpoint is or how it is called: the endpoint's, not a role's.
 ADDRESS_KEYS = ("base_url", "base_url_env", "api_key_env", "headers_env")
 #: Keys of an offline endpoint: only ``backend: offline``.
@@ -58,6 +58,7 @@ MANAGED_KEYS = {
     "idle_timeout_s",  # stopped when no job has used it for this long
     "slurm_partition",
     "slurm_account",
+    "run_batch",  # drains a Batch-API-mode role's batch file: a command with {input}, {output}
 }
 MANAGED_DEFAULTS = {
     "gpus": 0,
@@ -188,6 +189,8 @@ def bind_endpoints(
             address = {"base_url": managed_url(name)}
         else:
             address = {key: spec[key] for key in EXTERNAL_KEYS if key in spec}
+        if "run_batch" in spec:  # Batch-API mode drains the role's batch with this command
+            address["run_batch"] = spec["run_batch"]
         bound[role] = {"backend": "openai", **raw, **address}
     return bound
 

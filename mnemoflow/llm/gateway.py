@@ -14,18 +14,20 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.addresses import redact
+from mnemoflow.llm.batch_mode import PENDING, BatchPending, Pending, Rounds
 from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.context import current_item, fit
 from mnemoflow.llm.endpoints import Address, hide_addresses, managed_name
 from mnemoflow.llm.ledger import Ledger
+from mnemoflow.llm.prefix_dispatch import PrefixDispatcher
 from mnemoflow.llm.structured import form_name, ladder, refuses_structured_output
 from mnemoflow.llm.types import (
     ROLE_DEFAULTS,
@@ -43,6 +45,8 @@ from mnemoflow.llm.types import (
 from mnemoflow.prices import FREE_BACKENDS, price_table
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: A caller's reply parser: the value it needs from the text, or raise ``UnparseableReply``.
 Parser = Callable[[str], Any]
@@ -268,7 +272,9 @@ class Gateway:
         (the job's hold on those endpoints)."""
         for role, fallback in ROLE_DEFAULTS.items():
             if specs.get(role) is None and specs.get(fallback) is not None:
-                specs = {**specs, role: dataclasses.replace(specs[fallback], role=role)}
+                # Batch-API mode is the fallback's own (its jobs collect its requests)
+                inherited = dataclasses.replace(specs[fallback], role=role, batch=False)
+                specs = {**specs, role: inherited}
         self.addresses = dict(addresses or {})
         # specs hold redacted addresses (what ledgers and logs may show); the real ones are here
         self.specs = hide_addresses(
@@ -296,7 +302,12 @@ class Gateway:
         self._refused: dict[tuple[str, str, str], set[str]] = {}
         self._taken: dict[tuple[str, str, str], set[str]] = {}
         self._probe_locks: dict[tuple[str, str, str], tuple[Any, asyncio.Lock]] = {}
+        #: role -> (event loop, the dispatcher of its requests) with ``prefix_dispatch``
+        self._dispatchers: dict[str, tuple[Any, PrefixDispatcher]] = {}
         self._on_close = list(on_close)
+        #: Batch-API mode's state while :meth:`batched` runs (None: requests go online)
+        self._rounds: Rounds | None = None
+        self._counted: set[str] = set()  # batch replies the current pass has counted
 
     @classmethod
     def from_config(
@@ -379,8 +390,8 @@ class Gateway:
         ``response_format``, or ``on``: unchanged; ``off``: without it); ``None`` for ``auto``,
         where the endpoint decides (:meth:`_attempt`)."""
         spec = self.specs[request.role]
-        if request.response_format is None or spec.structured_output == "on":
-            return request
+        if request.response_format is None or spec.structured_output == "on" or spec.batch:
+            return request  # a batch cannot probe: Batch-API mode sends it as asked
         if spec.structured_output == "off":
             return dataclasses.replace(request, response_format=None)
         return None
@@ -462,7 +473,11 @@ class Gateway:
         for attempt in range(retries + 1):
             if attempt:
                 self.ledger.record_reask(request.role, request.task)
-            reply = await self._attempt(asked, attempt)
+            try:
+                reply = await self._attempt(asked, attempt)
+            except BatchPending:  # this pass is thrown away; the next has the batch's reply
+                model = spec.model
+                return Reply("", model, 0, 0, 0.0, cache_hit=False, parse_ok=False, failure=PENDING)
             raw.extend(reply.raw_replies)
             try:
                 if reply.tool_calls:
@@ -634,6 +649,8 @@ class Gateway:
         while True:
             cached = self.cache.get(key)
             if cached is not None:
+                if self._rounds is not None and key in self._rounds.fresh:
+                    return self._fresh_reply(request, key, started)
                 return self._reply(request, cached, started, cache_hit=True)
             pending = self._inflight.get(key)
             if pending is None:
@@ -646,12 +663,14 @@ class Gateway:
                     continue  # the caller that owned the call was cancelled, not us: take over
                 raise
             return self._reply(request, completion, started, cache_hit=True)
+        spec = self.specs[request.role]
+        # a re-ask of an unparseable reply goes into the next batch, or online (batch_fallback)
+        if spec.batch and not (attempt and spec.batch_fallback == "online"):
+            self._collect(request, key)  # raises BatchPending
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            completion = await self.backend(request.role).complete(
-                request, self.specs[request.role]
-            )
+            completion = await self._send(request, key)
         except asyncio.CancelledError:
             future.cancel()  # waiters take over (above); a cancellation is not an endpoint error
             raise
@@ -670,25 +689,119 @@ class Gateway:
             self._inflight.pop(key, None)
         future.set_result(completion)
         self.cache.put(key, completion)
+        if self._rounds is not None:  # a later pass counts this call, not a cache hit
+            self._rounds.fresh[key] = (None, completion)
+            self._counted.add(key)
         return self._reply(request, completion, started, cache_hit=False)
 
-    def _reply(
-        self, request: ChatRequest, completion: Completion, started: float, cache_hit: bool
-    ) -> Reply:
-        latency = time.perf_counter() - started
+    def _send(self, request: ChatRequest, key: str) -> Awaitable[Completion]:
+        """Ask the role's backend; with ``prefix_dispatch`` once the dispatcher releases it."""
         spec = self.specs[request.role]
-        self.ledger.record(
+        backend = self.backend(request.role)
+        if not (spec.prefix_dispatch and spec.backend == "openai"):
+            return backend.complete(request, spec)
+        loop = asyncio.get_running_loop()
+        held = self._dispatchers.get(request.role)
+        if held is None or held[0] is not loop:
+            share = self.limits.get((spec.base_url or "").strip().rstrip("/"), {})
+            limit = min(spec.concurrency, share.get("concurrency") or spec.concurrency)
+            held = self._dispatchers[request.role] = (loop, PrefixDispatcher(limit))
+        return held[1].send(request.messages, key, lambda: backend.complete(request, spec))
+
+    # ---- Batch-API mode (llm/batch_mode.py) ---------------------------------------------------
+
+    async def batched(self, produce: Callable[[], Awaitable[T]]) -> T:
+        """``produce()``'s result, its batch roles' requests sent in Batch-API mode: passes
+        until one collects nothing (:mod:`mnemoflow.llm.batch_mode`); that pass's result and
+        ledger are the job's. Without a batch role: ``produce()`` once."""
+        if not any(spec.batch for spec in self.specs.values()):
+            return await produce()
+        from mnemoflow.llm.batch_mode import (
+            BatchStore,
+            Rounds,
+            apply_counts,
+            claim_collected,
+            drain,
+        )
+
+        rounds = Rounds(BatchStore.beside(self.cache.directory))
+        claimed = claim_collected(self, rounds)
+        self._rounds = rounds
+        try:
+            while True:
+                self.ledger = Ledger(self.ledger.prices)
+                self._counted = set()
+                result = await produce()
+                if not rounds.pending:
+                    apply_counts(rounds, self.ledger.entries)
+                    for record in claimed:  # counted in this job's ledger, never again
+                        rounds.store.save({**record, "uncounted": False})
+                    return result
+                await drain(self, rounds)
+        finally:
+            self._rounds = None
+
+    def _collect(self, request: ChatRequest, key: str) -> None:
+        """A batch role's cache miss: collected for the pass's batch (raises BatchPending)."""
+        from mnemoflow.llm.openai_backend import chat_body
+
+        if self._rounds is None:
+            raise ConfigError(
+                f"config models.{request.role}.batch: Batch-API mode runs in the jobs whose "
+                f"requests do not depend on each other's replies (static-QA answer and judge); "
+                f"this job asks {request.role} ({request.task}) turn by turn: set batch: false"
+            )
+        spec = self.specs[request.role]
+        self._rounds.pending.setdefault(key, Pending(key, request, chat_body(request, spec)))
+        raise BatchPending(key)
+
+    def _fresh_reply(self, request: ChatRequest, key: str, started: float) -> Reply:
+        """A reply this job got in an earlier pass: counted once per pass as the call it was
+        (through a batch: at batch prices), then as a cache hit."""
+        assert self._rounds is not None
+        batch_id, completion = self._rounds.fresh[key]
+        if key in self._counted:
+            return self._reply(request, completion, started, cache_hit=True)
+        self._counted.add(key)
+        if batch_id is None:
+            return self._reply(request, completion, started, cache_hit=False)
+        spec = self.specs[request.role]
+        self.ledger.record_batch(
             request.role,
             request.task,
             model=completion.model,
-            cache_hit=cache_hit,
             tokens_in=completion.tokens_in,
             tokens_out=completion.tokens_out,
-            latency_s=latency,
-            retries=0 if cache_hit else completion.retries,
-            cached_in=completion.cached_in,
+            batch_id=batch_id,
             priced_as=None if spec.backend in FREE_BACKENDS else spec.model,
         )
+        reply = self._reply(request, completion, started, cache_hit=True, record=False)
+        reply.cache_hit = False
+        return reply
+
+    def _reply(
+        self,
+        request: ChatRequest,
+        completion: Completion,
+        started: float,
+        cache_hit: bool,
+        record: bool = True,
+    ) -> Reply:
+        latency = time.perf_counter() - started
+        spec = self.specs[request.role]
+        if record:
+            self.ledger.record(
+                request.role,
+                request.task,
+                model=completion.model,
+                cache_hit=cache_hit,
+                tokens_in=completion.tokens_in,
+                tokens_out=completion.tokens_out,
+                latency_s=latency,
+                retries=0 if cache_hit else completion.retries,
+                cached_in=completion.cached_in,
+                priced_as=None if spec.backend in FREE_BACKENDS else spec.model,
+            )
         text = completion.text
         if self.specs[request.role].strip_reasoning:
             text = strip_reasoning(text)

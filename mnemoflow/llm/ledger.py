@@ -24,6 +24,10 @@ window (``overflow: truncate_oldest``) and the history messages dropped; ``trunc
 the items (questions, users) they belonged to, with the messages dropped for each.
 ``overflow_failures`` counts the calls not sent because their prompt did not fit (``overflow:
 fail``): their items failed, and ``failed_items`` names each with the one-line reason.
+``batch_calls`` / ``batch_tokens_in`` / ``batch_tokens_out`` count the calls answered through a
+Batch-API batch (part of ``calls`` and the tokens, priced at ``batch_input`` / ``batch_output``),
+``batch_ids`` names those batches; ``batch_errors`` counts requests a batch failed or left
+unanswered, ``batch_resubmitted`` / ``batch_online`` what was done with them.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from mnemoflow.llm.structured import weakest
-from mnemoflow.prices import usd
+from mnemoflow.prices import batch_usd, usd
 
 
 @dataclass
@@ -57,6 +61,12 @@ class LedgerEntry:
     truncated_calls: int = 0  # prompts cut to the context window (overflow: truncate_oldest)
     truncated_messages: int = 0  # history messages dropped from them
     overflow_failures: int = 0  # calls not sent, over the context window (overflow: fail)
+    batch_calls: int = 0  # calls (in ``calls``) answered through a Batch-API batch
+    batch_tokens_in: int = 0  # their prompt tokens (in ``tokens_in``)
+    batch_tokens_out: int = 0  # their completion tokens (in ``tokens_out``)
+    batch_errors: int = 0  # requests a batch failed or left unanswered (expired)
+    batch_resubmitted: int = 0  # of those, sent again in a later batch
+    batch_online: int = 0  # of those, asked online instead (batch_fallback: online)
 
     def add_usd(self, dollars: float | None) -> None:
         self.usd = None if self.usd is None or dollars is None else round(self.usd + dollars, 9)
@@ -78,6 +88,8 @@ class Ledger:
         self.failed_items: dict[str, str] = {}
         #: role -> the weakest form of ``response_format`` its requests were sent in
         self.structured_forms: dict[str, str] = {}
+        #: the Batch-API batches the job's replies came through
+        self.batch_ids: set[str] = set()
 
     def record(
         self,
@@ -105,6 +117,30 @@ class Ledger:
             self._charge(entry, priced_as, tokens_in, cached_in, tokens_out)
         entry.latency_s += latency_s
         entry.retries += retries
+        self.models[role] = model
+
+    def record_batch(
+        self,
+        role: str,
+        task: str,
+        *,
+        model: str,
+        tokens_in: int,
+        tokens_out: int,
+        batch_id: str,
+        priced_as: str | None,
+    ) -> None:
+        """A reply that came through a Batch-API batch: a call at the model's batch prices."""
+        entry = self.entries[f"{role}/{task}"]
+        entry.calls += 1
+        entry.batch_calls += 1
+        entry.tokens_in += tokens_in
+        entry.tokens_out += tokens_out
+        entry.batch_tokens_in += tokens_in
+        entry.batch_tokens_out += tokens_out
+        if priced_as is not None:
+            entry.add_usd(batch_usd(priced_as, tokens_in, tokens_out, self.prices))
+        self.batch_ids.add(batch_id)
         self.models[role] = model
 
     def record_embeddings(
@@ -187,6 +223,8 @@ class Ledger:
             data["failed_items"] = dict(sorted(self.failed_items.items()))
         if self.structured_forms:
             data["structured_output"] = dict(sorted(self.structured_forms.items()))
+        if self.batch_ids:
+            data["batch_ids"] = sorted(self.batch_ids)
         return data
 
     def to_json(self, extra: dict[str, Any] | None = None) -> str:

@@ -193,25 +193,7 @@ class OpenAIBackend:
     # ---- the Backend protocol --------------------------------------------------------------
 
     async def complete(self, request: ChatRequest, spec: EndpointSpec) -> Completion:
-        body: dict[str, Any] = {
-            "model": spec.model,
-            "messages": request.messages,
-            "temperature": spec.temperature,
-            "max_tokens": spec.max_tokens,
-        }
-        if spec.top_p is not None:
-            body["top_p"] = spec.top_p
-        seed = request.seed if request.seed is not None else spec.seed
-        if seed is not None:
-            body["seed"] = seed
-        if request.response_format is not None:
-            body["response_format"] = request.response_format
-        if request.tools is not None:
-            body["tools"] = request.tools
-            if request.tool_choice is not None:
-                body["tool_choice"] = request.tool_choice
-        if spec.extra_body:
-            body.update(spec.extra_body)  # config refuses keys that would override the above
+        body = chat_body(request, spec)
         ((text, model, tokens_in, tokens_out, cached_in), calls), retries = await self._post(
             "/chat/completions", body, lambda data: (parse_completion(data), parse_tool_calls(data))
         )
@@ -352,6 +334,37 @@ class OpenAIBackend:
         if isinstance(body, dict | list) and body:  # e.g. FastAPI's {"detail": [{"loc": ...}]}
             return self._scrub(json.dumps(body, ensure_ascii=False))
         return self._scrub(exc.response.reason_phrase or "error")
+
+
+def chat_body(request: ChatRequest, spec: EndpointSpec) -> dict[str, Any]:
+    """The ``/chat/completions`` body of ``request`` (also a Batch-API line's ``body``)."""
+    body: dict[str, Any] = {
+        "model": spec.model,
+        "messages": request.messages,
+        "temperature": spec.temperature,
+        "max_tokens": spec.max_tokens,
+    }
+    if spec.top_p is not None:
+        body["top_p"] = spec.top_p
+    seed = request.seed if request.seed is not None else spec.seed
+    if seed is not None:
+        body["seed"] = seed
+    if request.response_format is not None:
+        body["response_format"] = request.response_format
+    if request.tools is not None:
+        body["tools"] = request.tools
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
+    if spec.extra_body:
+        body.update(spec.extra_body)  # config refuses keys that would override the above
+    return body
+
+
+def completion_of(body: dict[str, Any], spec: EndpointSpec, tools: bool) -> Completion:
+    """The :class:`Completion` of a chat completion ``body`` (a Batch-API output line's)."""
+    text, model, tokens_in, tokens_out, cached_in = parse_completion(body)
+    calls = parse_tool_calls(body) if tools else None
+    return Completion(text, model or spec.model, tokens_in, tokens_out, 0, cached_in, calls)
 
 
 def _from_env(variable: str | None, role: str, key: str) -> str | None:

@@ -121,6 +121,19 @@ class EndpointSpec:
     #: address is already in ``base_url`` (``endpoint://NAME`` for a managed one,
     #: :mod:`mnemoflow.llm.endpoints`).
     endpoint: str | None = None
+    #: Batch-API mode (docs/gateway.md): a job's cache misses of the role go to the provider's
+    #: Batch API (or the endpoint's ``run_batch`` command) as one batch, replies into the cache.
+    batch: bool = False
+    batch_window: str = "24h"  # the batch's completion_window
+    batch_poll_s: float = 5.0  # the first wait between polls, doubling up to 60 s
+    batch_max_wait_s: float = 86400.0  # then the job stops; a rerun polls the same batch
+    batch_fallback: str = "resubmit"  # failed or expired requests: resubmit | online
+    #: The command that drains a batch file (``{input}``, ``{output}``), from the endpoint's
+    #: ``run_batch`` (``vllm run-batch -i {input} -o {output} --model ...``).
+    run_batch: str | None = None
+    #: Send the role's requests in prefix-cache-friendly order
+    #: (:mod:`mnemoflow.llm.prefix_dispatch`); the openai backend only (no other has a cache).
+    prefix_dispatch: bool = False
 
     @classmethod
     def from_config(cls, role: str, raw: dict[str, Any] | None) -> EndpointSpec:
@@ -201,6 +214,11 @@ class EndpointSpec:
                 f"config models.{role}.strip_reasoning: true or false, "
                 f"got {raw['strip_reasoning']!r}"
             )
+        if not isinstance(raw.get("prefix_dispatch", False), bool):
+            raise ConfigError(
+                f"config models.{role}.prefix_dispatch: true or false, "
+                f"got {raw['prefix_dispatch']!r}"
+            )
         if "structured_output" in raw:
             raw["structured_output"] = on_off(raw["structured_output"])
         if raw.get("structured_output", "auto") not in STRUCTURED_OUTPUT:
@@ -233,6 +251,7 @@ class EndpointSpec:
             )
         if url_env is not None:
             raw["base_url"] = address
+        check_batch(role, raw, backend)
         return cls(role=role, **raw)
 
     def sampling(self) -> dict[str, Any]:
@@ -260,7 +279,83 @@ class EndpointSpec:
             "context_window": self.context_window,
             "overflow": self.overflow,
             "endpoint": self.endpoint,
+            **({"batch": True, "batch_fallback": self.batch_fallback} if self.batch else {}),
         }
+
+
+#: Roles whose requests in a job do not depend on each other's replies: Batch-API mode's.
+BATCH_ROLES = ("agent", "judge")
+#: A role's Batch-API-mode keys.
+BATCH_KEYS = ("batch", "batch_window", "batch_poll_s", "batch_max_wait_s", "batch_fallback")
+#: Values of ``models.<role>.batch_fallback``.
+BATCH_FALLBACKS = ("resubmit", "online")
+
+
+def check_batch(role: str, raw: dict[str, Any], backend: str) -> None:
+    """``models.<role>.batch`` and its sibling keys, one-line errors naming the key."""
+    where = f"config models.{role}"
+    if not isinstance(raw.get("batch", False), bool):
+        raise ConfigError(f"{where}.batch: true or false, got {raw['batch']!r}")
+    if raw.get("batch") and role not in BATCH_ROLES:
+        raise ConfigError(
+            f"{where}.batch: Batch-API mode needs requests that do not depend on each other's "
+            f"replies, and the {role} role's do (each asks after the last reply); allowed for "
+            f"{', '.join(BATCH_ROLES)}"
+        )
+    if raw.get("batch") and backend != "openai":
+        raise ConfigError(
+            f"{where}.batch: Batch-API mode needs the openai backend, got {backend!r}"
+        )
+    for key in ("batch_poll_s", "batch_max_wait_s"):
+        value = raw.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ConfigError(f"{where}.{key}: a positive number of seconds, got {value!r}")
+    if raw.get("batch_fallback", "resubmit") not in BATCH_FALLBACKS:
+        raise ConfigError(
+            f"{where}.batch_fallback: one of {list(BATCH_FALLBACKS)}, got {raw['batch_fallback']!r}"
+        )
+    for key in ("batch_window", "run_batch"):
+        if raw.get(key) is not None and not (isinstance(raw[key], str) and raw[key].strip()):
+            raise ConfigError(f"{where}.{key}: a non-empty string, got {raw[key]!r}")
+    command = raw.get("run_batch")
+    if command is not None and ("{input}" not in command or "{output}" not in command):
+        raise ConfigError(
+            f"{where}.run_batch: a command with {{input}} and {{output}}, got {command!r}"
+        )
+
+
+def online(binding: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``binding`` without its Batch-API-mode keys: how a job outside Batch-API mode's rules
+    (the judge panel and probe) asks the model."""
+    return {k: v for k, v in (binding or {}).items() if k not in BATCH_KEYS}
+
+
+def refuse_batch(binding: Mapping[str, Any], where: str) -> None:
+    """A binding asked only online (a panel judge) that asks for Batch-API mode: one line."""
+    if binding.get("batch"):
+        raise ConfigError(
+            f"config {where}.batch: the judge panel asks its judges online (Batch-API mode runs "
+            "in the answer and judge rules); drop batch: true there"
+        )
+
+
+#: The rules whose jobs run in Batch-API mode (their requests do not depend on each other's).
+BATCH_RULES = ("answer", "judge")
+
+
+def check_batch_rules(models: Mapping[str, Any], rules: Mapping[str, Iterable[str]]) -> None:
+    """Refuse, when the workflow is parsed, a role in Batch-API mode that a rule of the run
+    (``rules``: rule -> the roles it binds) asks outside Batch-API mode's rules."""
+    for role in BATCH_ROLES:
+        if not (models.get(role) or {}).get("batch"):
+            continue
+        other = sorted(r for r, roles in rules.items() if role in roles and r not in BATCH_RULES)
+        if other:
+            raise ConfigError(
+                f"config models.{role}.batch: Batch-API mode runs in the rules "
+                f"{' and '.join(BATCH_RULES)}, and this run's {', '.join(other)} ask {role} "
+                "between other replies; set batch: false for this run"
+            )
 
 
 #: Values of ``models.<role>.structured_output``.
@@ -343,9 +438,12 @@ def _secret_name(value: Any, path: str = "") -> str | None:
 
 def resolved_spec(models: Mapping[str, Any], role: str) -> EndpointSpec:
     """The endpoint ``role`` runs on: its own binding, else its fallback's (``ROLE_DEFAULTS``)."""
-    return EndpointSpec.from_config(
-        role, models.get(role, models.get(ROLE_DEFAULTS.get(role, role)))
-    )
+    if role in models or ROLE_DEFAULTS.get(role) not in models:
+        return EndpointSpec.from_config(role, models.get(role))
+    inherited = dict(models[ROLE_DEFAULTS[role]] or {})
+    for key in BATCH_KEYS:  # Batch-API mode is the fallback's own (its jobs collect its requests)
+        inherited.pop(key, None)
+    return EndpointSpec.from_config(role, inherited)
 
 
 def played_by(models: Mapping[str, Any], roles: Iterable[str]) -> dict[str, dict[str, str]]:
@@ -528,6 +626,16 @@ class ItemOverflow(ContextOverflow):
 
 class UnparseableReply(ValueError):
     """Raised by a caller's parser: the reply does not match the format the caller asked for."""
+
+
+def reply_json(text: str, *, strict: bool = True) -> Any:
+    """A reply's text read as JSON (``json.loads``; ``strict=False`` allows control characters in
+    strings); a reply that is not JSON raises :class:`UnparseableReply`, the message the re-ask
+    shows the model ("not valid JSON: <decoder message>")."""
+    try:
+        return json.loads(text, strict=strict)
+    except json.JSONDecodeError as exc:
+        raise UnparseableReply(f"not valid JSON: {exc.msg}") from None
 
 
 @dataclass

@@ -46,9 +46,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mnemoflow.layout import ENDPOINT_LOGS, ENDPOINTS
+
 #: Where state files and logs live, relative to the workflow's working directory.
-STATE_DIR = Path("results/endpoints")
-LOG_DIR = Path("results/logs/endpoints")
+STATE_DIR = Path(ENDPOINTS)
+LOG_DIR = Path(ENDPOINT_LOGS)
 #: A lease is live while touched within LEASE_STALE_S; jobs touch theirs every LEASE_BEAT_S.
 LEASE_BEAT_S = 5.0
 LEASE_STALE_S = 30.0

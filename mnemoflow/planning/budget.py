@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.layout import CACHE
 
 log = logging.getLogger("mnemoflow")
 
@@ -130,7 +131,7 @@ def state_key(config: Mapping[str, Any], workdir: Path) -> str:
 
     digest.update(TABLE.read_bytes())
     digest.update(code_version("mnemoflow.planning.run:plan_run").encode())
-    cache = workdir / Path(str(config.get("cache", "results/cache/llm")))
+    cache = workdir / Path(str(config.get("cache", CACHE)))
     stamped = [*(workdir / "results").glob("**/*.ledger.json"), *cache.glob("shards/*")]
     for path in sorted(stamped):
         stat = path.stat()

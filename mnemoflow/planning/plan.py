@@ -16,7 +16,7 @@ from typing import Any
 
 from mnemoflow.llm.openai_backend import OpenAIBackend
 from mnemoflow.llm.types import EndpointSpec, binding_text
-from mnemoflow.prices import FREE_BACKENDS, usd
+from mnemoflow.prices import FREE_BACKENDS, batch_usd, usd
 
 #: Seconds per call assumed for an endpoint with neither ``plan.latency_s`` nor an earlier ledger.
 ASSUMED_LATENCY_S = 2.0
@@ -43,6 +43,9 @@ class Line:
     cache_hits: float = 0.0
     tokens_in: float = 0.0
     tokens_out: float = 0.0
+    #: of ``tokens_in``, those a provider's prefix cache is expected to serve (the share an
+    #: unbounded cache would: ``llm.prefix_dispatch.shared_fraction``)
+    cached_in: float = 0.0
     overflows: float = 0.0
     exact: bool = True
     rendered: float = 0.0
@@ -56,7 +59,7 @@ class Line:
         return (self.benchmark, self.system, self.protocol, self.role, self.task)
 
     def add(self, other: Line) -> None:
-        for name in (*TOTAL_KEYS, "overflows", "rendered"):
+        for name in (*TOTAL_KEYS, "cached_in", "overflows", "rendered"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.exact = self.exact and other.exact
         for name in ("calls_min", "calls_max"):
@@ -95,6 +98,16 @@ class Plan:
             return 0.0
         return usd(spec.model, round(line.tokens_in), 0, round(line.tokens_out), self.prices)
 
+    def line_usd_batch(self, line: Line) -> float | None:
+        """The line's dollars through the provider's Batch API (Batch-API mode)."""
+        return self._batch(line.role, round(line.tokens_in), round(line.tokens_out))
+
+    def _batch(self, role: str, tokens_in: int, tokens_out: int) -> float | None:
+        spec = self.specs[role]
+        if spec.backend in FREE_BACKENDS:
+            return 0.0
+        return batch_usd(spec.model, tokens_in, tokens_out, self.prices)
+
     def by_role(self) -> dict[str, dict[str, Any]]:
         roles: dict[str, dict[str, Any]] = {}
         for line in self.lines.values():
@@ -103,15 +116,17 @@ class Plan:
             )
             for name in TOTAL_KEYS:
                 entry[name] += getattr(line, name)
+            entry["cached_in"] = entry.get("cached_in", 0.0) + line.cached_in
         for role, entry in roles.items():
             spec = self.specs[role]
-            for name in TOTAL_KEYS:
+            for name in (*TOTAL_KEYS, "cached_in"):
                 entry[name] = round(entry[name])
             entry["usd"] = (
                 0.0
                 if spec.backend in FREE_BACKENDS
                 else usd(spec.model, entry["tokens_in"], 0, entry["tokens_out"], self.prices)
             )
+            entry["usd_batch"] = self._batch(role, entry["tokens_in"], entry["tokens_out"])
         return dict(sorted(roles.items()))
 
     def unpriced(self) -> list[str]:
@@ -165,6 +180,7 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         roles = self.by_role()
         totals = {name: sum(r[name] for r in roles.values()) for name in TOTAL_KEYS}
+        # usd_batch is per run and role only: not every role can go through a batch
         return {
             "jobs": sum(self.jobs.values()),
             **totals,
@@ -184,7 +200,9 @@ class Plan:
                     "role": line.role,
                     "task": line.task,
                     **{name: round(getattr(line, name)) for name in TOTAL_KEYS},
+                    "cached_in": round(line.cached_in),
                     "usd": self.line_usd(line),
+                    "usd_batch": self.line_usd_batch(line),
                     "count": "exact" if line.exact else "expected",
                     **(
                         {"min": round(line.calls_min), "max": round(line.calls_max)}
@@ -232,11 +250,13 @@ class Plan:
                 f"{e['tokens_in']:,}",
                 f"{e['tokens_out']:,}",
                 _money(e["usd"]),
+                _money(e["usd_batch"]) + (" (batch: true)" if self.specs[role].batch else ""),
                 str(data["overflows"].get(role, 0)),
             ]
             for role, e in data["by_role"].items()
         ]
-        head = ["role", "calls", "cached", "tokens in", "tokens out", "USD", "overflow"]
+        head = ["role", "calls", "cached", "tokens in", "tokens out", "USD", "USD Batch-API"]
+        head.append("overflow")
         out += ["", *_table(head, role_rows)]
         out.append("")
         out += [f"role {role}: {text}" for role, text in data["bindings"].items()]

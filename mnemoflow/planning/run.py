@@ -21,16 +21,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mnemoflow.environment.knobs import method_of, resolved_benchmarks
+from mnemoflow import layout
+from mnemoflow.environment.knobs import resolved_benchmarks
 from mnemoflow.eval.panel import panel_of, probe_settings
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.planning import environment, feedback, interactive
+from mnemoflow.planning.grid import run_units
 from mnemoflow.planning.plan import ASSUMED_LATENCY_S, Plan
 from mnemoflow.planning.static_qa import Context, Unit, panel_role, plan_probe
 from mnemoflow.prices import FREE_BACKENDS, price_table
 from mnemoflow.protocols import feedback as feedback_protocol
 from mnemoflow.protocols import interactive as interactive_protocol
-from mnemoflow.protocols.registry import protocol_steps, protocols_of
+from mnemoflow.protocols.registry import protocols_of
 from mnemoflow.protocols.static_qa import PROTOCOL
 from mnemoflow.repeats import folder_seed, folders, seeded_models
 
@@ -42,21 +44,21 @@ INTERACTIVE_RULES = ("dialogues", "replay_dialogues", "upper_bound")
 GENERATION_RULE = "generate_user"
 #: The feedback rules the plan estimates (mnemoflow.planning.feedback).
 FEEDBACK_RULES = ("feedback_train_dialogues", "feedback_step", "feedback_train_performance")
-#: The static QA rules the plan estimates, and the ledger each job writes.
-QA_RULES = {"ingest": "ingest", "answer": "answers", "judge": "judgements"}
-#: The judge panel's rules (``judge.panel``) and the ledger file each job writes.
-PANEL_RULE, PROBE_RULE, PANEL_LEDGERS = "judge_panel", "judge_probe", "panel.ledgers.json"
+#: The static QA rules the plan estimates.
+QA_RULES = ("ingest", "answer", "judge")
+#: The judge panel's rules (``judge.panel``).
+PANEL_RULE, PROBE_RULE = "judge_panel", "judge_probe"
 
 #: A job of a dry run: (rule, wildcards).
 Job = tuple[str, Mapping[str, str]]
 
 
 def observed(workdir: Path, models: Mapping[str, str]) -> tuple[dict, dict]:
-    """From earlier ledgers under ``workdir/results`` of the same models: mean completion tokens
-    per (role, task) (and per (role, None)), and seconds per call per role."""
+    """From earlier ledgers under the results folder in ``workdir`` of the same models: mean
+    completion tokens per (role, task) (and per (role, None)), and seconds per call per role."""
     out: dict[tuple[str, str | None], list[float]] = defaultdict(lambda: [0.0, 0.0])
     latency: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for path in (workdir / "results").glob("**/*.ledger.json"):
+    for path in (workdir / layout.RESULTS).glob("**/*.ledger.json"):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -94,7 +96,7 @@ def plan_run(
     """
     workdir = Path(workdir)
     benchmarks = resolved_benchmarks(config["benchmarks"])
-    cache = workdir / Path(config.get("cache", "results/cache/llm"))
+    cache = workdir / Path(config.get("cache", layout.CACHE))
     if not (cache.exists() or cache.with_suffix(".sqlite").exists()):
         cache = None  # nothing cached yet; the plan creates nothing
     seed = int(config.get("seed", 0))
@@ -147,10 +149,10 @@ def plan_run(
                 elif rule in set(model_rules):
                     plan.unplanned[rule] = plan.unplanned.get(rule, 0) + 1
         else:
-            for folder in repeats:
-                _all_units(config, benchmarks, workdir, units, talks, plan, folder)
-            if judges:
-                probes |= _panel_units(config, benchmarks, workdir, units, plan)
+            grid = run_units(config, benchmarks, repeats, panel=bool(judges))
+            _unplanned_protocols(config, benchmarks, plan, len(repeats))
+            _missing(grid, workdir, benchmarks, units, talks, plan)
+            probes |= _missing_panel(grid, workdir, units, plan)
         plan.latency = _latencies(config, gateway, seconds)
         for judge, each in panel:
             plan.latency.update(_panel_latency(config, judge.name, each))
@@ -209,73 +211,58 @@ def _talk(rule: str, wc: Mapping[str, str]) -> tuple[str, str, str, str, int, in
     return (rule, wc["benchmark"], wc["system"], wc["protocol"], step, shard)
 
 
-def _all_units(config, benchmarks, workdir: Path, units, talks, plan: Plan, repeat="") -> None:
-    """The jobs of one repeat (``repeat``: its folder, "" or ``seed{S}/``) without a ledger."""
-    results = workdir / "results" / repeat
+#: The talking rules a grid unit is planned as, and the protocol name the plan files it under.
+_TALKS = {"upper_bound": "upper_bound", GENERATION_RULE: "generate"}
+
+
+def _missing(grid: list[layout.Unit], workdir: Path, benchmarks, units, talks, plan) -> None:
+    """The grid's model-calling jobs whose ledger does not exist yet (every repeat)."""
+    planned = (*QA_RULES, *INTERACTIVE_RULES, *FEEDBACK_RULES, GENERATION_RULE)
+    for unit in layout.select(grid, *planned, repeat=None, by_protocol=True):
+        if (workdir / unit.outputs["ledger"]).is_file():
+            continue
+        keys, rule = unit.keys, unit.rule
+        repeat, benchmark = keys.get("repeat", ""), keys["benchmark"]
+        if rule in QA_RULES:
+            units[(repeat, benchmark, keys["system"], keys["step"], keys["shard"])].add(rule)
+            plan.jobs[rule] = plan.jobs.get(rule, 0) + 1
+        elif rule in _TALKS:
+            talks.append((repeat, rule, benchmark, "-", _TALKS[rule], keys.get("user", 0), 0))
+        elif rule == "feedback_train_dialogues":
+            # recorded dialogues cost no call: only generated ones are planned
+            if feedback_protocol.dialogue_source(benchmarks[benchmark]) == "generated":
+                talks.append((repeat, rule, benchmark, keys["system"], "feedback", 0, 0))
+        else:
+            step, shard = keys["step"], keys.get("shard", 0)
+            talks.append((repeat, rule, benchmark, keys["system"], keys["protocol"], step, shard))
+
+
+def _unplanned_protocols(config, benchmarks, plan: Plan, repeats: int) -> None:
+    """A protocol of no built-in family: its runs are named as not estimated."""
+    known = {PROTOCOL, *interactive_protocol.PROTOCOLS, *feedback_protocol.PROTOCOLS}
     for benchmark in config["run"]["benchmarks"]:
         spec = benchmarks[benchmark]
-        systems = spec.get("systems", config["run"]["systems"])
-        chosen = protocols_of(benchmark, spec)
-        if method_of(spec) == "llm" and not repeat:  # the environment is shared by repeats
-            users = workdir / "results" / benchmark / "environment" / "users"
-            for user in range(int(spec["generate"]["num_user_profiles"])):
-                if not (users / f"{user}.ledger.json").is_file():
-                    talks.append((repeat, GENERATION_RULE, benchmark, "-", "generate", user, 0))
-        bound = results / benchmark / "upper_bound.ledger.json"
-        if set(chosen) & set(interactive_protocol.PROTOCOLS) and not bound.is_file():
-            talks.append((repeat, "upper_bound", benchmark, "-", "upper_bound", 0, 0))
-        for protocol in chosen:
-            if protocol in interactive_protocol.PROTOCOLS:
-                rule = (
-                    "dialogues" if protocol == interactive_protocol.PROTOCOL else "replay_dialogues"
-                )
-                for system in systems:
-                    for step in range(protocol_steps(protocol, spec)):
-                        for shard in range(int(spec.get("shards", 1))):
-                            folder = (
-                                results / benchmark / system / protocol
-                                / f"step{step}" / f"shard{shard}"
-                            )  # fmt: skip
-                            if not (folder / "dialogues.ledger.json").is_file():
-                                talk = (rule, benchmark, system, protocol, step, shard)
-                                talks.append((repeat, *talk))
-                continue
-            if protocol in feedback_protocol.PROTOCOLS:
-                _feedback_units(benchmark, spec, systems, protocol, results, talks, repeat)
-                continue
-            if protocol != PROTOCOL:
-                plan.unplanned[protocol] = plan.unplanned.get(protocol, 0) + len(systems)
-                continue
-            for system in systems:
-                for step in range(protocol_steps(protocol, spec)):
-                    for shard in range(int(spec.get("shards", 1))):
-                        folder = (
-                            results / benchmark / system / PROTOCOL / f"step{step}"
-                            / f"shard{shard}"
-                        )  # fmt: skip
-                        for rule, ledger in QA_RULES.items():
-                            if not (folder / f"{ledger}.ledger.json").is_file():
-                                units[(repeat, benchmark, system, step, shard)].add(rule)
-                                plan.jobs[rule] = plan.jobs.get(rule, 0) + 1
+        systems = layout.systems_of(config, benchmarks, benchmark)
+        for protocol in protocols_of(benchmark, spec):
+            if protocol not in known:
+                plan.unplanned[protocol] = plan.unplanned.get(protocol, 0) + len(systems) * repeats
 
 
-def _panel_units(config, benchmarks, workdir: Path, units, plan: Plan) -> set[str]:
+def _missing_panel(grid: list[layout.Unit], workdir: Path, units, plan: Plan) -> set[str]:
     """The panel's jobs without a ledger (repeat 0's static QA shards, each benchmark's probe):
     a shard's judge_panel joins its unit; returns the benchmarks whose probe is to run."""
-    probes = set()
-    for benchmark in config["run"]["benchmarks"]:
-        spec = benchmarks[benchmark]
-        if PROTOCOL not in protocols_of(benchmark, spec):
-            continue
-        for system in spec.get("systems", config["run"]["systems"]):
-            for step in range(protocol_steps(PROTOCOL, spec)):
-                for shard in range(int(spec.get("shards", 1))):
-                    folder = workdir / "results" / benchmark / system / PROTOCOL / f"step{step}"
-                    if not (folder / f"shard{shard}" / PANEL_LEDGERS).is_file():
-                        units[("", benchmark, system, step, shard)].add(PANEL_RULE)
-                        plan.jobs[PANEL_RULE] = plan.jobs.get(PANEL_RULE, 0) + 1
-        if not (workdir / "results" / benchmark / "probe" / PANEL_LEDGERS).is_file():
-            probes.add(benchmark)
+    for unit in layout.select(grid, PANEL_RULE):
+        if not (workdir / unit.outputs["ledger"]).is_file():
+            keys = unit.keys
+            units[("", keys["benchmark"], keys["system"], keys["step"], keys["shard"])].add(
+                PANEL_RULE
+            )
+            plan.jobs[PANEL_RULE] = plan.jobs.get(PANEL_RULE, 0) + 1
+    probes = {
+        unit.keys["benchmark"]
+        for unit in layout.select(grid, PROBE_RULE)
+        if not (workdir / unit.outputs["ledger"]).is_file()
+    }
     if probes:
         plan.jobs[PROBE_RULE] = len(probes)
     return probes
@@ -291,21 +278,6 @@ def _panel_latency(config, name: str, gateway: Gateway) -> dict[str, tuple[float
     if gateway.specs["judge"].backend in FREE_BACKENDS:
         return {role: (0.0, "local")}
     return {role: (ASSUMED_LATENCY_S, "assumed")}
-
-
-def _feedback_units(benchmark, spec, systems, protocol, results: Path, talks, repeat) -> None:
-    generated = feedback_protocol.dialogue_source(spec) == "generated"
-    for system in systems:
-        train = results / benchmark / system / "feedback" / "train_dialogues.ledger.json"
-        item = (repeat, "feedback_train_dialogues", benchmark, system, "feedback", 0, 0)
-        if generated and feedback_protocol.replays_recorded(protocol) and not train.is_file():
-            if item not in talks:
-                talks.append(item)
-        rule = "feedback_train_performance" if protocol == "train_performance" else "feedback_step"
-        for step in range(protocol_steps(protocol, spec)):
-            folder = results / benchmark / system / protocol / f"step{step}"
-            if not (folder / "step.ledger.json").is_file():
-                talks.append((repeat, rule, benchmark, system, protocol, step, 0))
 
 
 def _latencies(config, gateway: Gateway, measured: Mapping[str, float]) -> dict:

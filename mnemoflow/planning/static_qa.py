@@ -37,10 +37,12 @@ from mnemoflow.agents.longmemeval_reader import episode_turns
 from mnemoflow.agents.readers import planned_requests, reader_config
 from mnemoflow.data.registry import Prepared, load_benchmark
 from mnemoflow.data.tables import read_table
+from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.eval.judges import judge_request_for, kind_for, repeat_seeds
 from mnemoflow.eval.panel import CONFIGURED, PanelJudge, probe_set
 from mnemoflow.llm.context import fits
 from mnemoflow.llm.gateway import Gateway, strip_reasoning
+from mnemoflow.llm.prefix_dispatch import shared_fraction
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import (
     MemoryItem,
@@ -177,6 +179,8 @@ class Unit:
         self.questions = questions[
             (questions.checkpoint == step) & questions.episode_id.isin(set(self.episodes))
         ]
+        #: blocks of the prompts planned so far, for the expected prefix-cache share
+        self._prefix_blocks: set[str] = set()
 
     def line(self, role: str, task: str, **values: Any) -> Line:
         return Line(self.benchmark, self.system, PROTOCOL, role, task, **values)
@@ -185,6 +189,7 @@ class Unit:
 
     async def answer_and_judge(self, answer: bool, judge: bool, panel: bool = False) -> list[Line]:
         ctx = self.ctx
+        answer = answer and self.system_spec.get("type") != IMPORTED  # read from a file
         build_spec, itself = _stand_in(self.system_spec)
         name, options = reader_config(self.spec.get("reader", "generic"))
         use_options = bool(self.spec.get("use_options", False))
@@ -295,8 +300,12 @@ class Unit:
             if hit:
                 line.cache_hits += scale
             else:
-                line.tokens_in += scale * sent_tokens(request.messages, spec.backend)
+                tokens = sent_tokens(request.messages, spec.backend)
+                line.tokens_in += scale * tokens
                 line.tokens_out += scale * self.ctx.tokens_out(request.role, request.task, own)
+                if spec.backend == "openai":  # only a server has a prefix cache
+                    shared = shared_fraction(request.messages, self._prefix_blocks)
+                    line.cached_in += scale * tokens * shared
         return found is not None, text
 
     def _embeddings(self, texts: list[str], why: str) -> Line:

@@ -42,12 +42,13 @@ from mnemoflow.eval.benchmark_metric import metric_for
 from mnemoflow.eval.normalize import normalize_set
 from mnemoflow.llm.context import scoped
 from mnemoflow.llm.types import ChatRequest
-from mnemoflow.memory.base import MemorySystem, Message, build
+from mnemoflow.memory.base import MemorySystem, Message
 from mnemoflow.memory.buffer import is_window
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows
 from mnemoflow.protocols.registry import register_protocol
 from mnemoflow.protocols.snapshot import MANIFEST, publishing, save_episode, write_manifest
 from mnemoflow.protocols.static_qa import bounded, episode_dirname, to_messages
+from mnemoflow.protocols.step import StepContext
 from mnemoflow.simulators.feedback import UNPARSED, FeedbackSimulator
 
 PROTOCOLS = ("off_policy", "stepwise_off_policy", "on_policy", "train_performance")
@@ -67,6 +68,10 @@ MOVED_STRUCTURED_OUTPUT = (
     "config benchmarks.<name>.feedback.structured_output: removed; set "
     "models.user.structured_output (auto | on | off) instead"
 )
+
+
+#: Where a set's training dialogues come from (``feedback.dialogues``; the config schema's choices).
+DIALOGUE_SOURCES = ("data", "generated")
 
 
 @dataclass(frozen=True)
@@ -91,10 +96,10 @@ class FeedbackConfig:
         if "structured_output" in raw:
             raise ConfigError(MOVED_STRUCTURED_OUTPUT)
         reject_unknown(raw, (f.name for f in fields(cls)), "config benchmarks.<name>.feedback")
-        if raw.get("dialogues", "generated") not in ("data", "generated"):
+        if raw.get("dialogues", "generated") not in DIALOGUE_SOURCES:
             raise ConfigError(
-                "config benchmarks.<name>.feedback.dialogues: 'data' or 'generated', "
-                f"got {raw['dialogues']!r}"
+                "config benchmarks.<name>.feedback.dialogues: "
+                f"{' or '.join(map(repr, DIALOGUE_SOURCES))}, got {raw['dialogues']!r}"
             )
         for key in ("batch_size", "max_rounds", "on_policy_steps"):
             if key in raw and (not isinstance(raw[key], int) or raw[key] < 1):
@@ -367,14 +372,14 @@ def _item_label(item: dict[str, Any]) -> str:
 async def live_dialogues(
     items: list[dict[str, Any]],
     memory_of: Callable[[dict[str, Any]], MemorySystem | None],
-    gateway: Any,
-    keys: dict[str, Any],
+    ctx: StepContext,
     config: FeedbackConfig,
     metrics: Any,
     every_round: bool,
-    progress: Callable[[bool | None], None] | None = None,
 ) -> pd.DataFrame:
-    """Converse every training item with the simulated user (concurrently); DIALOGUES rows."""
+    """Converse every training item with the simulated user (concurrently); DIALOGUES rows
+    labelled with the context's keys."""
+    gateway = ctx.gateway
     evaluate = evaluator(metrics, gateway)
 
     async def one(item: dict[str, Any]) -> list[dict[str, Any]]:
@@ -390,11 +395,10 @@ async def live_dialogues(
         user = metrics.simulated_user(str(item.get("dataset", "")))
         simulator = FeedbackSimulator(item, gateway, evaluate, user)
         turns = await converse(assistant, simulator, item["question"], config.max_rounds)
-        if progress:
-            progress(None)
+        ctx.tick(None)
         return dialogue_rows(
             turns,
-            **keys,
+            **ctx.keys,
             episode_id=item["episode_id"],
             dialogue_id=item["question_id"],
             source="generated",
@@ -448,14 +452,13 @@ def read_manifest(snapshot: Path) -> dict[str, Any]:
 
 
 def load_snapshot(
-    snapshot: Path, system_spec: dict[str, Any], gateway: Any, seed: int = 0
+    snapshot: Path, ctx: StepContext
 ) -> tuple[dict[str, MemorySystem], dict[str, list[str]]]:
+    """Every memory of a step's snapshot (the context's system) and what each holds."""
     manifest = read_manifest(snapshot)
-    memories = {}
-    for name, dirname in manifest["episodes"].items():
-        memory = build(system_spec, llm=gateway, seed=seed)
-        memory.load(Path(snapshot) / dirname)
-        memories[name] = memory
+    memories = {
+        name: ctx.load(Path(snapshot) / dirname) for name, dirname in manifest["episodes"].items()
+    }
     return memories, {k: list(v) for k, v in manifest["holds"].items()}
 
 
@@ -512,18 +515,16 @@ async def ingest_step(
     dialogues: pd.DataFrame,
     questions: pd.DataFrame,
     sessions: pd.DataFrame,
-    system_spec: dict[str, Any],
+    ctx: StepContext,
     previous: Path | None,
     out_dir: Path,
-    gateway: Any,
-    seed: int = 0,
 ) -> dict[str, Any]:
     """Step ``step``'s snapshot: snapshot k-1 (or the step-0 start) + this step's dialogues."""
     corpora = corpus_datasets(questions, sessions)
     if previous is not None:
-        memories, held = load_snapshot(previous, system_spec, gateway, seed)
+        memories, held = load_snapshot(previous, ctx)
     else:
-        memories = {SET_EPISODE: build(system_spec, llm=gateway, seed=seed)}
+        memories = {SET_EPISODE: ctx.build()}
         held = {SET_EPISODE: []}
     new = dialogue_messages(dialogues, prefix=f"s{step}:")
     new_ids = list(dict.fromkeys(dialogues["dialogue_id"]))
@@ -533,7 +534,7 @@ async def ingest_step(
             held[SET_EPISODE].append(f"corpus:{dataset}")
     if previous is None and protocol in ("off_policy", "train_performance"):
         for dataset in corpora:  # all training dialogues + only this dataset's corpus
-            memory = build(system_spec, llm=gateway, seed=seed)
+            memory = ctx.build()
             await memory.add(new, {"step": step})
             await memory.add(corpus_messages(sessions, dataset), {"step": step})
             memories[dataset] = memory
@@ -553,15 +554,12 @@ async def answer_step(
     questions: pd.DataFrame,
     sessions: pd.DataFrame,
     snapshot: Path,
-    system_spec: dict[str, Any],
-    keys: dict[str, Any],
-    gateway: Any,
+    ctx: StepContext,
     config: FeedbackConfig,
-    seed: int = 0,
-    progress: Callable[[bool | None], None] | None = None,
 ) -> pd.DataFrame:
     """Answer the asked split from the step's snapshot (ANSWERS rows, by question_id)."""
-    memories, _ = load_snapshot(snapshot, system_spec, gateway, seed)
+    memories, _ = load_snapshot(snapshot, ctx)
+    gateway = ctx.gateway
     asked = questions[questions["split"] == asked_split(protocol)].to_dict("records")
     own_corpus = protocol in ("off_policy", "train_performance")
 
@@ -574,10 +572,9 @@ async def answer_step(
         )
         response = await assistant.act([Turn("user", question["question"])])
         reply = assistant.last_reply
-        if progress:
-            progress(reply.cache_hit)
+        ctx.tick(reply.cache_hit)
         return {
-            **keys,
+            **ctx.keys,
             "episode_id": episode or SET_EPISODE,
             "question_id": question["question_id"],
             "question_type": question["question_type"],
@@ -601,59 +598,47 @@ async def live_step(
     step: int,
     questions: pd.DataFrame,
     previous: Path,
-    system_spec: dict[str, Any],
-    keys: dict[str, Any],
-    gateway: Any,
+    ctx: StepContext,
     config: FeedbackConfig,
     metrics: Any,
-    seed: int = 0,
-    progress: Callable[[bool | None], None] | None = None,
 ) -> pd.DataFrame:
     """On-policy step k: the sampled items conversed with the agent's step k-1 memory."""
-    memories, _ = load_snapshot(previous, system_spec, gateway, seed)
+    memories, _ = load_snapshot(previous, ctx)
     train = questions[questions["split"] == "train"].to_dict("records")
     picked = [train[i] for i in on_policy_sample(len(train), config.batch_size, step, config.seed)]
     return await live_dialogues(
         picked,
         lambda item: memories[SET_EPISODE],
-        gateway,
-        keys,
+        ctx,
         config,
         metrics,
         every_round=True,
-        progress=progress,
     )
 
 
 async def generate_train_dialogues(
     questions: pd.DataFrame,
     sessions: pd.DataFrame,
-    system_spec: dict[str, Any],
-    keys: dict[str, Any],
-    gateway: Any,
+    ctx: StepContext,
     config: FeedbackConfig,
     metrics: Any,
-    seed: int = 0,
-    progress: Callable[[bool | None], None] | None = None,
 ) -> pd.DataFrame:
     """Training dialogues as the reference generates them: the agent answers round 0 with
     retrieval from its memory of the item's corpus (corpus datasets, ``reading.py``) or bare
     (``basic.py``), later rounds without retrieval."""
     corpora = {}
     for dataset in corpus_datasets(questions, sessions):
-        memory = build(system_spec, llm=gateway, seed=seed)
+        memory = ctx.build()
         await memory.add(corpus_messages(sessions, dataset), {"step": 0})
         corpora[dataset] = memory
     train = questions[questions["split"] == "train"].to_dict("records")
     return await live_dialogues(
         train,
         lambda item: corpora.get(item["dataset"]),
-        gateway,
-        keys,
+        ctx,
         config,
         metrics,
         every_round=False,
-        progress=progress,
     )
 
 

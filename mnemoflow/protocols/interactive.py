@@ -44,7 +44,6 @@ from mnemoflow.errors import ConfigError, reject_unknown
 from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
 from mnemoflow.llm.context import scoped
 from mnemoflow.llm.types import ChatRequest
-from mnemoflow.memory.base import build
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows, turns_of
 from mnemoflow.protocols.registry import register_protocol
 from mnemoflow.protocols.snapshot import publishing, save_episode, write_manifest
@@ -54,6 +53,7 @@ from mnemoflow.protocols.static_qa import (
     episode_dirname,
     episodes_in_flight,
 )
+from mnemoflow.protocols.step import StepContext
 from mnemoflow.simulators.state_user import StateRevealingUser
 
 PROTOCOL = "interactive"  # on-policy: the assistant's own sessions
@@ -426,16 +426,12 @@ def users_in_flight(gateway: Any) -> int:
 async def run_step(
     users: list[AmemUser],
     step: int,
-    system_spec: dict[str, Any],
-    keys: dict[str, Any],
+    ctx: StepContext,
     previous: Path | None,
     snapshot: Path,
-    gateway: Any,
     schedule: Schedule,
-    seed: int = 0,
     source: pd.DataFrame | None = None,
     source_name: str = "source dialogues",
-    progress: Callable[[bool | None], None] | None = None,
 ) -> StepResult:
     """Period ``step`` of every user: converse (or replay ``source``), snapshot, then ask.
 
@@ -448,14 +444,13 @@ async def run_step(
     evolutions: list[dict[str, Any]] = []
     stored: dict[str, list[str]] = {}
     stats: dict[str, dict[str, Any]] = {}
+    system_spec, keys, gateway = ctx.system_spec, ctx.keys, ctx.gateway
     if source is not None:
         source = source.assign(_order=range(len(source)))
 
     async def one(user: AmemUser) -> None:
-        memory = build(system_spec, llm=gateway, seed=seed)
         name = episode_dirname(user.id)
-        if previous is not None:
-            memory.load(Path(previous) / name)
+        memory = ctx.build() if previous is None else ctx.load(Path(previous) / name)
         agent = InteractiveAgent(memory, gateway)
         has_period = step < len(user.periods)
         if has_period and source is None:
@@ -487,8 +482,7 @@ async def run_step(
                 )
                 memory.save(target)  # the snapshot carries the evolved section
                 stats[user.id] = {**memory.stats(), "pairs_written": agent.writes}
-        if progress:
-            progress(None)
+        ctx.tick(None)
 
     with publishing(snapshot) as staging:  # the folder ``one`` saves into
         # Users are sequential inside, independent of each other: keep as many in flight as the

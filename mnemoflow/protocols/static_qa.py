@@ -39,7 +39,7 @@ from mnemoflow.eval.rescore import (
 from mnemoflow.llm.context import item_scope
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import ChatRequest, Reply
-from mnemoflow.memory.base import MemorySystem, Message, build, full_spec
+from mnemoflow.memory.base import Message, full_spec
 from mnemoflow.protocols.snapshot import (
     MANIFEST,
     STORED_IDS,
@@ -47,6 +47,7 @@ from mnemoflow.protocols.snapshot import (
     save_episode,
     write_manifest,
 )
+from mnemoflow.protocols.step import StepContext
 
 PROTOCOL = "qa"
 #: Episodes processed at once; model concurrency itself is limited per endpoint by the gateway.
@@ -134,54 +135,40 @@ async def ingest(
     sessions: pd.DataFrame,
     episode_sessions: pd.DataFrame,
     episodes: list[str],
-    system_spec: dict[str, Any],
+    ctx: StepContext,
     step: int,
     previous: Path | None,
     out_dir: Path,
-    gateway: Gateway,
-    seed: int = 0,
-    progress: Callable[[bool | None], None] | None = None,
 ) -> dict[str, Any]:
     """Build step ``step``'s snapshot of every episode into ``out_dir`` (written atomically).
 
-    ``progress`` is called once per finished episode, with no cache-hit flag: an episode's writes
-    are many model calls (or none), so its bar counts episodes, not calls.
+    The context's ``progress`` is called once per finished episode, with no cache-hit flag: an
+    episode's writes are many model calls (or none), so its bar counts episodes, not calls.
     """
     stored: dict[str, list[str]] = {}
     stats: dict[str, dict[str, Any]] = {}
 
     async def one(episode: str) -> None:
-        memory = build(system_spec, llm=gateway, seed=seed)
         name = episode_dirname(episode)
-        if previous is not None:
-            memory.load(Path(previous) / name)
+        memory = ctx.build() if previous is None else ctx.load(Path(previous) / name)
         await memory.add(episode_batch(sessions, episode_sessions, episode, step), {"step": step})
         save_episode(staging, name, memory)
         ids = memory.stored_ids()
         if ids is not None:
             stored[episode] = sorted(ids)
         stats[episode] = memory.stats()
-        if progress:
-            progress(None)
+        ctx.tick(None)
 
     with publishing(out_dir) as staging:  # the folder ``one`` saves into
-        await bounded(episodes, one, episodes_in_flight(gateway, "memory_writer"))
+        await bounded(episodes, one, episodes_in_flight(ctx.gateway, "memory_writer"))
         manifest = {
-            "system": system_spec,
+            "system": ctx.system_spec,
             "step": step,
             "episodes": {e: episode_dirname(e) for e in episodes},
             "stats": stats,
         }
         write_manifest(staging, manifest, stored)
     return manifest
-
-
-def load_memory(
-    snapshot: Path, episode: str, system_spec: dict[str, Any], gateway: Gateway, seed: int = 0
-) -> MemorySystem:
-    memory = build(system_spec, llm=gateway, seed=seed)
-    memory.load(Path(snapshot) / episode_dirname(episode))
-    return memory
 
 
 def snapshot_system(snapshot: Path, query_spec: dict[str, Any]) -> dict[str, Any]:
@@ -201,18 +188,15 @@ def run_keys(benchmark: str, system: str, step: int) -> dict[str, Any]:
 async def answer(
     questions: pd.DataFrame,
     snapshot: Path,
-    system_spec: dict[str, Any],
-    keys: dict[str, Any],
-    gateway: Gateway,
+    ctx: StepContext,
     reader: str | dict[str, Any] | None = "generic",
     use_options: bool = False,
-    seed: int = 0,
     sessions: pd.DataFrame | None = None,
     episode_sessions: pd.DataFrame | None = None,
-    progress: Callable[[bool | None], None] | None = None,
     failures: dict[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Answer every question from its episode's snapshot; one row per question (ANSWERS).
+    """Answer every question from its episode's snapshot; one row per question (ANSWERS), labelled
+    with the context's keys.
 
     A question one of whose reader calls was not sent (its prompt over the context window,
     ``overflow: fail``) keeps its row with the empty response, and ``failures`` (when given)
@@ -223,18 +207,21 @@ async def answer(
     reader with ``retrieval_log`` reads each question's ranking from that official log instead
     of asking the memory.
     """
-    system_spec = snapshot_system(snapshot, system_spec)
+    ctx = ctx.with_spec(snapshot_system(snapshot, ctx.system_spec))
+    gateway = ctx.gateway
     reader_name, reader_options = reader_config(reader)
     log_path = retrieval_log_path(reader)
     log = retrieval_log(log_path) if log_path else None
     rows: list[dict[str, Any]] = []
+    overlap = reads_overlap(gateway)
 
     async def one(episode: str) -> None:
-        memory = load_memory(snapshot, episode, system_spec, gateway, seed)
+        memory = ctx.load(Path(snapshot) / episode_dirname(episode))
         turns = None
         if reader_name != "generic" and sessions is not None:
             turns = episode_turns(sessions, episode_sessions, episode)
         mine = questions[questions["episode_id"] == episode]
+        reading_now: list[asyncio.Task[None]] = []
         for index, question in enumerate(mine.to_dict("records")):
             log_ids = None
             if log is not None:
@@ -248,38 +235,63 @@ async def answer(
                 items = await memory.retrieve(question["question"])
                 retrieval_s = time.perf_counter() - started
             reading = (reader_name, reader_options, question, items, turns, gateway)
-            label = f"question {question['question_id']}"
-            with item_scope(label):
-                result = await read(*reading, use_options, log_ids)
-            if failures is not None and label in gateway.ledger.failed_items:
-                failures[question["question_id"]] = gateway.ledger.failed_items[label]
-            rows.append(
-                {
-                    **keys,
-                    "episode_id": episode,
-                    "question_id": question["question_id"],
-                    "question_type": question["question_type"],
-                    "response": result.response,
-                    "retrieved_ids": result.shown_ids,
-                    "ranked_ids": result.ranked_ids,
-                    "context_tokens": result.context_tokens,
-                    "model": result.reply.model,
-                    "cache_hit": result.reply.cache_hit,
-                    "tokens_in": result.reply.tokens_in,
-                    "tokens_out": result.reply.tokens_out,
-                    "latency_s": result.reply.latency_s,
-                    # the episode's first retrieve opens the loaded memory (indexes, models,
-                    # a product's store): timed apart, as eval.footprint reports it
-                    "retrieval_s": retrieval_s if index else None,
-                    "retrieval_cold_s": None if index else retrieval_s,
-                }
-            )
-            if progress:
-                progress(result.reply.cache_hit)
+            timing = (retrieval_s if index else None, None if index else retrieval_s)
+            if overlap:  # the next retrieval goes on while this question is read
+                task = asyncio.ensure_future(
+                    answer_one(episode, question, reading, log_ids, timing)
+                )
+                reading_now.append(task)
+            else:
+                await answer_one(episode, question, reading, log_ids, timing)
+        await asyncio.gather(*reading_now)
+
+    async def answer_one(
+        episode: str,
+        question: dict[str, Any],
+        reading: tuple[Any, ...],
+        log_ids: list[str] | None,
+        timing: tuple[float | None, float | None],
+    ) -> None:
+        label = f"question {question['question_id']}"
+        with item_scope(label):
+            result = await read(*reading, use_options, log_ids)
+        if failures is not None and label in gateway.ledger.failed_items:
+            failures[question["question_id"]] = gateway.ledger.failed_items[label]
+        rows.append(
+            {
+                **ctx.keys,
+                "episode_id": episode,
+                "question_id": question["question_id"],
+                "question_type": question["question_type"],
+                "response": result.response,
+                "retrieved_ids": result.shown_ids,
+                "ranked_ids": result.ranked_ids,
+                "context_tokens": result.context_tokens,
+                "model": result.reply.model,
+                "cache_hit": result.reply.cache_hit,
+                "tokens_in": result.reply.tokens_in,
+                "tokens_out": result.reply.tokens_out,
+                "latency_s": result.reply.latency_s,
+                # the episode's first retrieve opens the loaded memory (indexes, models,
+                # a product's store): timed apart, as eval.footprint reports it
+                "retrieval_s": timing[0],
+                "retrieval_cold_s": timing[1],
+            }
+        )
+        ctx.tick(result.reply.cache_hit)
 
     await bounded(sorted(set(questions["episode_id"])), one, episodes_in_flight(gateway, "agent"))
     frame = pd.DataFrame(rows, columns=ANSWERS.names)
     return frame.sort_values("question_id", kind="stable").reset_index(drop=True)
+
+
+def reads_overlap(gateway: Any) -> bool:
+    """Whether an episode's questions are read while its next ones are retrieved: with the
+    agent's ``prefix_dispatch`` on, so the gateway sees an episode's requests together and can
+    send those sharing a prompt prefix (the conversation a long-context reader shows) one after
+    another. Retrieval stays one question after another; the answers are the same."""
+    spec = getattr(gateway, "specs", {}).get("agent")
+    return bool(spec is not None and spec.prefix_dispatch and spec.backend == "openai")
 
 
 def retrieval_log_path(reader: str | dict[str, Any] | None) -> str | None:

@@ -45,6 +45,7 @@ import pandas as pd
 
 from mnemoflow.data.published import MEAN, RANK_CHANGE
 from mnemoflow.data.tables import FOOTPRINT_METRICS, QUESTION_SCORES, TableError, read_table
+from mnemoflow.layout import RUN_FOLDER, parse
 from mnemoflow.report.seeds import MEAN as SEEDS_MEAN
 from mnemoflow.report.seeds import SD as SEEDS_SD
 from mnemoflow.report.seeds import has_seeds
@@ -68,7 +69,6 @@ MEAN_AGGREGATES = (MEAN_OVER_PERIODS, "micro", "normalized")
 #: Aggregates a paired test is run for (a per-item sample stands behind them).
 TESTED = ("micro", MEAN_OVER_PERIODS)
 _TOLERANCE = 1e-6
-_STEP_DIR = re.compile(r"^step(\d+)$")
 #: ``results/seed{S}/``: repeat k's mirror of the run (``repeats:``, mnemoflow/repeats.py).
 _REPEAT_DIR = re.compile(r"^seed\d+$")
 #: AMemGym baselines that are shares of questions like accuracy.
@@ -130,11 +130,9 @@ def _amemgym_items(frame: pd.DataFrame, keys: dict) -> pd.DataFrame:
 
 
 def _keys_from_path(path: Path, root: Path) -> dict | None:
-    parts = path.relative_to(root).parts
-    if len(parts) != 5 or not _STEP_DIR.match(parts[3]):
-        return None
-    step = int(_STEP_DIR.match(parts[3]).group(1))
-    return {"benchmark": parts[0], "system": parts[1], "protocol": parts[2], "step": step}
+    relative = path.relative_to(root)
+    keys = parse(relative.as_posix()) if len(relative.parts) == 5 else None
+    return None if keys is None else {name: keys[name] for name in RUN}
 
 
 def read_items(root: Path) -> pd.DataFrame:
@@ -158,8 +156,7 @@ def read_items(root: Path) -> pd.DataFrame:
             keys = _keys_from_path(path, root)
             if keys is None:
                 raise ReportError(
-                    f"{path}: AMemGym question scores outside "
-                    "{benchmark}/{system}/{protocol}/step{k}/: cannot tell their run"
+                    f"{path}: AMemGym question scores outside {RUN_FOLDER}: cannot tell their run"
                 )
             if len(frame):
                 frames.append(_amemgym_items(frame, keys))

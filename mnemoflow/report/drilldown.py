@@ -35,6 +35,7 @@ import pandas as pd
 from mnemoflow.data.amemgym import AmemUser
 from mnemoflow.data.locomo import ADVERSARIAL_PHRASES
 from mnemoflow.data.tables import read_table
+from mnemoflow.layout import RUN_FILE, parse
 from mnemoflow.prices import FREE_MODELS, lookup, price_table, usd
 
 #: A question is wrong when its deciding value is below this (as mnemoflow/eval/diagnosis.py).
@@ -57,16 +58,12 @@ OUTCOMES = (
     "unjudged",
 )
 RUN = ["benchmark", "system", "protocol", "step"]
-_RUN_DIR = re.compile(r"(?:^|/)([^/]+)/([^/]+)/([^/]+)/step(\d+)(?:/shard\d+)?/[^/]+$")
 
 
 def run_of_path(path: str | Path) -> dict[str, Any] | None:
     """Run keys from ``.../{benchmark}/{system}/{protocol}/step{k}[/shard{h}]/<file>``."""
-    match = _RUN_DIR.search(Path(path).as_posix())
-    if match is None:
-        return None
-    benchmark, system, protocol, step = match.groups()
-    return {"benchmark": benchmark, "system": system, "protocol": protocol, "step": int(step)}
+    keys = parse(Path(path).as_posix())
+    return None if keys is None else {name: keys[name] for name in RUN}
 
 
 @dataclass
@@ -100,10 +97,7 @@ def _read(paths: Iterable[str | Path], columns: list[str] | None = None, keys: b
         if keys:
             run = run_of_path(path)
             if run is None:
-                raise ValueError(
-                    f"{path}: not under {{benchmark}}/{{system}}/{{protocol}}/step{{k}}/: "
-                    "cannot tell its run"
-                )
+                raise ValueError(f"{path}: not a {RUN_FILE}: cannot tell its run")
             frame = frame.assign(**run)
         frames.append(frame)
     frames = [f for f in frames if not f.empty]

@@ -39,6 +39,7 @@ from mnemoflow.report.provenance import redact, versions
 from mnemoflow.report.seeds import seed_text
 from mnemoflow.report.stats import BOOTSTRAP_RESAMPLES
 from mnemoflow.report.summaries import (
+    FAILED_ITEMS_NOTE,
     LEDGER_INCIDENTS,
     OUTCOMES,
     LedgerFile,
@@ -46,10 +47,12 @@ from mnemoflow.report.summaries import (
     add_labels,
     check_diagnosis,
     diagnosis_overall,
+    failed_items_table,
     ledger_labels,
     ledger_tables,
     load_ledger,
     lower_is_better,
+    provider_cache,
     run_costs,
     score_table,
     step_table,
@@ -109,6 +112,8 @@ class ReportData:
     published_missing: str = ""
     #: Per run: the memory writer's calls, parse failures and dropped events (writer_rates).
     writers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Per run and role: prompt tokens served from the provider's prefix cache (provider_cache).
+    provider_cache: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: Per benchmark: systems as rows, headline metrics with intervals (report/headline.py).
     headline: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: Per benchmark: the counters (parse failures, denominators, ...) of each run.
@@ -125,6 +130,8 @@ class ReportData:
     data_rules: list[str] = field(default_factory=list)
     #: The dossier's address relative to the report (report/dossier.py); "": none written.
     dossier_page: str = ""
+    #: The items whose prompt did not fit and was not sent (ledger, item, reason).
+    failed_items: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 # --- computing -------------------------------------------------------------------------------
@@ -265,7 +272,9 @@ def collect(
     config_prices = config.get("prices") if isinstance(config, dict) else None
     ledger_files, ledger_tasks = ledger_tables(list(ledgers), config_prices)
     costs = run_costs(list(ledgers), summary, config_prices)
+    cached = provider_cache(list(ledgers))
     return ReportData(
+        provider_cache=cached,
         scored=scored,
         scores=scores,
         types=types,
@@ -284,6 +293,7 @@ def collect(
         writers=writer_rates(list(ledgers)),
         headline=headline_tables(scored),
         diagnostics=diagnostics_tables(scored),
+        failed_items=failed_items_table(ledgers),
     )
 
 
@@ -648,6 +658,30 @@ def _costs_html(costs: pd.DataFrame) -> str:
     )
 
 
+def _provider_cache_html(table: pd.DataFrame) -> str:
+    """Per run and role, the prompt tokens the endpoint served from its own prefix cache
+    (nothing when no endpoint reported any)."""
+    if table.empty:
+        return ""
+    columns = {
+        "benchmark": "benchmark",
+        "system": "system",
+        "protocol": "protocol",
+        "role": "role",
+        "tokens_in": "tokens in",
+        "cached_in": "provider-cached in",
+        "cached_share": "cached share",
+    }
+    return (
+        "<h3>Provider prompt cache</h3><p>Of the prompt tokens each run's endpoints processed, "
+        "those the endpoint served from its own prefix cache "
+        "(<code>usage.prompt_tokens_details.cached_tokens</code>, priced at "
+        "<code>cached_input</code>); <code>models.&lt;role&gt;.prefix_dispatch</code> sends "
+        "requests sharing a prompt prefix one after another so a server's cache serves more of "
+        "them.</p>" + table_html(table, columns)
+    )
+
+
 def _dossier_note(page: str) -> str:
     """The link to what produced each number (report/dossier.py), where it was written."""
     if not page:
@@ -892,6 +926,7 @@ def render_html(
             "(USD per million tokens; provider-cached prompt tokens at <code>cached_input</code>; "
             "local backends free).</p>"
             + _costs_html(data.costs)
+            + _provider_cache_html(data.provider_cache)
             + "<h3>By role and task</h3><p>Retries, errors, parse failures, dropped events, "
             "provider-cached tokens and truncated prompts are shown where any is not zero (the "
             "TSV files have every column).</p>"
@@ -912,6 +947,11 @@ def render_html(
         for benchmark, table in data.diagnostics.items():
             body += f"<h3>{html.escape(benchmark)}</h3>" + table_html(table)
         sections.append(("diagnostics", "Diagnostics", body))
+
+    if len(data.failed_items):
+        note = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(FAILED_ITEMS_NOTE))
+        body = f"<p>{len(data.failed_items):,} {note}</p>" + table_html(data.failed_items)
+        sections.append(("failed-items", "Failed items", body))
 
     if not data.data_versions.empty:
         rules = "".join(f"<li>{html.escape(rule)}</li>" for rule in data.data_rules)

@@ -167,7 +167,7 @@ def tiles(png_path: str | Path, tile_height: int) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("html", help="the report, e.g. results/report.html")
+    parser.add_argument("html", help="the report's HTML file (the run's report.html)")
     parser.add_argument("png", help="where to save the screenshot")
     parser.add_argument("--width", type=int, default=1280, help="window width in px (1280)")
     parser.add_argument(

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import MEMORY_FAILURES
-from mnemoflow.prices import FREE_BACKENDS, price_table, usd
+from mnemoflow.prices import FREE_BACKENDS, batch_usd, price_table, usd
 from mnemoflow.report.seeds import MEAN as SEEDS_MEAN
 from mnemoflow.report.stats import mean_interval, wilson_interval
 
@@ -270,23 +270,34 @@ def load_ledger(path: str | Path, label: str | None = None) -> LedgerFile:
     return LedgerFile(label or str(path), data, str(path))
 
 
-def failed_items_lines(ledgers: Iterable[LedgerFile], shown: int = 50) -> list[str]:
-    """summary.md's list of the items whose call was not sent (a prompt over the role's context
-    window, ``overflow: fail``): they are counted, unscored and named here with their ledger,
-    while the run went on. No lines when none failed."""
+FAILED_ITEMS_NOTE = (
+    "items failed: a prompt did not fit its role's context window (`overflow: fail`), so it "
+    "was not sent. They are unscored (`<metric>:unscored`; `<metric>:all` counts them wrong) "
+    "and the run went on."
+)
+
+
+def failed_items_table(ledgers: Iterable[LedgerFile]) -> pd.DataFrame:
+    """The items whose call was not sent (a prompt over the role's context window, ``overflow:
+    fail``), one row each: ledger, item, reason (summary.md and report.html list them)."""
     rows = [
         (ledger.label, item, reason)
         for ledger in ledgers
         for item, reason in sorted((ledger.data.get("failed_items") or {}).items())
     ]
+    return pd.DataFrame(rows, columns=["ledger", "item", "reason"])
+
+
+def failed_items_lines(ledgers: Iterable[LedgerFile], shown: int = 50) -> list[str]:
+    """summary.md's list of the failed items (:func:`failed_items_table`), named with their
+    ledger while the run went on. No lines when none failed."""
+    rows = list(failed_items_table(ledgers).itertuples(index=False, name=None))
     if not rows:
         return []
     lines = [
         "## Failed items",
         "",
-        f"{len(rows)} items failed: a prompt did not fit its role's context window "
-        "(`overflow: fail`), so it was not sent. They are unscored (`<metric>:unscored`; "
-        "`<metric>:all` counts them wrong) and the run went on.",
+        f"{len(rows)} {FAILED_ITEMS_NOTE}",
         "",
         "| ledger | item | reason |",
         "|---|---|---|",
@@ -312,13 +323,19 @@ def ledger_labels(paths: list[Path]) -> list[str]:
 def _cost(ledger: LedgerFile, role: str, counters: dict[str, Any], prices: Mapping) -> float:
     """Dollars of one role/task entry at ``prices``, keyed by the model the role binds (the
     ``roles`` the gateway described; older ledgers: the model the endpoint named). A local
-    backend costs nothing; a model without a price is NaN, never a guess."""
+    backend costs nothing; a model without a price is NaN, never a guess. Tokens that came
+    through a Batch-API batch (``batch_tokens_in`` / ``_out``) cost the batch prices."""
     binding = (ledger.data.get("roles") or {}).get(role) or {}
     if binding.get("backend") in FREE_BACKENDS:
         return 0.0
     model = binding.get("model") or ledger.data["models"].get(role, "?")
     tokens_in, tokens_out = int(counters["tokens_in"]), int(counters["tokens_out"])
-    dollars = usd(model, tokens_in, int(counters["cached_in"]), tokens_out, prices)
+    batch_in, batch_out = (int(counters.get(f"batch_tokens_{k}", 0)) for k in ("in", "out"))
+    online = usd(
+        model, tokens_in - batch_in, int(counters["cached_in"]), tokens_out - batch_out, prices
+    )
+    batched = batch_usd(model, batch_in, batch_out, prices) if batch_in or batch_out else 0.0
+    dollars = None if online is None or batched is None else online + batched
     if dollars is None:
         return 0.0 if tokens_in == tokens_out == 0 else math.nan
     return dollars
@@ -452,6 +469,27 @@ def run_costs(
     per = costs["usd"] / costs["correct"].where(costs["correct"] > 0)
     costs["usd_per_correct"] = per
     return costs
+
+
+def provider_cache(ledgers: list[LedgerFile]) -> pd.DataFrame:
+    """One row per run and role whose endpoint served prompt tokens from its own prompt cache:
+    the prompt tokens it processed (``tokens_in``), those served from the provider's cache
+    (``cached_in``, from ``usage.prompt_tokens_details.cached_tokens``, priced at
+    ``cached_input``) and their share. Empty when no endpoint reported a cached token. Columns:
+    benchmark, system, protocol, role, tokens_in, cached_in, cached_share."""
+    rows = [
+        {"benchmark": run[0], "system": run[1], "protocol": run[2], "role": role,
+         "tokens_in": entry.get("tokens_in", 0), "cached_in": entry.get("cached_in", 0)}
+        for _, run, role, entry in run_entries(ledgers)
+    ]  # fmt: skip
+    columns = ["benchmark", "system", "protocol", "role", "tokens_in", "cached_in"]
+    flat = pd.DataFrame(rows, columns=columns)
+    table = flat.groupby(columns[:4], sort=True)[["tokens_in", "cached_in"]].sum().reset_index()
+    if not (table["cached_in"] > 0).any():
+        return table.iloc[:0].assign(cached_share=[])
+    table = table[table["tokens_in"] > 0].reset_index(drop=True)
+    table["cached_share"] = table["cached_in"] / table["tokens_in"]
+    return table
 
 
 #: The role whose replies memory systems are built from (AWE events, AWI updates, facts, notes).

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from mnemoflow.data.tables import SUMMARY
+from mnemoflow.layout import REPEAT_FOLDER, RESULTS
 from mnemoflow.report.denominators import denominator_table
 from mnemoflow.report.evolution import evolution_table
 from mnemoflow.report.feedback import feedback_markdown
@@ -237,11 +238,11 @@ def versions_table(versions: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFr
 
 
 SEEDS_NOTE = (
-    "`repeats:` ran every run once per seed (results/ holds the base seed's, results/seed{S}/ "
-    "the others'). Base seed: the value the tables above show, with its 95 % interval over the "
-    "questions; mean ± sd: over the seeds (sample sd), how much the score moves when the "
-    "simulated users, the assistant and the memory writer sample again (an offline run's "
-    "deterministic models give sd 0)."
+    f"`repeats:` ran every run once per seed ({RESULTS}/ holds the base seed's, "
+    f"{RESULTS}/{REPEAT_FOLDER.format(seed='{S}')} the others'). Base seed: the value the "
+    "tables above show, with its 95 % interval over the questions; mean ± sd: over the seeds "
+    "(sample sd), how much the score moves when the simulated users, the assistant and the "
+    "memory writer sample again (an offline run's deterministic models give sd 0)."
 )
 
 
@@ -284,6 +285,26 @@ def costs_markdown(costs: pd.DataFrame | None) -> list[str]:
         "judged correct over all of the run's steps. Truncated prompts: cut to the context "
         "window (`overflow: truncate_oldest`); the ledgers name the items. With `repeats:`, "
         "USD and USD / correct cover every seed; score is the base seed's.",
+        "",
+    ]
+
+
+def provider_cache_markdown(table: pd.DataFrame) -> list[str]:
+    """The "Provider prompt cache" table (``summaries.provider_cache``): per run and role, the
+    prompt tokens the endpoint served from its own prefix cache; nothing when none did."""
+    if table.empty:
+        return []
+    shown = table.assign(cached_share=[f"{v:.1%}" for v in table["cached_share"]])
+    return [
+        "## Provider prompt cache",
+        "",
+        _markdown(shown),
+        "",
+        "tokens_in: prompt tokens the endpoints processed for the run and role (response-cache "
+        "hits have none); cached_in: those the endpoint served from its own prompt cache "
+        "(`usage.prompt_tokens_details.cached_tokens`), priced at `cached_input`. "
+        "`models.<role>.prefix_dispatch` sends requests sharing a prompt prefix one after "
+        "another so a server's prefix cache serves more of them (docs/gateway.md).",
         "",
     ]
 

@@ -1,6 +1,7 @@
 """A local OpenAI-compatible server for tests and benchmarks: latency, faults and counters.
 
-It serves ``/v1/chat/completions``, ``/v1/embeddings`` and ``/v1/models`` on a loopback address,
+It serves ``/v1/chat/completions``, ``/v1/embeddings``, ``/v1/models`` and the Batch API
+(``/v1/files``, ``/v1/batches``: :mod:`mnemoflow.testing.batch_api`) on a loopback address,
 answers deterministically (a fixed text, a function of the request, or by default an echo of the
 last user message) with realistic ``usage``, and injects faults from a *plan*: the n-th attempt of
 each distinct request body gets ``faults[n]`` (``"500"``, ``"429"``, ``"timeout"``, ``"malformed"``,
@@ -43,6 +44,14 @@ from aiohttp import web
 
 from mnemoflow.lexical import count_tokens
 from mnemoflow.llm.gateway import original_messages
+from mnemoflow.testing.batch_api import BatchAPI
+from mnemoflow.testing.prefix_cache import (
+    BLOCK_TOKENS,
+    IdealCache,
+    PrefixCache,
+    block_chain,
+    prompt_stream,
+)
 
 #: Fault kinds a plan may name; anything else is rejected when the server is built.
 FAULT_KINDS = {
@@ -155,6 +164,11 @@ class ServerStats:
     inflight: int = 0
     max_inflight: int = 0
     total: int = 0
+    #: with ``prefix_cache_blocks``: prompt tokens of the chat completions answered, those the
+    #: bounded prefix cache served, and those an unbounded one would have served
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    ideal_cached_tokens: int = 0
 
     def copy(self) -> ServerStats:
         return ServerStats(
@@ -165,6 +179,9 @@ class ServerStats:
             self.inflight,
             self.max_inflight,
             self.total,
+            self.prompt_tokens,
+            self.cached_tokens,
+            self.ideal_cached_tokens,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,6 +193,9 @@ class ServerStats:
             "inflight": self.inflight,
             "max_inflight": self.max_inflight,
             "total": self.total,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "ideal_cached_tokens": self.ideal_cached_tokens,
         }
 
 
@@ -196,7 +216,11 @@ class OpenAITestServer:
     another type as that server does, HTTP 500 with a request-validation error
     (:data:`LLAMA_CPP_REJECTED`), counted the same way. ``prompt_cache=True``
     imitates a provider's prompt cache: ``usage.prompt_tokens_details.cached_tokens`` is the
-    prompt tokens of the longest run of leading messages an earlier request already sent.
+    prompt tokens of the longest run of leading messages an earlier request already sent, without
+    bound; ``prefix_cache_blocks=N`` instead imitates vLLM's automatic prefix caching with room
+    for N blocks of ``prefix_block_tokens`` (:mod:`mnemoflow.testing.prefix_cache`: an LRU over
+    chained block hashes, looked up when a request arrives and filled when it completes), and
+    the counters add the prompt tokens, those served and those an unbounded cache would serve.
     ``prefixes`` serves the API under each ``PREFIX/v1`` too (a gateway whose path holds a token),
     and ``headers`` (name -> value) must all be sent with every request (401 otherwise), like
     ``api_key`` compared and never logged.
@@ -222,8 +246,13 @@ class OpenAITestServer:
         reject_response_format: bool = False,
         response_formats: Sequence[str] | None = None,
         prompt_cache: bool = False,
+        prefix_cache_blocks: int | None = None,
+        prefix_block_tokens: int = BLOCK_TOKENS,
         prefixes: Sequence[str] = (),
         headers: dict[str, str] | None = None,
+        batch_delay: float = 0.0,
+        batch_line_errors: int = 0,
+        batch_expire: int = 0,
     ):
         if think not in ("", "inline", "field"):
             raise ValueError(f"openai test server: think is '', 'inline' or 'field', got {think!r}")
@@ -260,9 +289,26 @@ class OpenAITestServer:
         self.response_formats = tuple(response_formats) if response_formats is not None else None
         self.prompt_cache = prompt_cache
         self._prefixes: set[str] = set()  # digests of the leading messages sent so far
+        if prefix_cache_blocks is not None and prompt_cache:
+            raise ValueError("openai test server: prompt_cache or prefix_cache_blocks, not both")
+        self.prefix_cache = (
+            PrefixCache(prefix_cache_blocks, prefix_block_tokens)
+            if prefix_cache_blocks is not None
+            else None
+        )
+        self._ideal_cache = IdealCache()
+        #: id(body) of a chat request in flight -> (its block chain, blocks served on arrival)
+        self._arrived: dict[int, tuple[list[str], int]] = {}
         self._api_key = api_key
         self.prefixes = ["", *("/" + prefix.strip("/") for prefix in prefixes)]
         self._headers = dict(headers or {})
+        #: ``/v1/files`` and ``/v1/batches`` (:mod:`mnemoflow.testing.batch_api`)
+        self.batch_api = BatchAPI(
+            lambda body: json.loads(self._completion(body).body),
+            delay=batch_delay,
+            line_errors=batch_line_errors,
+            expire=batch_expire,
+        )
         self._stats = ServerStats()
         self._lock = threading.Lock()
         self._runner: web.AppRunner | None = None
@@ -284,6 +330,7 @@ class OpenAITestServer:
             app.router.add_post(f"{prefix}/v1/chat/completions", self._chat)
             app.router.add_post(f"{prefix}/v1/embeddings", self._embeddings)
             app.router.add_get(f"{prefix}/v1/models", self._models)
+            self.batch_api.routes(app, prefix)
         app.router.add_get("/mnemoflow/stats", self._stats_route)
         app.router.add_post("/mnemoflow/reset", self._reset_route)
         return app
@@ -362,6 +409,11 @@ class OpenAITestServer:
         flight stay counted as in flight."""
         with self._lock:
             self._stats = ServerStats(inflight=self._stats.inflight)
+            if self.prefix_cache is not None:  # a bench's next run starts cold
+                self.prefix_cache = PrefixCache(
+                    self.prefix_cache.capacity, self.prefix_cache.block_tokens
+                )
+                self._ideal_cache = IdealCache()
 
     # ---- handlers --------------------------------------------------------------------------
 
@@ -439,12 +491,15 @@ class OpenAITestServer:
             fault = self._fault(rid, attempt)
             # A "timeout" fault sleeps past the client's timeout; the client hangs up and the
             # handler is cancelled here. A client patient enough to wait gets a normal answer.
+            if endpoint == "chat":
+                self._prefix_arrive(body)
             await asyncio.sleep(self.hang if fault == "timeout" else self._latency(rid, attempt))
             if fault not in _ANSWERING_FAULTS:
                 return self._fault_response(fault, request)
             answered = True
             return reply(body, fault)
         finally:
+            self._arrived.pop(id(body), None)
             self._leave(rid, answered=answered, fault=fault)
 
     def _refused_format(self, response_format: Any) -> str | None:
@@ -575,6 +630,10 @@ class OpenAITestServer:
             usage["prompt_tokens_details"] = {
                 "cached_tokens": self._cached_prefix(body["messages"])
             }
+        if self.prefix_cache is not None:
+            usage["prompt_tokens_details"] = {
+                "cached_tokens": self._prefix_complete(body, usage_in)
+            }
         rid = request_id(body)
         return web.json_response(
             {
@@ -607,6 +666,29 @@ class OpenAITestServer:
                        default=0)  # fmt: skip
             self._prefixes.update(digests)
         return prompt_tokens(messages[:seen]) - 3 if seen else 0
+
+    def _prefix_arrive(self, body: dict[str, Any]) -> None:
+        """A chat request starts: the leading blocks of its prompt the bounded cache holds now
+        (and, for the counters, those an unbounded cache filled on arrival would hold)."""
+        if self.prefix_cache is None:
+            return
+        stream = prompt_stream(body["messages"], _text_of)
+        chain = block_chain(stream, self.prefix_cache.block_tokens)
+        with self._lock:
+            self._arrived[id(body)] = (chain, self.prefix_cache.lookup(chain))
+
+    def _prefix_complete(self, body: dict[str, Any], prompt: int) -> int:
+        """A chat request completes: its blocks enter the cache; returns its cached tokens."""
+        assert self.prefix_cache is not None
+        chain, served = self._arrived.pop(id(body), ([], 0))
+        size = self.prefix_cache.block_tokens
+        with self._lock:
+            self.prefix_cache.fill(chain)
+            ideal = self._ideal_cache.arrive(chain)
+            self._stats.prompt_tokens += prompt
+            self._stats.cached_tokens += served * size
+            self._stats.ideal_cached_tokens += ideal * size
+        return served * size
 
     def _embedding_reply(self, body: dict[str, Any], fault: str) -> web.StreamResponse:
         texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
@@ -737,6 +819,13 @@ def main(argv: list[str] | None = None) -> int:
         help="answer HTTP 400 to any request with response_format (no structured output)",
     )
     parser.add_argument(
+        "--prefix-cache-blocks",
+        type=int,
+        default=None,
+        help="imitate vLLM's prefix cache with room for N blocks of 16 prompt tokens (LRU, "
+        "filled when a request completes; replies carry usage.prompt_tokens_details.cached_tokens)",
+    )
+    parser.add_argument(
         "--api-key-env", default=None, help="require the key held in this env var as Bearer token"
     )
     args = parser.parse_args(argv)
@@ -770,6 +859,7 @@ def main(argv: list[str] | None = None) -> int:
             api_key=api_key,
             think=args.think,
             reject_response_format=args.reject_response_format,
+            prefix_cache_blocks=args.prefix_cache_blocks,
         )
     except ValueError as exc:
         parser.error(str(exc))

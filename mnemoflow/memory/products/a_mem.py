@@ -50,7 +50,6 @@ What this adapter does to the product, in-process, and nothing else:
 
 from __future__ import annotations
 
-import json
 import os
 import weakref
 from collections.abc import Callable
@@ -61,7 +60,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mnemoflow.llm.types import UnparseableReply
+from mnemoflow.llm.types import UnparseableReply, reply_json
 from mnemoflow.memory.base import MemoryItem, Message, register
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, ThreadProduct, formatted_time, patch_once
@@ -144,10 +143,7 @@ def _json_object(keys: tuple[str, ...]) -> Callable[[str], str]:
     """A parser: A-Mem reads the reply with ``json.loads`` (no fences) and takes these keys."""
 
     def parse(text: str) -> str:
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UnparseableReply(f"not valid JSON: {exc.msg}") from None
+        value = reply_json(text)
         if not isinstance(value, dict) or any(k not in value for k in keys):
             raise UnparseableReply(f"not a JSON object with keys {', '.join(keys)}")
         return text

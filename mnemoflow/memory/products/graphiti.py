@@ -77,7 +77,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, ClassVar
 
-from mnemoflow.llm.types import UnparseableReply
+from mnemoflow.llm.types import UnparseableReply, reply_json
 from mnemoflow.memory.base import MemoryItem, Message, register
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, FolderProduct, conversation_time, patch_once
@@ -232,10 +232,7 @@ def _parser(model: Any) -> Callable[[str], dict[str, Any]]:
 
     def parse(text: str) -> dict[str, Any]:
         body = re.sub(r"^```[a-zA-Z0-9_-]*[ \t]*\r?\n?|\r?\n?```[ \t]*$", "", text.strip())
-        try:
-            value = json.loads(body.strip())
-        except json.JSONDecodeError as exc:
-            raise UnparseableReply(f"not valid JSON: {exc.msg}") from None
+        value = reply_json(body.strip())
         if not isinstance(value, dict):
             raise UnparseableReply("not a JSON object")
         if model is not None:

@@ -48,7 +48,6 @@ mem0's search has no threshold here (every memory is ranked, for recall@k) and n
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tarfile
@@ -59,7 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.llm.types import UnparseableReply
+from mnemoflow.llm.types import UnparseableReply, reply_json
 from mnemoflow.memory.base import MemoryItem, Message, register
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, ThreadProduct, patch_once
@@ -126,10 +125,7 @@ def _json_object(key: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         body = re.sub(r"^```[a-zA-Z0-9]*\n|\n```$", "", text.strip())
         start, end = body.find("{"), body.rfind("}")
-        try:
-            value = json.loads(body[start : end + 1] if start >= 0 else body, strict=False)
-        except json.JSONDecodeError as exc:
-            raise UnparseableReply(f"not valid JSON: {exc.msg}") from None
+        value = reply_json(body[start : end + 1] if start >= 0 else body, strict=False)
         if not isinstance(value, dict) or not isinstance(value.get(key), list):
             raise UnparseableReply(f'not a JSON object with a list under "{key}"')
         return text

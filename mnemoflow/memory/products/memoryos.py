@@ -61,7 +61,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mnemoflow.llm.types import UnparseableReply
+from mnemoflow.llm.types import UnparseableReply, reply_json
 from mnemoflow.memory.base import MemoryItem, Message, register
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, ThreadProduct, formatted_time, patch_once
@@ -233,11 +233,7 @@ def _wrap_updater(updater: Any) -> None:
 
 def _json_list(text: str) -> str:
     """MemoryOS reads the multi-summary reply with ``json.loads`` (no fences): a list."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UnparseableReply(f"not valid JSON: {exc.msg}") from None
-    if not isinstance(value, list):
+    if not isinstance(reply_json(text), list):
         raise UnparseableReply("not a JSON array of topics")
     return text
 

@@ -14,6 +14,7 @@ from mnemoflow.memory.systems import (  # noqa: F401  (registration)
     bm25,
     dense,
     full_context,
+    imported,
     none,
     notes_linked,
     rag,
