@@ -57,6 +57,29 @@ class MemoryItem:
     time: str = ""
 
 
+@dataclass(frozen=True)
+class WritePattern:
+    """How a system writes, as ``mnemoflow plan`` counts it before a run (the writer's replies
+    decide the rest): the system states it, the planner asks it.
+
+    - ``batch_param``: the parameter holding the messages per written batch (``None``: one
+      message per batch);
+    - ``buffered``: batches leave the (update_batch, local_window) buffer only once it holds
+      ``update_batch + local_window`` messages (:mod:`mnemoflow.memory.buffer`), so the newest
+      ``local_window`` messages are never written;
+    - ``writer_tasks``: the ``memory_writer`` calls of each written batch, by task (none: it
+      asks no writer);
+    - ``unit``: what one embedded text is: ``message``, ``session`` or ``fact`` (what a writer
+      call extracts); ``facts_per_batch`` facts per written batch.
+    """
+
+    batch_param: str | None = "update_batch"
+    buffered: bool = False
+    writer_tasks: tuple[str, ...] = ()
+    unit: str = "message"
+    facts_per_batch: float = 1.0
+
+
 class MemorySystem(ABC):
     """Base class: subclasses set ``name``, ``defaults`` and ``params_schema`` and implement the
     abstract methods.
@@ -81,6 +104,12 @@ class MemorySystem(ABC):
     #: binding re-runs neither stage. Default: the writer and the embedder, at both stages.
     ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
     query_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
+    #: How it writes and what it embeds, for the planner (default: one writer call per
+    #: ``update_batch`` messages, one embedded text per message).
+    write_pattern: ClassVar[WritePattern] = WritePattern(writer_tasks=("write",))
+    #: What one retrieved item is, ``message`` or ``session``: the planner's model-free stand-in
+    #: for a system that calls a model retrieves at the same granularity.
+    granularity: ClassVar[str] = "message"
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         params = dict(params or {})
@@ -88,6 +117,11 @@ class MemorySystem(ABC):
         self.params: dict[str, Any] = {**self.defaults, **params}
         self.llm = llm  # a Gateway, for systems that write or embed with a model
         self.seed = seed
+
+    @classmethod
+    def writes(cls, params: dict[str, Any]) -> WritePattern:
+        """How the system configured with ``params`` writes (:class:`WritePattern`)."""
+        return cls.write_pattern
 
     @classmethod
     def check_params(cls, params: dict[str, Any], where: str) -> None:

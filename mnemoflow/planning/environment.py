@@ -6,7 +6,8 @@ the schema it is asked to unify, ...), so no prompt past the first can be render
 plan plays the stage chain instead for a few of the run's own personas with the embedded offline
 backend in both generator roles, which answers every stage's task truthfully from its structured
 fields (docs/environment.md), and counts each request it sends as the run would send it: input
-tokens with the bound model's tokenizer, output tokens as every other line does
+tokens as the bound endpoint reports them, output tokens as the offline model replied for a
+generator bound to it, else as every other line does
 (:meth:`~mnemoflow.planning.static_qa.Context.tokens_out`). A ``generate_user`` job is planned as
 the mean of the played users, an expected value: a real model's invalid replies (re-asked up to
 ``max_validation_errors`` times) and refinements (up to ``max_refinements``) add calls the offline
@@ -31,11 +32,12 @@ from typing import Any
 from mnemoflow.data.amemgym import AmemUser, read_environment
 from mnemoflow.environment.personas import personas_file, run_personas
 from mnemoflow.environment.runner import Failure, generate_user
-from mnemoflow.llm.context import prompt_tokens
+from mnemoflow.lexical import count_tokens
 from mnemoflow.llm.gateway import Gateway, Reply
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.planning.plan import Line
 from mnemoflow.planning.static_qa import Context
+from mnemoflow.planning.tokens import sent_tokens
 
 #: Personas played per benchmark: enough for a mean over users of different shapes, cheap
 #: enough for a plan (about two seconds each on one core).
@@ -52,10 +54,14 @@ class _Recorder(Gateway):
     """A gateway that keeps every request it is sent (the plan counts them)."""
 
     sent: list[ChatRequest]
+    #: the offline model's completion tokens of each request sent
+    replies: list[int]
 
     async def chat(self, request: ChatRequest, *args: Any, **kwargs: Any) -> Reply:
         self.sent.append(request)
-        return await super().chat(request, *args, **kwargs)
+        reply = await super().chat(request, *args, **kwargs)
+        self.replies.append(count_tokens(reply.text))
+        return reply
 
 
 def knobs_of(spec: dict[str, Any]) -> dict[str, Any]:
@@ -74,10 +80,10 @@ class Played:
         self.users = int(self.knobs["num_user_profiles"])
         personas = pool[: min(PLAYED_USERS, len(pool))]
         recorder = _Recorder.from_config({role: {"backend": "offline"} for role in GENERATOR_ROLES})
-        recorder.sent = []
+        recorder.sent, recorder.replies = [], []
         made, per_user = asyncio.run(self._play(recorder, personas))
         self.played = len(personas)
-        self.lines = self._mean_lines(ctx, recorder.sent, per_user)
+        self.lines = self._mean_lines(ctx, recorder, per_user)
         self.environment = self._stand_in(made) if made else None
 
     async def _play(self, gateway: Gateway, personas: list[dict[str, Any]]):
@@ -98,14 +104,19 @@ class Played:
                         made.append(user)
         return made, counts
 
-    def _mean_lines(self, ctx: Context, sent: list[ChatRequest], per_user: list[int]) -> list[Line]:
+    def _mean_lines(self, ctx: Context, played: _Recorder, per_user: list[int]) -> list[Line]:
         n = max(1, len(per_user))
-        totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
-        for request in sent:
+        totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+        for request, reply in zip(played.sent, played.replies, strict=True):
             backend = ctx.gateway.specs[request.role].backend
             entry = totals[(request.role, request.task)]
             entry[0] += 1
-            entry[1] += prompt_tokens(request.messages, backend)
+            entry[1] += sent_tokens(request.messages, backend)
+            # a generator bound to the offline model replies as it did here; another one, as
+            # its call site's expected reply length says
+            entry[2] += (
+                reply if backend == "offline" else ctx.tokens_out(request.role, request.task)
+            )
         note = (
             f"expected: the mean of {n} user(s) generated offline with the run's knobs; a real "
             "model's re-asks and refinements add calls; the cache is not checked"
@@ -113,10 +124,10 @@ class Played:
         return [
             Line(
                 self.benchmark, "-", "generate", role, task,
-                calls=calls / n, tokens_in=tokens / n,
-                tokens_out=calls / n * ctx.tokens_out(role, task), exact=False, notes=[note],
+                calls=calls / n, tokens_in=tokens / n, tokens_out=out / n, exact=False,
+                notes=[note],
             )
-            for (role, task), (calls, tokens) in sorted(totals.items())
+            for (role, task), (calls, tokens, out) in sorted(totals.items())
         ]  # fmt: skip
 
     def _stand_in(self, made: list[dict[str, Any]]) -> list[AmemUser]:

@@ -26,22 +26,30 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from mnemoflow.agents.interactive import ACT_TASK
+from mnemoflow.agents.self_evolution import EVOLVE_TASK
 from mnemoflow.data import amemgym_procedural
 from mnemoflow.data.amemgym import AmemUser, read_environment
-from mnemoflow.llm.context import count_text, prompt_tokens
 from mnemoflow.llm.types import ChatRequest
-from mnemoflow.memory.base import resolve, stage_roles, without_labels
+from mnemoflow.memory.base import stage_roles, without_labels
+from mnemoflow.planning.conversation import Reader
 from mnemoflow.planning.environment import played
 from mnemoflow.planning.plan import Line
 from mnemoflow.planning.static_qa import Context
+from mnemoflow.planning.tokens import filler, sent_tokens
+from mnemoflow.planning.writes import fact_tokens, pattern_of, planned_writes, write_lines
 from mnemoflow.protocols import interactive as proto
 from mnemoflow.protocols.static_qa import shard_episodes
 from mnemoflow.simulators.state_user import TASK as USER_TASK
+from mnemoflow.simulators.state_user import StateRevealingUser
 
-LOWER_BOUND = "tokens in: the known part of each prompt only (memory and dialogue not included)"
+PLAYED = (
+    "tokens in: the memory and dialogue played with stand-in replies of the expected length "
+    "(mnemoflow.planning.conversation)"
+)
 
 
 def environment(ctx: Context, benchmark: str) -> list[AmemUser] | None:
@@ -83,7 +91,8 @@ def _line(benchmark: str, system: str, protocol: str, role: str, task: str, **va
 def plan_dialogues(
     ctx: Context, benchmark: str, system: str, protocol: str, period: int, shard: int
 ) -> list[Line] | None:
-    """The lines of one dialogues / replay_dialogues job (``None``: environment unknown)."""
+    """The lines of one dialogues / replay_dialogues job (``None``: environment unknown): every
+    user of the shard played up to the period (:mod:`mnemoflow.planning.conversation`)."""
     users = environment(ctx, benchmark)
     if users is None:
         return None
@@ -91,62 +100,85 @@ def plan_dialogues(
     schedule = proto.Schedule(**proto.schedule_of(spec))
     mine = set(shard_episodes([u.id for u in users], shard, int(spec.get("shards", 1))))
     users = [u for u in users if u.id in mine and period < len(u.periods)]
-    agent_backend = ctx.gateway.specs["agent"].backend
-    user_backend = ctx.gateway.specs["user"].backend
-    rounds = schedule.rounds(period)
-    talk = {"agent": [0, 0], "user": [0, 0]}  # calls, known prompt tokens
-    messages = 0
-    choice, recall = [0, 0], [0, 0]
+    specs = ctx.gateway.specs
+    system_spec = without_labels(ctx.config["systems"][system])
+    reply = filler(ctx.tokens_out("agent", ACT_TASK), specs["agent"].backend)
+    follow = filler(ctx.tokens_out("user", USER_TASK), specs["user"].backend)
+    fact = fact_tokens(pattern_of(system_spec)[0], ctx.tokens_out)
+    live = protocol == proto.PROTOCOL
+    user_backend = specs["user"].backend
+    # (role, task) -> [calls, prompt tokens]
+    counts: dict[tuple[str, str], list[float]] = {}
+    queries: list[str] = []
+    streams = []
+
+    def count(role: str, task: str, tokens: float) -> None:
+        entry = counts.setdefault((role, task), [0, 0])
+        entry[0] += 1
+        entry[1] += tokens
+
     for user in users:
-        for session in user.periods[period].sessions:
-            opening = proto.first_message(session.session_time, session.query)
-            messages += 2 * rounds
-            if protocol == proto.PROTOCOL:
-                talk["agent"][0] += rounds
-                talk["agent"][1] += rounds * count_text(opening, agent_backend)
-                talk["user"][0] += rounds - 1
-                talk["user"][1] += (rounds - 1) * count_text(opening, user_backend)
+        reader = Reader(system_spec, specs["agent"].backend, fact)
+        simulated = StateRevealingUser(user, str(user.periods[period].period_end or ""), None)
+        before = 0
+        for k in range(period + 1):
+            before = len(reader.messages) if k == period else before
+            for n, session in enumerate(user.periods[k].sessions):
+                opening = proto.first_message(session.session_time, session.query)
+                turns: list[SimpleNamespace] = []
+                for r in range(schedule.rounds(k)):
+                    message = opening if r == 0 else follow
+                    if k == period and live:
+                        if r:  # the simulated user reads the opening and the last exchange
+                            request = simulated.request(turns)
+                            count("user", USER_TASK, sent_tokens(request.messages, user_backend))
+                        if reader.queries_embedded():
+                            queries.append(message)
+                        count("agent", ACT_TASK, reader.prompt(message, 2 * r))
+                    turns += [
+                        SimpleNamespace(role="user", content=message, round=r),
+                        SimpleNamespace(role="assistant", content=reply, round=r),
+                    ]
+                    reader.memorize(proto.session_id(user.id, k, n), message, reply)
         for question in user.questions:
             prompt, _ = proto.checkpoint_prompt(question, schedule.order(user, question))
-            choice[0] += 1
-            choice[1] += count_text(prompt, agent_backend)
-            recall[0] += 1
-            recall[1] += count_text(proto.recall_prompt(user, question), agent_backend)
+            recall = proto.recall_prompt(user, question)
+            for task, text in ((proto.CHOICE_TASK, prompt), (proto.RECALL_TASK, recall)):
+                if reader.queries_embedded():
+                    queries.append(text)
+                count("agent", task, reader.prompt(text))
+        if system_spec.get("evolve", "none") != "none":
+            count("agent", EVOLVE_TASK, 0)
+        streams.append((reader.messages, before))
     out = []
-    expected_rounds = f"{rounds} round(s) per session: min = expected = max"
-    for role, task, (calls, tokens), note in (
-        ("agent", ACT_TASK, talk["agent"], expected_rounds),
-        ("user", USER_TASK, talk["user"], expected_rounds),
-        ("agent", proto.CHOICE_TASK, choice, "one checkpoint question per question"),
-        ("agent", proto.RECALL_TASK, recall, "one recall probe per question"),
-    ):
-        if calls:
-            out.append(
-                _line(
-                    benchmark, system, protocol, role, task,
-                    calls=calls, tokens_in=tokens,
-                    tokens_out=calls * ctx.tokens_out(role, task),
-                    notes=[note, LOWER_BOUND, *_stand_in_notes(ctx, benchmark)],
-                )
-            )  # fmt: skip
-    system_spec = without_labels(ctx.config["systems"][system])
-    roles = set(stage_roles(system_spec, "ingest")) | set(stage_roles(system_spec, "query"))
-    params = system_spec
-    cls = resolve(params.get("type") or params.get("class"))  # type: ignore[arg-type]
-    if "memory_writer" in roles:
-        batch = int(params.get("update_batch", cls.defaults.get("update_batch", 1)))
-        calls = -(-messages // batch) + (
-            len(users) if params.get("evolve", "none") != "none" else 0
-        )
+    notes = {
+        ACT_TASK: f"{schedule.rounds(period)} round(s) per session: min = expected = max",
+        USER_TASK: f"{schedule.rounds(period)} round(s) per session: min = expected = max",
+        proto.CHOICE_TASK: "one checkpoint question per question",
+        proto.RECALL_TASK: "one recall probe per question",
+        EVOLVE_TASK: "one evolution per checkpoint; tokens in not estimated",
+    }
+    for (role, task), (calls, tokens) in counts.items():
         out.append(
             _line(
-                benchmark, system, protocol, "memory_writer", "write",
-                calls=calls, tokens_out=calls * ctx.tokens_out("memory_writer", "write"),
-                exact=False,
-                notes=[f"expected: one writer call per {batch} messages (+ one evolution per "
-                       "checkpoint); tokens in not estimated", *_stand_in_notes(ctx, benchmark)],
+                benchmark, system, protocol, role, task,
+                calls=calls, tokens_in=tokens, tokens_out=calls * ctx.tokens_out(role, task),
+                notes=[notes[task], PLAYED, *_stand_in_notes(ctx, benchmark)],
             )
         )  # fmt: skip
+    roles = set(stage_roles(system_spec, "ingest")) | set(stage_roles(system_spec, "query"))
+    backend = specs["memory_writer"].backend
+    writes = planned_writes(system_spec, streams, backend, filler(fact or 1, backend))
+
+    def line(role: str, task: str, **values: Any) -> Line:
+        values["notes"] = [*values.get("notes", []), *_stand_in_notes(ctx, benchmark)]
+        return _line(benchmark, system, protocol, role, task, **values)
+
+    out += write_lines(writes, line, ctx.tokens_out, roles, specs["embedder"].backend, queries)
+    if not live and proto.interactive_options(spec).get("off_policy_source") == system:
+        for each in out:  # its own transcripts again: every prompt is one the run asked before
+            each.cache_hits, each.tokens_in, each.tokens_out = each.calls, 0.0, 0.0
+            each.notes.append("replays the system's own transcripts: answered by the cache")
     return out
 
 
@@ -183,6 +215,6 @@ def plan_upper_bound(ctx: Context, benchmark: str) -> list[Line] | None:
                     continue
                 if key is not None:
                     ctx.planned.add(key)
-                line.tokens_in += prompt_tokens(request.messages, spec.backend)
+                line.tokens_in += sent_tokens(request.messages, spec.backend)
                 line.tokens_out += ctx.tokens_out("agent", proto.CHOICE_TASK)
     return [line]

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mnemoflow.llm.openai_backend import OpenAIBackend
 from mnemoflow.llm.types import EndpointSpec, binding_text
 from mnemoflow.prices import FREE_BACKENDS, batch_usd, usd
 
@@ -143,7 +144,8 @@ class Plan:
         return None if any(v is None for v in values) else round(sum(values), 6)
 
     def endpoints(self) -> dict[str, dict[str, Any]]:
-        """Wall time per endpoint: its cache misses x seconds per call / its concurrency."""
+        """Wall time per endpoint: its requests x seconds per request / its concurrency (an
+        OpenAI-compatible embedder sends ``embed_batch`` texts a request)."""
         misses: dict[str, float] = defaultdict(float)
         for line in self.lines.values():
             misses[line.role] += line.calls - line.cache_hits
@@ -158,7 +160,7 @@ class Plan:
             entry["roles"].append(f"{role}: {seconds:g} s/call ({source})")
             entry["concurrency"] = min(entry["concurrency"], spec.concurrency)
             entry["calls"] += round(n)
-            entry["seconds"] += n * seconds
+            entry["seconds"] += requests(role, spec, n) * seconds
         for entry in out.values():
             entry["hours"] = round(entry.pop("seconds") / max(1, entry["concurrency"]) / 3600, 4)
         return out
@@ -278,6 +280,14 @@ class Plan:
             )
         out += [f"note: {n}" for n in self.notes]
         return "\n".join(out) + "\n"
+
+
+def requests(role: str, spec: EndpointSpec, texts: float) -> float:
+    """Requests an endpoint gets for ``texts`` calls of ``role``: an OpenAI-compatible embedder
+    sends :attr:`OpenAIBackend.embed_batch` texts a request, every other call is one."""
+    if role == "embedder" and spec.backend == "openai":
+        return math.ceil(texts / OpenAIBackend.embed_batch)
+    return texts
 
 
 def _prompts(line: Line) -> str:

@@ -16,9 +16,9 @@ For one (benchmark, system, step, shard):
   ``judge`` with the judge's kind and its own gateway, counted under the role ``judge[NAME]``;
   **judge_probe** (:func:`plan_probe`): one per probe and judge, the configured one included.
 - **ingest** (expected): what a memory system writes or embeds depends on its writer's replies:
-  ``memory_writer`` about one call per ``update_batch`` messages (two for ``agentic_external``:
-  extract, then update), each the size of the batch's extract-facts prompt; ``embedder`` one text
-  per message (per session for ``*_session``); and one query embedding per question.
+  the system says how it writes (:mod:`mnemoflow.planning.writes`): ``memory_writer`` calls per
+  written batch, each the size of the batch's extract-facts prompt; ``embedder`` one text per
+  message, session or fact it stores; and one query embedding per question.
 
 Large shards are sampled: at most ``sample`` questions (evenly spread over the shard's episodes,
 in order) are rendered, with their episodes' memories, and the counts scaled.
@@ -40,20 +40,33 @@ from mnemoflow.data.tables import read_table
 from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.eval.judges import judge_request_for, kind_for, repeat_seeds
 from mnemoflow.eval.panel import CONFIGURED, PanelJudge, probe_set
-from mnemoflow.llm.context import count_text, fits, prompt_tokens
+from mnemoflow.llm.context import fits
 from mnemoflow.llm.gateway import Gateway, strip_reasoning
 from mnemoflow.llm.prefix_dispatch import shared_fraction
 from mnemoflow.llm.types import ChatRequest
-from mnemoflow.memory import writer
-from mnemoflow.memory.base import build, resolve, stage_roles, without_labels
+from mnemoflow.memory.base import (
+    MemoryItem,
+    Message,
+    build,
+    resolve,
+    stage_roles,
+    without_labels,
+)
+from mnemoflow.memory.buffer import render
 from mnemoflow.planning.plan import Line
+from mnemoflow.planning.tokens import embedded_tokens, filler, reply_tokens, sent_tokens
+from mnemoflow.planning.writes import (
+    fact_tokens,
+    pattern_of,
+    planned_writes,
+    window_items,
+    write_lines,
+)
 from mnemoflow.prices import FREE_BACKENDS
 from mnemoflow.protocols.static_qa import PROTOCOL, episode_batch, shard_episodes
 
 #: Questions rendered per (benchmark, system, step, shard) at most; the rest is scaled.
 SAMPLE_QUESTIONS = 100
-#: Memory systems whose writer asks twice per batch (extract facts, then update memories).
-TWO_WRITER_CALLS = ("agentic_external",)
 
 
 @dataclass
@@ -101,13 +114,15 @@ class Context:
             return None
         return gateway.sent_key(request)
 
-    def tokens_out(self, role: str, task: str, gateway: Gateway | None = None) -> float:
-        """Expected completion tokens: the mean observed in earlier ledgers, else max_tokens
-        (a panel judge, on its own ``gateway``: its max_tokens)."""
-        if gateway is not None:
-            return float(gateway.specs[role].max_tokens)
-        observed = self.out_means.get((role, task), self.out_means.get((role, None)))
-        return observed if observed is not None else float(self.gateway.specs[role].max_tokens)
+    def tokens_out(
+        self, role: str, task: str, gateway: Gateway | None = None, family: str | None = None
+    ) -> float:
+        """Expected completion tokens of one call (:func:`mnemoflow.planning.tokens.reply_tokens`:
+        earlier ledgers' mean, else the call site's expected reply length; a panel judge, on its
+        own ``gateway``: the call site's)."""
+        backend = (gateway or self.gateway).specs[role].backend
+        observed = None if gateway is not None else self.out_means
+        return reply_tokens(role, task, backend, observed, family)
 
 
 def panel_role(name: str) -> str:
@@ -122,8 +137,22 @@ def _stand_in(spec: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     params = without_labels(spec)
     cls = resolve(params.get("type") or params.get("class"))
     top_k = params.get("top_k", cls.defaults.get("top_k", 5))
-    kind = "bm25_session" if str(cls.name).endswith("session") else "bm25_message"
+    kind = "bm25_session" if cls.granularity == "session" else "bm25_message"
     return {"type": kind, "top_k": int(top_k)}, False
+
+
+def _padded(items: list[MemoryItem], stored: list[Message], spec: dict) -> list[MemoryItem]:
+    """A stand-in's hits padded to its ``top_k`` with the newest stored messages it missed (a
+    dense store ranks every item, where BM25 returns only those sharing a word)."""
+    if spec["type"] != "bm25_message":
+        return items
+    seen = {i for item in items for i in item.source_ids}
+    extra = [m for m in reversed(stored) if m.turn_id not in seen]
+    fill = extra[: max(0, int(spec["top_k"]) - len(items))]
+    return items + [
+        MemoryItem(id=m.turn_id, text=render(m), score=0.0, source_ids=[m.turn_id], time=m.time)
+        for m in fill
+    ]
 
 
 def _sampled(questions: pd.DataFrame, limit: int) -> pd.DataFrame:
@@ -173,14 +202,20 @@ class Unit:
         lines: dict[tuple[str, str], Line] = {}
         for episode in chosen:
             memory = build(build_spec, llm=None, seed=int(ctx.config.get("seed", 0)))
+            added = []
             for k in range(self.step + 1):
                 batch = episode_batch(self.data.sessions, self.data.episode_sessions, episode, k)
                 await memory.add(batch, {"step": k})
+                added += [m for m in batch if m.content.strip()]
+            # a buffered system's retrieval returns its local window after the store's hits
+            window = [] if itself else window_items(self.system_spec, added)
             turns = None
             if name != "generic":
                 turns = episode_turns(self.data.sessions, self.data.episode_sessions, episode)
             for question in sampled[sampled.episode_id == episode].to_dict("records"):
                 items = await memory.retrieve(question["question"])
+                if not itself:  # a dense store always returns its top_k: pad the lexical hits
+                    items = _padded(items, added[: len(added) - len(window)], build_spec) + window
                 requests = planned_requests(name, options, question, items, turns, use_options)
                 response = None
                 for request in requests:
@@ -265,7 +300,7 @@ class Unit:
             if hit:
                 line.cache_hits += scale
             else:
-                tokens = prompt_tokens(request.messages, spec.backend)
+                tokens = sent_tokens(request.messages, spec.backend)
                 line.tokens_in += scale * tokens
                 line.tokens_out += scale * self.ctx.tokens_out(request.role, request.task, own)
                 if spec.backend == "openai":  # only a server has a prefix cache
@@ -275,7 +310,7 @@ class Unit:
 
     def _embeddings(self, texts: list[str], why: str) -> Line:
         backend = self.ctx.gateway.specs["embedder"].backend
-        tokens = sum(count_text(t, backend) for t in texts)
+        tokens = embedded_tokens(texts, backend)
         note = f"{why}; the cache is not checked (every text counted as computed)"
         return self.line("embedder", "embed", calls=len(texts), tokens_in=tokens, notes=[note])
 
@@ -285,63 +320,25 @@ class Unit:
         roles = stage_roles(self.system_spec, "ingest")
         if not roles:
             return []
-        params = without_labels(self.system_spec)
-        cls = resolve(params.get("type") or params.get("class"))
-        batch_size = int(params.get("update_batch", cls.defaults.get("update_batch", 1)))
-        per_batch = 2 if cls.name in TWO_WRITER_CALLS else 1
-        messages_of = [
-            [
-                m
-                for m in episode_batch(
-                    self.data.sessions, self.data.episode_sessions, episode, self.step
-                )
-                if m.content.strip()
+        streams = []
+        for episode in self.episodes:
+            steps = [
+                [
+                    m
+                    for m in episode_batch(
+                        self.data.sessions, self.data.episode_sessions, episode, k
+                    )
+                    if m.content.strip()
+                ]
+                for k in range(self.step + 1)
             ]
-            for episode in self.episodes
-        ]
-        lines = []
-        if "memory_writer" in roles:
-            spec = self.ctx.gateway.specs["memory_writer"]
-            calls, tokens = 0, 0
-            for messages in messages_of:
-                for start in range(0, len(messages), batch_size):
-                    request = writer.extract_facts_request(messages[start : start + batch_size])
-                    calls += per_batch
-                    tokens += per_batch * prompt_tokens(request.messages, spec.backend)
-            lines.append(
-                self.line(
-                    "memory_writer",
-                    "write",
-                    calls=calls,
-                    tokens_in=tokens,
-                    tokens_out=calls * self.ctx.tokens_out("memory_writer", "write"),
-                    exact=False,
-                    notes=[
-                        f"expected: {per_batch} writer call(s) per {batch_size} messages, each "
-                        "the size of the batch's extract-facts prompt (memory not included); the "
-                        "writer's replies decide the rest"
-                    ],
-                )
-            )
-        if "embedder" in roles:
-            if cls.name.endswith("session"):
-                texts = [
-                    "\n".join(m.content for m in messages if m.session_id == sid)
-                    for messages in messages_of
-                    for sid in dict.fromkeys(m.session_id for m in messages)
-                ]
-            elif "memory_writer" in roles:  # facts the writer writes, about one per batch
-                texts = [
-                    " ".join(m.content for m in messages[i : i + batch_size])
-                    for messages in messages_of
-                    for i in range(0, len(messages), batch_size)
-                ]
-            else:
-                texts = [m.content for messages in messages_of for m in messages]
-            line = self._embeddings(texts, "expected: one text per stored item")
-            line.exact = False
-            lines.append(line)
-        return lines
+            before = sum(len(each) for each in steps[:-1])
+            streams.append(([m for each in steps for m in each], before))
+        backend = self.ctx.gateway.specs["memory_writer"].backend
+        fact = fact_tokens(pattern_of(self.system_spec)[0], self.ctx.tokens_out)
+        writes = planned_writes(self.system_spec, streams, backend, filler(fact or 1, backend))
+        embed_backend = self.ctx.gateway.specs["embedder"].backend
+        return write_lines(writes, self.line, self.ctx.tokens_out, roles, embed_backend)
 
 
 def plan_probe(ctx: Context, benchmark: str, size: int, seed: int) -> list[Line]:
@@ -375,7 +372,7 @@ def plan_probe(ctx: Context, benchmark: str, size: int, seed: int) -> list[Line]
             if found is not None or (key is not None and key in ctx.planned):
                 line.cache_hits += 1
             else:
-                line.tokens_in += prompt_tokens(request.messages, spec.backend)
+                line.tokens_in += sent_tokens(request.messages, spec.backend)
                 own = None if role == "judge" else gateway  # the configured judge: observed means
                 line.tokens_out += ctx.tokens_out("judge", request.task, own)
             if key is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from mnemoflow.memory import writer
-from mnemoflow.memory.base import Message, register
+from mnemoflow.memory.base import Message, WritePattern, register
 from mnemoflow.memory.buffer import BUFFER_SCHEMA
 from mnemoflow.memory.systems.rag import BufferedStore
 from mnemoflow.memory.tokens import count_tokens
@@ -32,6 +32,13 @@ class AgenticExternal(BufferedStore):
         {"update_batch", "local_window", "similar_k"}
     )
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)  # the writer writes only
+    #: two writer calls per batch leaving the buffer (extract facts, then decide their events);
+    #: the extracted facts are embedded
+    write_pattern: ClassVar[WritePattern] = WritePattern(
+        buffered=True,
+        writer_tasks=(writer.EXTRACT_FACTS, writer.UPDATE_FACTS),
+        unit="fact",
+    )
     #: (update_batch, local_window, top_k) of AMemGym's reference configuration awe-2-4-30.
     defaults: ClassVar[dict[str, Any]] = {
         "update_batch": 2,

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.memory import writer
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
+from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, WritePattern, register
 from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer
 from mnemoflow.memory.tokens import count_tokens
 
@@ -45,6 +45,10 @@ class AgenticInContext(MemorySystem):
     )
     ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer",)
     query_roles: ClassVar[tuple[str, ...]] = ()  # the whole memory is the context
+    #: one writer call per batch leaving the buffer (it rewrites the entries; nothing embedded)
+    write_pattern: ClassVar[WritePattern] = WritePattern(
+        buffered=True, writer_tasks=(writer.ORGANIZE,)
+    )
     defaults: ClassVar[dict[str, Any]] = {
         "update_batch": 2,
         "local_window": 4,
@@ -62,6 +66,12 @@ class AgenticInContext(MemorySystem):
         #: checkpoint from that feedback (AMemGym's awi-evolve variants; needs prompt organizer).
         "evolve": {"enum": list(EVOLVE_VARIANTS)},
     }
+
+    @classmethod
+    def writes(cls, params: dict[str, Any]) -> WritePattern:
+        if params.get("prompt", cls.defaults["prompt"]) == "kv":
+            return WritePattern(buffered=True, writer_tasks=(writer.KV_UPDATE,))
+        return cls.write_pattern
 
     @classmethod
     def check_params(cls, params: dict[str, Any], where: str) -> None:

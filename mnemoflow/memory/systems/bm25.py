@@ -76,6 +76,7 @@ class BM25Session(_BM25Base):
     """BM25 over whole sessions (one document per session)."""
 
     name = "bm25_session"
+    granularity = "session"
     defaults: dict[str, Any] = {**_BM25Base.defaults, "top_k": 2}
 
     def _units(self) -> list[tuple[str, str, list[str], str]]:

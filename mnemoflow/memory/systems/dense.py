@@ -27,6 +27,7 @@ from mnemoflow.memory.base import (
     MemoryItem,
     MemorySystem,
     Message,
+    WritePattern,
     load_messages,
     register,
     save_messages,
@@ -51,6 +52,8 @@ class DenseMessage(MemorySystem):
     ingest_params: ClassVar[frozenset[str]] = frozenset()
     ingest_roles: ClassVar[tuple[str, ...]] = ("embedder",)
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    #: one embedded text per new message; no writer
+    write_pattern: ClassVar[WritePattern] = WritePattern(batch_param=None)
     defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
     params_schema: ClassVar[dict[str, Any]] = {"top_k": {"type": "integer", "minimum": 1}}
 
@@ -91,11 +94,20 @@ class DenseSession(MemorySystem):
     ingest_params: ClassVar[frozenset[str]] = frozenset({"pooling"})
     ingest_roles: ClassVar[tuple[str, ...]] = ("embedder",)
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    #: one embedded text per new message (pooling max) or per touched session (document)
+    write_pattern: ClassVar[WritePattern] = WritePattern(batch_param=None)
+    granularity: ClassVar[str] = "session"
     defaults: ClassVar[dict[str, Any]] = {"top_k": 5, "pooling": "max"}
     params_schema: ClassVar[dict[str, Any]] = {
         "top_k": {"type": "integer", "minimum": 1},
         "pooling": {"enum": ["max", "document"]},
     }
+
+    @classmethod
+    def writes(cls, params: dict[str, Any]) -> WritePattern:
+        if params.get("pooling", cls.defaults["pooling"]) == "document":
+            return WritePattern(batch_param=None, unit="session")
+        return cls.write_pattern
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mnemoflow.memory import writer
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
+from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, WritePattern, register
 from mnemoflow.memory.buffer import render
 from mnemoflow.memory.tokens import count_tokens
 from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, unseen_messages
@@ -46,6 +46,10 @@ class NotesLinked(MemorySystem):
     name: ClassVar[str] = "notes_linked"
     ingest_params: ClassVar[frozenset[str]] = frozenset({"link_k", "link_threshold"})
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    #: one note (a writer call) and one embedded note per new message
+    write_pattern: ClassVar[WritePattern] = WritePattern(
+        batch_param=None, writer_tasks=(writer.NOTE,)
+    )
     defaults: ClassVar[dict[str, Any]] = {
         "top_k": 5,
         "link_k": 3,

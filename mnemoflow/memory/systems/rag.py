@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
+from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, WritePattern, register
 from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer
 from mnemoflow.memory.vector_store import VectorStore, search_memory, store_messages
 
@@ -71,6 +71,8 @@ class RAG(BufferedStore):
     ingest_params: ClassVar[frozenset[str]] = frozenset({"update_batch", "local_window"})
     ingest_roles: ClassVar[tuple[str, ...]] = ("embedder",)
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    #: each batch leaving the buffer is embedded message by message; no writer
+    write_pattern: ClassVar[WritePattern] = WritePattern(buffered=True)
     #: AMemGym's reference configuration rag-2-4-30 (configs/agent/rag-2-4-30.json).
     defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "top_k": 30}
     params_schema: ClassVar[dict[str, Any]] = {

@@ -1,0 +1,115 @@
+"""The plan held against the ledgers of the offline run it plans, per family: per (benchmark,
+role) with at least 20 calls in the ledgers, calls within 10 % and tokens in / out within 25 %,
+planned in a fresh folder (no ``results/``, no cache). docs/plan.md ("How close it is") gives the
+measured ratios."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from mnemoflow.planning.accuracy import ratios
+from tests.amemgym_fixtures import write_environment
+from tests.workflow import REPO, TINY, snakemake, workdir
+
+
+def plan_json(wd, *configfiles) -> dict:
+    """``mnemoflow plan --json`` of the run in ``wd`` (which holds no results yet)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "mnemoflow.cli", "plan", "--json", "--directory", str(wd),
+         "--configfile", *map(str, configfiles)],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+#: Where the plan is known to miss the target, and why (docs/plan.md, "How close it is").
+KNOWN = {
+    ("synthetic_feedback", "user"): "live dialogues' user reactions are expected at the midpoint "
+    "of 1 .. max_rounds - 1; the offline user reacts at almost every round (0.77 x the calls)",
+}
+
+
+def layer(path, data: dict):
+    """A config layer written to ``path``."""
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def assert_close(planned: dict, results) -> dict:
+    found = ratios(planned, results)
+    assert found, "no (benchmark, role) with 20 ledger calls"
+    for pair, ratio in found.items():
+        if pair in KNOWN:
+            continue
+        assert 0.9 <= ratio["calls"] <= 1.1, (pair, ratio)
+        for name in ("tokens_in", "tokens_out"):
+            if name in ratio:
+                assert 0.75 <= ratio[name] <= 1.25, (pair, name, ratio)
+    print("plan / ledgers:", found)
+    return found
+
+
+def test_static_qa_plan_matches_the_tiny_runs_ledgers(tiny_run, tmp_path):
+    fresh = workdir(tmp_path)  # the same config, nothing run, nothing cached
+    planned = plan_json(fresh, fresh / "config.yaml", TINY)
+    assert not (fresh / "results").exists()
+    found = assert_close(planned, tiny_run / "results")
+    assert {role for _, role in found} == {"agent", "judge"}
+
+
+@pytest.mark.slow
+def test_interactive_plan_matches_an_offline_runs_ledgers(tmp_path):
+    wd = workdir(tmp_path)
+    write_environment(wd)
+    override = layer(
+        wd / "interactive.yaml",
+        {
+            "models": {"embedder": {"backend": "offline"}},
+            "run": {"benchmarks": ["amemgym_tiny"], "systems": ["awi_1", "rag"]},
+            # one message per write: enough writer calls (20) in two tiny users
+            "systems": {
+                "awi_1": {
+                    "type": "agentic_incontext",
+                    "update_batch": 1,
+                    "local_window": 2,
+                    "prompt": "organizer",
+                }
+            },
+            "benchmarks": {
+                "amemgym_tiny": {
+                    "loader": "amemgym",
+                    "protocols": ["interactive"],
+                    "source": {"path": "data.json"},
+                    "interactive": {"num_rounds_update": 2},
+                }
+            },
+        },
+    )
+    planned = plan_json(wd, wd / "config.yaml", override)  # before the run: nothing there
+    snakemake(wd, configfiles=[wd / "config.yaml", override])
+    found = assert_close(planned, wd / "results")
+    assert {"agent", "memory_writer", "embedder"} <= {role for _, role in found}
+
+
+@pytest.mark.slow
+def test_feedback_plan_matches_an_offline_runs_ledgers(tmp_path):
+    wd = workdir(tmp_path)
+    override = layer(
+        wd / "feedback.yaml",
+        {
+            "models": {"embedder": {"backend": "offline"}},
+            "run": {"benchmarks": ["synthetic_feedback"], "systems": ["rag"]},
+        },
+    )
+    planned = plan_json(wd, wd / "config.yaml", override)
+    snakemake(wd, configfiles=[wd / "config.yaml", override])
+    found = assert_close(planned, wd / "results")
+    assert {"agent", "embedder"} <= {role for _, role in found}

@@ -1,0 +1,81 @@
+"""The planner's write and token model: a memory system states how it writes (WritePattern), the
+planner counts batches through its buffer; replies come from the per-call-site table, an
+embedder's hours from its batch size."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemoflow.llm.openai_backend import OpenAIBackend
+from mnemoflow.llm.types import EndpointSpec
+from mnemoflow.memory import writer
+from mnemoflow.memory.base import Message, resolve
+from mnemoflow.memory.buffer import MessageBuffer
+from mnemoflow.planning.plan import requests
+from mnemoflow.planning.tokens import embedded_tokens, expected_reply, reply_table, sent_tokens
+from mnemoflow.planning.writes import planned_writes, window_of, written_batches
+
+
+def messages(n: int, session: str = "s") -> list[Message]:
+    return [Message(f"{session}_{i}", session, "user", f"message number {i}") for i in range(n)]
+
+
+def test_buffered_batches_match_the_buffer_itself():
+    """(update_batch 2, local_window 4): what MessageBuffer.push writes, counted in advance."""
+    buffer, written = MessageBuffer(2, 4), 0
+    for n in range(1, 30):
+        written += len(buffer.push(messages(1, f"x{n}")))
+        assert written_batches(n, 2, 4) == written, n
+
+
+def test_systems_state_their_writer_calls_and_units():
+    assert resolve("agentic_external").write_pattern.writer_tasks == (
+        writer.EXTRACT_FACTS,
+        writer.UPDATE_FACTS,
+    )
+    assert resolve("rag").write_pattern.writer_tasks == ()
+    assert resolve("bm25_session").granularity == "session"
+    dense = resolve("dense_session")
+    assert dense.writes({"pooling": "document"}).unit == "session"
+    assert dense.writes({"pooling": "max"}).unit == "message"
+    incontext = resolve("agentic_incontext")
+    assert incontext.writes({"prompt": "kv"}).writer_tasks == (writer.KV_UPDATE,)
+
+
+def test_planned_writes_follow_the_buffer_across_steps():
+    spec = {"type": "agentic_external", "update_batch": 2, "local_window": 4}
+    stream = messages(10)
+    step0 = planned_writes(spec, [(stream[:6], 0)], "offline")
+    step1 = planned_writes(spec, [(stream, 6)], "offline")
+    # 6 messages: one batch leaves the buffer; 10: three in all, so two more in step 1
+    assert step0.writer[writer.EXTRACT_FACTS][0] == 1
+    assert step1.writer[writer.UPDATE_FACTS][0] == 2
+    assert len(step1.texts) == 2  # one fact per written batch is embedded
+    rag = planned_writes({"type": "rag"}, [(stream, 0)], "offline")
+    assert not rag.writer and len(rag.texts) == 6  # three batches of two messages, no writer
+    assert [m.turn_id for m in window_of({"type": "rag"}, stream)] == ["s_6", "s_7", "s_8", "s_9"]
+    dense = planned_writes({"type": "dense_message"}, [(stream, 4)], "offline")
+    assert len(dense.texts) == 6  # unbuffered: every new message
+
+
+def test_replies_come_from_the_table_never_max_tokens():
+    sites = reply_table()
+    assert all(entry["source"] for entry in sites.values())
+    assert expected_reply("judge", "judge_qa", "openai") == sites["judge/*"]["model"]
+    assert expected_reply("agent", "answer", "offline") == sites["agent/answer"]["offline"]
+
+
+def test_tokens_as_each_endpoint_reports_them():
+    prompt = [{"role": "user", "content": "one two three"}]
+    assert sent_tokens(prompt, "offline") == 4  # the offline model: words x 1.3 + 1, no overhead
+    assert sent_tokens(prompt, "openai") > 3  # o200k plus the chat format's overhead
+    assert embedded_tokens(["one two three"], "sentence_transformers") == 0
+    assert embedded_tokens(["one two three"], "openai") == 3
+
+
+@pytest.mark.parametrize("backend", ["openai", "sentence_transformers"])
+def test_an_embedder_endpoint_gets_one_request_per_batch(backend):
+    spec = EndpointSpec(role="embedder", backend=backend)
+    n = 3 * OpenAIBackend.embed_batch + 1
+    assert requests("embedder", spec, n) == (4 if backend == "openai" else n)
+    assert requests("agent", EndpointSpec(role="agent", backend="openai"), 5) == 5
