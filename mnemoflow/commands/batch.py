@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from mnemoflow import layout
 from mnemoflow.commands import COMMANDS
 from mnemoflow.commands.run import ROOT, snakemake_command
 from mnemoflow.config_schema import check_config_files, read_config_file
@@ -88,7 +89,7 @@ async def outstanding(
     """The outstanding batches of the config's batch roles (``collect``: finished ones into
     the cache)."""
     models = bind_endpoints(config.get("models"), config.get("endpoints"))
-    cache = config.get("cache") or "results/cache/llm"
+    cache = config.get("cache") or layout.CACHE
     gateway = Gateway.from_config(models, cache_path=Path(cache), prices=config.get("prices"))
     store = BatchStore.beside(gateway.cache.directory)
     try:
