@@ -63,8 +63,8 @@ install-amem: $(AMEM_STAMP)
 
 install-test: $(TEST_STAMP) system-deps
 
-# Debian data the metrics read offline: WordNet 3.0 for METEOR (mnemoflow/eval/meteor.py); and
-# Chromium with its WebDriver, which the report's screenshot and drill-down browser tests drive.
+# Debian data the metrics read offline: WordNet 3.0 for METEOR (mnemoflow/eval/metrics/meteor.py);
+# and Chromium with its WebDriver, which the report's screenshot and drill-down browser tests drive.
 WORDNET_DIR ?= /usr/share/wordnet
 system-deps:
 	@test -f $(WORDNET_DIR)/data.noun || { \

@@ -19,11 +19,16 @@ from mnemoflow.environment.knobs import generated_with, resolved_benchmarks
 from mnemoflow.amemgym_world import TOPICS
 from mnemoflow.environment.personas import PERSONAS, personas_file, shipped_path
 from mnemoflow.eval.benchmark_metric import scoring_of
-from mnemoflow.eval.memorybench_judge_protocol import statistics_file
+from mnemoflow.eval.memorybench.memorybench_judge_protocol import statistics_file
 from mnemoflow.eval.imported import IMPORTED
-from mnemoflow.eval.judges import kind_for as judge_kind_for
-from mnemoflow.eval.panel import panel_budgets, panel_of, probe_settings, public_panel
-from mnemoflow.eval.panel import panel_limits as panel_job_limits
+from mnemoflow.eval.static_qa.judges import kind_for as judge_kind_for
+from mnemoflow.eval.static_qa.panel import (
+    panel_budgets,
+    panel_of,
+    probe_settings,
+    public_panel,
+)
+from mnemoflow.eval.static_qa.panel import panel_limits as panel_job_limits
 from mnemoflow.llm.addresses import public_bindings, redacted_config
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.limits import endpoint_budgets, job_limits
@@ -316,7 +321,7 @@ def shard_files(name):
     return files
 
 
-# --- judge panel and false-positive probe: `judge.panel` (mnemoflow/eval/panel.py) ----------
+# --- judge panel and false-positive probe: `judge.panel` (mnemoflow/eval/static_qa/panel.py) ------
 
 #: The panel's judges (none: the rules judge_panel and judge_probe have no job).
 PANEL = public_panel(panel_of(config.get("judge"), config.get("endpoints")))

@@ -10,7 +10,7 @@ import pytest
 from mnemoflow import cli
 from mnemoflow.data.amemgym import gold_choice, option_order, read_environment
 from mnemoflow.data.tables import read_table
-from mnemoflow.eval.amemgym_score import read_reply_file, score_replies
+from mnemoflow.eval.amemgym.amemgym_score import read_reply_file, score_replies
 from tests.jsonl import write_jsonl
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.judges import judge_answers
+from mnemoflow.eval.static_qa.judges import judge_answers
 from mnemoflow.llm.batch_mode import BatchClient, BatchStore, batch_line, read_output, split_lines
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import (

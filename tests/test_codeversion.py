@@ -240,7 +240,10 @@ def test_the_real_stages():
     """On the package itself: scoring code is score's alone, the readers answer's alone."""
     score = modules("mnemoflow.jobs.static_qa:score")
     answer = modules("mnemoflow.jobs.static_qa:answer")
-    assert "mnemoflow.eval.scoring" in score and "mnemoflow.eval.scoring" not in answer
+    assert (
+        "mnemoflow.eval.static_qa.scoring" in score
+        and "mnemoflow.eval.static_qa.scoring" not in answer
+    )
     assert "mnemoflow.agents.readers" in answer and "mnemoflow.agents.readers" not in score
     ingest = modules("mnemoflow.jobs.static_qa:ingest")
     assert "mnemoflow.llm.offline.writer" in ingest  # through the offline backend

@@ -12,7 +12,7 @@ import yaml
 from mnemoflow.config_schema import check_config, load_schema, owned_enums
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.benchmark_metric import JUDGES, SCORINGS
-from mnemoflow.eval.judges import GENERIC_JUDGE
+from mnemoflow.eval.static_qa.judges import GENERIC_JUDGE
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.registry import Entry
 from tests.workflow import REPO

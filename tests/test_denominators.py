@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from mnemoflow.data.amemgym import read_environment
-from mnemoflow.eval.amemgym_score import score_replies
-from mnemoflow.eval.memorybench_rescore import dataset_means
-from mnemoflow.eval.scoring import aggregate
+from mnemoflow.eval.amemgym.amemgym_score import score_replies
+from mnemoflow.eval.memorybench.memorybench_rescore import dataset_means
+from mnemoflow.eval.static_qa.scoring import aggregate
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.report.summary import summary_markdown
 from tests.amemgym_fixtures import write_environment
@@ -151,7 +151,7 @@ def test_feedback_step_writes_the_rows():
     """The workflow's feedback step scorer, with an NFCats judge that never gives a score for one
     answer (re-asked, then a counted failure at the bottom of the 1-5 scale)."""
     from mnemoflow.data.registry import load_benchmark
-    from mnemoflow.eval import memorybench_metrics
+    from mnemoflow.eval.memorybench import memorybench_metrics
     from tests.scripted_backend import scripted_gateway
     from tests.shared_data import shared_file
     from tests.test_export import answer_rows

@@ -159,12 +159,12 @@ def test_the_tiny_run_writes_a_dossier_the_report_links(tiny_run):
 
 
 def test_each_judge_names_its_prompt_version_and_fingerprint():
-    from mnemoflow.eval.judge_prompts import prompt_fingerprints
-    from mnemoflow.eval.judges import LOCOMO_J_VERSION
+    from mnemoflow.eval.static_qa.judge_prompts import prompt_fingerprints
+    from mnemoflow.eval.static_qa.judges import LOCOMO_J_VERSION
 
     prompts = prompt_fingerprints()
     assert {"longmemeval", "locomo", "generic"} <= set(prompts)
     assert prompts["locomo"]["prompt_version"] == LOCOMO_J_VERSION
     assert prompts["locomo"]["prompt_fingerprint"] == code_version(
-        "mnemoflow.eval.judges:locomo_request"
+        "mnemoflow.eval.static_qa.judges:locomo_request"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
+from mnemoflow.eval.amemgym.amemgym_replies import parse_answer, parse_recall
 from mnemoflow.llm.types import UnparseableReply
 
 

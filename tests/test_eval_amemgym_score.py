@@ -10,7 +10,7 @@ import pytest
 
 from mnemoflow.data.amemgym import AmemChoice, AmemPeriod, AmemQuestion, AmemUser
 from mnemoflow.data.tables import AMEMGYM_QUESTION_SCORES, AMEMGYM_SCORES, to_arrow
-from mnemoflow.eval.amemgym_score import (
+from mnemoflow.eval.amemgym.amemgym_score import (
     is_option_order,
     memory_scores,
     score_replies,

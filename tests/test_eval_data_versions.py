@@ -1,4 +1,5 @@
-"""One run scored on two data versions: a worked example of every rule of eval/data_versions."""
+"""One run scored on two data versions: a worked example of every rule of
+eval/static_qa/data_versions."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from mnemoflow.eval.data_versions import corrected_gold, score_versions
+from mnemoflow.eval.static_qa.data_versions import corrected_gold, score_versions
 
 KEYS = {"benchmark": "locomo", "system": "bm25", "protocol": "qa", "step": 0}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from mnemoflow.eval import judge_doc as jd
-from mnemoflow.eval.chinese_numbers import numbers_in
-from mnemoflow.eval.fusion import FusionStore
+from mnemoflow.eval.memorybench import judge_doc as jd
+from mnemoflow.eval.memorybench.chinese_numbers import numbers_in
+from mnemoflow.eval.memorybench.fusion import FusionStore
 from tests.scripted_backend import replies, run, scripted_gateway
 
 GOLD = (

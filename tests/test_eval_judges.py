@@ -11,7 +11,7 @@ import math
 import pytest
 
 from mnemoflow.data.tables import JUDGEMENTS
-from mnemoflow.eval.judges import (
+from mnemoflow.eval.static_qa.judges import (
     judge_answers,
     judge_provenance,
     locomo_request,
@@ -201,7 +201,7 @@ def test_parse_failures_are_counted_after_the_last_attempt_and_never_guessed(tmp
     assert judged["value"].tolist() == [0.0] and judged["raw_reply"].tolist() == ["no"]
     assert gateway.ledger.totals().parse_failures == 1
     # the score counts the failure from the stored judgements, not from the ledger
-    from mnemoflow.eval.scoring import aggregate, question_scores
+    from mnemoflow.eval.static_qa.scoring import aggregate, question_scores
 
     scores = aggregate(question_scores(out), "longmemeval")
     count = scores[scores["metric"] == "judge_parse_failures"]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mnemoflow.eval.locomo_f1 import locomo_f1, normalize, token_f1, tokens
+from mnemoflow.eval.metrics.locomo_f1 import locomo_f1, normalize, token_f1, tokens
 from tests.shared_data import SHARED_DATA, needs_shared_data
 
 LOCOMO = SHARED_DATA / "locomo" / "locomo10.json" if SHARED_DATA else None

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mnemoflow.eval import checklist_judge, limitgen, writingbench_critic
-from mnemoflow.eval.judged_score import single_integer
+from mnemoflow.eval.memorybench import checklist_judge, limitgen, writingbench_critic
+from mnemoflow.eval.memorybench.judged_score import single_integer
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import UnparseableReply
 from tests.scripted_backend import replies, run, scripted_gateway
@@ -223,7 +223,7 @@ def test_single_integer_rejects(reply):
 
 
 def test_provenance_names_prompt_versions_and_sampling_differences():
-    from mnemoflow.eval.memorybench_judges import judge_provenance
+    from mnemoflow.eval.memorybench.memorybench_judges import judge_provenance
 
     judge = {"base_url": "http://127.0.0.1:9/v1", "model": "j", "temperature": 0.0}
     judge.update(max_tokens=1024, top_p=0.1)

@@ -9,15 +9,15 @@ import pytest
 
 from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.dialsim_accuracy import exact_match, parse_verdict
-from mnemoflow.eval.memorybench_locomo_f1 import memorybench_locomo_f1
-from mnemoflow.eval.memorybench_metrics import (
+from mnemoflow.eval.memorybench.dialsim_accuracy import exact_match, parse_verdict
+from mnemoflow.eval.memorybench.memorybench_locomo_f1 import memorybench_locomo_f1
+from mnemoflow.eval.memorybench.memorybench_metrics import (
     ItemScore,
     check_supported,
     evaluate_item,
     item_value,
 )
-from mnemoflow.eval.nfcats_judge import parse_score
+from mnemoflow.eval.memorybench.nfcats_judge import parse_score
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline.memorybench import nfcats_offline_score
 from mnemoflow.llm.types import UnparseableReply
@@ -297,8 +297,8 @@ def test_item_value_is_the_reference_rule():
 def test_a_new_family_is_one_class_scored_by_both_protocols(monkeypatch):
     """A family registered alone (no other table edited) is found by the paper protocol, the
     judge protocol and the simulated user alike, with its required fields and failure values."""
-    from mnemoflow.eval import memorybench_judge_protocol as jp
-    from mnemoflow.eval import memorybench_metrics as mm
+    from mnemoflow.eval.memorybench import memorybench_judge_protocol as jp
+    from mnemoflow.eval.memorybench import memorybench_metrics as mm
     from mnemoflow.registry import Entry
 
     mm.FAMILIES.names()  # the built-ins first, so the throwaway one is not overwritten

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from mnemoflow.data.validate import DataError
-from mnemoflow.eval.fusion import FusionStore
-from mnemoflow.eval.memorybench_metrics import (
+from mnemoflow.eval.memorybench.fusion import FusionStore
+from mnemoflow.eval.memorybench.memorybench_metrics import (
     ItemScore,
     evaluate_item,
     evaluate_item_all,

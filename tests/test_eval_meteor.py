@@ -5,7 +5,7 @@ from __future__ import annotations
 import nltk
 import pytest
 
-from mnemoflow.eval import meteor as m
+from mnemoflow.eval.metrics import meteor as m
 
 
 def test_worked_example_with_two_chunks():

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from mnemoflow.eval import ideabench, jrel, readability
-from mnemoflow.eval.bertscore import bertscore
-from mnemoflow.eval.fusion import FusionStore
-from mnemoflow.eval.rouge_l_en import lcs_length, rouge_l, tokens
+from mnemoflow.eval.memorybench import ideabench, jrel
+from mnemoflow.eval.memorybench.fusion import FusionStore
+from mnemoflow.eval.metrics import readability
+from mnemoflow.eval.metrics.bertscore import bertscore
+from mnemoflow.eval.metrics.rouge_l_en import lcs_length, rouge_l, tokens
 from mnemoflow.llm.types import UnparseableReply
 from tests.scripted_backend import replies, run, scripted_gateway
 

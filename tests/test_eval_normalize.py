@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.data.validate import DataError
-from mnemoflow.eval.normalize import group_stats, normalize_set
+from mnemoflow.eval.memorybench.normalize import group_stats, normalize_set
 from tests.shared_data import SHARED_DATA as SHARED  # noqa: E402
 
 MB = SHARED / "memorybench" if SHARED else None

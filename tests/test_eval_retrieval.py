@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from mnemoflow.eval.retrieval import (
+from mnemoflow.eval.static_qa.retrieval import (
     dcg,
     evidence_recall,
     is_session_granular,

@@ -6,14 +6,14 @@ import pandas as pd
 import pytest
 
 from mnemoflow.data.tables import JUDGEMENTS, SCORES
-from mnemoflow.eval.diagnosis import (
+from mnemoflow.eval.static_qa.diagnosis import (
     classify,
     diagnose,
     diagnosis_rates,
     diagnosis_scores,
     report_rows,
 )
-from mnemoflow.eval.scoring import aggregate, question_scores
+from mnemoflow.eval.static_qa.scoring import aggregate, question_scores
 from mnemoflow.intervals import wilson_interval
 
 RUN = {"benchmark": "longmemeval", "system": "bm25", "protocol": "static_qa", "step": 0}

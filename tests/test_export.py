@@ -24,8 +24,8 @@ from mnemoflow.data.amemgym_procedural import generate, write_data
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import ANSWERS, read_table, write_table
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval import memorybench_metrics
-from mnemoflow.eval.rescore import Ranking, answer_rankings, score_tables
+from mnemoflow.eval.memorybench import memorybench_metrics
+from mnemoflow.eval.static_qa.rescore import Ranking, answer_rankings, score_tables
 from mnemoflow.jobs.context import RunKeys
 from mnemoflow.jobs.interactive import ScoreFiles
 from mnemoflow.jobs.interactive import score_step as score_job

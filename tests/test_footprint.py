@@ -1,4 +1,4 @@
-"""A memory's footprint (eval.footprint): retrieval latency percentiles and snapshot size,
+"""A memory's footprint (eval.static_qa.footprint): retrieval latency percentiles and snapshot size,
 as SCORES rows, and where the report shows them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.data.tables import ANSWERS, FOOTPRINT_METRICS
-from mnemoflow.eval.footprint import footprint_scores
+from mnemoflow.eval.static_qa.footprint import footprint_scores
 from mnemoflow.report.headline import FOOTPRINT_LABELS, diagnostics_tables, headline_tables
 
 RUN = {"benchmark": "b", "system": "s", "protocol": "qa", "step": 0}

@@ -15,9 +15,9 @@ import pytest
 from mnemoflow.config_schema import check_config
 from mnemoflow.environment.base import StageContext, StageLog, ask_validated
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval import synthetic_feedback
-from mnemoflow.eval.amemgym_replies import parse_answer
-from mnemoflow.eval.judges import parse_correct_wrong, verdict_parser
+from mnemoflow.eval.amemgym.amemgym_replies import parse_answer
+from mnemoflow.eval.memorybench import synthetic_feedback
+from mnemoflow.eval.static_qa.judges import parse_correct_wrong, verdict_parser
 from mnemoflow.llm.gateway import Gateway, strip_reasoning
 from mnemoflow.llm.openai_backend import OpenAIBackend
 from mnemoflow.llm.types import ChatRequest, EndpointError, EndpointSpec

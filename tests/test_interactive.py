@@ -315,7 +315,7 @@ def test_unparseable_checkpoint_reply_is_reasked_then_counted_as_a_failure(
 
 
 def test_parse_failure_is_scored_wrong_by_the_scorer(users, tmp_path, monkeypatch):
-    from mnemoflow.eval import amemgym_score as score  # an import error must fail, not skip
+    from mnemoflow.eval.amemgym import amemgym_score as score  # an import error must fail, not skip
 
     _load_handlers()
     monkeypatch.setitem(HANDLERS, "amemgym_choice", lambda fields: "Option 2 seems best to me.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mnemoflow.data.tables import DIAGNOSIS, SCORES, to_arrow
-from mnemoflow.eval.amemgym_rows import diagnosis_rows, summary_rows
+from mnemoflow.eval.amemgym.amemgym_rows import diagnosis_rows, summary_rows
 from mnemoflow.report.summary import summary_markdown
 
 KEYS = {"benchmark": "amem", "system": "rag", "protocol": "interactive"}

@@ -15,7 +15,7 @@ import re
 import pandas as pd
 import pytest
 
-from mnemoflow.eval.judges import judge_answers
+from mnemoflow.eval.static_qa.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.testing.openai_server import GARBLED_TEXT, OpenAITestServer, original_body
 from mnemoflow.testing.verbose_judge import is_reask, verbose

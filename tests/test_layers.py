@@ -115,3 +115,54 @@ def test_nothing_in_the_library_imports_the_jobs_the_commands_or_the_cli():
 def test_the_jobs_import_the_library_but_not_the_commands_or_the_cli():
     for path in (PACKAGE / "jobs").rglob("*.py"):
         assert not imported_layers(path) & {"commands", "cli"}, path
+
+
+# ---- inside eval: the families (static QA, MemoryBench, AMemGym) and the metrics they share ----
+
+#: eval's sub-packages -> the eval sub-packages / modules each may import (itself always allowed).
+#: ``metrics`` serves every family; a family never imports another family; the static QA judges
+#: register in ``benchmark_metric``'s judge registry. The modules in ``eval/`` itself
+#: (``SPANNING``) span the families and may import any.
+SPANNING = {"benchmark_metric", "export", "imported", "metric_registry"}
+EVAL_FAMILIES = {
+    "metrics": set(),
+    "static_qa": {"metrics", "benchmark_metric"},
+    "memorybench": {"metrics"},
+    "amemgym": {"metrics"},
+}
+
+
+def imported_eval_parts(path: Path) -> set[str]:
+    """The ``mnemoflow.eval`` sub-packages / modules that ``path`` imports (``from
+    mnemoflow.eval import x`` names ``x``)."""
+    nodes = list(ast.walk(ast.parse(path.read_text(), filename=str(path))))
+    named = [a.name for n in nodes if isinstance(n, ast.Import) for a in n.names]
+    named += [
+        f"{n.module}.{a.name}" if n.module == "mnemoflow.eval" else n.module
+        for n in nodes
+        if isinstance(n, ast.ImportFrom) and n.module and not n.level
+        for a in n.names
+    ]
+    return {name.split(".")[2] for name in named if name.startswith("mnemoflow.eval.")}
+
+
+@pytest.mark.parametrize("family", sorted(EVAL_FAMILIES))
+def test_an_eval_family_imports_only_the_shared_metrics(family):
+    files = sorted((PACKAGE / "eval" / family).rglob("*.py"))
+    assert files, f"mnemoflow/eval/{family} has no modules"
+    wrong = {
+        str(path.relative_to(PACKAGE)): sorted(
+            imported_eval_parts(path) - EVAL_FAMILIES[family] - {family}
+        )
+        for path in files
+    }
+    assert not {k: v for k, v in wrong.items() if v}
+
+
+def test_eval_holds_only_the_families_and_what_spans_them():
+    folders = {
+        p.name for p in (PACKAGE / "eval").iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
+    assert folders == set(EVAL_FAMILIES)
+    flat = {p.stem for p in (PACKAGE / "eval").glob("*.py")} - {"__init__"}
+    assert flat <= SPANNING, flat

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from mnemoflow import cli
-from mnemoflow.eval.judges import kind_for as judge_kind_for
+from mnemoflow.eval.static_qa.judges import kind_for as judge_kind_for
 from mnemoflow.jobs import JobEnv, RunKeys
 from mnemoflow.jobs import data as data_jobs
 from mnemoflow.jobs import static_qa as qa_jobs

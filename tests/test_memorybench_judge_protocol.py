@@ -14,10 +14,10 @@ import pytest
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.tables import empty
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval import memorybench_judge_protocol as jp
-from mnemoflow.eval import memorybench_judge_texts as texts
 from mnemoflow.eval.benchmark_metric import metric_for
-from mnemoflow.eval.normalize import normalize_set
+from mnemoflow.eval.memorybench import memorybench_judge_protocol as jp
+from mnemoflow.eval.memorybench import memorybench_judge_texts as texts
+from mnemoflow.eval.memorybench.normalize import normalize_set
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import UnparseableReply
 from mnemoflow.protocols import feedback as fb

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from mnemoflow.eval import checklist_judge, ideabench, limitgen, writingbench_critic
-from mnemoflow.eval.fusion import parse_fused
+from mnemoflow.eval.memorybench import checklist_judge, ideabench, limitgen, writingbench_critic
+from mnemoflow.eval.memorybench.fusion import parse_fused
 from mnemoflow.llm.offline import HANDLERS, _load_handlers
 
 _load_handlers()

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.panel import (
+from mnemoflow.eval.static_qa.panel import (
     CONFIGURED,
     PanelJudge,
     judge_panel,
@@ -24,7 +24,7 @@ from mnemoflow.eval.panel import (
     probe_settings,
     public_panel,
 )
-from mnemoflow.eval.probes import ABSTENTION, build_probes
+from mnemoflow.eval.static_qa.probes import ABSTENTION, build_probes
 from mnemoflow.intervals import wilson_interval
 from mnemoflow.llm.addresses import redact
 from mnemoflow.llm.gateway import Gateway

@@ -262,7 +262,7 @@ def test_panel_and_probe_calls_are_planned_and_priced_per_judge(tmp_path):
     import yaml
 
     from mnemoflow.data.registry import load_benchmark
-    from mnemoflow.eval.panel import probe_set
+    from mnemoflow.eval.static_qa.panel import probe_set
     from mnemoflow.planning.run import plan_run
 
     config = yaml.safe_load((REPO / "config.yaml").read_text())

@@ -10,7 +10,7 @@ import pandas as pd
 
 from mnemoflow.cli import main
 from mnemoflow.data.tables import read_table, write_table
-from mnemoflow.eval.reparse import asks_of, reparse
+from mnemoflow.eval.static_qa.reparse import asks_of, reparse
 from mnemoflow.testing.openai_server import GARBLED_TEXT
 
 

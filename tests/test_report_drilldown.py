@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from mnemoflow.data.amemgym import AmemChoice, AmemQuestion, AmemUser
-from mnemoflow.eval import diagnosis
+from mnemoflow.eval.static_qa import diagnosis
 from mnemoflow.report import drilldown as dd
 from mnemoflow.report.drilldown import DrillFrames, drilldown, run_of_path, write_drilldown
 
@@ -156,7 +156,7 @@ def test_a_record_holds_question_gold_answer_items_judge_and_cost(frames):
     assert (q1["q"], q1["gold"], q1["answer"]) == ("Where?", "Paris", "Paris")
     assert q1["items"] == [[1, "D1:3", "Caroline: turn 3"], [2, "D1:1", "Caroline: turn 1"]]
     assert q1["scores"] == {"j": 1.0, "f1": 0.5}
-    assert q1["outcome"] == "correct"  # J decides before F1, as eval/diagnosis.py
+    assert q1["outcome"] == "correct"  # J decides before F1, as eval/static_qa/diagnosis.py
     assert [j["raw"] for j in q1["judge"]] == ['{"label": "CORRECT"}', "0.5"]
     # 1M tokens in at $0.15/M + 0.5M out at $0.60/M
     assert q1["cost"]["usd"] == pytest.approx(0.45)

@@ -14,8 +14,8 @@ from mnemoflow.agents import self_evolution as se
 from mnemoflow.data import amemgym_procedural
 from mnemoflow.data.amemgym import read_environment
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.amemgym_replies import parse_answer
-from mnemoflow.eval.amemgym_rows import evolution_rows
+from mnemoflow.eval.amemgym.amemgym_replies import parse_answer
+from mnemoflow.eval.amemgym.amemgym_rows import evolution_rows
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.offline import HANDLERS, _load_handlers
 from mnemoflow.llm.offline.writer import section_types

@@ -12,8 +12,8 @@ import pytest
 from mnemoflow.data.synthetic_feedback import questions as synthetic_questions
 from mnemoflow.data.tables import DIALOGUES, SESSIONS
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval import memorybench_metrics, synthetic_feedback
-from mnemoflow.eval.memorybench_metrics import family_for
+from mnemoflow.eval.memorybench import memorybench_metrics, synthetic_feedback
+from mnemoflow.eval.memorybench.memorybench_metrics import family_for
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.types import UnparseableReply
 from mnemoflow.protocols import feedback as fb

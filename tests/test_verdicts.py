@@ -1,4 +1,4 @@
-"""Judge replies read as a person reads them (mnemoflow.eval.verdicts).
+"""Judge replies read as a person reads them (mnemoflow.eval.metrics.verdicts).
 
 The corpus under tests/data/verdicts/ holds verbose judge replies (hedges, negation, contrast,
 markdown, JSON, trailing explanations, thinking blocks) with the label a person reads in each, or
@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from mnemoflow.data.tables import read_table, write_table
-from mnemoflow.eval import verdicts
-from mnemoflow.eval.judges import (
+from mnemoflow.eval.metrics import verdicts
+from mnemoflow.eval.static_qa.judges import (
     LONGMEMEVAL_JUDGE,
     longmemeval_reference,
     parse_correct_wrong,
@@ -24,7 +24,7 @@ from mnemoflow.eval.judges import (
     reference_value,
     verdict_parser,
 )
-from mnemoflow.eval.scoring import REFERENCE_DISAGREEMENTS, reference_rows
+from mnemoflow.eval.static_qa.scoring import REFERENCE_DISAGREEMENTS, reference_rows
 from mnemoflow.llm.types import Reply, UnparseableReply
 
 CORPUS = Path(__file__).parent / "data" / "verdicts"
@@ -181,7 +181,7 @@ def test_judgements_written_before_value_reference_are_read_with_it_null(tmp_pat
 
 
 def test_a_json_rating_is_found_among_prose_and_must_agree():
-    from mnemoflow.eval.judged_score import json_rating
+    from mnemoflow.eval.memorybench.judged_score import json_rating
 
     assert json_rating('The idea overlaps a lot.\n```json\n{"rating": 7}\n```', 10) == 7
     assert json_rating('<think>{"rating": 2}</think>Here: {"rating": 8, "why": "x"}', 10) == 8

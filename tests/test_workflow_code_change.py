@@ -69,7 +69,7 @@ def finished(tiny_run, tmp_path_factory):
 def test_comments_and_docstrings_re_run_nothing(finished):
     repo, workdir = finished
     edit(
-        repo / "mnemoflow/eval/scoring.py",
+        repo / "mnemoflow/eval/static_qa/scoring.py",
         '    answer["level"] = "answer"\n',
         '    answer["level"] = "answer"  # a comment is not code\n',
     )
@@ -87,7 +87,7 @@ def test_a_metric_change_re_runs_scoring_and_makes_no_model_call(finished):
     before = ledger_texts(workdir)
     assert sum(name.endswith("ingest.ledger.json") for name in before) == 8
     edit(
-        repo / "mnemoflow/eval/scoring.py",
+        repo / "mnemoflow/eval/static_qa/scoring.py",
         "    return out[QUESTION_SCORES.names].reset_index(drop=True)\n",
         "    out = out.copy()\n    return out[QUESTION_SCORES.names].reset_index(drop=True)\n",
     )

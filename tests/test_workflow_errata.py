@@ -12,7 +12,7 @@ import yaml
 
 from mnemoflow.cli import main as cli
 from mnemoflow.data.errata import ERRATA_DIR
-from mnemoflow.eval.locomo_f1 import locomo_f1
+from mnemoflow.eval.metrics.locomo_f1 import locomo_f1
 from tests.shared_data import shared_file
 from tests.workflow import snakemake, workdir
 

@@ -8,7 +8,7 @@ import yaml
 
 from mnemoflow.cli import main as cli
 from mnemoflow.data.tables import FOOTPRINT_METRICS
-from mnemoflow.eval.diagnosis import CAUSES
+from mnemoflow.eval.static_qa.diagnosis import CAUSES
 from tests.shared_data import shared_file
 from tests.workflow import copy_run, ledgers, snakemake, workdir
 

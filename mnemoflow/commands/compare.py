@@ -26,9 +26,9 @@ from mnemoflow.data.memorybench_results import read_results
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
 from mnemoflow.data.tables import empty, read_table
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.data_versions import corrected_gold, score_versions
 from mnemoflow.eval.export import loader_of
-from mnemoflow.eval.judges import judge_answers
+from mnemoflow.eval.static_qa.data_versions import corrected_gold, score_versions
+from mnemoflow.eval.static_qa.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.report.compare import (
     compare_published,
@@ -188,8 +188,9 @@ def read_preset(
 
 def versions_section(root: Path, models: dict | None = None) -> tuple[list[str], pd.DataFrame]:
     """The run scored on the released data and with each benchmark's errata overlay
-    (``mnemoflow.eval.data_versions``), from ``{benchmark}/prepared/`` and the static QA shards;
-    with ``models`` (``--rejudge``) the corrected questions are judged again (:func:`rejudge`)."""
+    (``mnemoflow.eval.static_qa.data_versions``), from ``{benchmark}/prepared/`` and the static QA
+    shards; with ``models`` (``--rejudge``) the corrected questions are judged again
+    (:func:`rejudge`)."""
     lines: list[str] = [f"# {root}: scored on each data version", ""]
     frames = []
     for path in sorted(root.glob("*/prepared/data_version.json")):

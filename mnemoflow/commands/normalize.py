@@ -16,8 +16,8 @@ from mnemoflow.commands import COMMANDS
 from mnemoflow.data.memorybench import parse_set, registry, select
 from mnemoflow.data.tables import write_table
 from mnemoflow.data.validate import DataError
-from mnemoflow.eval.memorybench_rescore import keyed_records
-from mnemoflow.eval.normalize import NORMALIZED, format_summary, normalize_set
+from mnemoflow.eval.memorybench.memorybench_rescore import keyed_records
+from mnemoflow.eval.memorybench.normalize import NORMALIZED, format_summary, normalize_set
 
 
 @COMMANDS.register(

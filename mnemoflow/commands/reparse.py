@@ -5,7 +5,7 @@
 RESULTS is a results folder (every ``*judgements.parquet`` under it) or one judgements file. No
 model is called. Prints every judgement whose verdict changes (old -> new) and a count per file;
 with ``--out`` writes the re-read tables there, at the same paths relative to RESULTS, so a parser
-fix can be audited on an old run (:mod:`mnemoflow.eval.reparse`).
+fix can be audited on an old run (:mod:`mnemoflow.eval.static_qa.reparse`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mnemoflow.commands import COMMANDS
 from mnemoflow.data.tables import read_table, write_table
-from mnemoflow.eval.reparse import reparse
+from mnemoflow.eval.static_qa.reparse import reparse
 
 
 @COMMANDS.register(

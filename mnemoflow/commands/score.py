@@ -13,8 +13,8 @@ ranking) is recognised by its shape. AMemGym's ``--eval-output`` is the file ``m
 --format amemgym`` writes (per user the reference's overall and utilization results).
 
 AMemGym needs no judge: raw checkpoint replies (and the upper-bound and recall replies) are
-parsed and scored by :mod:`mnemoflow.eval.amemgym_score`, the same code as the workflow's score
-job; it writes ``question_scores.parquet`` and ``scores.parquet``.
+parsed and scored by :mod:`mnemoflow.eval.amemgym.amemgym_score`, the same code as the workflow's
+score job; it writes ``question_scores.parquet`` and ``scores.parquet``.
 
 Writes ``judgements.parquet``, ``question_scores.parquet`` (per question, long form),
 ``scores.parquet`` (aggregates), ``judge.json`` (judge model, prompt version, temperature, seeds)
@@ -35,10 +35,10 @@ from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.amemgym_score import read_reply_file, score_replies, score_table
+from mnemoflow.eval.amemgym.amemgym_score import read_reply_file, score_replies, score_table
 from mnemoflow.eval.export import is_locomo_samples, read_eval_output, read_locomo_samples
-from mnemoflow.eval.judges import judge_provenance
-from mnemoflow.eval.rescore import (
+from mnemoflow.eval.static_qa.judges import judge_provenance
+from mnemoflow.eval.static_qa.rescore import (
     BENCHMARKS,
     Ranking,
     answers_from_predictions,

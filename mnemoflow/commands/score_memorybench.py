@@ -17,8 +17,8 @@ once: a second run into the same ``--out`` reads them and makes no fusion call) 
 JRE-L) uses the bundled MiniLM unless ``--bertscore-model FAMILY=FOLDER`` points at a local copy
 of the reference's model (scored at the reference's layer); ``judge.json`` records which.
 ``--scoring judge`` scores with MemoryBench's current LLM-judge protocol instead
-(:mod:`mnemoflow.eval.memorybench_judge_protocol`; ``--stats`` then defaults to the shipped 0-1
-statistics, and ``judge.json`` holds the protocol's provenance).
+(:mod:`mnemoflow.eval.memorybench.memorybench_judge_protocol`; ``--stats`` then defaults to the
+shipped 0-1 statistics, and ``judge.json`` holds the protocol's provenance).
 """
 
 from __future__ import annotations
@@ -34,19 +34,28 @@ from mnemoflow.data.memorybench import parse_set
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval import memorybench_judge_protocol
 from mnemoflow.eval.benchmark_metric import metric_for
-from mnemoflow.eval.bertscore import REFERENCE_MODELS, BertScoreModel
-from mnemoflow.eval.fusion import FusionStore
-from mnemoflow.eval.memorybench_judges import PROTOCOL_JUDGES, families_of, judge_provenance
-from mnemoflow.eval.memorybench_rescore import (
+from mnemoflow.eval.memorybench import memorybench_judge_protocol
+from mnemoflow.eval.memorybench.fusion import FusionStore
+from mnemoflow.eval.memorybench.memorybench_judges import (
+    PROTOCOL_JUDGES,
+    families_of,
+    judge_provenance,
+)
+from mnemoflow.eval.memorybench.memorybench_rescore import (
     ITEM_SCORES,
     dataset_means,
     primary_values,
     read_predictions,
     score_predictions,
 )
-from mnemoflow.eval.normalize import NORMALIZED, format_summary, missing_datasets, normalize_set
+from mnemoflow.eval.memorybench.normalize import (
+    NORMALIZED,
+    format_summary,
+    missing_datasets,
+    normalize_set,
+)
+from mnemoflow.eval.metrics.bertscore import REFERENCE_MODELS, BertScoreModel
 from mnemoflow.llm.gateway import Gateway
 
 STATS_NAME = "final_evaluate_summary_wo_details.json"

@@ -10,9 +10,9 @@ another version of the file fails instead of correcting the wrong question.
 Applying an overlay does not change what the run answers or how the workflow scores it: the
 questions table keeps the gold as released (the version papers report on), and each affected
 question carries its erratum in ``meta.errata``. ``mnemoflow compare`` then scores the same run on
-both versions (:mod:`mnemoflow.eval.data_versions`). The prepared folder's ``data_version.json``
-(:func:`data_version`) records the source file's checksum and the overlay's name, checksum and
-counts, so every result can be traced to the data it was scored on.
+both versions (:mod:`mnemoflow.eval.static_qa.data_versions`). The prepared folder's
+``data_version.json`` (:func:`data_version`) records the source file's checksum and the overlay's
+name, checksum and counts, so every result can be traced to the data it was scored on.
 
 Format (YAML)::
 

@@ -1,8 +1,9 @@
 """LimitGen-Syn's error types: an item's ``info.category`` -> (aspect, ground-truth subtype).
 
-A fact of the dataset, read by two layers: the metric (``eval/limitgen.py``) asks the judge about
-the aspect and the subtype, and the simulated user (``simulators/feedback.py``) names the aspect
-in its evaluation context ("Target aspect: ..."), as the reference derives it from the category.
+A fact of the dataset, read by two layers: the metric (``eval/memorybench/limitgen.py``) asks the
+judge about the aspect and the subtype, and the simulated user (``simulators/feedback.py``) names
+the aspect in its evaluation context ("Target aspect: ..."), as the reference derives it from the
+category.
 """
 
 from __future__ import annotations

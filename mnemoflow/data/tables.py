@@ -145,7 +145,8 @@ JUDGEMENTS = pa.schema(
     ]
 )
 
-#: A judge panel's verdicts (eval.panel): the judgements schema plus the panel judge's name.
+#: A judge panel's verdicts (eval.static_qa.panel): the judgements schema plus the panel judge's
+#: name.
 PANEL_JUDGEMENTS = pa.schema([*JUDGEMENTS, ("panel_judge", _str)])
 
 #: ``panel_judge`` of the configured judge (``models.judge`` with the benchmark's judge kind) in
@@ -154,9 +155,10 @@ CONFIGURED_JUDGE = "configured"
 #: Judgement metrics that are not a judge's verdict (LoCoMo's official F1, repeat agreement).
 NOT_VERDICTS = ("f1", "judge_agreement")
 
-#: The false-positive probe's verdicts (eval.probes, eval.panel): wrong answers built from the
-#: gold (``probe``: swapped | vague | abstention; ``detail``: what was swapped for what), each
-#: judged like an answer by every judge of the panel and the configured one (``panel_judge``).
+#: The false-positive probe's verdicts (eval.static_qa.probes, eval.static_qa.panel): wrong answers
+#: built from the gold (``probe``: swapped | vague | abstention; ``detail``: what was swapped for
+#: what), each judged like an answer by every judge of the panel and the configured one
+#: (``panel_judge``).
 PROBE_JUDGEMENTS = pa.schema(
     [
         *JUDGEMENTS,
@@ -167,10 +169,10 @@ PROBE_JUDGEMENTS = pa.schema(
     ]
 )
 
-#: Score rows that time the run (eval.footprint): wall clock on the machine that ran it, so they
-#: are shown beside the results but never compared or ranked as results.
+#: Score rows that time the run (eval.static_qa.footprint): wall clock on the machine that ran it,
+#: so they are shown beside the results but never compared or ranked as results.
 TIMED_METRICS = ("retrieval_ms_p50", "retrieval_ms_p95", "retrieval_ms_cold")
-#: A memory's footprint (eval.footprint): the timed rows and the snapshot's size.
+#: A memory's footprint (eval.static_qa.footprint): the timed rows and the snapshot's size.
 FOOTPRINT_METRICS = (*TIMED_METRICS, "memory_kb")
 
 SCORES = pa.schema(
@@ -219,8 +221,9 @@ DIAGNOSIS = pa.schema(
     ]
 )
 
-#: AMemGym checkpoint answers scored (mnemoflow.eval.amemgym_score): one row per (user, period,
-#: question); option indices in data.json order; recall / upper-bound columns null when not given.
+#: AMemGym checkpoint answers scored (mnemoflow.eval.amemgym.amemgym_score): one row per (user,
+#: period, question); option indices in data.json order; recall / upper-bound columns null when not
+#: given.
 AMEMGYM_QUESTION_SCORES = pa.schema(
     [
         ("user_id", _str),

@@ -1,10 +1,11 @@
 """Which metric scores a benchmark: decided here, from its config entry, and nowhere else.
 
 A benchmark is scored by the chain that runs it. The static QA chain judges every answer with a
-judge (:data:`JUDGES`, registered by :mod:`mnemoflow.eval.judges`); the feedback protocols score
-every item with an item-metric module (:data:`ITEM_METRICS`: ``evaluate_item``, ``item_value``,
-``check_supported``). A loader that has a judge or item metric of its own name uses it, any other
-the generic judge and MemoryBench's item metrics; ``judge:`` in the entry picks the judge.
+judge (:data:`JUDGES`, registered by :mod:`mnemoflow.eval.static_qa.judges`); the feedback protocols
+score every item with an item-metric module (:data:`ITEM_METRICS`: ``evaluate_item``,
+``item_value``, ``check_supported``). A loader that has a judge or item metric of its own name uses
+it, any other the generic judge and MemoryBench's item metrics; ``judge:`` in the entry picks the
+judge.
 """
 
 from __future__ import annotations
@@ -14,11 +15,16 @@ from types import ModuleType
 from typing import Any
 
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval import memorybench_judge_protocol, memorybench_metrics, synthetic_feedback
+from mnemoflow.eval.memorybench import (
+    memorybench_judge_protocol,
+    memorybench_metrics,
+    synthetic_feedback,
+)
 from mnemoflow.registry import Registry
 
-#: Judges of the static QA chain by name (each a :class:`mnemoflow.eval.judges.JudgeKind`).
-JUDGES = Registry("judge", builtin_modules=["mnemoflow.eval.judges"])
+#: Judges of the static QA chain by name (each a
+#: :class:`mnemoflow.eval.static_qa.judges.JudgeKind`).
+JUDGES = Registry("judge", builtin_modules=["mnemoflow.eval.static_qa.judges"])
 #: Item metrics of the feedback protocols by name.
 ITEM_METRICS = Registry("item metric")
 ITEM_METRICS.register("memorybench")(memorybench_metrics)

@@ -39,7 +39,7 @@ import pandas as pd
 from mnemoflow.data.amemgym import AmemUser, gold_choice, read_environment
 from mnemoflow.data.tables import as_list, read_table, write_atomic_text
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.amemgym_score import chosen_option, is_option_order, score_replies
+from mnemoflow.eval.amemgym.amemgym_score import chosen_option, is_option_order, score_replies
 from mnemoflow.layout import ENVIRONMENT, PREPARED, RUN_STEP, export_name, parse, under
 
 FORMATS = ("longmemeval", "locomo", "memorybench", "amemgym")

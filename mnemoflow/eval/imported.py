@@ -33,9 +33,13 @@ import pandas as pd
 
 from mnemoflow.data.errata import file_sha256
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval import memorybench_rescore
 from mnemoflow.eval.export import is_locomo_samples, read_locomo_samples
-from mnemoflow.eval.rescore import answers_from_predictions, read_predictions, read_retrievals
+from mnemoflow.eval.memorybench import memorybench_rescore
+from mnemoflow.eval.static_qa.rescore import (
+    answers_from_predictions,
+    read_predictions,
+    read_retrievals,
+)
 
 IMPORTED = "imported"
 #: Formats the static QA answer job reads (AMemGym's eval-output is not one of them).

@@ -40,27 +40,27 @@ def per_pair(fn: Callable[[str, str], float | None]) -> Callable[[list[Record]],
 
 
 def _meteor(records: list[Record]) -> list[float | None]:
-    from mnemoflow.eval.meteor import meteor
+    from mnemoflow.eval.metrics.meteor import meteor
 
     return per_pair(meteor)(records)
 
 
 def _bertscore(records: list[Record]) -> list[float | None]:
-    from mnemoflow.eval.bertscore import bertscore
+    from mnemoflow.eval.metrics.bertscore import bertscore
 
     scores = bertscore([r["prediction"] for r in records], [r["reference"] for r in records])
     return [f1 for _, _, f1 in scores]
 
 
 def _rouge_l(records: list[Record]) -> list[float | None]:
-    from mnemoflow.eval.rouge_l_en import rouge_l
+    from mnemoflow.eval.metrics.rouge_l_en import rouge_l
 
     return per_pair(rouge_l)(records)
 
 
 def _readability(which: str) -> Callable[[list[Record]], list[float | None]]:
     def score(records: list[Record]) -> list[float | None]:
-        from mnemoflow.eval import readability
+        from mnemoflow.eval.metrics import readability
 
         fn = {
             "cli": readability.coleman_liau,
@@ -73,7 +73,7 @@ def _readability(which: str) -> Callable[[list[Record]], list[float | None]]:
 
 
 def _locomo_f1(records: list[Record]) -> list[float | None]:
-    from mnemoflow.eval.memorybench_locomo_f1 import memorybench_locomo_f1
+    from mnemoflow.eval.memorybench.memorybench_locomo_f1 import memorybench_locomo_f1
 
     return [
         float(memorybench_locomo_f1(r["prediction"], r["reference"], int(r["category"])))
@@ -83,7 +83,7 @@ def _locomo_f1(records: list[Record]) -> list[float | None]:
 
 def _check_locomo(record: Record, loc: str) -> None:
     from mnemoflow.data.validate import DataError, field
-    from mnemoflow.eval.memorybench_locomo_f1 import options_of
+    from mnemoflow.eval.memorybench.memorybench_locomo_f1 import options_of
 
     category = field(record, "category", int, loc)
     if not 1 <= category <= 5:
@@ -99,13 +99,13 @@ def _check_locomo(record: Record, loc: str) -> None:
 
 
 def _dialsim_exact(records: list[Record]) -> list[float | None]:
-    from mnemoflow.eval.dialsim_accuracy import exact_match
+    from mnemoflow.eval.memorybench.dialsim_accuracy import exact_match
 
     return [1.0 if exact_match(r["prediction"], r["reference"]) else None for r in records]
 
 
 def _rouge_l_zh(records: list[Record]) -> list[float | None]:
-    from mnemoflow.eval.rouge_l_zh import rouge_l_zh
+    from mnemoflow.eval.metrics.rouge_l_zh import rouge_l_zh
 
     return [rouge_l_zh(r["prediction"], r["reference"]) for r in records]
 

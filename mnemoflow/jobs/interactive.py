@@ -2,7 +2,8 @@
 dialogues (live) or their replay, the upper bound, and each step's scores.
 
 The benchmark's knobs (schedule, replay source, upper-bound scoring) are read by their owner,
-``mnemoflow.protocols.interactive``; the score rows are built by ``mnemoflow.eval.amemgym_rows``.
+``mnemoflow.protocols.interactive``; the score rows are built by
+``mnemoflow.eval.amemgym.amemgym_rows``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from mnemoflow.agents.self_evolution import EVOLUTION
 from mnemoflow.data import amemgym_procedural
 from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.tables import DIAGNOSIS, SCORES, read_table, write_table
-from mnemoflow.eval.amemgym_rows import diagnosis_rows, evolution_rows, summary_rows
-from mnemoflow.eval.amemgym_score import score_replies
+from mnemoflow.eval.amemgym.amemgym_rows import diagnosis_rows, evolution_rows, summary_rows
+from mnemoflow.eval.amemgym.amemgym_score import score_replies
 from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import interactive
@@ -161,8 +162,8 @@ class ScoreFiles:
 
 def score_step(step: ScoreFiles, run: RunKeys, *, reference_upper_bound: bool) -> None:
     """Step k's scores from the replies of periods 0..k (``score_replies`` of
-    ``mnemoflow.eval.amemgym_score``): period k's values, and the mean over periods 0..k (at the
-    last step, the reference's reported number). The diagnosis of period k needs the recall at
+    ``mnemoflow.eval.amemgym.amemgym_score``): period k's values, and the mean over periods 0..k (at
+    the last step, the reference's reported number). The diagnosis of period k needs the recall at
     the checkpoints where each info type last changed, hence the earlier periods."""
     users = read_environment(step.environment)
     checkpoint = read_all(step.replies, interactive.CHECKPOINT_REPLIES)

@@ -1,6 +1,7 @@
 """Jobs of the judge panel (rules judge_panel and judge_probe in rules/judge.smk): a shard's
 answers judged by every panel judge, and a benchmark's false-positive probe judged by every panel
-judge and the configured one. Logic: mnemoflow.eval.panel and mnemoflow.eval.probes."""
+judge and the configured one. Logic: mnemoflow.eval.static_qa.panel and
+mnemoflow.eval.static_qa.probes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from mnemoflow.data.tables import read_table, write_atomic_text, write_table
-from mnemoflow.eval.panel import CONFIGURED, PanelJudge, judge_panel, judge_probes, probe_set
+from mnemoflow.eval.static_qa.panel import (
+    CONFIGURED,
+    PanelJudge,
+    judge_panel,
+    judge_probes,
+    probe_set,
+)
 from mnemoflow.jobs.context import JobEnv, log
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from mnemoflow.data.tables import QUESTION_SCORES, read_table, write_atomic_text, write_table
 from mnemoflow.eval.imported import IMPORTED, imported_answers
-from mnemoflow.eval.judges import judge_provenance
+from mnemoflow.eval.static_qa.judges import judge_provenance
 from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import static_qa

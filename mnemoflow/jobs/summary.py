@@ -191,7 +191,7 @@ def run_dossier(
 ) -> dict[str, Any]:
     """The report's ``dossier.json`` (:mod:`mnemoflow.report.dossier`) from the report rule's
     ``inputs`` (``environments``: AMemGym benchmark -> its data.json)."""
-    from mnemoflow.eval.judge_prompts import prompt_fingerprints
+    from mnemoflow.eval.static_qa.judge_prompts import prompt_fingerprints
     from mnemoflow.llm.addresses import redact
 
     summary = read_table(inputs.summary, "summary")

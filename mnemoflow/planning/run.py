@@ -23,7 +23,7 @@ from typing import Any
 
 from mnemoflow import layout
 from mnemoflow.environment.knobs import resolved_benchmarks
-from mnemoflow.eval.panel import panel_of, probe_settings
+from mnemoflow.eval.static_qa.panel import panel_of, probe_settings
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.planning import environment, feedback, interactive
 from mnemoflow.planning.grid import run_units

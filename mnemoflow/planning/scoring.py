@@ -1,10 +1,10 @@
 """MemoryBench's scoring calls before a run: each dataset's metric played with the offline model.
 
 How many judge / critic calls a family makes per answer, and on which role and task, is the
-family's own code (``eval.memorybench_families``; under ``scoring: judge`` the judge protocol):
-the plan asks it by running ``evaluate_item`` on a few items of each dataset with the offline
-backend in every role, a stand-in response of the agent's expected reply length, and counts the
-requests it sends (their prompts as the bound endpoint counts them). The mean per item stands
+family's own code (``eval.memorybench.memorybench_families``; under ``scoring: judge`` the judge
+protocol): the plan asks it by running ``evaluate_item`` on a few items of each dataset with the
+offline backend in every role, a stand-in response of the agent's expected reply length, and counts
+the requests it sends (their prompts as the bound endpoint counts them). The mean per item stands
 for every answer of the dataset (expected: a real judge's unparseable replies are re-asked).
 """
 

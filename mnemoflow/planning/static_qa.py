@@ -10,8 +10,8 @@ For one (benchmark, system, step, shard):
   A memory that embeds or writes with a model cannot be built without calling it; its prompts are
   rendered over a BM25 stand-in with the same ``top_k`` (an estimate, counted as cache misses).
 - **judge** (exact count): one ``judge`` request per judged answer and repeat seed, rendered by
-  :func:`mnemoflow.eval.judges.judge_request_for` over the cached answer when the cache holds it
-  (then its key is looked up too), else over the gold answer as a stand-in response.
+  :func:`mnemoflow.eval.static_qa.judges.judge_request_for` over the cached answer when the cache
+  holds it (then its key is looked up too), else over the gold answer as a stand-in response.
 - **judge_panel** (``judge.panel``, exact count): one request per answer and panel judge, as
   ``judge`` with the judge's kind and its own gateway, counted under the role ``judge[NAME]``;
   **judge_probe** (:func:`plan_probe`): one per probe and judge, the configured one included.
@@ -38,8 +38,8 @@ from mnemoflow.agents.readers import planned_requests, reader_config
 from mnemoflow.data.registry import Prepared, load_benchmark
 from mnemoflow.data.tables import read_table
 from mnemoflow.eval.imported import IMPORTED
-from mnemoflow.eval.judges import judge_request_for, kind_for, repeat_seeds
-from mnemoflow.eval.panel import CONFIGURED, PanelJudge, probe_set
+from mnemoflow.eval.static_qa.judges import judge_request_for, kind_for, repeat_seeds
+from mnemoflow.eval.static_qa.panel import CONFIGURED, PanelJudge, probe_set
 from mnemoflow.llm.context import fits
 from mnemoflow.llm.gateway import Gateway, strip_reasoning
 from mnemoflow.llm.prefix_dispatch import shared_fraction

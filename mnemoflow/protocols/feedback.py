@@ -39,7 +39,7 @@ from mnemoflow.data.memorybench import dialogues_for, parse_set
 from mnemoflow.data.tables import ANSWERS, DIALOGUES, JUDGEMENTS, QUESTION_SCORES, SCORES
 from mnemoflow.errors import ConfigError, reject_unknown
 from mnemoflow.eval.benchmark_metric import metric_for
-from mnemoflow.eval.normalize import normalize_set
+from mnemoflow.eval.memorybench.normalize import normalize_set
 from mnemoflow.llm.context import scoped
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemorySystem, Message
@@ -776,9 +776,10 @@ def normalized_rows(
     stats_file: str,
     keys: dict[str, Any],
 ) -> pd.DataFrame:
-    """The official normalized summary of a domain / task set (``eval.normalize.normalize_set``)
-    as SCORES rows: aggregate "normalized" for the set's average / weighted_average / z_score,
-    "normalized:{dataset}" for each dataset's mean / minmax / z."""
+    """The official normalized summary of a domain / task set
+    (``eval.memorybench.normalize.normalize_set``) as SCORES rows: aggregate "normalized" for the
+    set's average / weighted_average / z_score, "normalized:{dataset}" for each dataset's mean /
+    minmax / z."""
     values = question_scores[question_scores["metric"] == MAIN_METRIC].merge(
         questions[["question_id", "dataset", "meta"]], on="question_id"
     )

@@ -18,7 +18,7 @@ Off-policy replay feeds another run's transcripts through the same write path
 
 Replies are stored raw with their parse status (the gateway re-asks an unparseable reply; one
 that still fails is a parse failure the scorer counts wrong, never a random option). Scoring is
-``mnemoflow.eval.amemgym_score.score_replies``.
+``mnemoflow.eval.amemgym.amemgym_score.score_replies``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from mnemoflow.data.registry import n_steps
 from mnemoflow.data.tables import DIALOGUES
 from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError, reject_unknown
-from mnemoflow.eval.amemgym_replies import parse_answer, parse_recall
+from mnemoflow.eval.amemgym.amemgym_replies import parse_answer, parse_recall
 from mnemoflow.llm.context import scoped
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows, turns_of

@@ -26,10 +26,15 @@ from mnemoflow.agents.longmemeval_reader import episode_turns
 from mnemoflow.agents.readers import read, reader_config
 from mnemoflow.data.tables import ANSWERS, SCORES, read_table
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.diagnosis import diagnose, diagnosis_rates, diagnosis_scores, report_rows
-from mnemoflow.eval.footprint import footprint_scores
-from mnemoflow.eval.judges import judge_answers
-from mnemoflow.eval.rescore import (
+from mnemoflow.eval.static_qa.diagnosis import (
+    diagnose,
+    diagnosis_rates,
+    diagnosis_scores,
+    report_rows,
+)
+from mnemoflow.eval.static_qa.footprint import footprint_scores
+from mnemoflow.eval.static_qa.judges import judge_answers
+from mnemoflow.eval.static_qa.rescore import (
     InputError,
     Ranking,
     answer_rankings,
@@ -273,7 +278,7 @@ async def answer(
                 "tokens_out": result.reply.tokens_out,
                 "latency_s": result.reply.latency_s,
                 # the episode's first retrieve opens the loaded memory (indexes, models,
-                # a product's store): timed apart, as eval.footprint reports it
+                # a product's store): timed apart, as eval.static_qa.footprint reports it
                 "retrieval_s": timing[0],
                 "retrieval_cold_s": timing[1],
             }
@@ -329,7 +334,7 @@ async def judge(
     progress=None,
     failed: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Judge every answer with the benchmark's judge (JUDGEMENTS; see eval.judges).
+    """Judge every answer with the benchmark's judge (JUDGEMENTS; see eval.static_qa.judges).
 
     The ``failed`` answers (question id -> why: the reader's prompt did not fit) are not asked
     about: their rows are unscored (``value`` NaN, ``parse_ok`` false, no reply), so they count
@@ -392,7 +397,8 @@ def score(
     snapshots: Iterable[Path] = (),
 ) -> Scored:
     """Judged metrics, retrieval metrics, the write / read / utilization diagnosis of a run,
-    and the memory's footprint (retrieval latency, size of the ``snapshots``: eval.footprint).
+    and the memory's footprint (retrieval latency, size of the ``snapshots``:
+    eval.static_qa.footprint).
 
     Retrieval is scored on the memory's ranking (``ranked_ids``) over every answered question, an
     empty ranking counting as zero recall, so a memory that returns nothing is not silently left

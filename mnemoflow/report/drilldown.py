@@ -38,10 +38,11 @@ from mnemoflow.data.tables import read_table
 from mnemoflow.layout import RUN_FILE, parse
 from mnemoflow.prices import FREE_MODELS, lookup, price_table, usd
 
-#: A question is wrong when its deciding value is below this (as mnemoflow/eval/diagnosis.py).
+#: A question is wrong when its deciding value is below this (as
+#: mnemoflow/eval/static_qa/diagnosis.py).
 WRONG_BELOW = 0.5
-#: The metric that decides right or wrong, the first a question has (as eval/diagnosis.py, with
-#: MemoryBench's judge score after them); otherwise the first metric by name.
+#: The metric that decides right or wrong, the first a question has (as eval/static_qa/diagnosis.py,
+#: with MemoryBench's judge score after them); otherwise the first metric by name.
 DECIDING_METRICS = ("accuracy", "j", "f1", "llm_judge_score")
 #: Memory items listed per answer, and characters kept of each text (question, answer, reply).
 MAX_ITEMS = 20
@@ -72,7 +73,7 @@ class DrillFrames:
 
     ``answers`` / ``judgements`` / ``questions`` / ``sessions``: the unified tables (static QA
     and the feedback protocols); ``causes``: run keys, question_id and ``cause``
-    (``write_failure`` ...) of static QA's wrong answers (``eval.diagnosis.diagnose``);
+    (``write_failure`` ...) of static QA's wrong answers (``eval.static_qa.diagnosis.diagnose``);
     ``amemgym_scores`` / ``checkpoint_replies`` / ``recall_replies``: AMemGym's per-question
     rows with the run keys added; ``environments``: benchmark -> its data.json users.
     """

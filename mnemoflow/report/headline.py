@@ -32,8 +32,8 @@ COUNTER_AGGREGATES = ("count", "micro", "mean_over_periods")
 #: The aggregate AMemGym reports (mean over periods at the last step): a column of its own.
 MEAN_OVER_PERIODS = "mean_over_periods"
 DENOMINATOR_SUFFIXES = (":all", ":scored", ":unscored")
-#: A memory's footprint (mnemoflow.eval.footprint), the last columns of a headline table: the
-#: columns memory papers lead with beside accuracy. Values without intervals.
+#: A memory's footprint (mnemoflow.eval.static_qa.footprint), the last columns of a headline table:
+#: the columns memory papers lead with beside accuracy. Values without intervals.
 FOOTPRINT_LABELS = {
     "retrieval_ms_p50": "retrieval p50 (ms)",
     "retrieval_ms_p95": "retrieval p95 (ms)",

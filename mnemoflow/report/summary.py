@@ -28,7 +28,7 @@ REFERENCE_NOTE = (
     "Verdicts the reference's own parse reads differently: {differ} of {read} "
     "(`value_reference` in judgements.parquet; docs/metrics.md)."
 )
-#: The count eval.scoring writes per run (report reads tables, never eval).
+#: The count eval.static_qa.scoring writes per run (report reads tables, never eval).
 REFERENCE_DISAGREEMENTS = "judge_reference_disagreements"
 
 

@@ -61,11 +61,11 @@ RESPONSE_FORMAT = {
 # ---- the user's texts ---------------------------------------------------------------------------
 #
 # The persona, expertise, criteria, additional context, task and privileged evaluation context of
-# a dataset's user are its family's (``eval/memorybench_families.py``; the synthetic benchmark's in
-# ``eval/synthetic_feedback.py``): the protocol passes them in as ``user`` (a ``SimulatedUser``:
-# ``persona``, ``expertise``, ``criteria``, ``additional_context``, ``task``, ``context(info,
-# gold)``); this layer assembles them with the reference's fixed texts (LittleDinoC/
-# MemoryBench-code 59d1b60, src/agent/user_simulator.py).
+# a dataset's user are its family's (``eval/memorybench/memorybench_families.py``; the synthetic
+# benchmark's in ``eval/memorybench/synthetic_feedback.py``): the protocol passes them in as
+# ``user`` (a ``SimulatedUser``: ``persona``, ``expertise``, ``criteria``, ``additional_context``,
+# ``task``, ``context(info, gold)``); this layer assembles them with the reference's fixed texts
+# (LittleDinoC/ MemoryBench-code 59d1b60, src/agent/user_simulator.py).
 
 
 def is_rule_based(dataset: str) -> bool:

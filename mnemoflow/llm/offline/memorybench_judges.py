@@ -138,7 +138,8 @@ def fusion(fields: dict[str, Any]) -> str:
     return str(1 + round(9 * mean))
 
 
-# ---- MemoryBench's current judge protocol (scoring: judge; eval/memorybench_judge_protocol.py) --
+# ---- MemoryBench's current judge protocol (scoring: judge;
+# eval/memorybench/memorybench_judge_protocol.py) --
 
 #: Option text of LoCoMo's category-5 "no answer" option.
 NOT_MENTIONED = "not mentioned in the conversation"
