@@ -36,10 +36,10 @@ def test_systems_state_their_writer_calls_and_units():
     assert resolve("rag").write_pattern.writer_tasks == ()
     assert resolve("bm25_session").granularity == "session"
     dense = resolve("dense_session")
-    assert dense.writes({"pooling": "document"}).unit == "session"
-    assert dense.writes({"pooling": "max"}).unit == "message"
+    assert dense.write_pattern_for({"pooling": "document"}).unit == "session"
+    assert dense.write_pattern_for({"pooling": "max"}).unit == "message"
     incontext = resolve("agentic_incontext")
-    assert incontext.writes({"prompt": "kv"}).writer_tasks == (writer.KV_UPDATE,)
+    assert incontext.write_pattern_for({"prompt": "kv"}).writer_tasks == (writer.KV_UPDATE,)
 
 
 def test_planned_writes_follow_the_buffer_across_steps():
@@ -79,3 +79,16 @@ def test_an_embedder_endpoint_gets_one_request_per_batch(backend):
     n = 3 * OpenAIBackend.embed_batch + 1
     assert requests("embedder", spec, n) == (4 if backend == "openai" else n)
     assert requests("agent", EndpointSpec(role="agent", backend="openai"), 5) == 5
+
+
+def test_every_registered_system_states_its_write_pattern():
+    """The planner asks each system class, products included (whose instances keep their own
+    ``writes()`` stats), for its pattern with its defaults."""
+    import mnemoflow.memory.systems  # noqa: F401  (registers every system and product)
+    from mnemoflow.memory.base import SYSTEMS, WritePattern
+
+    names = SYSTEMS.names()
+    assert "mem0_paper" in names and "dense_message" in names
+    for name in names:
+        cls = SYSTEMS.get(name)
+        assert isinstance(cls.write_pattern_for(dict(cls.defaults)), WritePattern), name

@@ -119,7 +119,7 @@ class MemorySystem(ABC):
         self.seed = seed
 
     @classmethod
-    def writes(cls, params: dict[str, Any]) -> WritePattern:
+    def write_pattern_for(cls, params: dict[str, Any]) -> WritePattern:
         """How the system configured with ``params`` writes (:class:`WritePattern`)."""
         return cls.write_pattern
 

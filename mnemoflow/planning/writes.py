@@ -40,7 +40,7 @@ def pattern_of(system_spec: Mapping[str, Any]) -> tuple[WritePattern, dict[str, 
     params = without_labels(dict(system_spec))
     cls = resolve(params.get("type") or params.get("class"))
     merged = {**cls.defaults, **{k: v for k, v in params.items() if k not in ("type", "class")}}
-    return cls.writes(merged), merged
+    return cls.write_pattern_for(merged), merged
 
 
 def written_batches(total: int, batch: int, window: int) -> int:

@@ -68,7 +68,7 @@ class AgenticInContext(MemorySystem):
     }
 
     @classmethod
-    def writes(cls, params: dict[str, Any]) -> WritePattern:
+    def write_pattern_for(cls, params: dict[str, Any]) -> WritePattern:
         if params.get("prompt", cls.defaults["prompt"]) == "kv":
             return WritePattern(buffered=True, writer_tasks=(writer.KV_UPDATE,))
         return cls.write_pattern

@@ -104,7 +104,7 @@ class DenseSession(MemorySystem):
     }
 
     @classmethod
-    def writes(cls, params: dict[str, Any]) -> WritePattern:
+    def write_pattern_for(cls, params: dict[str, Any]) -> WritePattern:
         if params.get("pooling", cls.defaults["pooling"]) == "document":
             return WritePattern(batch_param=None, unit="session")
         return cls.write_pattern
