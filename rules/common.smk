@@ -22,12 +22,8 @@ from mnemoflow.eval.benchmark_metric import scoring_of
 from mnemoflow.eval.memorybench.memorybench_judge_protocol import statistics_file
 from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.eval.static_qa.judges import kind_for as judge_kind_for
-from mnemoflow.eval.static_qa.panel import (
-    panel_budgets,
-    panel_of,
-    probe_settings,
-    public_panel,
-)
+from mnemoflow.eval.static_qa.panel import panel_budgets, panel_of, probe_settings
+from mnemoflow.eval.static_qa.panel import public_panel
 from mnemoflow.eval.static_qa.panel import panel_limits as panel_job_limits
 from mnemoflow.llm.addresses import public_bindings, redacted_config
 from mnemoflow.llm.endpoints import bind_endpoints
@@ -150,8 +146,7 @@ fb_set_name = spec_of(lambda spec: fb.set_name(spec.get("set") or spec.get("sele
 fb_dataset_configs = spec_of(lambda spec: spec["configs"])
 
 
-#: Spec keys no loader reads (the protocols' settings, the systems list): editing them must not
-#: re-run prepare.
+#: Spec keys no loader reads (protocol settings, the systems list): editing one re-runs no prepare
 PROTOCOL_KEYS = ("protocols", "feedback", "normalize", "scoring", "systems")
 # the benchmark's spec as the loader sees it (without the protocol settings)
 data_spec = spec_of(

@@ -151,3 +151,11 @@ def test_the_dry_runs_jobs_are_the_grids_units_and_the_planners(tmp_path):
     plan = plan_run(config, wd, priced_only=True)
     for rule in (*QA_RULES, "judge_panel", "judge_probe"):
         assert plan.jobs[rule] == sum(n for (r, _), n in ran.items() if r == rule), rule
+
+
+def test_the_rules_helpers_stay_queries():
+    """rules/common.smk holds one-line lookups of the layout, the grid and the library: it stays
+    under 550 lines (logic that grows there belongs in the package)."""
+    common = Path(__file__).resolve().parents[1] / "rules" / "common.smk"
+    lines = common.read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 550, len(lines)
