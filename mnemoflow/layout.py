@@ -48,6 +48,15 @@ PROBE = f"{RESULTS}/{{benchmark}}/probe"
 LOGS = f"{RESULTS}/logs"
 BENCHMARK_LOGS = f"{LOGS}/{{benchmark}}"
 REPEAT_LOGS = f"{LOGS}/{{repeat}}{{benchmark}}"
+
+
+def log(folder: str, name: str) -> str:
+    """The log of a job writing into ``folder`` (a results pattern), mirrored under LOGS."""
+    if not folder.startswith(f"{RESULTS}/"):
+        raise ValueError(f"{folder!r} is not a results pattern")
+    return f"{LOGS}/{folder[len(RESULTS) + 1 :]}/{name}.log"
+
+
 #: Run-wide folders: the response cache (the config's ``cache:`` default), managed endpoints'
 #: state and logs, corrupt outputs moved aside.
 CACHE = f"{RESULTS}/cache/llm"

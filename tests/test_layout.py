@@ -72,6 +72,27 @@ def _literals(path: Path) -> list[tuple[int, str]]:
     ]
 
 
+def test_a_jobs_log_mirrors_its_outputs_folder_and_the_rules_spell_no_step_folder():
+    """A job's log sits under results/logs/ in its outputs' folder; the rules take it from the
+    layout instead of spelling step and shard folders again."""
+    assert layout.log(layout.SHARD, "ingest") == (
+        "results/logs/{repeat}{benchmark}/{system}/qa/step{step}/shard{shard}/ingest.log"
+    )
+    assert layout.fill(layout.log(layout.RUN_STEP, "step"), KEYS) == (
+        "results/logs/b/s/qa/step1/step.log"
+    )
+    with pytest.raises(ValueError, match="not a results pattern"):
+        layout.log("elsewhere/{step}", "x")
+    rules = PACKAGE.parent / "rules"
+    spelled = [
+        f"{path.name}:{number}"
+        for path in sorted(rules.glob("*.smk"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"step\{\{|shard\{\{", line)
+    ]
+    assert not spelled, spelled
+
+
 def test_no_results_path_is_built_outside_the_layout():
     """Outside mnemoflow/layout.py no string literal of the package spells a step or shard
     folder or a path under results/ (the CLI's ``--results results`` default names no path)."""
