@@ -174,6 +174,23 @@ def test_the_dry_runs_jobs_are_the_grids_units_and_the_planners(tmp_path):
         assert plan.jobs[rule] == sum(n for (r, _), n in ran.items() if r == rule), rule
 
 
+def test_a_replay_only_run_lists_its_source_systems_dialogues_but_does_not_score_them():
+    """interactive_replay alone, replaying a system the benchmark does not run: the source's
+    on-policy dialogues are jobs of the run (the planner counts them), never a scored step."""
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    spec = dict(config["benchmarks"]["amemgym_procedural"])
+    spec.update(protocols=["interactive_replay"], systems=["rag"])
+    config["run"]["benchmarks"] = ["amemgym_procedural"]
+    config["benchmarks"] = {"amemgym_procedural": spec}
+    units = run_units(config, resolved_benchmarks(config["benchmarks"]))
+    by_rule = Counter((u.rule, u.keys.get("system"), u.keys.get("protocol")) for u in units)
+    steps = spec["generate"]["periods"] + 1
+    assert by_rule[("dialogues", "native", "interactive")] == steps
+    assert by_rule[("replay_dialogues", "rag", "interactive_replay")] == steps
+    scored = layout.run_steps(units)
+    assert {(k["system"], k["protocol"]) for k in scored} == {("rag", "interactive_replay")}
+
+
 def test_the_rules_helpers_stay_queries():
     """rules/common.smk holds one-line lookups of the layout, the grid and the library: it stays
     under 550 lines (logic that grows there belongs in the package)."""

@@ -77,6 +77,11 @@ def chain(protocol: str, spec: Mapping[str, Any]) -> layout.Chain:
             shard=(DIALOGUE_RULES[protocol],),
             benchmark=("upper_bound",),
             run=("score_interactive",),
+            source=(
+                (interactive.replay_source(dict(spec)), interactive.PROTOCOL, "dialogues")
+                if protocol == interactive.REPLAY
+                else None
+            ),
         )
     if protocol in feedback.PROTOCOLS:
         builds = feedback.built_protocol(protocol) == protocol
