@@ -680,3 +680,17 @@ def test_a_preset_without_shipped_numbers_lists_ours_in_summary_md(tmp_path):
     assert re.search(r"^\| amemgym \| self_evolution\.gpt-4\.1-mini \| question only \| "
                      r"awi_evolve_question_only \| interactive \| mean \| mean_over_periods \| "
                      r"memory_score \| – \| 0\.260 \|[^\n]*not shipped", text, re.M)  # fmt: skip
+
+
+def test_a_full_memorybench_run_pairs_mem0_where_the_paper_has_it(tmp_path, capsys):
+    """The paper prints no Mem0 on Open and Long-Short ("-"): a run of every set with mem0_paper
+    is compared on the other five, not refused; a label naming no row still is."""
+    write_table(standin_summary("memorybench-off-policy"), tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-off-policy"]) == 0
+    out = capsys.readouterr().out
+    mem0 = re.findall(r"^\| memorybench \| off_policy_\w+\.qwen3-8b \| Mem0 \| mem0_paper \|"
+                      r"[^\n]*\| (mb_\w+) \|$", out, re.M)  # fmt: skip
+    assert len(mem0) == 10 and not {"mb_open_domain", "mb_long_short"} & set(mem0)
+    args = ["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--map", "none=Nope"]
+    assert cli(args) == 2
+    assert "the published tables have no row 'Nope'" in capsys.readouterr().err
