@@ -389,6 +389,41 @@ def test_the_dossier_names_each_published_cells_run_and_the_papers_settings(memo
 
 
 @pytest.fixture(scope="module")
+def evolution_run(standins, tmp_path_factory):
+    """amemgym-evolution on the stand-in environment (2 users, periods 0-1), offline, with one
+    of its three systems (question-only feedback)."""
+    system = "awi_evolve_question_only"
+    scale = {
+        "run": {"systems": [system]},
+        "benchmarks": {"amemgym_v1": {"systems": [system], "shards": 1}},
+    }
+    return _offline_run(tmp_path_factory.mktemp("evolution"), "amemgym-evolution", standins, scale)
+
+
+@pytest.mark.slow
+def test_an_evolution_run_lists_ours_with_the_reason_no_number_is_beside_it(evolution_run, capsys):
+    """The paper's Table 3 is not shipped: summary.md and compare --preset list our memory score
+    and accuracy (mean over periods, with the interval over users: degenerate when the offline
+    model scores every user alike) with that reason."""
+    results = evolution_run / "results"
+    summary = pd.read_parquet(results / "summary.parquet")
+    ours = summary.set_index(["system", "metric", "aggregate"])["value"]
+    value = ours[("awi_evolve_question_only", "memory_score", "mean_over_periods")]
+    text = (results / "summary.md").read_text()
+    assert "## Published vs ours" in text
+    assert "No published numbers for amemgym/self_evolution.gpt-4.1-mini" in text
+    assert cli(["compare", str(results), "--preset", "amemgym-evolution"]) == 0
+    out = capsys.readouterr().out
+    row = re.search(r"^\| amemgym \| self_evolution\.gpt-4\.1-mini \| question only \| "
+                    r"awi_evolve_question_only \| interactive \| mean \| mean_over_periods \| "
+                    r"memory_score \| – \| ([-0-9.]+) \| [^\n]*\| "
+                    r"(?:cluster-bootstrap|degenerate) \|[^\n]*"
+                    r"Table 3 of arXiv 2603\.01966v1\) is not shipped", out, re.M)  # fmt: skip
+    assert row and float(row.group(1)) == pytest.approx(value, abs=5e-4)
+    assert row.group(0) in text  # summary.md: the same cells
+
+
+@pytest.fixture(scope="module")
 def locomo_run(standins, tmp_path_factory):
     """locomo on the stand-in sample, offline: its retrieval benchmark with one system (the
     long-context benchmark is planned by the dry run)."""
