@@ -4,10 +4,11 @@ Every preset, layered as docs/reproduce.md says (an AMemGym preset on top of
 configs/reference/amemgym-released.yaml, the site file last), passes the config schema, binds every
 role by endpoint NAME to what configs/site.example.yaml defines, labels its systems with the rows
 the paper prints, and dry-runs on stand-in data (tests/paper_standins.py) with the real site file.
-Two presets run fully on stand-in data with every endpoint bound to the offline model
-(configs/site.offline.yaml): AMemGym's memory agents, whose summary.md, report.html and
-``mnemoflow compare --preset`` set the published numbers beside ours, and LoCoMo, whose paper
-numbers are not shipped (the run says so).
+Some presets run fully on stand-in data with every endpoint bound to the offline model
+(configs/site.offline.yaml), and their summary.md, report.html and ``mnemoflow compare --preset``
+set the published numbers beside ours (AMemGym's memory agents, LoCoMo, LongMemEval, MemoryBench
+off-policy), or list ours with the reason none is published (AMemGym's self-evolution).
+``compare --preset`` prints its section for all nine presets on a stand-in summary of each.
 """
 
 from __future__ import annotations
