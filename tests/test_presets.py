@@ -730,3 +730,12 @@ def test_a_full_memorybench_run_pairs_mem0_where_the_paper_has_it(tmp_path, caps
     args = ["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--map", "none=Nope"]
     assert cli(args) == 2
     assert "the published tables have no row 'Nope'" in capsys.readouterr().err
+
+
+def test_a_run_of_another_protocol_is_not_listed_as_the_plotted_experiment(tmp_path, capsys):
+    """An off-policy run held against the stepwise preset has no stepwise value to list."""
+    summary = standin_summary("memorybench-stepwise").assign(protocol="off_policy")
+    write_table(summary, tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-stepwise"]) == 0
+    out = capsys.readouterr().out
+    assert "Our 0 cells" in out and "The run has no value of weighted_average, z_score" in out

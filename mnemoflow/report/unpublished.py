@@ -12,6 +12,7 @@ has no published value beside it:
       table: stepwise_off_policy.qwen3-8b   # what the paper shows, named like a table id
       missing: ...                          # why no number is shipped (the default reason)
       metrics: [weighted_average, z_score]  # our summary metrics that stand for it
+      protocols: [stepwise_off_policy]      # optional: our protocols that do (default: every one)
       benchmark: amemgym_v1                 # optional: our benchmark (default: every one)
       plotted:                              # optional, per our benchmark: the figure and the
         mb_legal: {figure: Figure 10, rows: {BM25-S: (a), Embed-S: (b)}}   # rows it plots
@@ -83,13 +84,16 @@ def reason(compare: Mapping[str, Any], benchmark: str, label: str) -> str:
 
 
 def _ours(summary: pd.DataFrame, compare: Mapping[str, Any], every_step: bool) -> pd.DataFrame:
-    """Our summary rows that stand for the paper's: the metrics named, the first of
-    MEAN_AGGREGATES each (benchmark, system, protocol, metric) has, its last step or every step."""
+    """Our summary rows that stand for the paper's: the metrics (and protocols) named, the first
+    of MEAN_AGGREGATES each (benchmark, system, protocol, metric) has, its last step or every
+    step."""
     rows = summary[
         summary["metric"].isin(compare["metrics"]) & summary["aggregate"].isin(MEAN_AGGREGATES)
     ]
     if compare.get("benchmark"):
         rows = rows[rows["benchmark"] == compare["benchmark"]]
+    if compare.get("protocols"):
+        rows = rows[rows["protocol"].isin(compare["protocols"])]
     keys = ["benchmark", "system", "protocol", "metric"]
     rank = rows["aggregate"].map({a: i for i, a in enumerate(MEAN_AGGREGATES)})
     first = rank.groupby([rows[k] for k in keys]).transform("min")
