@@ -24,6 +24,7 @@ from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.tables import DIAGNOSIS, SCORES, read_table, write_table
 from mnemoflow.eval.amemgym.amemgym_rows import diagnosis_rows, evolution_rows, summary_rows
 from mnemoflow.eval.amemgym.amemgym_score import score_replies
+from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import interactive
@@ -96,6 +97,7 @@ def dialogues(
                 )
 
     result = asyncio.run(converse())
+    imported = system.get("type") == IMPORTED
     write_table(result.dialogues, files.dialogues, "dialogues")
     write_table(result.replies, files.replies, interactive.CHECKPOINT_REPLIES)
     write_table(result.recall, files.recall, interactive.RECALL_REPLIES)
@@ -109,6 +111,8 @@ def dialogues(
         turns=len(result.dialogues),
         checkpoint_parse_failures=int((~result.replies.parse_ok.astype(bool)).sum()),
         evolution_parse_failures=int((~result.evolution.parse_ok.astype(bool)).sum()),
+        # an imported system's replies were read from its eval-output, not asked
+        **({"imported": f"{system['path']} sha256 {system['sha256']}"} if imported else {}),
     )
     log.info("%s: %d users, %d turns", label, len(users), len(result.dialogues))
 
