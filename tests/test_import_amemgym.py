@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from mnemoflow import cli
-from mnemoflow.data.amemgym import gold_choice, read_environment
+from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.errata import file_sha256
 from mnemoflow.data.memorybench_results import run_predictions
 from mnemoflow.data.validate import DataError
@@ -25,7 +25,7 @@ from mnemoflow.eval.imported import check_imported
 from mnemoflow.memory.base import build
 from mnemoflow.protocols import interactive as it
 from mnemoflow.protocols.step import StepContext
-from tests.amemgym_fixtures import write_environment
+from tests.amemgym_fixtures import answer, write_environment, write_reference
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,38 +33,6 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def users(tmp_path):
     return read_environment(write_environment(tmp_path))
-
-
-def answer(n: int | str) -> str:
-    return f'```json\n{{\n    "answer": {n}\n}}\n```'
-
-
-def write_reference(folder: Path, users, wrong: set, broken: set) -> Path:
-    """The reference's eval-output of one agent: ``<user>/overall_results.json`` ([period]
-    [question] result records, options in data.json order) and ``overall_metrics.json``. The
-    (user, period, question) in ``wrong`` pick another option; in ``broken`` give no JSON: the
-    reference then picks a random option, here the gold one, so its metric says 1.0."""
-    for user in users:
-        results, accuracy = [], []
-        for period in user.periods:
-            row, values = [], []
-            for q in user.questions:
-                gold = gold_choice(q, period)
-                key = (user.id, period.index, q.index)
-                pick = (gold + 1) % len(q.choices) if key in wrong else gold
-                raw = "I cannot say" if key in broken else answer(pick + 1)
-                row.append(
-                    {"query": q.query, "answer": gold, "raw_response": raw,
-                     "response": pick + 1, "json_error": key in broken,
-                     "scores": {"accuracy": float(pick == gold)}}
-                )  # fmt: skip
-                values.append(float(pick == gold))
-            results.append(row)
-            accuracy.append(values)
-        (folder / user.id).mkdir(parents=True)
-        (folder / user.id / ia.RESULTS).write_text(json.dumps(results), "utf-8")
-        (folder / user.id / ia.METRICS).write_text(json.dumps({"accuracy": accuracy}), "utf-8")
-    return folder
 
 
 WRONG = {("ana", 1, 0), ("ben", 2, 1), ("ben", 0, 0)}

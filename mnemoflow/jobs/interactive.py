@@ -178,7 +178,8 @@ def score_step(step: ScoreFiles, run: RunKeys, *, reference_upper_bound: bool) -
         users,
         checkpoint[columns["replies"]],
         bound[columns["upper"]],
-        recalled[columns["recall"]],
+        # no probe at all: an imported system's file kept none, its answers are undiagnosable
+        recalled[columns["recall"]] if len(recalled) or not len(checkpoint) else None,
         reference_upper_bound=reference_upper_bound,
     )
     keys = run.row()
