@@ -9,6 +9,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -67,7 +68,7 @@ def test_the_dialogues_step_reads_the_reference_folder_and_scores_it(users, tmp_
         assert set(result.replies.period) == {k}
         assert set(result.replies.model) == {"imported:amemgym"}
         assert result.replies.option_order.map(list).tolist() == [[0, 1, 2, 3]] * 4
-    replies = __import__("pandas").concat([r.replies for r in results], ignore_index=True)
+    replies = pd.concat([r.replies for r in results], ignore_index=True)
     scored, _ = score_replies(users, replies[it.SCORER_COLUMNS["replies"]])
     wrong = {(r.user_id, r.period, r.question_index) for r in scored.itertuples() if not r.correct}
     assert wrong == WRONG | BROKEN  # the unparseable reply is wrong, never a random option
@@ -214,3 +215,13 @@ def test_a_memorybench_results_folder_names_its_runs_predictions(tmp_path, capsy
     chosen = root / "off-policy/domain/Open-Domain/bm25_message/r1/predict.json"
     assert entry == {"type": "imported", "format": "memorybench", "path": str(chosen),
                      "sha256": file_sha256(chosen)}  # fmt: skip
+
+
+def test_score_reads_the_reference_folder_as_eval_output(users, tmp_path, capsys):
+    folder = write_reference(tmp_path / "native", users, WRONG, BROKEN)
+    out = tmp_path / "scored"
+    argv = ["score", "--benchmark", "amemgym", "--data", str(tmp_path / "data.json")]
+    assert cli.main([*argv, "--eval-output", str(folder), "--out", str(out)]) == 0
+    assert "scored 12 replies of 2 users" in capsys.readouterr().out
+    scores = pd.read_parquet(out / "question_scores.parquet")
+    assert scores.correct.sum() == 8 and (~scores.parse_ok).sum() == 1
