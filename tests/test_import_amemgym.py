@@ -225,3 +225,37 @@ def test_score_reads_the_reference_folder_as_eval_output(users, tmp_path, capsys
     assert "scored 12 replies of 2 users" in capsys.readouterr().out
     scores = pd.read_parquet(out / "question_scores.parquet")
     assert scores.correct.sum() == 8 and (~scores.parse_ok).sum() == 1
+
+
+def test_the_plan_counts_no_call_for_an_imported_system(tmp_path):
+    from mnemoflow.planning.run import plan_run
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["models"]["embedder"] = {"backend": "offline"}
+    config["run"] = {"benchmarks": ["amemgym_procedural"], "systems": ["pub", "native"]}
+    config["benchmarks"]["amemgym_procedural"]["generate"] = {"users": 2, "periods": 1, "seed": 7}
+    config["systems"]["pub"] = {"type": "imported", "format": "amemgym", "path": "x",
+                                "sha256": "0" * 64}  # fmt: skip
+    wc = {"benchmark": "amemgym_procedural", "protocol": "interactive", "shard": "0"}
+    jobs = [("dialogues", {**wc, "system": s, "step": str(k)}) for s in ("pub", "native")
+            for k in (0, 1)]  # fmt: skip
+    plan = plan_run(config, tmp_path, jobs, model_rules=("dialogues",))
+    systems = {r["system"] for r in plan.to_dict()["runs"]}
+    assert systems == {"native"} and not plan.unplanned
+
+
+def test_an_imported_system_is_no_replay_source():
+    from mnemoflow.planning.grid import check_run
+
+    spec = {"loader": "amemgym", "protocols": ["interactive", "interactive_replay"],
+            "interactive": {"off_policy_source": "pub"}, "systems": ["native"]}  # fmt: skip
+    config = {
+        "run": {"benchmarks": ["amem"], "systems": ["native"]},
+        "systems": {"native": {"type": "none"}, "pub": {"type": "imported", "format": "amemgym"}},
+    }
+    with pytest.raises(ConfigError) as caught:
+        check_run(config, {"amem": spec})
+    assert str(caught.value) == (
+        "config benchmarks.amem.interactive.off_policy_source: 'pub' is imported: its file "
+        "holds no transcripts to replay"
+    )
