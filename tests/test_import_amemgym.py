@@ -259,3 +259,16 @@ def test_an_imported_system_is_no_replay_source():
         "config benchmarks.amem.interactive.off_policy_source: 'pub' is imported: its file "
         "holds no transcripts to replay"
     )
+
+
+def test_a_shard_reads_its_users_and_the_job_checks_every_user(users, tmp_path):
+    folder = write_reference(tmp_path / "out", users, WRONG, set())
+    spec = imported_spec(folder)
+    ben = [u for u in users if u.id == "ben"]
+    output = it.imported_output(spec, ben, "config systems.pub")
+    assert set(output.replies.user_id) == {"ben"} and len(output.replies) == 6
+    result = run_imported(ben, spec, tmp_path / "snap", steps=1)[0]
+    assert set(result.replies.user_id) == {"ben"}
+    with pytest.raises(ConfigError, match=r"ana/overall_results.json overall_results\[0\]\[0\]: "):
+        it.imported_output(spec, ben, "config systems.pub", shard=False)  # ana: not in them
+    assert it.imported_output({"type": "rag"}, ben, "config systems.rag") is None

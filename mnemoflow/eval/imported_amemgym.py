@@ -88,6 +88,14 @@ class EvalOutput:
     recall: pd.DataFrame | None
     path: Path
 
+    def of_users(self, ids: set[str]) -> EvalOutput:
+        """The replies of the users ``ids`` only (a shard's)."""
+        recall = self.recall
+        if recall is not None:
+            recall = recall[recall.user_id.astype(str).isin(ids)]
+        replies = self.replies[self.replies.user_id.astype(str).isin(ids)]
+        return EvalOutput(replies, recall, self.path)
+
 
 def read_output(path: Path) -> EvalOutput:
     """An eval-output file or reference folder; one-line errors naming file, user, period,

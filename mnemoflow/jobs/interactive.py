@@ -73,6 +73,8 @@ def dialogues(
 ) -> None:
     """Converse (or replay) period ``run.step`` of this shard's users from snapshot step-1."""
     users = read_environment(files.environment)
+    # an imported system's file names only users of the environment, whichever shard has them
+    interactive.imported_output(system, users, f"config systems.{run.system}", shard=False)
     mine = set(shard_episodes([u.id for u in users], run.shard, n_shards))
     users = [u for u in users if u.id in mine]
     source_rows = None

@@ -515,15 +515,19 @@ async def run_step(
 
 
 def imported_output(
-    system_spec: dict[str, Any], users: list[AmemUser], where: str
+    system_spec: dict[str, Any], users: list[AmemUser], where: str, shard: bool = True
 ) -> imported_amemgym.EvalOutput | None:
     """The eval-output an ``imported`` system's replies are read from (its file or folder checked
-    against its sha256 and the environment's users); None for every other system."""
+    against its sha256), None for every other system: with ``shard``, the replies of ``users``
+    (a shard's), each naming a period and question they have; else every reply, each naming
+    one of ``users`` (the whole environment: what a job checks before it takes its shard)."""
     if system_spec.get("type") != IMPORTED:
         return None
     path, sha256 = system_spec.get("path"), system_spec.get("sha256")
-    path = imported_amemgym.checked_output(path, sha256, where)
-    return imported_amemgym.checked_against(imported_amemgym.read_output(path), users)
+    output = imported_amemgym.read_output(imported_amemgym.checked_output(path, sha256, where))
+    if shard:
+        output = output.of_users({u.id for u in users})
+    return imported_amemgym.checked_against(output, users)
 
 
 def imported_replies(
