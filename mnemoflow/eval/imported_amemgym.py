@@ -121,11 +121,12 @@ def checked_against(output: EvalOutput, users: list[AmemUser]) -> EvalOutput:
     by_id = {u.id: u for u in users}
     folder = output.path.is_dir()
     for row in output.replies.itertuples():
-        file = output.path / str(row.user_id) / RESULTS if folder else output.path
+        record = f"overall_results[{row.period}][{row.question_index}]"
+        if folder:
+            where = f"{output.path / str(row.user_id) / RESULTS} {record}"
+        else:
+            where = f"{output.path}: user {row.user_id} {record}"
         user = by_id.get(str(row.user_id))
-        where = f"{file} overall_results[{row.period}][{row.question_index}]"
-        if not folder:
-            where = f"{file}: user {row.user_id} {where.split(' ', 1)[1]}"
         if user is None:
             raise ConfigError(f"{where}: user {row.user_id} is not in the benchmark's environment")
         if row.period >= len(user.periods):
@@ -181,9 +182,13 @@ def strict_accuracy(folder: Path) -> dict[str, list[float]]:
     for user, results in user_folders(folder).items():
         content = _load(results)
         values = []
-        for p, row in enumerate(content if isinstance(content, list) else []):
+        if not isinstance(content, list) or not all(isinstance(row, list) for row in content):
+            raise ConfigError(f"{results}: expected a list of periods, each a list of results")
+        for p, row in enumerate(content):
             for q, result in enumerate(row):
                 where = f"{results} overall_results[{p}][{q}]"
+                if result is None:
+                    continue  # not asked (an interrupted run): read as the reader skips it
                 if not isinstance(result, dict) or "answer" not in result:
                     raise ConfigError(f"{where}: missing field 'answer'")
                 values.append(_strictly_correct(result, where))
