@@ -93,6 +93,14 @@ def test_mnemoflow_eval_output_file_reads_the_same(users, tmp_path):
         read_back.reply.tolist()
         == replies.sort_values(["user_id", "period", "question_index"]).reply.tolist()
     )
+    content = json.loads(path.read_text())
+    content["zoe"] = content.pop("ben")
+    path.write_text(json.dumps(content))
+    with pytest.raises(ConfigError) as caught:
+        ia.checked_against(ia.read_output(path), users)
+    assert str(caught.value) == (
+        f"{path}: user zoe overall_results[0][0]: user zoe is not in the benchmark's environment"
+    )
 
 
 def test_bad_output_is_one_line_naming_file_record_and_field(users, tmp_path):
