@@ -89,9 +89,12 @@ def run(args: argparse.Namespace) -> int:
         "systems": {args.name: entry},
         "benchmarks": {args.benchmark: {"systems": systems}},
     }
+    how = "judged by the run's judge"
+    if args.format == "amemgym":
+        how = "scored against the benchmark's environment"
     header = (
         f"# mnemoflow import: {count} {args.format} answers of {args.file} as system "
-        f"{args.name!r} on {args.benchmark!r}, judged by the run's judge\n"
+        f"{args.name!r} on {args.benchmark!r}, {how}\n"
     )
     verdicts = file_verdicts(args.format, args.file)
     if verdicts:  # the published judge's own number, to hold beside the re-judged one
