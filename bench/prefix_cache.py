@@ -43,6 +43,7 @@ from bench.gateway import ServerProcess
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.protocols import static_qa as qa
+from mnemoflow.protocols.step import StepContext
 
 CONCURRENCY = 8
 WORDS = (
@@ -196,12 +197,10 @@ async def _answer_all(
     async with gateway:
         for step in sorted(set(questions.checkpoint)):
             out = folder / f"step{step}"
-            await qa.ingest(
-                sessions, episode_sessions, episodes, shape.system, step, previous, out, gateway
-            )
-            asked = questions[questions.checkpoint == step]
             keys = qa.run_keys(shape.name, shape.system["type"], step)
-            await qa.answer(asked, out, shape.system, keys, gateway)
+            ctx = StepContext(shape.system, gateway, keys)
+            await qa.ingest(sessions, episode_sessions, episodes, ctx, step, previous, out)
+            await qa.answer(questions[questions.checkpoint == step], out, ctx)
             previous = out
     return gateway
 
