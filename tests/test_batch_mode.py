@@ -404,3 +404,73 @@ def test_summary_cost_prices_batch_tokens_at_batch_prices():
     # online: 1 M in x $2; batch: 2 M in x $1 + 1 M out x $4
     assert _cost(ledger, "judge", {**counters, **batch}, PRICES) == pytest.approx(2 + 2 + 4)
     assert _cost(ledger, "judge", counters, PRICES) == pytest.approx(6 + 8)
+
+
+FAKE_SBATCH = """#!/bin/sh
+# sbatch's stand-in: records its arguments, says the job id SLURM would
+echo "$@" >> "$(dirname "$0")/sbatch.calls"
+echo 4242
+"""
+
+
+def test_a_managed_run_batch_endpoint_drains_as_a_slurm_job_submitted_once(tmp_path, monkeypatch):
+    """Inside a SLURM job the command is submitted with the endpoint's resources, its job id
+    recorded before the job waits; a job killed while it waits waits for the same SLURM job
+    when it runs again, and reads its output (no second sbatch)."""
+    from mnemoflow.jobs.run_batch import slurm_drain
+    from mnemoflow.llm.endpoints import bind_endpoints
+    from mnemoflow.ops import batch_jobs
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "sbatch").write_text(FAKE_SBATCH)
+    (fake / "squeue").write_text("#!/bin/sh\n")  # the job has left the queue
+    for name in ("sbatch", "squeue"):
+        (fake / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)  # results/logs/endpoints/ under it
+    command = (
+        f"{sys.executable} -m mnemoflow.testing.run_batch -i {{input}} -o {{output}} "
+        "--model judge-test --reply yes"
+    )
+    endpoints = {"gpu": {"run_batch": command, "gpus": 1, "mem_mb": 8000, "time_limit_min": 30}}
+    models = bind_endpoints({"judge": {"endpoint": "gpu", "model": "judge-test", "batch": True}},
+                            endpoints)  # fmt: skip
+    environ = {**os.environ, "SLURM_JOB_ID": "7", "SLURM_JOB_PARTITION": "gpus"}
+    _, _, questions = longmemeval_tables()
+
+    def job():
+        gateway = Gateway.from_config(
+            models, cache_path=tmp_path / "cache", prices=PRICES,
+            drain_command=slurm_drain(endpoints, environ),
+        )  # fmt: skip
+
+        async def run():
+            async with gateway:
+                return await gateway.batched(
+                    lambda: judge_answers(gateway, "longmemeval", questions, answers(questions))
+                )
+
+        return asyncio.run(run()), gateway.ledger
+
+    def killed(jobid: str) -> None:
+        raise RuntimeError(f"killed while waiting for {jobid}")
+
+    wait = batch_jobs.wait
+    monkeypatch.setattr(batch_jobs, "wait", killed)
+    with pytest.raises(RuntimeError, match="killed while waiting for 4242"):
+        job()
+    [record] = BatchStore(tmp_path / "cache.batches").records()
+    assert record["slurm_job"] == "4242" and record["status"] == "submitted"
+    [call] = (fake / "sbatch.calls").read_text().splitlines()
+    for option in ("--gres=gpu:1", "--mem=8000", "--time=30", "--cpus-per-task=1",
+                   "--partition=gpus", "--job-name=mnemoflow-run-batch-gpu"):  # fmt: skip
+        assert option in call.split(), option
+    # SLURM runs the job meanwhile; the job runs again and finds it done
+    subprocess.run(call.split(" --wrap ", 1)[1], shell=True, check=True)
+    monkeypatch.setattr(batch_jobs, "wait", wait)
+    frame, ledger = job()
+    assert len((fake / "sbatch.calls").read_text().splitlines()) == 1  # never submitted again
+    assert ledger.totals().batch_calls == 12 and set(frame.raw_reply) == {"yes"}
+    assert frame.parse_ok.all()
+    assert [r["status"] for r in BatchStore(tmp_path / "cache.batches").records()] == ["collected"]

@@ -22,6 +22,7 @@ import os
 import shlex
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,13 @@ PENDING = "pending in a Batch-API batch"
 SUBMIT_ONLY_ENV = "MNEMOFLOW_BATCH_SUBMIT"
 #: A batch's states after which it changes no more.
 FINAL = ("completed", "expired", "failed", "cancelled")
+
+
+#: Saves a batch's record beside the cache (written before anything waits on it).
+Save = Callable[[dict[str, Any]], None]
+#: Drains a ``run_batch`` batch elsewhere than in the job (a SLURM job of its own,
+#: :mod:`mnemoflow.jobs.run_batch`): its output file's bytes, or None to run it in the job.
+DrainCommand = Callable[[EndpointSpec, dict[str, Any], Save], Awaitable[bytes | None]]
 
 
 class BatchPending(Exception):
@@ -295,7 +303,9 @@ async def _drain_role(gateway: Gateway, rounds: Rounds, todo: dict[str, Pending]
                 "mnemoflow batch submit); `mnemoflow batch collect` when they are done, then run "
                 "again"
             )
-        done = await asyncio.gather(*(_collect(gateway, spec, r) for r in outstanding))
+        done = await asyncio.gather(
+            *(_collect(gateway, spec, r, rounds.store.save) for r in outstanding)
+        )
         answered: set[str] = set()
         for record, (replies, failed) in zip(outstanding, done, strict=True):
             for key, body in replies.items():
@@ -397,12 +407,15 @@ def real_url(gateway: Gateway, spec: EndpointSpec) -> str:
 
 
 async def _collect(
-    gateway: Gateway, spec: EndpointSpec, record: dict[str, Any]
+    gateway: Gateway, spec: EndpointSpec, record: dict[str, Any], save: Save
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Wait for one batch, then its answered and failed requests; the record is marked
     collected (a request it did not answer is failed)."""
     if spec.run_batch:
-        data = await _run_command(spec, record)
+        elsewhere = gateway.drain_command
+        data = await elsewhere(spec, record, save) if elsewhere is not None else None
+        if data is None:
+            data = await _run_command(spec, record)
     else:
         client = BatchClient(spec, real_url(gateway, spec))
         batch = await _wait(client, spec, record)
@@ -437,14 +450,20 @@ async def _wait(client: BatchClient, spec: EndpointSpec, record: dict[str, Any])
         delay = min(MAX_POLL_S, delay * 2)
 
 
+def command_argv(command: str, record: dict[str, Any]) -> list[str]:
+    """A ``run_batch`` command's words for one batch: its input and output files filled in."""
+    return [
+        part.replace("{input}", record["input"]).replace("{output}", record["output"])
+        for part in shlex.split(command)
+    ]
+
+
 async def _run_command(spec: EndpointSpec, record: dict[str, Any]) -> bytes:
-    """Drain a batch file with the endpoint's ``run_batch`` command; its output file's bytes."""
+    """Drain a batch file with the endpoint's ``run_batch`` command in this job; its output
+    file's bytes."""
     assert spec.run_batch is not None
     output = Path(record["output"])
-    argv = [
-        part.replace("{input}", record["input"]).replace("{output}", str(output))
-        for part in shlex.split(spec.run_batch)
-    ]
+    argv = command_argv(spec.run_batch, record)
     process = await asyncio.create_subprocess_exec(
         *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )

@@ -22,7 +22,7 @@ import numpy as np
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.addresses import redact
-from mnemoflow.llm.batch_mode import PENDING, BatchPending, Pending, Rounds
+from mnemoflow.llm.batch_mode import PENDING, BatchPending, DrainCommand, Pending, Rounds
 from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.context import current_item, fit
 from mnemoflow.llm.endpoints import Address, hide_addresses, managed_name
@@ -265,11 +265,13 @@ class Gateway:
         prices: dict[str, Any] | None = None,
         addresses: dict[str, Address] | None = None,
         on_close: tuple[Callable[[], None], ...] = (),
+        drain_command: DrainCommand | None = None,
     ):
         """``prices``: the config's ``prices:`` entries, merged over the shipped table for the
         ledger's ``usd`` (:mod:`mnemoflow.prices`). ``addresses``: where each managed endpoint
         (``endpoint://NAME``) runs for this job; ``on_close``: called once when it is closed
-        (the job's hold on those endpoints)."""
+        (the job's hold on those endpoints). ``drain_command``: runs an endpoint's
+        ``run_batch`` command elsewhere (a SLURM job of its own; None: in this job)."""
         for role, fallback in ROLE_DEFAULTS.items():
             if specs.get(role) is None and specs.get(fallback) is not None:
                 # Batch-API mode is the fallback's own (its jobs collect its requests)
@@ -305,6 +307,7 @@ class Gateway:
         #: role -> (event loop, the dispatcher of its requests) with ``prefix_dispatch``
         self._dispatchers: dict[str, tuple[Any, PrefixDispatcher]] = {}
         self._on_close = list(on_close)
+        self.drain_command = drain_command
         #: Batch-API mode's state while :meth:`batched` runs (None: requests go online)
         self._rounds: Rounds | None = None
         self._counted: set[str] = set()  # batch replies the current pass has counted
@@ -319,6 +322,7 @@ class Gateway:
         prices: dict[str, Any] | None = None,
         addresses: dict[str, Address] | None = None,
         on_close: tuple[Callable[[], None], ...] = (),
+        drain_command: DrainCommand | None = None,
     ) -> Gateway:
         """``only_given``: the roles absent from ``models`` are unbound (see ``unbound``), except a
         role whose fallback (``ROLE_DEFAULTS``: an unbound critic takes the judge's binding) is
@@ -338,6 +342,7 @@ class Gateway:
             prices=prices,
             addresses=addresses,
             on_close=on_close,
+            drain_command=drain_command,
         )
 
     def _check_bound(self, role: str) -> None:

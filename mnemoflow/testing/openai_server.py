@@ -304,7 +304,7 @@ class OpenAITestServer:
         self._headers = dict(headers or {})
         #: ``/v1/files`` and ``/v1/batches`` (:mod:`mnemoflow.testing.batch_api`)
         self.batch_api = BatchAPI(
-            lambda body: json.loads(self._completion(body).body),
+            self.answer,
             delay=batch_delay,
             line_errors=batch_line_errors,
             expire=batch_expire,
@@ -578,6 +578,10 @@ class OpenAITestServer:
             # HTTP dates have one-second resolution: round up so the client never waits too little.
             return email.utils.formatdate(math.ceil(time.time() + self.retry_after), usegmt=True)
         return f"{self.retry_after:g}"
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The chat completion body the server answers ``body`` with (a batch's line too)."""
+        return json.loads(self._completion(body).body)
 
     def _completion(self, body: dict[str, Any], fault: str = "") -> web.Response:
         if fault == "garbled":
