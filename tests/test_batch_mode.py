@@ -416,9 +416,11 @@ echo 4242
 def test_a_managed_run_batch_endpoint_drains_as_a_slurm_job_submitted_once(tmp_path, monkeypatch):
     """Inside a SLURM job the command is submitted with the endpoint's resources, its job id
     recorded before the job waits; a job killed while it waits waits for the same SLURM job
-    when it runs again, and reads its output (no second sbatch)."""
+    when it runs again, and reads its output (no second sbatch). A SLURM job that left no
+    output fails the job in one line naming its log, and the next run submits it again."""
     from mnemoflow.jobs.run_batch import slurm_drain
     from mnemoflow.llm.endpoints import bind_endpoints
+    from mnemoflow.llm.types import EndpointError
     from mnemoflow.ops import batch_jobs
 
     fake = tmp_path / "bin"
@@ -456,13 +458,19 @@ def test_a_managed_run_batch_endpoint_drains_as_a_slurm_job_submitted_once(tmp_p
     def killed(jobid: str) -> None:
         raise RuntimeError(f"killed while waiting for {jobid}")
 
+    with pytest.raises(EndpointError, match=r"run_batch SLURM job 4242 ended without an output "
+                       r"file; its log: results/logs/endpoints/gpu.run_batch.log$"):  # fmt: skip
+        job()  # the fake sbatch ran nothing
+    [record] = BatchStore(tmp_path / "cache.batches").records()
+    assert "slurm_job" not in record and record["status"] == "submitted"
     wait = batch_jobs.wait
     monkeypatch.setattr(batch_jobs, "wait", killed)
     with pytest.raises(RuntimeError, match="killed while waiting for 4242"):
         job()
     [record] = BatchStore(tmp_path / "cache.batches").records()
     assert record["slurm_job"] == "4242" and record["status"] == "submitted"
-    [call] = (fake / "sbatch.calls").read_text().splitlines()
+    first, call = (fake / "sbatch.calls").read_text().splitlines()
+    assert first == call  # the same batch submitted again
     for option in ("--gres=gpu:1", "--mem=8000", "--time=30", "--cpus-per-task=1",
                    "--partition=gpus", "--job-name=mnemoflow-run-batch-gpu"):  # fmt: skip
         assert option in call.split(), option
@@ -470,7 +478,7 @@ def test_a_managed_run_batch_endpoint_drains_as_a_slurm_job_submitted_once(tmp_p
     subprocess.run(call.split(" --wrap ", 1)[1], shell=True, check=True)
     monkeypatch.setattr(batch_jobs, "wait", wait)
     frame, ledger = job()
-    assert len((fake / "sbatch.calls").read_text().splitlines()) == 1  # never submitted again
+    assert len((fake / "sbatch.calls").read_text().splitlines()) == 2  # not submitted again
     assert ledger.totals().batch_calls == 12 and set(frame.raw_reply) == {"yes"}
     assert frame.parse_ok.all()
     assert [r["status"] for r in BatchStore(tmp_path / "cache.batches").records()] == ["collected"]
