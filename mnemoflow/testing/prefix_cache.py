@@ -8,12 +8,11 @@ share a block only when they share the whole prefix up to its end. The cache hol
 (never its last token: a server always computes at least one), and its blocks enter the cache
 when it completes, the deepest first, so that when a long prompt does not fit, or an old one is
 evicted, the tail of the chain goes before its head. This is vLLM's order: a finished request's
-blocks are appended to the free queue, evicted from its front, "in the reverse order", because
-"the last block of a request must hash more tokens and is less likely to be reused by other
-requests" (vLLM design docs, "Automatic Prefix Caching", https://docs.vllm.ai/en/latest/design/
-prefix_caching/; ``KVCacheManager.free`` in ``vllm/v1/core/kv_cache_manager.py``). An LRU that
-dropped a chain's head first would lose every later hit on it (a chain is only usable from its
-first block).
+blocks go to the back of the free queue, which is evicted from its front, in reverse order (the
+last block hashes the most tokens and is the least likely to be shared), per vLLM's design docs,
+"Automatic Prefix Caching" (https://docs.vllm.ai/en/latest/design/prefix_caching/), and its v1
+``KVCacheManager.free``. An LRU that dropped a chain's head first would lose every later hit on
+it (a chain is only usable from its first block).
 
 :class:`IdealCache` is the yardstick: an unbounded cache filled on arrival, which serves each
 request every block any earlier request sent; the total it serves for a set of requests does
