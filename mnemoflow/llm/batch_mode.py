@@ -24,13 +24,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.llm.cache import ResponseCache
 from mnemoflow.llm.types import ChatRequest, Completion, EndpointError, EndpointSpec
-
-if TYPE_CHECKING:
-    from mnemoflow.llm.gateway import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +45,19 @@ PENDING = "pending in a Batch-API batch"
 SUBMIT_ONLY_ENV = "MNEMOFLOW_BATCH_SUBMIT"
 #: A batch's states after which it changes no more.
 FINAL = ("completed", "expired", "failed", "cancelled")
+
+
+class Gateway(Protocol):
+    """What Batch-API mode uses of the model gateway (:class:`mnemoflow.llm.gateway.Gateway`,
+    which imports this module): the roles' specs, the response cache, a role's backend for a
+    request asked online, and the address a role's requests go to."""
+
+    specs: dict[str, EndpointSpec]
+    cache: ResponseCache
+
+    def backend(self, role: str) -> Any: ...
+
+    def endpoint_url(self, role: str) -> str: ...
 
 
 class BatchPending(Exception):
@@ -318,20 +329,13 @@ async def _submit(
         record["output"] = str(folder / f"run_batch-{digest}.out.jsonl")
         Path(record["input"]).write_bytes(data)
     else:
-        client = BatchClient(spec, real_url(gateway, spec))
+        client = BatchClient(spec, gateway.endpoint_url(spec.role))
         file_id = await client.upload(data, f"mnemoflow-{digest}.jsonl")
         batch = await client.create(file_id, spec.batch_window)
         record.update(id=batch["id"], input_file_id=file_id)
     rounds.store.save(record)
     log.info("models.%s: %d requests submitted as batch %s", spec.role, len(lines), record["id"])
     return record
-
-
-def real_url(gateway: Gateway, spec: EndpointSpec) -> str:
-    url = (spec.base_url or "").strip().rstrip("/")
-    if spec.base_url_env:
-        return os.environ[spec.base_url_env]
-    return gateway._address(spec.role, url).url if url in gateway.addresses else url
 
 
 async def _collect(
@@ -342,7 +346,7 @@ async def _collect(
     if spec.run_batch:
         data = await _run_command(spec, record)
     else:
-        client = BatchClient(spec, real_url(gateway, spec))
+        client = BatchClient(spec, gateway.endpoint_url(spec.role))
         batch = await _wait(client, spec, record)
         data = b""
         for name in ("output_file_id", "error_file_id"):
@@ -427,7 +431,7 @@ async def collect_for_later(
         if not spec.batch or spec.run_batch:
             continue
         for record in store.outstanding(spec):
-            client = BatchClient(spec, real_url(gateway, spec))
+            client = BatchClient(spec, gateway.endpoint_url(spec.role))
             batch = await (_wait(client, spec, record) if wait else client.retrieve(record["id"]))
             found.append((record, batch["status"]))
             if batch["status"] not in FINAL or not store_replies:

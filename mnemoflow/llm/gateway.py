@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,7 +23,16 @@ import numpy as np
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.addresses import redact
-from mnemoflow.llm.batch_mode import PENDING, BatchPending, Pending, Rounds
+from mnemoflow.llm.batch_mode import (
+    PENDING,
+    BatchPending,
+    BatchStore,
+    Pending,
+    Rounds,
+    apply_counts,
+    claim_collected,
+    drain,
+)
 from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.context import current_item, fit
 from mnemoflow.llm.endpoints import Address, hide_addresses, managed_name
@@ -356,6 +366,14 @@ class Gateway:
                 spec = dataclasses.replace(spec, base_url=self._address(role, url).url)
             self._backends[role] = make_backend(spec, limit)
         return self._backends[role]
+
+    def endpoint_url(self, role: str) -> str:
+        """The address the role's requests go to (a managed endpoint's, or ``base_url_env``'s)."""
+        spec = self.specs[role]
+        url = (spec.base_url or "").strip().rstrip("/")
+        if spec.base_url_env:
+            return os.environ[spec.base_url_env]
+        return self._address(role, url).url if url in self.addresses else url
 
     def _address(self, role: str, url: str) -> Address:
         if url not in self.addresses:
@@ -716,14 +734,6 @@ class Gateway:
         ledger are the job's. Without a batch role: ``produce()`` once."""
         if not any(spec.batch for spec in self.specs.values()):
             return await produce()
-        from mnemoflow.llm.batch_mode import (
-            BatchStore,
-            Rounds,
-            apply_counts,
-            claim_collected,
-            drain,
-        )
-
         rounds = Rounds(BatchStore.beside(self.cache.directory))
         claimed = claim_collected(self, rounds)
         self._rounds = rounds
