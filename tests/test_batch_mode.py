@@ -148,11 +148,14 @@ def test_config_refuses_batch_where_replies_feed_requests():
         )
     with pytest.raises(ConfigError, match=r"models.judge.run_batch: a command with \{input\}"):
         EndpointSpec.from_config("judge", {**BOUND, "run_batch": "x"})
-    # the critic takes the judge's binding, not its Batch-API mode
-    spec = Gateway.from_config(
+    # the critic (MemoryBench's WritingBench scorer) takes the judge's binding, Batch-API mode
+    # included: it scores in the feedback jobs that collect the judge's requests
+    specs = Gateway.from_config(
         {"judge": {"base_url": "http://h/v1", "model": "m", "batch": True}}
-    ).specs["critic"]
-    assert spec.model == "m" and not spec.batch
+    ).specs
+    assert specs["critic"].model == "m" and specs["critic"].batch
+    spec = EndpointSpec.from_config("critic", {**BOUND, "batch": True})
+    assert spec.batch
 
 
 def test_a_run_whose_other_rules_ask_a_batch_role_is_refused_at_parse_time():

@@ -427,9 +427,11 @@ async def collect_for_later(
     from mnemoflow.llm.openai_backend import completion_of
 
     found = []
+    seen = set()  # a role that takes another's binding (the critic) shares its batches
     for spec in gateway.specs.values():
-        if not spec.batch or spec.run_batch:
+        if not spec.batch or spec.run_batch or endpoint_of(spec) in seen:
             continue
+        seen.add(endpoint_of(spec))
         for record in store.outstanding(spec):
             client = BatchClient(spec, gateway.endpoint_url(spec.role))
             batch = await (_wait(client, spec, record) if wait else client.retrieve(record["id"]))

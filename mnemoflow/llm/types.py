@@ -447,10 +447,8 @@ def resolved_spec(models: Mapping[str, Any], role: str) -> EndpointSpec:
     """The endpoint ``role`` runs on: its own binding, else its fallback's (``ROLE_DEFAULTS``)."""
     if role in models or ROLE_DEFAULTS.get(role) not in models:
         return EndpointSpec.from_config(role, models.get(role))
-    inherited = dict(models[ROLE_DEFAULTS[role]] or {})
-    for key in BATCH_KEYS:  # Batch-API mode is the fallback's own (its jobs collect its requests)
-        inherited.pop(key, None)
-    return EndpointSpec.from_config(role, inherited)
+    # Batch-API mode too: the critic scores in the jobs that collect the judge's requests
+    return EndpointSpec.from_config(role, dict(models[ROLE_DEFAULTS[role]] or {}))
 
 
 def played_by(models: Mapping[str, Any], roles: Iterable[str]) -> dict[str, dict[str, str]]:
