@@ -21,7 +21,7 @@ import pytest
 from mnemoflow.testing.openai_server import OpenAITestServer, original_body
 from tests.amemgym_fixtures import TINY_BENCHMARK, write_one_user
 from tests.answering_model import answer
-from tests.memorybench_release import write_release
+from tests.memorybench_release import locomo_release
 from tests.shared_data import shared_file
 from tests.workflow import ledgers, snakemake, workdir
 
@@ -50,19 +50,10 @@ def tables(wd: Path, names: tuple[str, ...]) -> dict[str, pd.DataFrame]:
     return out
 
 
-def feedback_run(tmp_path: Path, configs: Path, release: Path, judge: dict) -> Path:
+def feedback_run(tmp_path: Path, spec: dict, judge: dict) -> Path:
     tmp_path.mkdir()
     wd = workdir(tmp_path)
     override = wd / "override.json"
-    spec = {
-        "loader": "memorybench",
-        "source": {"path": str(release)},
-        "set": "dataset:Locomo-0",
-        "configs": str(configs),
-        "scoring": "judge",
-        "protocols": ["off_policy"],
-        "feedback": {"dialogues": "generated", "max_rounds": 2},
-    }
     models = {"judge": judge, "embedder": {"backend": "offline"}}
     config = {
         "allow_offline_roles": ["agent", "user", "memory_writer", "embedder"],
@@ -76,20 +67,14 @@ def feedback_run(tmp_path: Path, configs: Path, release: Path, judge: dict) -> P
 
 
 def test_feedback_run_with_the_judge_in_batch_api_mode_gives_the_online_tables(tmp_path):
-    configs = shared_file("memorybench") / "configs" / "datasets"  # absent: skip
-    only = tmp_path / "only"
-    only.mkdir()
-    each = json.loads((configs / "each.json").read_text(encoding="utf-8"))
-    (only / "each.json").write_text(json.dumps({"Locomo-0": each["Locomo-0"]}))
-    release = tmp_path / "release"
-    write_release(release, only)
+    spec = locomo_release(tmp_path, shared_file("memorybench") / "configs" / "datasets")
     with OpenAITestServer(reply=scoring_judge) as server:
         judge = {"base_url": server.base_url, "model": "judge-test"}
-        online = feedback_run(tmp_path / "online", configs, release, judge)
+        online = feedback_run(tmp_path / "online", spec, judge)
         asked_online = server.stats().paths["chat"]
         server.reset()
         batch = {**judge, "batch": True, "batch_poll_s": 0.05}
-        batched = feedback_run(tmp_path / "batch", configs, release, batch)
+        batched = feedback_run(tmp_path / "batch", spec, batch)
         created, asked = server.batch_api.created, server.stats().paths["chat"]
     names = ("train_dialogues.parquet", "answers.parquet", "judgements.parquet")
     names += ("scores.parquet", "question_scores.parquet")
