@@ -2,11 +2,11 @@
 the online run's tables.
 
 Feedback: a MemoryBench Locomo-0 release (tests/memorybench_release.py) scored by the judge
-protocol, its training dialogues generated with the rule-based user (whose verdicts are the
-judge's: asked online, the next turn depends on them), the off-policy step's answers scored by
-the judge through the test server's Batch API. Interactive: AMemGym asks no judge, so a judge in
-Batch-API mode changes nothing there (no batch, the same tables); its agent converses, so
-Batch-API mode for the agent is refused when the workflow is parsed.
+protocol, its training dialogues and the on-policy step 1's live one with the rule-based user
+(whose verdicts are the judge's: asked online, the next turn depends on them), every step's
+answers scored by the judge through the test server's Batch API. Interactive: AMemGym asks no
+judge, so a judge in Batch-API mode changes nothing there (no batch, the same tables); its agent
+converses, so Batch-API mode for the agent is refused when the workflow is parsed.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ def feedback_run(tmp_path: Path, spec: dict, judge: dict) -> Path:
 
 def test_feedback_run_with_the_judge_in_batch_api_mode_gives_the_online_tables(tmp_path):
     spec = locomo_release(tmp_path, shared_file("memorybench") / "configs" / "datasets")
+    spec["protocols"] = ["off_policy", "on_policy"]
+    spec["feedback"] = {**spec["feedback"], "on_policy_steps": 1}
     with OpenAITestServer(reply=scoring_judge) as server:
         judge = {"base_url": server.base_url, "model": "judge-test"}
         online = feedback_run(tmp_path / "online", spec, judge)
@@ -76,27 +78,48 @@ def test_feedback_run_with_the_judge_in_batch_api_mode_gives_the_online_tables(t
         batch = {**judge, "batch": True, "batch_poll_s": 0.05}
         batched = feedback_run(tmp_path / "batch", spec, batch)
         created, asked = server.batch_api.created, server.stats().paths["chat"]
-    names = ("train_dialogues.parquet", "answers.parquet", "judgements.parquet")
-    names += ("scores.parquet", "question_scores.parquet")
+    names = ("train_dialogues.parquet", "dialogues.parquet", "answers.parquet")
+    names += ("judgements.parquet", "scores.parquet", "question_scores.parquet")
     first, second = tables(online, names), tables(batched, names)
     for name in names:
         pd.testing.assert_frame_equal(first[name], second[name], obj=name)
-    assert len(first["judgements.parquet"]) == 2 and first["judgements.parquet"].parse_ok.all()
-    # the step's scoring went through one batch; the dialogues' verdicts were asked online
-    step = [led["totals"] for led in ledgers(batched, "step.ledger.json")]
-    online_step = [led["totals"] for led in ledgers(online, "step.ledger.json")]
-    assert created == 1 and [t["batch_calls"] for t in step] == [2]
-    assert [t["calls"] for t in step] == [t["calls"] for t in online_step]
-    assert all(led.get("batch_ids") for led in ledgers(batched, "step.ledger.json"))
-    talk = [led["totals"] for led in ledgers(batched, "train_dialogues.ledger.json")]
-    judge_calls = sum(
-        e["calls"]
-        for led in ledgers(batched, "train_dialogues.ledger.json")
-        for key, e in led["by_role_task"].items()
-        if key.startswith("judge/")
+    judged = first["judgements.parquet"]
+    assert len(judged) == 2 * 3 and judged.parse_ok.all()  # off-policy step 0, on-policy 0 and 1
+    dialogues = first["dialogues.parquet"]
+    assert (dialogues.protocol == "on_policy").any()  # step 1's live dialogue
+    # every job asked the judge as often; the scoring went through batches, the dialogues'
+    # verdicts (train_dialogues, the on-policy step 1's live dialogue) online
+    counts = {name: judge_counts(wd) for name, wd in (("online", online), ("batch", batched))}
+    assert counts["online"].keys() == counts["batch"].keys()
+    for job, (calls, hits, _) in counts["online"].items():
+        assert counts["batch"][job][:2] == (calls, hits), job
+    assert asked_online == sum(calls - hits for calls, hits, _ in counts["online"].values())
+    in_batches = sum(b for _, _, b in counts["batch"].values())
+    assert created >= 1 and in_batches >= 2
+    assert (
+        asked == sum(c - h - b for c, h, b in counts["batch"].values()) == asked_online - in_batches
     )
-    assert judge_calls >= 1 and [t["batch_calls"] for t in talk] == [0]
-    assert asked == judge_calls and asked_online == judge_calls + 2
+    talk = next(
+        v for job, v in counts["batch"].items() if job.endswith("train_dialogues.ledger.json")
+    )
+    assert talk[0] >= 1 and talk[2] == 0
+    for led in ledgers(batched, "step.ledger.json"):
+        assert bool(led.get("batch_ids")) == bool(led["totals"]["batch_calls"])
+
+
+def judge_counts(wd: Path) -> dict[str, tuple[int, int, int]]:
+    """ledger -> the judge's (calls, cache hits, batch calls) in it."""
+    out = {}
+    for path in sorted(wd.glob("results/**/*.ledger.json")):
+        entries = [
+            e
+            for key, e in json.loads(path.read_text())["by_role_task"].items()
+            if key.startswith("judge/")
+        ]
+        if entries:
+            counts = (sum(e[n] for e in entries) for n in ("calls", "cache_hits", "batch_calls"))
+            out[str(path.relative_to(wd))] = tuple(counts)
+    return out
 
 
 OFFLINE = {"backend": "offline"}
