@@ -277,9 +277,13 @@ def test_a_job_killed_while_waiting_polls_the_same_batch(tmp_path):
         job = subprocess.Popen(argv, env=env, cwd=REPO)
         store = BatchStore(tmp_path / "cache.batches")
         deadline = time.monotonic() + 60
-        while not store.records() and time.monotonic() < deadline:
+
+        def waiting() -> bool:
+            return any(r["status"] == "submitted" for r in store.records())
+
+        while not waiting() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert store.records(), "the job wrote no batch record"
+        assert waiting(), "the job wrote no batch record"
         os.kill(job.pid, signal.SIGKILL)
         job.wait()
         assert server.batch_api.created == 1
@@ -287,6 +291,46 @@ def test_a_job_killed_while_waiting_polls_the_same_batch(tmp_path):
         assert rerun.returncode == 0
         assert server.batch_api.created == 1  # polled, never submitted again
     same_table(online, pd.read_parquet(tmp_path / "judgements.parquet"))
+    assert [r["status"] for r in store.records()] == ["collected"]
+
+
+class Killed(BaseException):
+    """A job's death at one point of a submission (BaseException: nothing may catch it)."""
+
+
+@pytest.mark.parametrize("dies", ["after the batch is created", "before the batch is created"])
+def test_a_job_killed_while_submitting_never_submits_twice(tmp_path, monkeypatch, dies):
+    """Killed between the provider creating the batch and the record being written, a rerun
+    finds the batch by its submission name and polls it; killed before the provider made one, it
+    submits it (once)."""
+    from mnemoflow.llm import batch_mode
+
+    with OpenAITestServer(reply=strict_judge) as server:
+        online, _ = judged(tmp_path, server, "online")
+    with OpenAITestServer(reply=strict_judge) as server:
+        if dies == "after the batch is created":
+            save = BatchStore.save
+
+            def dying_save(store, record):
+                if record["status"] == "submitted":
+                    raise Killed
+                save(store, record)
+
+            monkeypatch.setattr(BatchStore, "save", dying_save)
+        else:
+
+            async def dying_create(client, *args):
+                raise Killed
+
+            monkeypatch.setattr(batch_mode.BatchClient, "create", dying_create)
+        with pytest.raises(Killed):
+            judged(tmp_path, server, "batch", batch=True, batch_poll_s=0.01)
+        store = BatchStore(tmp_path / "batch-cache.batches")
+        assert [r["status"] for r in store.records()] == [batch_mode.SUBMITTING]
+        monkeypatch.undo()
+        rerun, _ = judged(tmp_path, server, "batch", batch=True, batch_poll_s=0.01)
+        assert server.batch_api.created == 1
+    same_table(online, rerun)
     assert [r["status"] for r in store.records()] == ["collected"]
 
 
@@ -341,7 +385,7 @@ def test_the_test_servers_batch_api_in_openai_shapes(tmp_path):
         async def run():
             file_id = await client.upload(b"".join(lines), "in.jsonl")
             assert await client.content(file_id) == b"".join(lines)
-            batch = await client.create(file_id, "24h")
+            batch = await client.create(file_id, "24h", "mnemoflow-x.jsonl")
             assert (batch["object"], batch["status"], batch["input_file_id"]) == (
                 "batch",
                 "in_progress",

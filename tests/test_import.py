@@ -168,7 +168,7 @@ def test_a_changed_file_or_a_bad_entry_is_one_line(tmp_path):
     )
     with pytest.raises(ConfigError, match=rf"^{WHERE}.path: no such file"):
         imported_answers(questions, questions, {**system, "path": "gone.json"}, KEYS, WHERE)
-    with pytest.raises(ConfigError, match=r"\.format: static QA reads .* `mnemoflow score`"):
+    with pytest.raises(ConfigError, match=r"\.format: static QA reads .* interactive protocol\)$"):
         imported_answers(questions, questions, {**system, "format": "amemgym"}, KEYS, WHERE)
     with pytest.raises(ConfigError, match=r"^systems.published.sha256: 'abc' does not match"):
         build({**system, "sha256": "abc"}, name="published")
@@ -210,7 +210,7 @@ def test_import_writes_a_config_layer(tmp_path, capsys):
     assert "conversation 0 record 0: missing or non-text field 'response'" in error
     argv[2] = "amemgym"
     assert cli.main(argv) == 2
-    assert "mnemoflow score --benchmark amemgym --eval-output" in capsys.readouterr().err
+    assert "results.json: user 0: missing field 'overall_results'" in capsys.readouterr().err
 
 
 #: The shipped published output (data/imported/README.md) and its authors' published numbers.
@@ -280,11 +280,14 @@ def test_an_imported_system_is_refused_at_start_outside_static_qa(tmp_path):
         check_imported(systems, ["pub"], ["interactive"], "config benchmarks.amem")
     assert str(error.value) == (
         "config benchmarks.amem: system 'pub' is imported (its answers are read from a file) "
-        "and answers static QA only, not ['interactive']"
+        "and its longmemeval output answers static QA only, not ['interactive']"
     )
     path.write_text("")  # changed since the import
     with pytest.raises(ConfigError, match=r"^config systems.pub.sha256: "):
         check_imported(systems, ["pub"], ["qa"], "config benchmarks.b")
     systems["pub"]["format"] = "amemgym"
+    with pytest.raises(ConfigError, match=r"its amemgym output answers the interactive protocol"):
+        check_imported(systems, ["pub"], ["qa"], "config benchmarks.b")
+    systems["pub"]["format"] = "xml"
     with pytest.raises(ConfigError, match=r"^config systems.pub.format: one of"):
         check_imported(systems, ["pub"], ["qa"], "config benchmarks.b")

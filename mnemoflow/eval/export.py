@@ -574,9 +574,16 @@ def read_eval_output(
     content = _read_json(path)
     if not isinstance(content, dict) or not content:
         raise ConfigError(f"{path}: expected an object of user ids")
+    return eval_output_frames({u: (e, f"{path}: user {u}") for u, e in content.items()}, path)
+
+
+def eval_output_frames(
+    entries: dict[str, tuple[Any, str]], path: Path
+) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
+    """The frames of :func:`read_eval_output` from user id -> (its eval-output entry, where it
+    was read for errors): a single file's users, or the reference's one folder per user."""
     replies, upper, recall = [], [], []
-    for user_id, entry in content.items():
-        where = f"{path}: user {user_id}"
+    for user_id, (entry, where) in entries.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("overall_results"), list):
             raise ConfigError(f"{where}: missing field 'overall_results'")
         for p, q, result, loc in _grid(entry, "overall_results", where):

@@ -18,7 +18,8 @@ and one's own are held under one judge. The formats are those ``mnemoflow export
 
 A question of the benchmark the file does not answer keeps an empty answer and is reported as
 failed, so the judge leaves it unscored (``<metric>:unscored``) rather than counting it wrong.
-AMemGym's eval-output answers the interactive protocol, which has no answer job to read it yet.
+An AMemGym eval-output (``amemgym``) answers the interactive protocol instead: its dialogues job
+reads the file's per-period replies (:mod:`mnemoflow.eval.imported_amemgym`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import pandas as pd
 
 from mnemoflow.data.errata import file_sha256
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval import imported_amemgym
 from mnemoflow.eval.export import is_locomo_samples, read_locomo_samples
 from mnemoflow.eval.memorybench import memorybench_rescore
 from mnemoflow.eval.static_qa.rescore import (
@@ -42,8 +44,11 @@ from mnemoflow.eval.static_qa.rescore import (
 )
 
 IMPORTED = "imported"
+AMEMGYM = imported_amemgym.FORMAT
 #: Formats the static QA answer job reads (AMemGym's eval-output is not one of them).
 STATIC_FORMATS = ("longmemeval", "locomo", "memorybench")
+#: The protocols a format's imported system runs under (every other runs it as an empty memory).
+PROTOCOLS_OF = {**{f: ("qa",) for f in STATIC_FORMATS}, AMEMGYM: ("interactive",)}
 
 
 def checked_file(path: Any, sha256: Any, where: str) -> Path:
@@ -77,7 +82,7 @@ def read_imported(spec: dict[str, Any], questions: pd.DataFrame, where: str) -> 
     if fmt not in STATIC_FORMATS:
         raise ConfigError(
             f"{where}.format: static QA reads {list(STATIC_FORMATS)}, got {fmt!r}"
-            + (" (an AMemGym eval-output is scored by `mnemoflow score`)" if fmt else "")
+            + (" (an AMemGym eval-output answers the interactive protocol)" if fmt else "")
         )
     path = checked_file(spec.get("path"), spec.get("sha256"), where)
     known = set(questions["question_id"])
@@ -193,12 +198,8 @@ def imported_answers(
 def check_output(fmt: str, path: Path, key: str | None = None) -> int:
     """How many answers an output file of ``fmt`` holds, read without the benchmark's data (the
     question ids are checked against it when the answer job reads the file); one-line errors."""
-    if fmt not in STATIC_FORMATS:
-        raise ConfigError(
-            f"--format {fmt}: an imported system answers static QA ({', '.join(STATIC_FORMATS)}); "
-            "an AMemGym eval-output is re-scored by `mnemoflow score --benchmark amemgym "
-            "--eval-output FILE`"
-        )
+    if fmt == AMEMGYM:
+        return len(imported_amemgym.read_output(path).replies)
     if fmt == "longmemeval":
         return len(read_predictions(path))
     if fmt == "memorybench":
@@ -243,7 +244,7 @@ def system_entry(
 ) -> dict[str, Any]:
     """The ``systems:`` entry of an imported output: its format, file and the file's sha256."""
     entry: dict[str, Any] = {"type": IMPORTED, "format": fmt, "path": str(path)}
-    entry["sha256"] = file_sha256(path)
+    entry["sha256"] = imported_amemgym.output_sha256(path) if fmt == AMEMGYM else file_sha256(path)
     if key:
         entry["key"] = key
     if retrievals is not None:
@@ -254,22 +255,26 @@ def system_entry(
 def check_imported(
     systems: dict[str, dict[str, Any]], names: list[str], protocols: list[str], where: str
 ) -> None:
-    """At startup, the imported ``names`` among a benchmark's systems: static QA only (another
-    protocol would run it as a memory that holds nothing), a static format, the file there with
-    its sha256; one line naming ``where`` (``config benchmarks.NAME``) or the system."""
+    """At startup, the imported ``names`` among a benchmark's systems: a known format, run under
+    its protocol only (static QA, or AMemGym's ``interactive``; another protocol would run it as
+    a memory that holds nothing), the file there with its sha256; one line naming ``where``
+    (``config benchmarks.NAME``) or the system."""
     for name in names:
         spec = systems.get(name) or {}
         if spec.get("type") != IMPORTED:
             continue
-        others = sorted(set(protocols) - {"qa"})
+        system = f"config systems.{name}"
+        fmt = spec.get("format")
+        if fmt not in PROTOCOLS_OF:
+            raise ConfigError(f"{system}.format: one of {list(PROTOCOLS_OF)}, got {fmt!r}")
+        others = sorted(set(protocols) - set(PROTOCOLS_OF[fmt]))
         if others:
+            kind = "static QA" if fmt in STATIC_FORMATS else "the interactive protocol"
             raise ConfigError(
                 f"{where}: system {name!r} is imported (its answers are read from a file) and "
-                f"answers static QA only, not {others}"
+                f"its {fmt} output answers {kind} only, not {others}"
             )
-        system = f"config systems.{name}"
-        if spec.get("format") not in STATIC_FORMATS:
-            raise ConfigError(
-                f"{system}.format: one of {list(STATIC_FORMATS)}, got {spec.get('format')!r}"
-            )
-        checked_file(spec.get("path"), spec.get("sha256"), system)
+        if fmt == AMEMGYM:
+            imported_amemgym.checked_output(spec.get("path"), spec.get("sha256"), system)
+        else:
+            checked_file(spec.get("path"), spec.get("sha256"), system)

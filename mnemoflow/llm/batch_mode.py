@@ -39,6 +39,10 @@ MAX_BYTES = 200 * 1024**2
 MAX_POLL_S = 60.0
 #: Batches a request may go through before the job gives up on it (``batch_fallback: resubmit``).
 MAX_SUBMITS = 3
+#: A submission begun and not yet recorded as made (its record's status), and the metadata key
+#: naming it on the provider's batch (how a rerun finds the batch again).
+SUBMITTING = "submitting"
+SUBMISSION_KEY = "mnemoflow_submission"
 #: The failure of a reply whose request waits for its batch (the pass's tables are discarded).
 PENDING = "pending in a Batch-API batch"
 #: Set (by ``mnemoflow batch submit``): a job submits its batch and stops instead of waiting.
@@ -159,12 +163,18 @@ class BatchStore:
             os.fsync(handle.fileno())
         os.replace(temporary, path)
 
+    def remove(self, record: dict[str, Any]) -> None:
+        (self.directory / f"{_safe(record['id'])}.json").unlink(missing_ok=True)
+
     def records(self) -> list[dict[str, Any]]:
         if not self.directory.is_dir():
             return []
         found = []
         for path in sorted(self.directory.glob("*.json")):
-            found.append(json.loads(path.read_text(encoding="utf-8")))
+            try:
+                found.append(json.loads(path.read_text(encoding="utf-8")))
+            except FileNotFoundError:  # a submission's intent, removed once its record is made
+                continue
         return found
 
     def outstanding(self, spec: EndpointSpec) -> list[dict[str, Any]]:
@@ -172,7 +182,16 @@ class BatchStore:
         return [
             r
             for r in self.records()
-            if r["status"] != "collected" and r["endpoint"] == endpoint_of(spec)
+            if r["status"] not in ("collected", SUBMITTING) and r["endpoint"] == endpoint_of(spec)
+        ]
+
+    def submitting(self, spec: EndpointSpec) -> list[dict[str, Any]]:
+        """Submissions of ``spec``'s endpoint a job began and never recorded as made (it was
+        killed between the provider creating the batch and the record being written)."""
+        return [
+            r
+            for r in self.records()
+            if r["status"] == SUBMITTING and r["endpoint"] == endpoint_of(spec)
         ]
 
 
@@ -225,13 +244,29 @@ class BatchClient:
         form.add_field("file", data, filename=name, content_type="application/jsonl")
         return (await self._call("POST", "/files", data=form))["id"]
 
-    async def create(self, file_id: str, window: str) -> dict[str, Any]:
+    async def create(self, file_id: str, window: str, name: str) -> dict[str, Any]:
         body = {
             "input_file_id": file_id,
             "endpoint": "/v1/chat/completions",
             "completion_window": window,
+            "metadata": {SUBMISSION_KEY: name},
         }
         return await self._call("POST", "/batches", json=body)
+
+    async def find(self, name: str, known: set[str]) -> dict[str, Any] | None:
+        """The newest batch created for submission ``name`` (its metadata) that no record
+        holds yet, by listing the account's batches (newest first, a page of 100 at a time)."""
+        after = None
+        while True:
+            query = {"limit": "100", **({"after": after} if after else {})}
+            page = await self._call("GET", "/batches", params=query)
+            for batch in page.get("data", []):
+                made_for = (batch.get("metadata") or {}).get(SUBMISSION_KEY)
+                if made_for == name and batch["id"] not in known:
+                    return batch
+            if not page.get("has_more") or not page.get("data"):
+                return None
+            after = page["data"][-1]["id"]
 
     async def retrieve(self, batch_id: str) -> dict[str, Any]:
         return await self._call("GET", f"/batches/{batch_id}")
@@ -255,6 +290,7 @@ async def _drain_role(gateway: Gateway, rounds: Rounds, todo: dict[str, Pending]
 
     role = next(iter(todo.values())).request.role
     spec = gateway.specs[role]
+    await adopt(gateway, rounds.store, spec)
     for submit in range(MAX_SUBMITS):
         outstanding = [
             r for r in rounds.store.outstanding(spec) if set(r["custom_ids"]) & set(todo)
@@ -299,6 +335,25 @@ async def _drain_role(gateway: Gateway, rounds: Rounds, todo: dict[str, Pending]
     )
 
 
+async def adopt(gateway: Gateway, store: BatchStore, spec: EndpointSpec) -> None:
+    """Turn each submission a killed job began into the record of the batch the provider made
+    for it, found by its name; one the provider never made is dropped (submitted anew)."""
+    begun = store.submitting(spec)
+    if not begun:
+        return
+    client = BatchClient(spec, gateway.endpoint_url(spec.role))
+    known = {r["id"] for r in store.records()}
+    for intent in begun:
+        batch = await client.find(intent["name"], known)
+        if batch is not None:
+            record = {k: v for k, v in intent.items() if k != "name"}
+            record.update(id=batch["id"], input_file_id=batch["input_file_id"], status="submitted")
+            store.save(record)
+            known.add(batch["id"])
+            log.info("models.%s: adopted batch %s of an interrupted job", spec.role, batch["id"])
+        store.remove(intent)
+
+
 async def _online(gateway: Gateway, rounds: Rounds, pending: Pending) -> None:
     request, spec = pending.request, gateway.specs[pending.request.role]
     completion = await gateway.backend(request.role).complete(request, spec)
@@ -329,11 +384,18 @@ async def _submit(
         record["output"] = str(folder / f"run_batch-{digest}.out.jsonl")
         Path(record["input"]).write_bytes(data)
     else:
+        # the intent is on disk before the provider creates anything: a job killed before its
+        # record is written finds the batch again by this name (adopt), never submits twice
+        name = f"mnemoflow-{digest}.jsonl"
+        intent = {**record, "id": f"{SUBMITTING}-{digest}", "status": SUBMITTING, "name": name}
+        rounds.store.save(intent)
         client = BatchClient(spec, gateway.endpoint_url(spec.role))
-        file_id = await client.upload(data, f"mnemoflow-{digest}.jsonl")
-        batch = await client.create(file_id, spec.batch_window)
+        file_id = await client.upload(data, name)
+        batch = await client.create(file_id, spec.batch_window, name)
         record.update(id=batch["id"], input_file_id=file_id)
     rounds.store.save(record)
+    if not spec.run_batch:
+        rounds.store.remove(intent)
     log.info("models.%s: %d requests submitted as batch %s", spec.role, len(lines), record["id"])
     return record
 
@@ -432,6 +494,7 @@ async def collect_for_later(
         if not spec.batch or spec.run_batch or endpoint_of(spec) in seen:
             continue
         seen.add(endpoint_of(spec))
+        await adopt(gateway, store, spec)
         for record in store.outstanding(spec):
             client = BatchClient(spec, gateway.endpoint_url(spec.role))
             batch = await (_wait(client, spec, record) if wait else client.retrieve(record["id"]))

@@ -36,6 +36,7 @@ from mnemoflow.agents.interactive import ACT_TASK
 from mnemoflow.agents.self_evolution import EVOLVE_TASK
 from mnemoflow.data import amemgym_procedural
 from mnemoflow.data.amemgym import AmemUser, read_environment
+from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import stage_roles, without_labels
 from mnemoflow.planning.conversation import Reader
@@ -99,6 +100,8 @@ def plan_dialogues(
     users = environment(ctx, benchmark)
     if users is None:
         return None
+    if ctx.config["systems"][system].get("type") == IMPORTED:
+        return []  # its replies are read from its eval-output: no call
     spec = ctx.benchmarks[benchmark]
     schedule = proto.Schedule(**proto.schedule_of(spec))
     mine = set(shard_episodes([u.id for u in users], shard, int(spec.get("shards", 1))))

@@ -373,6 +373,7 @@ def compare_published(
     each paired system's own benchmark); ``unpaired`` the reason a row has no counterpart
     (published row -> reason), the note of its cells when no system is paired with it."""
     summary = run.summary
+    _pairing(published, set(summary["system"]), list(mapping))  # every pair names a real row
     published, absent = _split_absent(published, summary, benchmark)
     reasons = unpaired or {}
     cells = []
@@ -386,7 +387,8 @@ def compare_published(
                     f"pairing {ours}={theirs}: {ours} runs on several benchmarks "
                     f"({', '.join(runs_on)}); name the one to compare with --benchmark"
                 )
-        pairing = _pairing(part, set(where), list(mapping))
+        # a table over several benchmarks may lack a row on one (MemoryBench's Mem0 on Open)
+        pairing = _pairing(part, set(where), [p for p in mapping if p[1] in rows and p[0] in where])
         if not pairing and name not in set(summary["benchmark"]) and benchmark is None:
             raise ReportError(
                 f"the run has no benchmark {name!r} for the published {name!r} rows and none of "

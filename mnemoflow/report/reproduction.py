@@ -9,8 +9,9 @@ same function (:func:`mnemoflow.report.compare.compare_published`).
 - ``compare.published: PAPER[/TABLE][,...]``: those tables; ``compare.benchmark`` our benchmark
   (default: per paired system, the run benchmark that runs it); ``compare.unpaired`` the reason
   each published row without a counterpart among the preset's systems has none, listed with it.
-- ``compare.published: null``: the paper's numbers are not shipped; the section says so
-  (``compare.missing``) instead of comparing.
+- ``compare.published: null``: the paper published no numbers for the experiment, or they are
+  not shipped; the section lists ours, each with the reason (``compare.missing``, the figure that
+  plots it: :mod:`mnemoflow.report.unpublished`).
 - no ``compare:`` but systems with ``published_as``: the published rows with those labels, compared
   with our benchmark that ``compare.benchmark`` names, else the run's one benchmark whose loader
   is the published benchmark (AMemGym rows: the run's one ``loader: amemgym`` benchmark);
@@ -28,6 +29,7 @@ import pandas as pd
 
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
 from mnemoflow.report.compare import compare_published, load_run, markdown_table, unpaired_rows
+from mnemoflow.report.unpublished import plotted_rows, section_lines, unpublished_cells
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Request:
     benchmark: str | None  # our benchmark for the published rows
     missing: str = ""  # compare.published null: what is not shipped
     unpaired: tuple[tuple[str, str], ...] = ()  # (the paper's row, why no system pairs with it)
+    unpublished: dict | None = None  # compare.published null: the compare key (report/unpublished)
 
     def as_params(self) -> dict[str, Any]:
         return {
@@ -47,6 +50,7 @@ class Request:
             "benchmark": self.benchmark,
             "missing": self.missing,
             "unpaired": [list(p) for p in self.unpaired],
+            "unpublished": self.unpublished,
         }
 
     @classmethod
@@ -59,6 +63,7 @@ class Request:
             benchmark=params.get("benchmark"),
             missing=str(params.get("missing") or ""),
             unpaired=tuple((str(a), str(b)) for a, b in params.get("unpaired") or ()),
+            unpublished=params.get("unpublished"),
         )
 
     @property
@@ -94,7 +99,15 @@ def request_of(
     pairs = tuple(p for p in published_as(config) if p[0] in ran)
     if "published" in compare and compare["published"] is None:
         missing = " ".join(str(compare.get("missing") or "not shipped").split())
-        return Request(None, pairs, compare.get("benchmark"), missing=missing)
+        spec = dict(compare) if compare.get("metrics") else None
+        return Request(
+            None,
+            pairs,
+            compare.get("benchmark"),
+            missing=missing,
+            unpaired=unpaired_reasons(config),
+            unpublished=spec,
+        )
     if compare.get("published"):
         return Request(
             str(compare["published"]),
@@ -132,6 +145,11 @@ def published_section(
     config made ``request``; ``published_paths`` the CSVs (default: data/published)."""
     if request is None:
         return None, []
+    if not request.shipped and request.unpublished:
+        run, pairs = load_run(summary), list(request.pairs)
+        cells = unpublished_cells(run, request.unpublished, pairs)
+        alone = plotted_rows(run, request.unpublished, pairs, dict(request.unpaired))
+        return None, section_lines(cells, alone, request.unpublished, "## Published vs ours")
     if not request.shipped:
         return None, [
             "## Published vs ours",
