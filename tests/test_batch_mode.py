@@ -17,10 +17,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 import pytest
 
+from mnemoflow.data.tables import DIALOGUES
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.static_qa.judges import judge_answers
 from mnemoflow.llm.batch_mode import BatchClient, BatchStore, batch_line, read_output, split_lines
@@ -145,19 +148,29 @@ def test_config_refuses_batch_where_replies_feed_requests():
         )
     with pytest.raises(ConfigError, match=r"models.judge.run_batch: a command with \{input\}"):
         EndpointSpec.from_config("judge", {**BOUND, "run_batch": "x"})
-    # the critic takes the judge's binding, not its Batch-API mode
-    spec = Gateway.from_config(
+    # the critic (MemoryBench's WritingBench scorer) takes the judge's binding, Batch-API mode
+    # included: it scores in the feedback jobs that collect the judge's requests
+    specs = Gateway.from_config(
         {"judge": {"base_url": "http://h/v1", "model": "m", "batch": True}}
-    ).specs["critic"]
-    assert spec.model == "m" and not spec.batch
+    ).specs
+    assert specs["critic"].model == "m" and specs["critic"].batch
+    spec = EndpointSpec.from_config("critic", {**BOUND, "batch": True})
+    assert spec.batch
 
 
 def test_a_run_whose_other_rules_ask_a_batch_role_is_refused_at_parse_time():
     models = {"judge": {**BOUND, "batch": True}, "agent": BOUND}
     qa = {"ingest": ("memory_writer",), "answer": ("agent",), "judge": ("judge",)}
     check_batch_rules(models, qa)  # static QA: judge jobs only
-    with pytest.raises(ConfigError, match=r"models.judge.batch: .* feedback_step ask judge"):
-        check_batch_rules(models, {**qa, "feedback_step": ("agent", "judge")})
+    feedback = {"feedback_step": ("agent", "judge"), "feedback_train_performance": ("judge",)}
+    check_batch_rules(models, {**qa, **feedback})  # the feedback family's scoring: batches
+    with pytest.raises(ConfigError, match=r"models.judge.batch: .* panel_stage ask judge"):
+        check_batch_rules(models, {**qa, "panel_stage": ("judge",)})
+    # the agent converses in the feedback and interactive families
+    agent = {"agent": {**BOUND, "batch": True}}
+    check_batch_rules(agent, qa)
+    with pytest.raises(ConfigError, match=r"rules answer, and this run's dialogues, feedback_step"):
+        check_batch_rules(agent, {**qa, **feedback, "dialogues": ("agent", "user")})
     # the judge panel and the probe ask online: a panel judge may not ask for batches, and the
     # probe asks the configured judge without its Batch-API keys
     with pytest.raises(ConfigError, match=r"^config judge.panel \(p1\).batch: "):
@@ -482,3 +495,71 @@ def test_a_managed_run_batch_endpoint_drains_as_a_slurm_job_submitted_once(tmp_p
     assert ledger.totals().batch_calls == 12 and set(frame.raw_reply) == {"yes"}
     assert frame.parse_ok.all()
     assert [r["status"] for r in BatchStore(tmp_path / "cache.batches").records()] == ["collected"]
+
+
+class _StrictMetric:
+    """A MemoryBench-style metric module whose judge failure raises (as WritingBench's critic
+    does): a pending reply in a collecting pass must not stop the pass."""
+
+    __name__ = "tests.strict_metric"
+
+    @staticmethod
+    async def evaluate_item(question: dict, response: str, gateway) -> Any:
+        request = ChatRequest(
+            role="judge",
+            task="score",
+            messages=[{"role": "user", "content": f"Grade {response!r}: {question['question']}"}],
+        )
+        reply = await gateway.chat(request)
+        if not reply.parse_ok:
+            raise ValueError(f"{question['question_id']}: the judge gave no score")
+        return SimpleNamespace(metric="m", value=len(reply.text) % 3, raw_reply=reply.text,
+                               parse_ok=True)  # fmt: skip
+
+
+def test_feedback_scoring_in_batches_after_a_talk_asked_online(tmp_path):
+    """A feedback step's shape: a judge call inside a dialogue asked online (``online``), then
+    the answers scored in one batch; the ledger keeps the online call beside the batch's."""
+    from mnemoflow.protocols.feedback import score_step
+
+    questions = pd.DataFrame(
+        [
+            {"question_id": f"q{i}", "question": f"question {i}", "dataset": "d",
+             "question_type": "t", "split": "test"}
+            for i in range(3)
+        ]
+    )  # fmt: skip
+    answered = pd.DataFrame({"question_id": ["q0", "q1", "q2"], "response": ["a", "bb", "ccc"]})
+    talk = ChatRequest(role="judge", task="talk", messages=[{"role": "user", "content": "turn"}])
+    with OpenAITestServer() as server:
+        binding = {"base_url": server.base_url, "model": "judge-test", "batch_poll_s": 0.01}
+        results = {}
+        for name, batch in (("online", False), ("batch", True)):
+            gateway = Gateway.from_config(
+                {"judge": {**binding, "batch": batch}}, cache_path=tmp_path / name, prices=PRICES
+            )
+
+            async def run(gateway=gateway):
+                async with gateway:
+                    with gateway.online("a dialogue's next turn depends on the verdict"):
+                        await gateway.chat(talk)
+                    return await gateway.batched(
+                        lambda: score_step(
+                            answered, questions, pd.DataFrame(columns=DIALOGUES.names), {"step": 0},
+                            gateway, _StrictMetric, "judge-test/strict",
+                        )
+                    )  # fmt: skip
+
+            results[name] = (asyncio.run(run()), gateway.ledger.totals())
+            gateway.close()
+        assert server.batch_api.created == 1
+        assert server.stats().paths["chat"] == 1 + 3 + 1  # online: talk + 3; batch: talk only
+    (online, online_total), (batched, total) = results["online"], results["batch"]
+    for name in ("judgements", "question_scores", "scores"):
+        same_table(getattr(online, name), getattr(batched, name))
+    assert (total.calls, total.batch_calls, total.cache_hits) == (4, 3, 0)
+    assert online_total.calls == 4 and online_total.batch_calls == 0
+    # outside both a batched pass and an online part, a batch role's miss is refused
+    gateway = Gateway.from_config({"judge": {**binding, "batch": True}}, cache_path=tmp_path / "x")
+    with pytest.raises(ConfigError, match=r"feedback family's scoring"):
+        asyncio.run(gateway.chat(talk))

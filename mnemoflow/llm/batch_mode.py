@@ -25,13 +25,11 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.llm.cache import ResponseCache
 from mnemoflow.llm.types import ChatRequest, Completion, EndpointError, EndpointSpec
-
-if TYPE_CHECKING:
-    from mnemoflow.llm.gateway import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +57,21 @@ Save = Callable[[dict[str, Any]], None]
 #: Drains a ``run_batch`` batch elsewhere than in the job (a SLURM job of its own,
 #: :mod:`mnemoflow.jobs.run_batch`): its output file's bytes, or None to run it in the job.
 DrainCommand = Callable[[EndpointSpec, dict[str, Any], Save], Awaitable[bytes | None]]
+
+
+class Gateway(Protocol):
+    """What Batch-API mode uses of the model gateway (:class:`mnemoflow.llm.gateway.Gateway`,
+    which imports this module): the roles' specs, the response cache, where a ``run_batch``
+    batch is drained, a role's backend for a request asked online, and the address a role's
+    requests go to."""
+
+    specs: dict[str, EndpointSpec]
+    cache: ResponseCache
+    drain_command: DrainCommand | None
+
+    def backend(self, role: str) -> Any: ...
+
+    def endpoint_url(self, role: str) -> str: ...
 
 
 class BatchPending(Exception):
@@ -340,7 +353,7 @@ async def adopt(gateway: Gateway, store: BatchStore, spec: EndpointSpec) -> None
     begun = store.submitting(spec)
     if not begun:
         return
-    client = BatchClient(spec, real_url(gateway, spec))
+    client = BatchClient(spec, gateway.endpoint_url(spec.role))
     known = {r["id"] for r in store.records()}
     for intent in begun:
         batch = await client.find(intent["name"], known)
@@ -388,7 +401,7 @@ async def _submit(
         name = f"mnemoflow-{digest}.jsonl"
         intent = {**record, "id": f"{SUBMITTING}-{digest}", "status": SUBMITTING, "name": name}
         rounds.store.save(intent)
-        client = BatchClient(spec, real_url(gateway, spec))
+        client = BatchClient(spec, gateway.endpoint_url(spec.role))
         file_id = await client.upload(data, name)
         batch = await client.create(file_id, spec.batch_window, name)
         record.update(id=batch["id"], input_file_id=file_id)
@@ -397,13 +410,6 @@ async def _submit(
         rounds.store.remove(intent)
     log.info("models.%s: %d requests submitted as batch %s", spec.role, len(lines), record["id"])
     return record
-
-
-def real_url(gateway: Gateway, spec: EndpointSpec) -> str:
-    url = (spec.base_url or "").strip().rstrip("/")
-    if spec.base_url_env:
-        return os.environ[spec.base_url_env]
-    return gateway._address(spec.role, url).url if url in gateway.addresses else url
 
 
 async def _collect(
@@ -417,7 +423,7 @@ async def _collect(
         if data is None:
             data = await _run_command(spec, record)
     else:
-        client = BatchClient(spec, real_url(gateway, spec))
+        client = BatchClient(spec, gateway.endpoint_url(spec.role))
         batch = await _wait(client, spec, record)
         data = b""
         for name in ("output_file_id", "error_file_id"):
@@ -504,12 +510,14 @@ async def collect_for_later(
     from mnemoflow.llm.openai_backend import completion_of
 
     found = []
+    seen = set()  # a role that takes another's binding (the critic) shares its batches
     for spec in gateway.specs.values():
-        if not spec.batch or spec.run_batch:
+        if not spec.batch or spec.run_batch or endpoint_of(spec) in seen:
             continue
+        seen.add(endpoint_of(spec))
         await adopt(gateway, store, spec)
         for record in store.outstanding(spec):
-            client = BatchClient(spec, real_url(gateway, spec))
+            client = BatchClient(spec, gateway.endpoint_url(spec.role))
             batch = await (_wait(client, spec, record) if wait else client.retrieve(record["id"]))
             found.append((record, batch["status"]))
             if batch["status"] not in FINAL or not store_replies:

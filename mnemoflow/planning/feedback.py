@@ -14,7 +14,10 @@ feedback_train_performance), from the set's questions (split ``train`` / ``test`
   ``max_rounds - 1``; a rule-based user (corpus datasets) scores each answer instead; the plan
   counts the midpoint as expected and gives min and max;
 - the memory's writes while a step ingests its dialogues, and one query embedding per retrieval
-  (:mod:`mnemoflow.planning.writes`), over stand-in dialogue turns.
+  (:mod:`mnemoflow.planning.writes`), over stand-in dialogue turns;
+- ``cached_in``: of a server's prompt tokens, the share an unbounded prefix cache would serve
+  within the job (``llm.prefix_dispatch.shared_fraction``): a dialogue's history re-sent every
+  round, the simulated user's and the judges' instructions shared by every item.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from mnemoflow.memory.base import Message, stage_roles, without_labels
 from mnemoflow.planning import scoring
 from mnemoflow.planning.plan import Line
 from mnemoflow.planning.static_qa import Context
-from mnemoflow.planning.tokens import filler, sent_tokens
+from mnemoflow.planning.tokens import cached_tokens, filler, sent_tokens
 from mnemoflow.planning.writes import planned_writes, write_lines
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.simulators.feedback import FeedbackSimulator, is_rule_based
@@ -84,8 +87,10 @@ def _scoring(
         reply = ctx.tokens_out("agent", "answer", family=FAMILY)
         ctx.played[key] = scoring.per_item(_metrics(ctx, benchmark), questions, reply, backends)
     lines: dict[tuple[str, str], Line] = {}
+    first = True  # the job's first scored answer: nothing before it in the server's cache
     for index, item in enumerate(items):
-        for (role, task), (calls, tokens) in ctx.played[key][str(item.get("dataset", ""))].items():
+        played = ctx.played[key][str(item.get("dataset", ""))]
+        for (role, task), (calls, tokens, cached) in played.items():
             line = lines.setdefault(
                 (role, task),
                 Line(benchmark, system, protocol, role, task, exact=False, notes=[
@@ -98,10 +103,14 @@ def _scoring(
                 continue
             line.tokens_in += per * tokens
             line.tokens_out += per * calls * ctx.tokens_out(role, task)
+            line.cached_in += 0.0 if first else per * cached
+        first = first and index in repeated
     return list(lines.values())
 
 
-def _answers(ctx: Context, benchmark: str, system: str, protocol: str, step: int) -> list[Line]:
+def _answers(
+    ctx: Context, benchmark: str, system: str, protocol: str, step: int, blocks: set[str]
+) -> list[Line]:
     split = fb.asked_split(protocol)
     items = _items(ctx, benchmark, split)
     config = fb.FeedbackConfig.from_spec(ctx.benchmarks[benchmark])
@@ -126,7 +135,9 @@ def _answers(ctx: Context, benchmark: str, system: str, protocol: str, step: int
             continue
         if key is not None:
             ctx.planned.add(key)
-        line.tokens_in += sent_tokens(messages, backend)
+        tokens = sent_tokens(messages, backend)
+        line.tokens_in += tokens
+        line.cached_in += cached_tokens(messages, tokens, backend, blocks)
         line.tokens_out += ctx.tokens_out("agent", "answer", family=FAMILY)
     scored = _scoring(ctx, benchmark, system, protocol, items, 1.0, frozenset(repeated))
     lines = [line, *scored]
@@ -144,8 +155,25 @@ def _embedder(ctx: Context, benchmark, system, protocol, queries: list[str]) -> 
     return write_lines(writes, line, ctx.tokens_out, ("embedder",), backend, queries)
 
 
+def _talk(question: dict[str, Any], rounds: int, reply: str) -> list[list[dict[str, str]]]:
+    """The agent's prompts in one dialogue of ``rounds`` rounds as the assistant builds them:
+    the history so far (stand-in replies and reactions), its last user message asked."""
+    history = [{"role": "user", "content": str(question["question"])}]
+    prompts = []
+    for r in range(rounds):
+        if r:
+            history += [{"role": "assistant", "content": reply}, {"role": "user", "content": reply}]
+        prompts.append(list(history))
+    return prompts
+
+
 def _dialogues(
-    ctx: Context, benchmark: str, system: str, protocol: str, items: list[dict[str, Any]]
+    ctx: Context,
+    benchmark: str,
+    system: str,
+    protocol: str,
+    items: list[dict[str, Any]],
+    blocks: set[str],
 ) -> list[Line]:
     config = fb.FeedbackConfig.from_spec(ctx.benchmarks[benchmark])
     rounds = config.max_rounds
@@ -155,17 +183,23 @@ def _dialogues(
     specs = ctx.gateway.specs
     metrics = _metrics(ctx, benchmark)
     agent_tokens = user_tokens = 0.0
+    # the share of prompt tokens a server's prefix cache serves, over every round of each
+    # dialogue (agent) and over the items (the user's instructions)
+    shares = {"agent": [0.0, 0.0], "user": [0.0, 0.0]}
     llm_users = [q for q in items if not is_rule_based(str(q.get("dataset", "")))]
     for question in items:
         history = round(mean - 1)
         request = _answer_request(question, [], history, reply)
         agent_tokens += mean * sent_tokens(request, specs["agent"].backend)
+        for prompt in _talk(question, rounds, reply):
+            _share(shares["agent"], prompt, specs["agent"].backend, blocks)
     for question in llm_users:
         simulator = FeedbackSimulator(question, None, None, metrics.simulated_user(
             str(question.get("dataset", ""))))  # fmt: skip
         turns = [_Turn("user", str(question["question"])), _Turn("assistant", reply)]
         request: ChatRequest = simulator.request(turns)
         user_tokens += sent_tokens(request.messages, specs["user"].backend)
+        _share(shares["user"], request.messages, specs["user"].backend, blocks)
     out = []
     user_low = min(1, rounds - 1)
     for role, task, low, high, tokens, count in (
@@ -175,11 +209,13 @@ def _dialogues(
         if not high or not count:
             continue
         expected = count * (low + high) / 2
+        cached, sent = shares[role]
         out.append(
             Line(
                 benchmark, system, protocol, role, task,
                 calls=expected, calls_min=count * low, calls_max=count * high,
                 tokens_in=tokens * (low + high) / 2,
+                cached_in=tokens * (low + high) / 2 * (cached / sent if sent else 0.0),
                 tokens_out=expected * ctx.tokens_out(role, task), exact=low == high,
                 notes=[
                     f"{count} live dialogues of 1 .. {rounds} rounds: min {count * low}, max "
@@ -191,6 +227,13 @@ def _dialogues(
     rule_based = [q for q in items if is_rule_based(str(q.get("dataset", "")))]
     out += _scoring(ctx, benchmark, system, protocol, rule_based, mean)
     return out
+
+
+def _share(totals: list[float], messages: list[dict[str, Any]], backend: str, blocks: set[str]):
+    """Adds a prompt's prefix-cached tokens and its tokens to ``totals``."""
+    tokens = sent_tokens(messages, backend)
+    totals[0] += cached_tokens(messages, tokens, backend, blocks)
+    totals[1] += tokens
 
 
 class _Turn:
@@ -224,12 +267,14 @@ def _writes(ctx: Context, benchmark: str, system: str, protocol: str, dialogues:
 
 def plan_train_dialogues(ctx: Context, benchmark: str, system: str) -> list[Line]:
     """The generated training dialogues: one per training item."""
-    return _dialogues(ctx, benchmark, system, "feedback", _items(ctx, benchmark, "train"))
+    train = _items(ctx, benchmark, "train")
+    return _dialogues(ctx, benchmark, system, "feedback", train, set())
 
 
 def plan_step(ctx: Context, benchmark: str, system: str, protocol: str, step: int) -> list[Line]:
     """One step: its live dialogues (on-policy after step 0), its writes, then its answers."""
     lines = []
+    blocks: set[str] = set()  # the job's prompts so far, for the expected prefix-cache share
     config = fb.FeedbackConfig.from_spec(ctx.benchmarks[benchmark])
     train = _items(ctx, benchmark, "train")
     new = len(train) if protocol in ("off_policy", "train_performance") else 0
@@ -237,9 +282,9 @@ def plan_step(ctx: Context, benchmark: str, system: str, protocol: str, step: in
         picked = [
             train[i] for i in fb.on_policy_sample(len(train), config.batch_size, step, config.seed)
         ]
-        lines += _dialogues(ctx, benchmark, system, protocol, picked)
+        lines += _dialogues(ctx, benchmark, system, protocol, picked, blocks)
         new = len(picked)
     elif protocol == "stepwise_off_policy" and step:
         new = min(config.batch_size, len(train) - (step - 1) * config.batch_size)
     lines += _writes(ctx, benchmark, system, protocol, new)
-    return lines + _answers(ctx, benchmark, system, protocol, step)
+    return lines + _answers(ctx, benchmark, system, protocol, step, blocks)
