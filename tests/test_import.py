@@ -291,3 +291,23 @@ def test_an_imported_system_is_refused_at_start_outside_static_qa(tmp_path):
     systems["pub"]["format"] = "xml"
     with pytest.raises(ConfigError, match=r"^config systems.pub.format: one of"):
         check_imported(systems, ["pub"], ["qa"], "config benchmarks.b")
+
+
+def test_import_of_a_broken_mem0_file_names_the_file_record_and_field(tmp_path, capsys):
+    # `mnemoflow import` counts and reads the file's verdicts before any benchmark is there: the
+    # same one-line errors as the answer job's read, never a bare JSON or float message
+    results = tmp_path / "results.json"
+    out = tmp_path / "layer.yaml"
+    argv = ["import", "--format", "locomo", str(results), "--name", "pub", "--benchmark", "locomo",
+            "--out", str(out)]  # fmt: skip
+    results.write_text('{"0": [{"question": "Q?", "response": "r"},]}')
+    assert cli.main(argv) == 2
+    assert f"{results}: not a readable JSON file" in capsys.readouterr().err
+    results.write_text(json.dumps({"0": [{"question": "Q?", "response": "r", "llm_score": "yes"}]}))
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err
+    assert f"{results}: conversation 0 record 0: field 'llm_score' must be 0 or 1" in error
+    results.write_text(json.dumps({"x": []}))
+    assert cli.main(argv) == 2
+    assert f"{results}: conversation x: not a conversation index" in capsys.readouterr().err
+    assert not out.exists()
