@@ -240,6 +240,23 @@ def test_the_comparison_a_config_asks_for():
     assert request.published is None and request.pairs == (("awe_2_4_30", "AWE-(2,4,30)"),)
 
 
+def test_a_config_without_published_numbers_is_checked_when_the_workflow_starts():
+    """The workflow reads the same ``compare:`` as ``compare --preset``: a field its section
+    needs is missing at start, one line naming it, never a KeyError in the summary job."""
+    compare = {"published": None, "metrics": ["memory_score"], "missing": "no table",
+               "paper": "amemgym"}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"^config: compare\.table: a text is needed"):
+        request_of({"compare": compare})
+    compare["table"] = "self_evolution"
+    compare["plotted"] = {"amemgym_v1": {"figure": "Figure 3"}}
+    with pytest.raises(ConfigError, match=r"^config: compare\.plotted\.amemgym_v1: expected"):
+        request_of({"compare": compare})
+    del compare["plotted"]
+    assert request_of({"compare": compare}).unpublished == compare
+    # published null without metrics: the section only says what is not shipped
+    assert request_of({"compare": {"published": None, "missing": "x"}}).unpublished is None
+
+
 # --- on stand-in data ----------------------------------------------------------------------------
 
 

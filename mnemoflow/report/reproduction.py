@@ -29,7 +29,12 @@ import pandas as pd
 
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
 from mnemoflow.report.compare import compare_published, load_run, markdown_table, unpaired_rows
-from mnemoflow.report.unpublished import plotted_rows, section_lines, unpublished_cells
+from mnemoflow.report.unpublished import (
+    check_spec,
+    plotted_rows,
+    section_lines,
+    unpublished_cells,
+)
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,8 @@ def request_of(
     if "published" in compare and compare["published"] is None:
         missing = " ".join(str(compare.get("missing") or "not shipped").split())
         spec = dict(compare) if compare.get("metrics") else None
+        if spec is not None:  # the section reads these: checked at start, as compare --preset
+            check_spec(spec, "config")
         return Request(
             None,
             pairs,
