@@ -113,8 +113,13 @@ def unpublished_cells(
     reason it has no published value in ``note``; ``pairs`` (our system, the paper's row)."""
     labels = dict(pairs)
     cells = []
-    for row in _ours(run.summary, compare, every_step).itertuples(index=False):
+    ours = _ours(run.summary, compare, every_step)
+    keys = ["benchmark", "system", "protocol", "metric"]
+    last = ours.groupby(keys)["step"].transform("max") if len(ours) else ours["step"]
+    for row, final in zip(ours.itertuples(index=False), last, strict=True):
         label = labels.get(row.system, "")
+        # the experiment's mean is the last step's; an earlier step's (--all) names its periods
+        mean = "mean" if row.step == final else f"mean 0-{row.step}"
         low, high, method = interval(run, row)
         cells.append(
             {
@@ -123,7 +128,7 @@ def unpublished_cells(
                 "row": label,
                 "system": row.system,
                 "protocol": row.protocol,
-                "period": "mean" if row.aggregate == MEAN_OVER_PERIODS else str(row.step),
+                "period": mean if row.aggregate == MEAN_OVER_PERIODS else str(row.step),
                 "aggregate": row.aggregate,
                 "metric": row.metric,
                 "published": math.nan,
