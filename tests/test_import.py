@@ -311,3 +311,14 @@ def test_import_of_a_broken_mem0_file_names_the_file_record_and_field(tmp_path, 
     assert cli.main(argv) == 2
     assert f"{results}: conversation x: not a conversation index" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_import_refuses_a_memorybench_response_that_is_not_text(tmp_path, capsys):
+    # the answer job refuses it: so does the import, before the run starts
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(json.dumps({"dataset": "Locomo-0", "test_idx": 1, "response": 5}) + "\n")
+    argv = ["import", "--format", "memorybench", str(path), "--name", "pub", "--benchmark", "mb",
+            "--out", str(tmp_path / "layer.yaml")]  # fmt: skip
+    assert cli.main(argv) == 2
+    assert f"{path}: (Locomo-0, 1): 'response' not text" in capsys.readouterr().err
+    assert not (tmp_path / "layer.yaml").exists()

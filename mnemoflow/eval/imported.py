@@ -217,7 +217,8 @@ def check_output(fmt: str, path: Path, key: str | None = None) -> int:
     if fmt == "memorybench":
         records = [r for _, r in memorybench_rescore.read_records(path) if isinstance(r, dict)]
         names = sorted({r["dataset"] for r in records if isinstance(r.get("dataset"), str)})
-        return len(memorybench_rescore.keyed_records(path, "response", names))
+        keyed = memorybench_rescore.keyed_records(path, "response", names)
+        return len(memorybench_rescore.text_responses(path, keyed))
     if is_locomo_samples(path):
         return len(read_locomo_samples(path, None, key)[0])
     return sum(len(records) for records in mem0_records(path).values())
