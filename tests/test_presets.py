@@ -240,6 +240,18 @@ def test_the_comparison_a_config_asks_for():
     assert request.published is None and request.pairs == (("awe_2_4_30", "AWE-(2,4,30)"),)
 
 
+def test_a_preset_system_left_out_of_the_run_is_the_reason_in_summary_md_too():
+    """A run of part of a preset: summary.md's rows of the left-out systems say so, as
+    ``compare --preset`` does (not "not paired")."""
+    config = merged(*layers(PRESETS / "amemgym-memory-agents.yaml"))
+    config["benchmarks"]["amemgym_v1"]["systems"] = ["native", "awe_2_4_30"]
+    request = Request.from_params(request_of(config).as_params())
+    assert ("awe_2_4_30", "AWE-(2,4,30)") in request.pairs
+    reasons = dict(request.unpaired)
+    assert reasons["AWI"] == "its counterpart awi is not in the run"
+    assert reasons["Nemori"] == "no mnemoflow adapter"  # the preset's own reason stays
+
+
 def test_a_config_without_published_numbers_is_checked_when_the_workflow_starts():
     """The workflow reads the same ``compare:`` as ``compare --preset``: a field its section
     needs is missing at start, one line naming it, never a KeyError in the summary job."""
