@@ -103,6 +103,30 @@ def test_mnemoflow_eval_output_file_reads_the_same(users, tmp_path):
     )
 
 
+def test_a_reply_the_output_does_not_have_is_unscored_not_left_out(users, tmp_path):
+    """An interrupted reference run leaves a result null (not asked) or a period out: the
+    question is still asked in the run, counted unscored (wrong in ``accuracy``, out of
+    ``accuracy:scored``), so every system is scored on the environment's questions, not the
+    imported one on fewer."""
+    folder = write_reference(tmp_path / "out", users, set(), set())
+    results = folder / "ana" / ia.RESULTS
+    content = json.loads(results.read_text())
+    content[1][0] = None
+    results.write_text(json.dumps(content[:2]))  # and no period 2
+    replies = pd.concat(
+        [r.replies for r in run_imported(users, imported_spec(folder), tmp_path / "snap")],
+        ignore_index=True,
+    )
+    assert len(replies) == 12  # 2 users x 3 periods x 2 questions, as a native run asks
+    missing = replies[~replies.parse_ok]
+    keys = missing[["user_id", "period", "question_index"]].itertuples(index=False, name=None)
+    assert sorted(keys) == [("ana", 1, 0), ("ana", 2, 0), ("ana", 2, 1)]
+    _, per_period = score_replies(users, replies[it.SCORER_COLUMNS["replies"]])
+    rows = per_period.set_index(["period", "metric"])
+    assert rows.loc[(1, "accuracy"), ["value", "n"]].tolist() == [0.75, 4]
+    assert rows.loc[(2, "accuracy:unscored"), "value"] == 2
+
+
 def test_bad_output_is_one_line_naming_file_record_and_field(users, tmp_path):
     folder = write_reference(tmp_path / "out", users, set(), set())
     results = folder / "ana" / ia.RESULTS

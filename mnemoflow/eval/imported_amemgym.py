@@ -128,10 +128,19 @@ def checked_against(output: EvalOutput, users: list[AmemUser]) -> EvalOutput:
     return output
 
 
-def period_replies(output: EvalOutput, user: str, period: int) -> list[dict[str, Any]]:
-    """The checkpoint reply records of ``user`` at ``period`` (question order)."""
+def period_replies(
+    output: EvalOutput, user: str, period: int, questions: int
+) -> list[dict[str, Any]]:
+    """The checkpoint reply records of ``user`` at ``period``, one per question index
+    ``0..questions-1``: a question the output has no reply to (a null result of an interrupted
+    run, a period or user left out) is a reply that did not parse (``parse_ok`` false, empty), so
+    it is scored unscored as a native run's failed reply is, never left out of the count."""
     mine = output.replies[(output.replies.user_id == user) & (output.replies.period == period)]
-    return mine.sort_values("question_index").to_dict("records")
+    found = {int(r["question_index"]): r for r in mine.to_dict("records")}
+    none = {"user_id": user, "period": period, "reply": "", "option_order": None}
+    return [
+        found.get(q, {**none, "question_index": q, "parse_ok": False}) for q in range(questions)
+    ]
 
 
 def period_recall(output: EvalOutput, user: str, period: int) -> list[dict[str, Any]]:
