@@ -322,3 +322,29 @@ def test_import_refuses_a_memorybench_response_that_is_not_text(tmp_path, capsys
     assert cli.main(argv) == 2
     assert f"{path}: (Locomo-0, 1): 'response' not text" in capsys.readouterr().err
     assert not (tmp_path / "layer.yaml").exists()
+
+
+def test_a_longmemeval_eval_log_as_one_json_list_reads_as_its_lines_do(tmp_path, capsys):
+    # the predictions reader takes a JSON list as well as JSON lines: so does the label reader,
+    # at import and in the answer job (it split the list into lines and failed, or found none)
+    _, _, questions = longmemeval_tables()
+    ids = list(questions["question_id"])
+    log = tmp_path / "eval-log.json"
+    records = [
+        {"question_id": q, "hypothesis": f"h{i}",
+         "autoeval_label": {"model": "gpt-4o", "label": i == 0}}
+        for i, q in enumerate(ids[:2])
+    ]  # fmt: skip
+    for text in (json.dumps(records, indent=1), json.dumps(records)):
+        log.write_text(text)
+        imported = read_imported(spec(log, "longmemeval"), questions, WHERE)
+        assert imported.responses == {ids[0]: "h0", ids[1]: "h1"}
+        assert imported.verdicts == {ids[0]: 1.0, ids[1]: 0.0}
+        argv = ["import", "--format", "longmemeval", str(log), "--name", "pub", "--benchmark",
+                "longmemeval_s", "--out", str(tmp_path / "layer.yaml")]  # fmt: skip
+        assert cli.main(argv) == 0
+        assert "the file's own judge: 0.5000 over 2 answers" in capsys.readouterr().out
+    records[1]["autoeval_label"]["label"] = "yes"
+    log.write_text(json.dumps(records, indent=1))
+    with pytest.raises(ConfigError, match=r"record 1: 'autoeval_label.label' must be true/false"):
+        read_imported(spec(log, "longmemeval"), questions, WHERE)

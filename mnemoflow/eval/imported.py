@@ -24,7 +24,6 @@ reads the file's per-period replies (:mod:`mnemoflow.eval.imported_amemgym`).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from mnemoflow.eval.export import is_locomo_samples, read_json, read_locomo_samp
 from mnemoflow.eval.memorybench import memorybench_rescore
 from mnemoflow.eval.static_qa.rescore import (
     answers_from_predictions,
+    prediction_records,
     read_predictions,
     read_retrievals,
 )
@@ -111,14 +111,13 @@ def eval_log_labels(path: Path) -> dict[str, float]:
     """question_id -> the official judge's label (1.0 / 0.0) of a LongMemEval eval log's
     ``autoeval_label`` (``{model, label}``); empty for a plain hypotheses file."""
     labels = {}
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        record = json.loads(line) if line.strip() else {}
-        if "autoeval_label" not in record:
+    for where, record in prediction_records(path):
+        if not isinstance(record, dict) or "autoeval_label" not in record:
             continue
         label = record["autoeval_label"]
         label = label.get("label") if isinstance(label, dict) else label
         if not isinstance(label, bool):
-            raise ConfigError(f"{path}: line {number}: 'autoeval_label.label' must be true/false")
+            raise ConfigError(f"{where}: 'autoeval_label.label' must be true/false")
         labels[str(record["question_id"])] = float(label)
     return labels
 
