@@ -53,9 +53,17 @@ def check_spec(compare: Mapping[str, Any], where: str) -> None:
     metrics = compare.get("metrics")
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise ConfigError(f"{where}: compare.metrics: a list of summary metric names is needed")
-    for bench, figure in (compare.get("plotted") or {}).items():
+    protocols = compare.get("protocols")
+    if protocols is not None and (
+        not isinstance(protocols, list) or not all(isinstance(p, str) for p in protocols)
+    ):
+        raise ConfigError(f"{where}: compare.protocols: a list of protocol names is needed")
+    plotted = compare.get("plotted") or {}
+    if not isinstance(plotted, Mapping):
+        raise ConfigError(f"{where}: compare.plotted: expected {{BENCHMARK: {{figure, rows}}}}")
+    for bench, figure in plotted.items():
         rows = figure.get("rows") if isinstance(figure, Mapping) else None
-        if not isinstance(figure, Mapping) or not figure.get("figure") or not rows:
+        if rows is None or not figure.get("figure") or not rows or not isinstance(rows, Mapping):
             raise ConfigError(
                 f"{where}: compare.plotted.{bench}: expected {{figure: NAME, rows: {{ROW: PANEL}}}}"
             )
