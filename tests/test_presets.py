@@ -761,6 +761,16 @@ def test_a_full_memorybench_run_pairs_mem0_where_the_paper_has_it(tmp_path, caps
     assert "the published tables have no row 'Nope'" in capsys.readouterr().err
 
 
+def test_a_map_naming_no_system_of_the_run_is_refused_without_published_numbers(tmp_path, capsys):
+    """As with published numbers: ``--map OURS=THEIRS`` whose OURS the run lacks is one line,
+    not a pairing silently dropped."""
+    write_table(standin_summary("amemgym-evolution"), tmp_path / "summary.parquet", SUMMARY)
+    args = ["compare", str(tmp_path), "--preset", "amemgym-evolution", "--map", "nope=Complete"]
+    assert cli(args) == 2
+    error = capsys.readouterr().err
+    assert "pairing nope=Complete (--map or published_as): the run has no system 'nope'" in error
+
+
 def test_a_run_of_another_protocol_is_not_listed_as_the_plotted_experiment(tmp_path, capsys):
     """An off-policy run held against the stepwise preset has no stepwise value to list."""
     summary = standin_summary("memorybench-stepwise").assign(protocol="off_policy")

@@ -32,6 +32,7 @@ from mnemoflow.eval.static_qa.data_versions import corrected_gold, score_version
 from mnemoflow.eval.static_qa.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.report.compare import (
+    check_pairs,
     compare_published,
     compare_runs,
     load_run,
@@ -220,7 +221,9 @@ def unpublished_section(
 ) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
     """(lines, our cells, plotted rows alone) of a preset whose paper published no numbers."""
     preset, pairs, reasons = _preset_pairs(args, run)
-    pairs += _pairs(args.map)
+    mapped = _pairs(args.map)
+    check_pairs(mapped, set(run.summary["system"]))  # as compare_published checks them
+    pairs += mapped
     cells = unpublished_cells(run, preset.compare, pairs, every_step=args.all)
     alone = plotted_rows(run, preset.compare, pairs, reasons)
     what = f"{preset.compare['paper']}/{preset.compare['table']}"
