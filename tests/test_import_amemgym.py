@@ -257,6 +257,15 @@ def test_score_reads_the_reference_folder_as_eval_output(users, tmp_path, capsys
     assert "scored 12 replies of 2 users" in capsys.readouterr().out
     scores = pd.read_parquet(out / "question_scores.parquet")
     assert scores.correct.sum() == 8 and (~scores.parse_ok).sum() == 1
+    # a null result (not asked) is scored as the workflow scores it: unscored, never left out
+    results = folder / "ben" / ia.RESULTS
+    content = json.loads(results.read_text())
+    content[0][1] = None
+    results.write_text(json.dumps(content))
+    assert cli.main([*argv, "--eval-output", str(folder), "--out", str(out)]) == 0
+    assert "scored 12 replies of 2 users" in capsys.readouterr().out
+    scores = pd.read_parquet(out / "question_scores.parquet")
+    assert (~scores.parse_ok).sum() == 2
 
 
 def test_the_plan_counts_no_call_for_an_imported_system(tmp_path):

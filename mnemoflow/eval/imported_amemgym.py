@@ -143,6 +143,18 @@ def period_replies(
     ]
 
 
+def every_reply(output: EvalOutput, users: list[AmemUser]) -> pd.DataFrame:
+    """The checkpoint replies of every period and question of ``users``
+    (:func:`period_replies`: one the output lacks is an empty reply that did not parse)."""
+    rows = [
+        row
+        for user in users
+        for period in range(len(user.periods))
+        for row in period_replies(output, user.id, period, len(user.questions))
+    ]
+    return pd.DataFrame(rows, columns=list(output.replies.columns))
+
+
 def period_recall(output: EvalOutput, user: str, period: int) -> list[dict[str, Any]]:
     """The recall probe records of ``user`` at ``period``, where the file has them."""
     if output.recall is None:
