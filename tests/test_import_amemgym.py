@@ -103,6 +103,30 @@ def test_mnemoflow_eval_output_file_reads_the_same(users, tmp_path):
     )
 
 
+def test_a_reply_the_output_does_not_have_is_unscored_not_left_out(users, tmp_path):
+    """An interrupted reference run leaves a result null (not asked) or a period out: the
+    question is still asked in the run, counted unscored (wrong in ``accuracy``, out of
+    ``accuracy:scored``), so every system is scored on the environment's questions, not the
+    imported one on fewer."""
+    folder = write_reference(tmp_path / "out", users, set(), set())
+    results = folder / "ana" / ia.RESULTS
+    content = json.loads(results.read_text())
+    content[1][0] = None
+    results.write_text(json.dumps(content[:2]))  # and no period 2
+    replies = pd.concat(
+        [r.replies for r in run_imported(users, imported_spec(folder), tmp_path / "snap")],
+        ignore_index=True,
+    )
+    assert len(replies) == 12  # 2 users x 3 periods x 2 questions, as a native run asks
+    missing = replies[~replies.parse_ok]
+    keys = missing[["user_id", "period", "question_index"]].itertuples(index=False, name=None)
+    assert sorted(keys) == [("ana", 1, 0), ("ana", 2, 0), ("ana", 2, 1)]
+    _, per_period = score_replies(users, replies[it.SCORER_COLUMNS["replies"]])
+    rows = per_period.set_index(["period", "metric"])
+    assert rows.loc[(1, "accuracy"), ["value", "n"]].tolist() == [0.75, 4]
+    assert rows.loc[(2, "accuracy:unscored"), "value"] == 2
+
+
 def test_bad_output_is_one_line_naming_file_record_and_field(users, tmp_path):
     folder = write_reference(tmp_path / "out", users, set(), set())
     results = folder / "ana" / ia.RESULTS
@@ -233,6 +257,15 @@ def test_score_reads_the_reference_folder_as_eval_output(users, tmp_path, capsys
     assert "scored 12 replies of 2 users" in capsys.readouterr().out
     scores = pd.read_parquet(out / "question_scores.parquet")
     assert scores.correct.sum() == 8 and (~scores.parse_ok).sum() == 1
+    # a null result (not asked) is scored as the workflow scores it: unscored, never left out
+    results = folder / "ben" / ia.RESULTS
+    content = json.loads(results.read_text())
+    content[0][1] = None
+    results.write_text(json.dumps(content))
+    assert cli.main([*argv, "--eval-output", str(folder), "--out", str(out)]) == 0
+    assert "scored 12 replies of 2 users" in capsys.readouterr().out
+    scores = pd.read_parquet(out / "question_scores.parquet")
+    assert (~scores.parse_ok).sum() == 2
 
 
 def test_the_plan_counts_no_call_for_an_imported_system(tmp_path):

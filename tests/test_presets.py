@@ -240,6 +240,35 @@ def test_the_comparison_a_config_asks_for():
     assert request.published is None and request.pairs == (("awe_2_4_30", "AWE-(2,4,30)"),)
 
 
+def test_a_preset_system_left_out_of_the_run_is_the_reason_in_summary_md_too():
+    """A run of part of a preset: summary.md's rows of the left-out systems say so, as
+    ``compare --preset`` does (not "not paired")."""
+    config = merged(*layers(PRESETS / "amemgym-memory-agents.yaml"))
+    config["benchmarks"]["amemgym_v1"]["systems"] = ["native", "awe_2_4_30"]
+    request = Request.from_params(request_of(config).as_params())
+    assert ("awe_2_4_30", "AWE-(2,4,30)") in request.pairs
+    reasons = dict(request.unpaired)
+    assert reasons["AWI"] == "its counterpart awi is not in the run"
+    assert reasons["Nemori"] == "no mnemoflow adapter"  # the preset's own reason stays
+
+
+def test_a_config_without_published_numbers_is_checked_when_the_workflow_starts():
+    """The workflow reads the same ``compare:`` as ``compare --preset``: a field its section
+    needs is missing at start, one line naming it, never a KeyError in the summary job."""
+    compare = {"published": None, "metrics": ["memory_score"], "missing": "no table",
+               "paper": "amemgym"}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"^config: compare\.table: a text is needed"):
+        request_of({"compare": compare})
+    compare["table"] = "self_evolution"
+    compare["plotted"] = {"amemgym_v1": {"figure": "Figure 3"}}
+    with pytest.raises(ConfigError, match=r"^config: compare\.plotted\.amemgym_v1: expected"):
+        request_of({"compare": compare})
+    del compare["plotted"]
+    assert request_of({"compare": compare}).unpublished == compare
+    # published null without metrics: the section only says what is not shipped
+    assert request_of({"compare": {"published": None, "missing": "x"}}).unpublished is None
+
+
 # --- on stand-in data ----------------------------------------------------------------------------
 
 
@@ -730,6 +759,16 @@ def test_a_full_memorybench_run_pairs_mem0_where_the_paper_has_it(tmp_path, caps
     args = ["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--map", "none=Nope"]
     assert cli(args) == 2
     assert "the published tables have no row 'Nope'" in capsys.readouterr().err
+
+
+def test_a_map_naming_no_system_of_the_run_is_refused_without_published_numbers(tmp_path, capsys):
+    """As with published numbers: ``--map OURS=THEIRS`` whose OURS the run lacks is one line,
+    not a pairing silently dropped."""
+    write_table(standin_summary("amemgym-evolution"), tmp_path / "summary.parquet", SUMMARY)
+    args = ["compare", str(tmp_path), "--preset", "amemgym-evolution", "--map", "nope=Complete"]
+    assert cli(args) == 2
+    error = capsys.readouterr().err
+    assert "pairing nope=Complete (--map or published_as): the run has no system 'nope'" in error
 
 
 def test_a_run_of_another_protocol_is_not_listed_as_the_plotted_experiment(tmp_path, capsys):

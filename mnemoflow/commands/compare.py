@@ -32,6 +32,7 @@ from mnemoflow.eval.static_qa.data_versions import corrected_gold, score_version
 from mnemoflow.eval.static_qa.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.report.compare import (
+    check_pairs,
     compare_published,
     compare_runs,
     load_run,
@@ -39,7 +40,7 @@ from mnemoflow.report.compare import (
     paired_systems,
     unpaired_rows,
 )
-from mnemoflow.report.reproduction import published_as, unpaired_reasons
+from mnemoflow.report.reproduction import published_as, run_pairs, unpaired_reasons
 from mnemoflow.report.summaries import last_step
 from mnemoflow.report.unpublished import (
     check_spec,
@@ -129,13 +130,8 @@ def _preset_pairs(args: argparse.Namespace, run):
     """(the preset, its pairs of the systems the run has, and the reason each paper row has no
     counterpart: the preset's ``compare.unpaired`` and its systems the run left out)."""
     preset = read_preset(args.preset, args.presets)
-    # a run of part of a preset (some of its systems) pairs what it ran
-    ran = set(run.summary["system"])
-    reasons = dict(preset.unpaired)
-    for ours, theirs in preset.pairs:
-        if ours not in ran:
-            reasons[theirs] = f"its counterpart {ours} is not in the run"
-    return preset, [pair for pair in preset.pairs if pair[0] in ran], reasons
+    pairs, reasons = run_pairs(preset.pairs, preset.unpaired, set(run.summary["system"]))
+    return preset, list(pairs), dict(reasons)
 
 
 def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
@@ -225,7 +221,9 @@ def unpublished_section(
 ) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
     """(lines, our cells, plotted rows alone) of a preset whose paper published no numbers."""
     preset, pairs, reasons = _preset_pairs(args, run)
-    pairs += _pairs(args.map)
+    mapped = _pairs(args.map)
+    check_pairs(mapped, set(run.summary["system"]))  # as compare_published checks them
+    pairs += mapped
     cells = unpublished_cells(run, preset.compare, pairs, every_step=args.all)
     alone = plotted_rows(run, preset.compare, pairs, reasons)
     what = f"{preset.compare['paper']}/{preset.compare['table']}"

@@ -145,9 +145,11 @@ def run_amemgym(args: argparse.Namespace) -> int:
     users = read_environment(args.data)
     recall = None
     if args.eval_output is not None and args.eval_output.is_dir():  # the reference's folder
-        output = imported_amemgym.read_output(args.eval_output)
-        replies, upper, recall = output.replies, None, output.recall
-        imported_amemgym.checked_against(output, users)
+        output = imported_amemgym.checked_against(
+            imported_amemgym.read_output(args.eval_output), users
+        )
+        # as the workflow asks them: a question the folder has no reply to is unscored
+        replies, upper, recall = imported_amemgym.every_reply(output, users), None, output.recall
     elif args.eval_output is not None:
         replies, upper, recall = read_eval_output(args.eval_output)
     else:

@@ -173,7 +173,7 @@ def longmemeval_retrievals(answers: pd.DataFrame) -> list[dict[str, Any]]:
 # ---- LoCoMo -----------------------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     """A reference-format JSON file's content; an unreadable file is a one-line error."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -193,7 +193,7 @@ def _object(record: Any, loc: str, fields: tuple[str, ...]) -> None:
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
     """LoCoMo's samples JSON (a list of ``{sample_id, qa, ...}``); one-line errors."""
-    samples = _read_json(path)
+    samples = read_json(path)
     if not isinstance(samples, list):
         raise ConfigError(f"{path}: expected a list of LoCoMo samples")
     for i, sample in enumerate(samples):
@@ -571,7 +571,7 @@ def read_eval_output(
     reads: each result's ``raw_response`` re-parsed through its ``option_order`` (``json_error``
     true = a reply the run already gave up on); one-line errors naming file, user, period,
     question and field."""
-    content = _read_json(path)
+    content = read_json(path)
     if not isinstance(content, dict) or not content:
         raise ConfigError(f"{path}: expected an object of user ids")
     return eval_output_frames({u: (e, f"{path}: user {u}") for u, e in content.items()}, path)

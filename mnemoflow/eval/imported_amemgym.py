@@ -21,7 +21,6 @@ the file's own ``overall_metrics``.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import sys
 from dataclasses import dataclass
@@ -34,19 +33,12 @@ from mnemoflow.data.amemgym import AmemUser
 from mnemoflow.data.errata import file_sha256
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.amemgym.amemgym_replies import parse_answer
-from mnemoflow.eval.export import eval_output_frames, read_eval_output
+from mnemoflow.eval.export import eval_output_frames, read_eval_output, read_json
 from mnemoflow.llm.types import UnparseableReply
 
 FORMAT = "amemgym"
 #: The files of one user's folder in the reference's output.
 RESULTS, METRICS = "overall_results.json", "overall_metrics.json"
-
-
-def _load(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable JSON file: {exc}") from None
 
 
 def user_folders(folder: Path) -> dict[str, Path]:
@@ -106,7 +98,7 @@ def read_output(path: Path) -> EvalOutput:
         return EvalOutput(replies, recall, path)
     entries = {}
     for user, results in user_folders(path).items():
-        content = _load(results)
+        content = read_json(results)
         if not isinstance(content, list):
             raise ConfigError(f"{results}: expected a list of periods, each a list of results")
         entries[user] = ({"overall_results": content}, str(results))
@@ -136,10 +128,31 @@ def checked_against(output: EvalOutput, users: list[AmemUser]) -> EvalOutput:
     return output
 
 
-def period_replies(output: EvalOutput, user: str, period: int) -> list[dict[str, Any]]:
-    """The checkpoint reply records of ``user`` at ``period`` (question order)."""
+def period_replies(
+    output: EvalOutput, user: str, period: int, questions: int
+) -> list[dict[str, Any]]:
+    """The checkpoint reply records of ``user`` at ``period``, one per question index
+    ``0..questions-1``: a question the output has no reply to (a null result of an interrupted
+    run, a period or user left out) is a reply that did not parse (``parse_ok`` false, empty), so
+    it is scored unscored as a native run's failed reply is, never left out of the count."""
     mine = output.replies[(output.replies.user_id == user) & (output.replies.period == period)]
-    return mine.sort_values("question_index").to_dict("records")
+    found = {int(r["question_index"]): r for r in mine.to_dict("records")}
+    none = {"user_id": user, "period": period, "reply": "", "option_order": None}
+    return [
+        found.get(q, {**none, "question_index": q, "parse_ok": False}) for q in range(questions)
+    ]
+
+
+def every_reply(output: EvalOutput, users: list[AmemUser]) -> pd.DataFrame:
+    """The checkpoint replies of every period and question of ``users``
+    (:func:`period_replies`: one the output lacks is an empty reply that did not parse)."""
+    rows = [
+        row
+        for user in users
+        for period in range(len(user.periods))
+        for row in period_replies(output, user.id, period, len(user.questions))
+    ]
+    return pd.DataFrame(rows, columns=list(output.replies.columns))
 
 
 def period_recall(output: EvalOutput, user: str, period: int) -> list[dict[str, Any]]:
@@ -162,7 +175,7 @@ def published_accuracy(folder: Path) -> dict[str, list[float]]:
         metrics = results.parent / METRICS
         if not metrics.is_file():
             continue
-        content = _load(metrics)
+        content = read_json(metrics)
         grid = content.get("accuracy") if isinstance(content, dict) else None
         if not isinstance(grid, list) or not all(isinstance(row, list) for row in grid):
             raise ConfigError(f"{metrics}: missing field 'accuracy' ([period][question] numbers)")
@@ -180,7 +193,7 @@ def strict_accuracy(folder: Path) -> dict[str, list[float]]:
     Needs no environment: the check that a folder reads as its authors scored it."""
     out = {}
     for user, results in user_folders(folder).items():
-        content = _load(results)
+        content = read_json(results)
         values = []
         if not isinstance(content, list) or not all(isinstance(row, list) for row in content):
             raise ConfigError(f"{results}: expected a list of periods, each a list of results")

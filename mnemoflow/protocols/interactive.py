@@ -540,7 +540,7 @@ def imported_replies(
     model = f"{IMPORTED}:{imported_amemgym.FORMAT}"
     common = {"attempts": 1, "model": model, "cache_hit": False, "tokens_in": 0, "tokens_out": 0}
     answers = []
-    for row in imported_amemgym.period_replies(output, user.id, period):
+    for row in imported_amemgym.period_replies(output, user.id, period, len(user.questions)):
         order = row.get("option_order")
         if not isinstance(order, list):
             order = list(range(len(questions[int(row["question_index"])].choices)))

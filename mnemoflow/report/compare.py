@@ -251,15 +251,21 @@ def _outside(value: float, low: float, high: float) -> str:
 # ---------------------------------------------------------------- published vs ours
 
 
-def _pairing(published: pd.DataFrame, systems: set[str], mapping: list[tuple[str, str]]):
-    """Published row name -> our system: ``--map OURS=THEIRS`` pairs, then equal names."""
-    theirs_to_ours: dict[str, str] = {}
+def check_pairs(mapping: list[tuple[str, str]], systems: set[str]) -> None:
+    """Every ``(ours, theirs)`` pair names a system of the run; else one line naming it."""
     for ours, theirs in mapping:
         if ours not in systems:
             raise ReportError(
                 f"pairing {ours}={theirs} (--map or published_as): the run has no system {ours!r} "
                 f"(it has {', '.join(sorted(systems))})"
             )
+
+
+def _pairing(published: pd.DataFrame, systems: set[str], mapping: list[tuple[str, str]]):
+    """Published row name -> our system: ``--map OURS=THEIRS`` pairs, then equal names."""
+    check_pairs(mapping, systems)
+    theirs_to_ours: dict[str, str] = {}
+    for ours, theirs in mapping:
         if theirs not in set(published["row"]):
             raise ReportError(
                 f"pairing {ours}={theirs}: the published tables have no row {theirs!r}"

@@ -20,7 +20,7 @@ same function (:func:`mnemoflow.report.compare.compare_published`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,12 @@ import pandas as pd
 
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
 from mnemoflow.report.compare import compare_published, load_run, markdown_table, unpaired_rows
-from mnemoflow.report.unpublished import plotted_rows, section_lines, unpublished_cells
+from mnemoflow.report.unpublished import (
+    check_spec,
+    plotted_rows,
+    section_lines,
+    unpublished_cells,
+)
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,19 @@ def unpaired_reasons(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple((str(row), " ".join(str(why).split())) for row, why in reasons.items())
 
 
+def run_pairs(
+    pairs: Sequence[tuple[str, str]], unpaired: Sequence[tuple[str, str]], ran: set[str]
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """(the ``published_as`` ``pairs`` of the systems in ``ran``, (paper row, why it has no
+    counterpart) of ``unpaired`` (``compare.unpaired``) and of the systems left out of the run):
+    a run of part of a preset pairs what it ran and says why the rest is unpaired."""
+    reasons = dict(unpaired)
+    for ours, theirs in pairs:
+        if ours not in ran:
+            reasons[theirs] = f"its counterpart {ours} is not in the run"
+    return tuple(p for p in pairs if p[0] in ran), tuple(reasons.items())
+
+
 def request_of(
     config: Mapping[str, Any], benchmarks: Mapping[str, Any] | None = None
 ) -> Request | None:
@@ -96,16 +114,18 @@ def request_of(
     ran = set((config.get("run") or {}).get("systems") or ())
     for name in (config.get("run") or {}).get("benchmarks") or ():
         ran |= set((benchmarks.get(name) or {}).get("systems") or ())
-    pairs = tuple(p for p in published_as(config) if p[0] in ran)
+    pairs, unpaired = run_pairs(published_as(config), unpaired_reasons(config), ran)
     if "published" in compare and compare["published"] is None:
         missing = " ".join(str(compare.get("missing") or "not shipped").split())
         spec = dict(compare) if compare.get("metrics") else None
+        if spec is not None:  # the section reads these: checked at start, as compare --preset
+            check_spec(spec, "config")
         return Request(
             None,
             pairs,
             compare.get("benchmark"),
             missing=missing,
-            unpaired=unpaired_reasons(config),
+            unpaired=unpaired,
             unpublished=spec,
         )
     if compare.get("published"):
@@ -113,7 +133,7 @@ def request_of(
             str(compare["published"]),
             pairs,
             compare.get("benchmark"),
-            unpaired=unpaired_reasons(config),
+            unpaired=unpaired,
         )
     if pairs:
         return Request(None, pairs, compare.get("benchmark"))

@@ -53,9 +53,17 @@ def check_spec(compare: Mapping[str, Any], where: str) -> None:
     metrics = compare.get("metrics")
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise ConfigError(f"{where}: compare.metrics: a list of summary metric names is needed")
-    for bench, figure in (compare.get("plotted") or {}).items():
+    protocols = compare.get("protocols")
+    if protocols is not None and (
+        not isinstance(protocols, list) or not all(isinstance(p, str) for p in protocols)
+    ):
+        raise ConfigError(f"{where}: compare.protocols: a list of protocol names is needed")
+    plotted = compare.get("plotted") or {}
+    if not isinstance(plotted, Mapping):
+        raise ConfigError(f"{where}: compare.plotted: expected {{BENCHMARK: {{figure, rows}}}}")
+    for bench, figure in plotted.items():
         rows = figure.get("rows") if isinstance(figure, Mapping) else None
-        if not isinstance(figure, Mapping) or not figure.get("figure") or not rows:
+        if rows is None or not figure.get("figure") or not rows or not isinstance(rows, Mapping):
             raise ConfigError(
                 f"{where}: compare.plotted.{bench}: expected {{figure: NAME, rows: {{ROW: PANEL}}}}"
             )
@@ -113,8 +121,13 @@ def unpublished_cells(
     reason it has no published value in ``note``; ``pairs`` (our system, the paper's row)."""
     labels = dict(pairs)
     cells = []
-    for row in _ours(run.summary, compare, every_step).itertuples(index=False):
+    ours = _ours(run.summary, compare, every_step)
+    keys = ["benchmark", "system", "protocol", "metric"]
+    last = ours.groupby(keys)["step"].transform("max") if len(ours) else ours["step"]
+    for row, final in zip(ours.itertuples(index=False), last, strict=True):
         label = labels.get(row.system, "")
+        # the experiment's mean is the last step's; an earlier step's (--all) names its periods
+        mean = "mean" if row.step == final else f"mean 0-{row.step}"
         low, high, method = interval(run, row)
         cells.append(
             {
@@ -123,7 +136,7 @@ def unpublished_cells(
                 "row": label,
                 "system": row.system,
                 "protocol": row.protocol,
-                "period": "mean" if row.aggregate == MEAN_OVER_PERIODS else str(row.step),
+                "period": mean if row.aggregate == MEAN_OVER_PERIODS else str(row.step),
                 "aggregate": row.aggregate,
                 "metric": row.metric,
                 "published": math.nan,
