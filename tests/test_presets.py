@@ -425,6 +425,9 @@ def test_an_evolution_run_lists_ours_with_the_reason_no_number_is_beside_it(evol
                     r"Table 3 of arXiv 2603\.01966v1\) is not shipped", out, re.M)  # fmt: skip
     assert row and float(row.group(1)) == pytest.approx(value, abs=5e-4)
     assert row.group(0) in text  # summary.md: the same cells
+    page = (results / "report.html").read_text().replace("<wbr>", "")  # and report.html
+    assert f"<td>memory_score</td><td>{value:.3f}</td>" in page
+    assert "Table 3 of arXiv 2603.01966v1) is not shipped" in page
 
 
 @pytest.fixture(scope="module")
@@ -488,7 +491,9 @@ def test_mnemoflow_plan_succeeds_once_the_data_is_where_the_error_said(
         said = place_standins(merged(*files), standins, wd)
     finally:
         os.chdir(cwd)
-    assert list(said.values())[0] in capsys.readouterr().err
+    err = capsys.readouterr().err  # one line: every benchmark, those missing the same once
+    assert "\n" not in err.strip() and all(f"benchmarks.{b}" in err for b in said)
+    assert all(message.partition(": ")[2] in err for message in said.values())
     assert cli(args) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["calls"] > 0 and {run["benchmark"] for run in plan["runs"]} == set(
