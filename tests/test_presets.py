@@ -13,6 +13,7 @@ off-policy), or list ours with the reason none is published (AMemGym's self-evol
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -25,8 +26,10 @@ from mnemoflow.cli import main as cli
 from mnemoflow.commands.compare import read_preset
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.published import load_published, select_published
-from mnemoflow.data.tables import SUMMARY, write_table
+from mnemoflow.data.tables import SUMMARY, empty, write_table
 from mnemoflow.errors import ConfigError
+from mnemoflow.jobs.summary import ReportFiles
+from mnemoflow.jobs.summary import report as report_job
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.types import ROLES, check_bindings
 from mnemoflow.memory.base import check_systems
@@ -451,6 +454,9 @@ def test_an_evolution_run_lists_ours_with_the_reason_no_number_is_beside_it(evol
                     r"Table 3 of arXiv 2603\.01966v1\) is not shipped", out, re.M)  # fmt: skip
     assert row and float(row.group(1)) == pytest.approx(value, abs=5e-4)
     assert row.group(0) in text  # summary.md: the same cells
+    page = (results / "report.html").read_text().replace("<wbr>", "")  # and report.html
+    assert f"<td>memory_score</td><td>{row.group(1)}</td>" in page
+    assert "Table 3 of arXiv 2603.01966v1) is not shipped" in page
 
 
 @pytest.fixture(scope="module")
@@ -514,7 +520,9 @@ def test_mnemoflow_plan_succeeds_once_the_data_is_where_the_error_said(
         said = place_standins(merged(*files), standins, wd)
     finally:
         os.chdir(cwd)
-    assert list(said.values())[0] in capsys.readouterr().err
+    err = capsys.readouterr().err  # one line: every benchmark, those missing the same once
+    assert "\n" not in err.strip() and all(f"benchmarks.{b}" in err for b in said)
+    assert all(message.partition(": ")[2] in err for message in said.values())
     assert cli(args) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["calls"] > 0 and {run["benchmark"] for run in plan["runs"]} == set(
@@ -700,6 +708,46 @@ def test_compare_preset_sets_out_every_presets_section(name, tmp_path, capsys):
         assert "| – | " in out  # our value, no published one beside it
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_report_preset_shows_the_section_compare_preset_prints(name, tmp_path, capsys):
+    """`mnemoflow report --preset NAME` works for every preset, and its report.html shows the cells
+    `compare --preset NAME` prints (the same frame); where the paper published no numbers: ours
+    with intervals and the reason per row, and the plotted rows no system of ours stands for."""
+    summary = standin_summary(name)
+    if name == "memorybench-on-policy":  # Mem0's plotted panel without its system, as below
+        summary = summary[summary["system"] != "mem0_paper"]
+    write_table(summary, tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", name, "--out", str(tmp_path / "cmp")]) == 0
+    capsys.readouterr()
+    args = ["report", "--results", str(tmp_path), "--preset", name, "--no-questions"]
+    assert cli(args) == 0
+    page = (tmp_path / "report.html").read_text().replace("<wbr>", "")
+    assert ">Published vs ours<" in page
+    read = lambda path: pd.read_csv(path, sep="\t")  # noqa: E731
+    cells = read(tmp_path / "report" / "published_cells.tsv")  # floats written to 6 digits
+    pd.testing.assert_frame_equal(cells, read(tmp_path / "cmp" / "published.tsv"), rtol=1e-5)
+    compare = preset(name)["compare"]
+    if compare["published"] is not None:
+        assert "not shipped" not in page
+        return
+    plotted = read(tmp_path / "report" / "published_plotted.tsv")
+    pd.testing.assert_frame_equal(plotted, read(tmp_path / "cmp" / "unpaired.tsv"), rtol=1e-5)
+    what = f"{compare['paper']}/{compare['table']}"
+    assert f"No published numbers for {what}: " in page and f"Our {len(cells)} cells" in page
+    assert len(cells) and cells["published"].isna().all() and cells["note"].notna().all()
+    for cell in cells.itertuples(index=False):  # our value, interval and reason, in one row
+        ci = cell.ci_method if isinstance(cell.ci_method, str) else "–"
+        if pd.notna(cell.ci_low):
+            ci = f"[{cell.ci_low:.3f}, {cell.ci_high:.3f}]"
+        row = (f"<td>{cell.metric}</td><td>{cell.ours:.3f}</td><td>{ci}</td>"
+               f"<td class=\"num\">{cell.n}</td><td>{html.escape(cell.note)}</td>")  # fmt: skip
+        assert row in page, (name, cell)
+    for alone in plotted.itertuples(index=False):
+        assert html.escape(alone.reason) in page
+    if name == "memorybench-on-policy":
+        assert len(plotted) == 2 and "Plotted rows without a counterpart in the run" in page
+
+
 def test_a_plotted_only_experiment_lists_ours_with_the_figure_that_plots_it(tmp_path, capsys):
     write_table(standin_summary("memorybench-stepwise"), tmp_path / "summary.parquet", SUMMARY)
     assert cli(["compare", str(tmp_path), "--preset", "memorybench-stepwise"]) == 0
@@ -745,6 +793,36 @@ def test_a_preset_without_shipped_numbers_lists_ours_in_summary_md(tmp_path):
     assert re.search(r"^\| amemgym \| self_evolution\.gpt-4\.1-mini \| question only \| "
                      r"awi_evolve_question_only \| interactive \| mean \| mean_over_periods \| "
                      r"memory_score \| – \| 0\.260 \|[^\n]*not shipped", text, re.M)  # fmt: skip
+
+
+def test_the_workflows_report_of_a_preset_without_shipped_numbers_lists_ours(tmp_path):
+    """The report rule's job (jobs/summary.py) shows the section summary.md has: our cells with
+    the reason, and the dossier places each cell in its run (of its own MemoryBench set)."""
+    name = "memorybench-stepwise"
+    write_table(standin_summary(name), tmp_path / "summary.parquet", SUMMARY)
+    write_table(empty("diagnosis"), tmp_path / "diagnosis.parquet", "diagnosis")
+    config = merged(*layers(PRESETS / f"{name}.yaml"))
+    files = ReportFiles(
+        summary=str(tmp_path / "summary.parquet"),
+        diagnosis=str(tmp_path / "diagnosis.parquet"),
+        judgements=[],
+        ledgers=[],
+        html=str(tmp_path / "report.html"),
+    )
+    report_job(files, config=config, published=request_of(config).as_params())
+    page = (tmp_path / "report.html").read_text().replace("<wbr>", "")
+    assert "No published numbers for memorybench/stepwise_off_policy.qwen3-8b: " in page
+    assert "The paper&#x27;s numbers for this run are not shipped" not in page  # not one line
+    assert (
+        '<td>weighted_average</td><td>0.310</td><td>–</td><td class="num">40</td><td>the '
+        "paper plots this experiment only (Figure 10(a)); no numbers published</td>"
+    ) in page
+    cells = pd.read_csv(tmp_path / "report" / "published_cells.tsv", sep="\t")
+    assert len(cells) == 84 and cells["published"].isna().all()  # 7 sets x 6 systems x 2
+    dossier = json.loads((tmp_path / "report" / "dossier.json").read_text())
+    assert [c["run"] for c in dossier["published"]] == [
+        f"{c.benchmark}/{c.system}/{c.protocol}" for c in cells.itertuples(index=False)
+    ]
 
 
 def test_a_full_memorybench_run_pairs_mem0_where_the_paper_has_it(tmp_path, capsys):

@@ -42,12 +42,7 @@ from mnemoflow.report.compare import (
 )
 from mnemoflow.report.reproduction import published_as, run_pairs, unpaired_reasons
 from mnemoflow.report.summaries import last_step
-from mnemoflow.report.unpublished import (
-    check_spec,
-    plotted_rows,
-    section_lines,
-    unpublished_cells,
-)
+from mnemoflow.report.unpublished import check_spec, section_lines, unpublished_section
 
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "paper"
 
@@ -216,19 +211,15 @@ def read_preset(name: str, presets: Path) -> Preset:
     )
 
 
-def unpublished_section(
-    args: argparse.Namespace, run
-) -> tuple[list[str], pd.DataFrame, pd.DataFrame]:
-    """(lines, our cells, plotted rows alone) of a preset whose paper published no numbers."""
+def unpublished_preset(args: argparse.Namespace, run) -> tuple[Preset, dict[str, pd.DataFrame]]:
+    """(the preset, its section: our ``cells`` and the ``plotted`` rows alone) of ``--preset``
+    whose paper published no numbers (shared with ``mnemoflow report``)."""
     preset, pairs, reasons = _preset_pairs(args, run)
     mapped = _pairs(args.map)
     check_pairs(mapped, set(run.summary["system"]))  # as compare_published checks them
     pairs += mapped
-    cells = unpublished_cells(run, preset.compare, pairs, every_step=args.all)
-    alone = plotted_rows(run, preset.compare, pairs, reasons)
-    what = f"{preset.compare['paper']}/{preset.compare['table']}"
-    head = f"# {args.results} against {what}: no published numbers\n\n## Published vs ours"
-    return section_lines(cells, alone, preset.compare, head), cells, alone
+    every_step = bool(getattr(args, "all", False))
+    return preset, unpublished_section(run, preset.compare, pairs, reasons, every_step)
 
 
 def versions_section(root: Path, models: dict | None = None) -> tuple[list[str], pd.DataFrame]:
@@ -368,9 +359,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.preset and read_preset(args.preset, args.presets).published is None:
         if args.published:
             raise ConfigError("--published and --preset both name the tables; give one")
-        lines, cells, unpaired = unpublished_section(args, run_a)
-        sections += lines
-        tables.update(published=cells, unpaired=unpaired)
+        preset, section = unpublished_preset(args, run_a)
+        what = f"{preset.compare['paper']}/{preset.compare['table']}"
+        head = f"# {args.results} against {what}: no published numbers\n\n## Published vs ours"
+        sections += section_lines(section["cells"], section["plotted"], preset.compare, head)
+        tables.update(published=section["cells"], unpaired=section["plotted"])
     elif args.published or args.preset:
         spec, (cells, taus, ranks) = published_comparison(args, run_a)
         paired = cells[cells["ours"].notna()]

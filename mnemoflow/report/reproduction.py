@@ -31,9 +31,8 @@ from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_publi
 from mnemoflow.report.compare import compare_published, load_run, markdown_table, unpaired_rows
 from mnemoflow.report.unpublished import (
     check_spec,
-    plotted_rows,
     section_lines,
-    unpublished_cells,
+    unpublished_section,
 )
 
 
@@ -161,15 +160,19 @@ def published_section(
     published_paths: Iterable[str | Path] = (),
     benchmarks: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, pd.DataFrame] | None, list[str]]:
-    """(cells, taus and ranks for report.html, or None; summary.md's lines) of a run whose
-    config made ``request``; ``published_paths`` the CSVs (default: data/published)."""
+    """(the tables for report.html, or None; summary.md's lines) of a run whose config made
+    ``request``: cells, taus and ranks, or for a paper that published no numbers our cells and
+    the plotted rows alone (:func:`mnemoflow.report.unpublished.unpublished_section`);
+    ``published_paths`` the CSVs (default: data/published)."""
     if request is None:
         return None, []
     if not request.shipped and request.unpublished:
-        run, pairs = load_run(summary), list(request.pairs)
-        cells = unpublished_cells(run, request.unpublished, pairs)
-        alone = plotted_rows(run, request.unpublished, pairs, dict(request.unpaired))
-        return None, section_lines(cells, alone, request.unpublished, "## Published vs ours")
+        spec = request.unpublished
+        section = unpublished_section(
+            load_run(summary), spec, list(request.pairs), dict(request.unpaired)
+        )
+        lines = section_lines(section["cells"], section["plotted"], spec, "## Published vs ours")
+        return section, lines
     if not request.shipped:
         return None, [
             "## Published vs ours",

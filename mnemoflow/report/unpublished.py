@@ -186,25 +186,54 @@ def plotted_rows(
     return pd.DataFrame(out, columns=UNPAIRED_COLUMNS)
 
 
+def unpublished_section(
+    run: Run,
+    compare: Mapping[str, Any],
+    pairs: list[tuple[str, str]],
+    reasons: Mapping[str, str],
+    every_step: bool = False,
+) -> dict[str, pd.DataFrame]:
+    """The section's tables, as compare, summary.md and report.html show them: ``cells`` (ours,
+    :func:`unpublished_cells`) and ``plotted`` (the paper's rows alone, :func:`plotted_rows`)."""
+    return {
+        "cells": unpublished_cells(run, compare, pairs, every_step),
+        "plotted": plotted_rows(run, compare, pairs, reasons),
+    }
+
+
+def lead(compare: Mapping[str, Any], cells: pd.DataFrame) -> str:
+    """The section's first sentence: what has no published numbers, and why."""
+    what = f"{compare['paper']}/{compare['table']}"
+    return (
+        f"No published numbers for {what}: {_text(compare['missing'])}. Our {len(cells)} cells, "
+        "each with the reason it has no published value beside it (note)."
+    )
+
+
+def nothing_to_show(compare: Mapping[str, Any]) -> str:
+    """What the section says in place of our cells when the run has none."""
+    return f"The run has no value of {', '.join(compare['metrics'])} to show."
+
+
+#: The heading of the table of plotted rows without a counterpart.
+PLOTTED_HEADING = "Plotted rows without a counterpart in the run"
+
+
 def section_lines(
     cells: pd.DataFrame, unpaired: pd.DataFrame, compare: Mapping[str, Any], head: str
 ) -> list[str]:
     """The Markdown of the section: ``head``, the reason, our cells, the plotted rows alone."""
-    what = f"{compare['paper']}/{compare['table']}"
     lines = [
         head,
         "",
-        f"No published numbers for {what}: {_text(compare['missing'])}. Our {len(cells)} cells, "
-        "each with the reason it has no published value beside it (note).",
+        lead(compare, cells),
         "",
-        markdown_table(cells)
-        if len(cells)
-        else f"The run has no value of {', '.join(compare['metrics'])} to show.",
+        markdown_table(cells) if len(cells) else nothing_to_show(compare),
         "",
     ]
     if len(unpaired):
         lines += [
-            "Plotted rows without a counterpart in the run:",
+            f"{PLOTTED_HEADING}:",
             "",
             markdown_table(unpaired),
             "",
