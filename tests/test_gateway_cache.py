@@ -238,6 +238,17 @@ class CountingEmbedder:
         return None
 
 
+def _local_embedder_computes(folder, cache, texts: list[str]) -> int:
+    """How many of ``texts`` a fresh gateway on the local model in ``folder`` computes."""
+    gateway = Gateway.from_config(
+        {"embedder": {"backend": "sentence_transformers", "model": str(folder)}}, cache
+    )
+    gateway._backends["embedder"] = backend = CountingEmbedder()
+    asyncio.run(gateway.embed(texts))
+    gateway.close()
+    return backend.texts
+
+
 def test_a_local_embedders_weights_are_part_of_its_key(tmp_path):
     """``model`` names a folder; new weights saved into it (a fine-tuned model, a reinstalled
     package) must not be served the old model's cached vectors."""
@@ -245,18 +256,21 @@ def test_a_local_embedders_weights_are_part_of_its_key(tmp_path):
     folder.mkdir()
     (folder / "modules.json").write_text("[]")
     (folder / "model.safetensors").write_bytes(b"weights v1")
-
-    def embedded_texts() -> int:
-        gateway = Gateway.from_config(
-            {"embedder": {"backend": "sentence_transformers", "model": str(folder)}},
-            tmp_path / "cache",
-        )
-        gateway._backends["embedder"] = backend = CountingEmbedder()
-        asyncio.run(gateway.embed(["where is my bicycle", "in the garage"]))
-        gateway.close()
-        return backend.texts
-
-    assert embedded_texts() == 2
-    assert embedded_texts() == 0  # same weights: both vectors cached
+    texts = ["where is my bicycle", "in the garage"]
+    assert _local_embedder_computes(folder, tmp_path / "cache", texts) == 2
+    assert _local_embedder_computes(folder, tmp_path / "cache", texts) == 0  # same weights
     (folder / "model.safetensors").write_bytes(b"weights v2")
-    assert embedded_texts() == 2
+    assert _local_embedder_computes(folder, tmp_path / "cache", texts) == 2
+
+
+def test_a_local_embedders_batching_scheme_is_part_of_its_key(tmp_path, monkeypatch):
+    """Vectors computed under another batching scheme differ in their last bits: never reused."""
+    from mnemoflow.llm import canonical_batches
+
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    (folder / "modules.json").write_text("[]")
+    assert _local_embedder_computes(folder, tmp_path / "cache", ["where is my bicycle"]) == 1
+    assert _local_embedder_computes(folder, tmp_path / "cache", ["where is my bicycle"]) == 0
+    monkeypatch.setattr(canonical_batches, "SCHEME", "another-scheme")
+    assert _local_embedder_computes(folder, tmp_path / "cache", ["where is my bicycle"]) == 1

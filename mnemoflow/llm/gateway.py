@@ -193,13 +193,16 @@ def offline_version(task: str | None) -> str:
 def embedder_identity(spec: EndpointSpec) -> str:
     """The embedding model's identity in the cache key. A local model is named by a folder (or
     the package that bundles one) whose files can change under the same name, so its identity
-    is a digest of the files' contents; a remote model is known only by its name."""
+    is a digest of the files' contents, plus the batching scheme that fixes a vector's last bits
+    (vectors computed another way are never reused); a remote model is known only by its name."""
     if spec.backend == "offline":
         return offline_version(None)
     if spec.backend == "sentence_transformers":
+        from mnemoflow.llm.canonical_batches import SCHEME
         from mnemoflow.llm.local_embedder import model_folder
 
-        return f"{spec.model}@{_folder_digest(model_folder(spec.model).resolve())}"
+        digest = _folder_digest(model_folder(spec.model).resolve())
+        return f"{spec.model}@{digest}/{SCHEME}"
     return spec.model
 
 

@@ -8,7 +8,9 @@ download. The model is loaded once per process and shared by every gateway that 
 
 Vectors are L2-normalized, so inner product is cosine similarity (what the FAISS IndexFlatIP
 memories expect). The gateway's content-addressed cache sits in front of this backend, so each
-distinct text is computed once across questions, jobs and reruns.
+distinct text is computed once across questions, jobs and reruns; whichever job computes it first
+is the one that is kept, so a text's vector is made a function of the text alone, bitwise,
+whatever it is batched with (:mod:`mnemoflow.llm.canonical_batches`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.llm import canonical_batches
 from mnemoflow.llm.types import (
     BUNDLED_EMBEDDER,
     ChatRequest,
@@ -86,15 +89,27 @@ class LocalEmbedder:
 
     async def embed(self, texts: list[str], spec: EndpointSpec) -> np.ndarray:
         model = load_model(spec.model)
-        vectors = await asyncio.to_thread(
-            model.encode,
-            list(texts),
-            batch_size=BATCH_SIZE,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        return await asyncio.to_thread(encode, model, list(texts))
 
     async def aclose(self) -> None:
         return None
+
+
+def encode(model: Any, texts: list[str], batch_size: int = BATCH_SIZE) -> np.ndarray:
+    """L2-normalized vectors of ``texts`` in canonical batches: each row bitwise the same
+    whatever the other texts and ``batch_size``."""
+    import torch
+
+    if not texts:
+        return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
+    model.eval()
+    features = model.preprocess(texts)  # token ids, truncated to max_seq_length
+    lengths = [int(n) for n in features["attention_mask"].sum(dim=1)]
+    pad_id = model.tokenizer.pad_token_id or 0
+    vectors = np.zeros((len(texts), model.get_embedding_dimension()), dtype=np.float32)
+    with torch.inference_mode():
+        for length, rows in canonical_batches.plan(lengths, batch_size):
+            batch = canonical_batches.batch_features(features, lengths, rows, length, pad_id)
+            out = model(batch)["sentence_embedding"][: len(rows)]
+            vectors[rows] = torch.nn.functional.normalize(out, p=2, dim=1).numpy()
+    return vectors

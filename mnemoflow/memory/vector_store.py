@@ -104,7 +104,10 @@ class VectorStore:
         return removed
 
     def search(self, query: np.ndarray, k: int) -> list[tuple[StoredItem, float]]:
-        """The ``k`` items with the largest inner product with ``query``; ties: older first."""
+        """The ``k`` items with the largest inner product with ``query``. Scores equal to 6
+        decimals tie, and ties go to the older item, at the cut-off too: FAISS is asked for more
+        hits until the k-th hit's whole tie group is in hand, so which of two tied items makes
+        the top ``k`` never depends on the index's own order."""
         if not self.items or k <= 0:
             return []
         import faiss
@@ -113,11 +116,15 @@ class VectorStore:
             assert self._vectors is not None
             self._index = faiss.IndexFlatIP(self._vectors.shape[1])
             self._index.add(np.ascontiguousarray(self._vectors))
-        k = min(k, len(self.items))
-        scores, positions = self._index.search(normalize(query), k)
-        pairs = [(float(s), int(p)) for s, p in zip(scores[0], positions[0], strict=True) if p >= 0]
-        pairs.sort(key=lambda pair: (-round(pair[0], 6), pair[1]))
-        return [(self.items[p], s) for s, p in pairs]
+        k, fetch, query = min(k, len(self.items)), min(k, len(self.items)), normalize(query)
+        while True:
+            scores, positions = self._index.search(query, fetch)
+            hits = zip(scores[0].tolist(), positions[0].tolist(), strict=True)
+            pairs = sorted(((round(s, 6), s, p) for s, p in hits if p >= 0), key=_tie_order)
+            if fetch == len(self.items) or pairs[-1][0] < pairs[k - 1][0]:
+                break
+            fetch = min(2 * fetch + 1, len(self.items))
+        return [(self.items[p], s) for _, s, p in pairs[:k]]
 
     def save(self, directory: Path, name: str = "items") -> None:
         with open(directory / f"{name}.jsonl", "w", encoding="utf-8") as handle:
@@ -133,6 +140,11 @@ class VectorStore:
         self._vectors = vectors.astype(np.float32) if len(self.items) else None
         self._position = {item.id: i for i, item in enumerate(self.items)}
         self._index = None
+
+
+def _tie_order(pair: tuple[float, float, int]) -> tuple[float, int]:
+    """Best (rounded) score first; equal scores: the older item (smaller position) first."""
+    return (-pair[0], pair[2])
 
 
 async def embed(llm: Any, texts: list[str]) -> np.ndarray:
