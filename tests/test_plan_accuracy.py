@@ -30,13 +30,6 @@ def plan_json(wd, *configfiles) -> dict:
     return json.loads(out.stdout)
 
 
-#: Where the plan is known to miss the target, and why (docs/plan.md, "How close it is").
-KNOWN = {
-    ("synthetic_feedback", "user"): "live dialogues' user reactions are expected at the midpoint "
-    "of 1 .. max_rounds - 1; the offline user reacts at almost every round (0.77 x the calls)",
-}
-
-
 def layer(path, data: dict):
     """A config layer written to ``path``."""
     path.write_text(yaml.safe_dump(data))
@@ -44,14 +37,18 @@ def layer(path, data: dict):
 
 
 def assert_close(planned: dict, results) -> dict:
+    """Calls within 10 %; tokens per computed call within 25 %, and the tokens themselves unless
+    the ledgers' cache answered more calls than the plan foresaw (a reply the same for different
+    prompts: ``mnemoflow.planning.accuracy``)."""
     found = ratios(planned, results)
     assert found, "no (benchmark, role) with 20 ledger calls"
     for pair, ratio in found.items():
-        if pair in KNOWN:
-            continue
         assert 0.9 <= ratio["calls"] <= 1.1, (pair, ratio)
+        unforeseen = ratio.get("computed", 1.0) > 1.1
         for name in ("tokens_in", "tokens_out"):
-            if name in ratio:
+            if f"{name}/computed" in ratio:
+                assert 0.75 <= ratio[f"{name}/computed"] <= 1.25, (pair, name, ratio)
+            if name in ratio and not unforeseen:
                 assert 0.75 <= ratio[name] <= 1.25, (pair, name, ratio)
     print("plan / ledgers:", found)
     return found
