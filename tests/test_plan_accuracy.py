@@ -103,7 +103,7 @@ def test_feedback_plan_matches_an_offline_runs_ledgers(tmp_path):
         wd / "feedback.yaml",
         {
             "models": {"embedder": {"backend": "offline"}},
-            "run": {"benchmarks": ["synthetic_feedback"], "systems": ["rag"]},
+            "run": {"benchmarks": ["synthetic_feedback"], "systems": ["none", "rag"]},
         },
     )
     planned = plan_json(wd, wd / "config.yaml", override)
