@@ -110,3 +110,26 @@ def test_feedback_plan_matches_an_offline_runs_ledgers(tmp_path):
     snakemake(wd, configfiles=[wd / "config.yaml", override])
     found = assert_close(planned, wd / "results")
     assert {"agent", "embedder"} <= {role for _, role in found}
+
+
+@pytest.mark.slow
+def test_a_memory_products_writes_are_planned_as_its_offline_twin_makes_them(tmp_path):
+    """Mem0-G (mem0's facts and its graph's entities, relations and deletions per batch, the
+    query's entities per search) on the synthetic benchmark's one user, three sessions."""
+    wd = workdir(tmp_path)
+    override = layer(
+        wd / "mem0_graph.yaml",
+        {
+            "run": {"benchmarks": ["synthetic"], "systems": ["mem0_graph"]},
+            "benchmarks": {
+                "synthetic": {
+                    "shards": 1,
+                    "params": {"users": 1, "periods": 1, "sessions_per_period": 3},
+                }
+            },
+        },
+    )
+    planned = plan_json(wd, TINY, override)
+    snakemake(wd, configfiles=[TINY, override])
+    found = assert_close(planned, wd / "results")
+    assert {"memory_writer", "embedder"} <= {role for _, role in found}

@@ -74,12 +74,13 @@ class WritePattern:
     - ``calls_per_batch``: expected calls of each of ``writer_tasks`` per written batch, in that
       order (empty: one each; below 1 where a call is made only when an earlier one found
       something, above 1 where it is made per fact or entity found);
-    - ``prompt_tokens``: a product's own prompt per task, as (fixed tokens, tokens per message
-      of the batch) counted the offline model's way (words), where the planner cannot render it
-      (empty: rendered with :mod:`mnemoflow.memory.writer`'s prompts);
+    - ``prompt_tokens``: a product's own prompt per task, where the planner cannot render it,
+      as (fixed tokens, times the batch's text it holds), counted the offline model's way
+      (words) on its offline twin's run (empty: rendered with :mod:`mnemoflow.memory.writer`);
     - ``query_tasks``: the writer's calls per retrieval, by task (a search that asks the model,
-      as Mem0-G asks for the query's entities); ``texts_per_query``: embedded texts per
-      retrieval (the query, and what the search embeds besides).
+      as Mem0-G asks for the query's entities), each prompt ``query_prompt_tokens`` fixed words
+      and the query; ``texts_per_query``: embedded texts per retrieval (the query, and what the
+      search embeds besides).
     """
 
     batch_param: str | None = "update_batch"
@@ -90,6 +91,7 @@ class WritePattern:
     calls_per_batch: tuple[float, ...] = ()
     prompt_tokens: tuple[tuple[float, float], ...] = ()
     query_tasks: tuple[str, ...] = ()
+    query_prompt_tokens: tuple[float, ...] = ()
     texts_per_query: float = 1.0
 
     def rate(self, index: int) -> float:

@@ -20,7 +20,7 @@ from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, Message, WritePattern, resolve, without_labels
 from mnemoflow.memory.buffer import render
 from mnemoflow.planning.plan import Line
-from mnemoflow.planning.tokens import embedded_tokens, sent_tokens
+from mnemoflow.planning.tokens import embedded_tokens, sent_tokens, text_tokens
 
 
 @dataclass
@@ -88,14 +88,15 @@ def prompt_of(
     backend: str,
 ) -> float:
     """Prompt tokens of the writer's call ``writer_tasks[index]`` for ``batch``: a product's own
-    prompt as it states it (``prompt_tokens``: fixed and per message, the offline model's
-    count, scaled to ``backend``'s per the batch's text), else rendered as the system renders
+    prompt as it states it (``prompt_tokens``: fixed words and the batch's text some times over,
+    scaled to ``backend``'s count as the batch's text is), else rendered as the system renders
     it."""
     if pattern.prompt_tokens:
-        fixed, per_message = pattern.prompt_tokens[index]
-        words = sum(count_tokens(m.content) for m in batch) or 1
-        scale = sent_tokens([{"role": "user", "content": m.content} for m in batch], backend)
-        return (fixed + per_message * len(batch)) * (scale / words if backend != "offline" else 1)
+        fixed, times = pattern.prompt_tokens[index]
+        text = "\n".join(render(m) for m in batch)
+        words = count_tokens(text)
+        scale = text_tokens(text, backend) / words if backend != "offline" and words else 1.0
+        return (fixed + times * words) * scale
     task = pattern.writer_tasks[index]
     return sent_tokens(writer_request(task, batch, held, params, fact).messages, backend)
 
@@ -129,12 +130,10 @@ def planned_writes(
                 entry[0] += rate
                 entry[1] += rate * prompt_of(pattern, index, each, held, params, fact, backend)
         written = [m for each in batches for m in each]
-        if pattern.unit == "fact":
-            out.texts += [
-                " ".join(m.content for m in each)
-                for each in batches
-                for _ in range(round(pattern.facts_per_batch))
-            ]
+        if pattern.unit == "fact":  # facts_per_batch a batch, counted over the whole stream
+            joined = [" ".join(m.content for m in each) for each in batches]
+            facts = round(len(batches) * pattern.facts_per_batch)
+            out.texts += [joined[n % len(joined)] for n in range(facts)] if joined else []
         elif pattern.unit == "session":
             sessions: dict[str, list[str]] = {}
             for m in written:
@@ -200,12 +199,12 @@ def query_lines(
     if not queries:
         return []
     out = []
-    for task in pattern.query_tasks:
-        tokens = sum(
-            sent_tokens(writer.extract_facts_request([Message("q", "q", "user", q)]).messages,
-                        writer_backend)
-            for q in queries
-        )  # fmt: skip
+    for index, task in enumerate(pattern.query_tasks):
+        fixed = pattern.query_prompt_tokens[index] if pattern.query_prompt_tokens else 0.0
+        tokens = 0.0
+        for query in queries:  # the fixed words scaled to the endpoint's count as the query's
+            sent, words = text_tokens(query, writer_backend), count_tokens(query) or 1
+            tokens += (fixed * (sent / words if writer_backend != "offline" else 1.0)) + sent
         out.append(
             line(
                 "memory_writer", task, calls=len(queries), tokens_in=tokens,
