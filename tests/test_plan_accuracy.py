@@ -1,7 +1,8 @@
-"""The plan held against the ledgers of the offline run it plans, per family: per (benchmark,
-role) with at least 20 calls in the ledgers, calls within 10 % and tokens in / out within 25 %,
-planned in a fresh folder (no ``results/``, no cache). docs/plan.md ("How close it is") gives the
-measured ratios."""
+"""The plan held against the ledgers of the offline run it plans, per family and for a memory
+product: per (benchmark, role) with at least 20 calls in the ledgers, calls within 10 % and tokens
+in / out within 25 %, planned in a fresh folder (no ``results/``, no cache). docs/plan.md ("How
+close it is") gives the measured ratios and what is compared where the cache answered more than
+the plan foresaw."""
 
 from __future__ import annotations
 
