@@ -71,7 +71,9 @@ def test_interactive_plan_matches_an_offline_runs_ledgers(tmp_path):
         wd / "interactive.yaml",
         {
             "models": {"embedder": {"backend": "offline"}},
-            "run": {"benchmarks": ["amemgym_tiny"], "systems": ["awi_1", "rag"]},
+            # three systems: the offline agent replies alike whatever its memory, so two of
+            # the three systems' user requests are cache hits the plan cannot foresee
+            "run": {"benchmarks": ["amemgym_tiny"], "systems": ["awi_1", "rag", "native"]},
             # one message per write: enough writer calls (20) in two tiny users
             "systems": {
                 "awi_1": {
@@ -94,7 +96,7 @@ def test_interactive_plan_matches_an_offline_runs_ledgers(tmp_path):
     planned = plan_json(wd, wd / "config.yaml", override)  # before the run: nothing there
     snakemake(wd, configfiles=[wd / "config.yaml", override])
     found = assert_close(planned, wd / "results")
-    assert {"agent", "memory_writer", "embedder"} <= {role for _, role in found}
+    assert {"agent", "memory_writer", "embedder", "user"} <= {role for _, role in found}
 
 
 @pytest.mark.slow
