@@ -117,11 +117,9 @@ def read_config_file(path: str | Path) -> Any:
         raise ConfigError(f"{path}: YAML syntax error: {' '.join(str(exc).split())}") from None
 
 
-def check_config_files(args: list[str], root: str | Path) -> None:
-    """The config files a Snakemake command line reads (``--configfile``/``--configfiles`` and
-    the working directory's ``config.yaml``), each read once before Snakemake starts: Snakemake's
-    own message for a broken file names neither the file nor the line (``mnemoflow run`` and
-    ``mnemoflow plan`` call this)."""
+def config_files(args: list[str], root: str | Path) -> tuple[Path, list[Path]]:
+    """(the working directory, the ``--configfile``/``--configfiles`` files in order) of a
+    Snakemake command line run in ``root``: ``--opt VALUE`` and ``--opt=VALUE`` alike."""
     root = Path(root)
     directory, files, taking = root, [], False
     for previous, arg in zip(["", *args], args, strict=False):
@@ -136,6 +134,15 @@ def check_config_files(args: list[str], root: str | Path) -> None:
                 files.append(root / value)
         elif taking:
             files.append(root / arg)
+    return directory, files
+
+
+def check_config_files(args: list[str], root: str | Path) -> None:
+    """The config files a Snakemake command line reads (:func:`config_files` and the working
+    directory's ``config.yaml``), each read once before Snakemake starts: Snakemake's own message
+    for a broken file names neither the file nor the line (``mnemoflow run`` and ``mnemoflow
+    plan`` call this)."""
+    directory, files = config_files(args, root)
     for path in [directory / "config.yaml", *files]:
         if path.is_file():  # a missing one: Snakemake's own message names it
             read_config_file(path)

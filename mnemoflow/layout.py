@@ -48,6 +48,15 @@ PROBE = f"{RESULTS}/{{benchmark}}/probe"
 LOGS = f"{RESULTS}/logs"
 BENCHMARK_LOGS = f"{LOGS}/{{benchmark}}"
 REPEAT_LOGS = f"{LOGS}/{{repeat}}{{benchmark}}"
+
+
+def log(folder: str, name: str) -> str:
+    """The log of a job writing into ``folder`` (a results pattern), mirrored under LOGS."""
+    if not folder.startswith(f"{RESULTS}/"):
+        raise ValueError(f"{folder!r} is not a results pattern")
+    return f"{LOGS}/{folder[len(RESULTS) + 1 :]}/{name}.log"
+
+
 #: Run-wide folders: the response cache (the config's ``cache:`` default), managed endpoints'
 #: state and logs, corrupt outputs moved aside.
 CACHE = f"{RESULTS}/cache/llm"
@@ -242,6 +251,9 @@ class Chain:
     system: tuple[str, ...] = ()  # per system (the feedback protocols' training dialogues)
     benchmark: tuple[str, ...] = ()  # per benchmark and repeat (the AMemGym upper bound)
     run: tuple[str, ...] = ()  # per repeat, over every run of the protocol (interactive scoring)
+    #: (system, protocol, rule): another run whose shard jobs this chain reads, step by step and
+    #: shard by shard (interactive_replay memorizes the source system's on-policy transcripts)
+    source: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +276,8 @@ class Unit:
     keys: Mapping[str, Any]
     outputs: Mapping[str, Any]
     rank: tuple[int, ...] = field(default=(), compare=False)
+    #: a job another run reads but the run does not score (a replayed source's dialogues)
+    source: bool = field(default=False, compare=False)
 
     @property
     def protocol_rank(self) -> tuple[int, ...]:
@@ -294,16 +308,17 @@ def units(
     out: list[Unit] = []
     seen: set[tuple] = set()
 
-    def add(rule: str, rank: tuple[int, ...], **keys: Any) -> None:
+    def add(rule: str, rank: tuple[int, ...], source: bool = False, **keys: Any) -> None:
         key = (rule, tuple(sorted(keys.items())))
         if key not in seen:
             seen.add(key)
-            out.append(Unit(rule, keys, outputs(rule, keys), rank))
+            out.append(Unit(rule, keys, outputs(rule, keys), rank, source))
 
     for r, repeat in enumerate(folders):
         scored: list[tuple[tuple[int, ...], str, dict[str, Any]]] = []
         for i, b in enumerate(names):
             tiles = tilings[b]
+            sources: list[tuple[int, Chain, dict[str, Any]]] = []
             if not r and tiles.prepared:
                 add("prepare", (r, i), benchmark=b)
             if not r:
@@ -314,7 +329,8 @@ def units(
             for chain in tiles.chains.values():
                 for rule in chain.benchmark:
                     add(rule, (r, i), repeat=repeat, benchmark=b)
-            for j, s in enumerate(systems_of(config, benchmarks, b)):
+            systems = systems_of(config, benchmarks, b)
+            for j, s in enumerate(systems):
                 for q, (p, chain) in enumerate(tiles.chains.items()):
                     run = dict(repeat=repeat, benchmark=b, system=s)
                     for rule in chain.system:
@@ -331,6 +347,15 @@ def units(
                         for rule in chain.run:
                             keys = {**run, "protocol": p, "step": k}
                             scored.append(((i, q, j, k), rule, keys))
+                    if chain.source:
+                        sources.append((len(sources), chain, run))
+            # a source run the benchmark does not run itself (listed after its own runs)
+            for n, chain, run in sources:
+                system, protocol, rule = chain.source
+                for k in range(chain.steps):
+                    for h in range(tiles.shards):
+                        keys = {**run, "system": system, "protocol": protocol, "step": k}
+                        add(rule, (r, i, len(systems), n, k, h), True, **keys, shard=h)
         scored.sort(key=lambda item: item[0])
         for rule in dict.fromkeys(rule for _, rule, _ in scored):
             steps = [keys for _, each, keys in scored if each == rule]
@@ -355,7 +380,7 @@ def run_steps(
     as keys with ``repeat``."""
     steps: dict[tuple, tuple[tuple[int, ...], dict[str, Any]]] = {}
     for u in found:
-        if "step" not in u.keys or "system" not in u.keys or u.rule == "judge_panel":
+        if "step" not in u.keys or "system" not in u.keys or u.rule == "judge_panel" or u.source:
             continue
         keys = {
             "repeat": u.keys.get("repeat", ""),

@@ -8,7 +8,7 @@ rule answer:
     output:
         **outputs("answer"),
     log:
-        f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/answer.log",
+        layout.log(SHARD, "answer"),
     conda:
         "../envs/mnemoflow.yaml"
     resources:

@@ -35,7 +35,7 @@ rule dialogues:
     output:
         **outputs("dialogues"),
     log:
-        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
+        layout.log(layout.RUN_SHARD, "dialogues"),
     wildcard_constraints:
         protocol=interactive.PROTOCOL,
     conda:
@@ -64,7 +64,7 @@ rule replay_dialogues:
     output:
         **outputs("replay_dialogues"),
     log:
-        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/shard{{shard}}/dialogues.log",
+        layout.log(layout.RUN_SHARD, "dialogues"),
     wildcard_constraints:
         protocol=interactive.REPLAY,
     conda:

@@ -11,7 +11,7 @@ rule feedback_train_dialogues:
     output:
         **outputs("feedback_train_dialogues"),
     log:
-        f"{RLOGS}/{{system}}/feedback/train_dialogues.log",
+        layout.log(layout.FEEDBACK_TRAIN, "train_dialogues"),
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -43,7 +43,7 @@ rule feedback_step:
     output:
         **outputs("feedback_step"),
     log:
-        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
+        layout.log(RUN_STEP, "step"),
     wildcard_constraints:
         protocol=FB_BUILT,
     conda:
@@ -74,7 +74,7 @@ rule feedback_train_performance:
     output:
         **outputs("feedback_train_performance"),
     log:
-        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/step.log",
+        layout.log(RUN_STEP, "step"),
     wildcard_constraints:
         protocol="train_performance",
     conda:
@@ -106,7 +106,7 @@ rule normalize:
     output:
         **outputs("normalize"),
     log:
-        f"{RLOGS}/{{system}}/{{protocol}}/step{{step}}/normalize.log",
+        layout.log(RUN_STEP, "normalize"),
     wildcard_constraints:
         protocol=FB_PROTOCOLS,
     conda:

@@ -7,7 +7,7 @@ rule judge:
     output:
         **outputs("judge"),
     log:
-        f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/judge.log",
+        layout.log(SHARD, "judge"),
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -35,7 +35,7 @@ rule score:
     output:
         **outputs("score"),
     log:
-        f"{RLOGS}/{{system}}/qa/step{{step}}/score.log",
+        layout.log(STEP, "score"),
     conda:
         "../envs/mnemoflow.yaml"
     resources:
@@ -56,7 +56,7 @@ rule judge_panel:
     output:
         **outputs("judge_panel"),
     log:
-        f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/judge_panel.log",
+        layout.log(SHARD, "judge_panel"),
     conda:
         "../envs/mnemoflow.yaml"
     resources:

@@ -6,7 +6,7 @@ rule ingest:
     output:
         **outputs("ingest"),
     log:
-        f"{RLOGS}/{{system}}/qa/step{{step}}/shard{{shard}}/ingest.log",
+        layout.log(SHARD, "ingest"),
     conda:
         "../envs/mnemoflow.yaml"
     resources:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from mnemoflow.data.amemgym import gold_choice
 from tests.workflow import workdir
 
 DIETS = ["vegan", "keto", "paleo"]
@@ -132,3 +133,37 @@ def environment_workdir(tmp_path: Path, config: dict) -> tuple[Path, Path]:
     override = wd / "amemgym.yaml"
     override.write_text(yaml.safe_dump(config))
     return wd, override
+
+
+def answer(n: int | str) -> str:
+    return f'```json\n{{\n    "answer": {n}\n}}\n```'
+
+
+def write_reference(folder: Path, users, wrong: set, broken: set) -> Path:
+    """The reference's eval-output of one agent: ``<user>/overall_results.json`` ([period]
+    [question] result records, options in data.json order) and ``overall_metrics.json``. The
+    (user, period, question) in ``wrong`` pick another option; in ``broken`` give no JSON: the
+    reference then picks a random option, here the gold one, so its metric says 1.0."""
+    for user in users:
+        results, accuracy = [], []
+        for period in user.periods:
+            row, values = [], []
+            for q in user.questions:
+                gold = gold_choice(q, period)
+                key = (user.id, period.index, q.index)
+                pick = (gold + 1) % len(q.choices) if key in wrong else gold
+                raw = "I cannot say" if key in broken else answer(pick + 1)
+                row.append(
+                    {"query": q.query, "answer": gold, "raw_response": raw,
+                     "response": pick + 1, "json_error": key in broken,
+                     "scores": {"accuracy": float(pick == gold)}}
+                )  # fmt: skip
+                values.append(float(pick == gold))
+            results.append(row)
+            accuracy.append(values)
+        (folder / user.id).mkdir(parents=True)
+        (folder / user.id / "overall_results.json").write_text(json.dumps(results), "utf-8")
+        (folder / user.id / "overall_metrics.json").write_text(
+            json.dumps({"accuracy": accuracy}), "utf-8"
+        )
+    return folder

@@ -175,3 +175,24 @@ def predictions(datasets: list[str]) -> list[dict[str, Any]]:
         out.append({"dataset": name, "test_idx": 1, "response": good_response(name, 1)})
         out.append({"dataset": name, "test_idx": 2, "response": ""})
     return out
+
+
+def locomo_release(tmp_path: Path, configs: Path) -> dict[str, Any]:
+    """The release of Locomo-0 alone under ``tmp_path`` (the benchmark reads the real
+    ``configs``), as a benchmark entry scored by the judge protocol: off-policy, its training
+    dialogues generated with the rule-based user (correct iff the judge's score > 0.5)."""
+    only = tmp_path / "only"
+    only.mkdir()
+    each = json.loads((configs / "each.json").read_text(encoding="utf-8"))
+    (only / "each.json").write_text(json.dumps({"Locomo-0": each["Locomo-0"]}))
+    release = tmp_path / "release"
+    write_release(release, only)
+    return {
+        "loader": "memorybench",
+        "source": {"path": str(release)},
+        "set": "dataset:Locomo-0",
+        "configs": str(configs),
+        "scoring": "judge",
+        "protocols": ["off_policy"],
+        "feedback": {"dialogues": "generated", "max_rounds": 2},
+    }

@@ -17,10 +17,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 import pytest
 
+from mnemoflow.data.tables import DIALOGUES
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.static_qa.judges import judge_answers
 from mnemoflow.llm.batch_mode import BatchClient, BatchStore, batch_line, read_output, split_lines
@@ -145,19 +148,29 @@ def test_config_refuses_batch_where_replies_feed_requests():
         )
     with pytest.raises(ConfigError, match=r"models.judge.run_batch: a command with \{input\}"):
         EndpointSpec.from_config("judge", {**BOUND, "run_batch": "x"})
-    # the critic takes the judge's binding, not its Batch-API mode
-    spec = Gateway.from_config(
+    # the critic (MemoryBench's WritingBench scorer) takes the judge's binding, Batch-API mode
+    # included: it scores in the feedback jobs that collect the judge's requests
+    specs = Gateway.from_config(
         {"judge": {"base_url": "http://h/v1", "model": "m", "batch": True}}
-    ).specs["critic"]
-    assert spec.model == "m" and not spec.batch
+    ).specs
+    assert specs["critic"].model == "m" and specs["critic"].batch
+    spec = EndpointSpec.from_config("critic", {**BOUND, "batch": True})
+    assert spec.batch
 
 
 def test_a_run_whose_other_rules_ask_a_batch_role_is_refused_at_parse_time():
     models = {"judge": {**BOUND, "batch": True}, "agent": BOUND}
     qa = {"ingest": ("memory_writer",), "answer": ("agent",), "judge": ("judge",)}
     check_batch_rules(models, qa)  # static QA: judge jobs only
-    with pytest.raises(ConfigError, match=r"models.judge.batch: .* feedback_step ask judge"):
-        check_batch_rules(models, {**qa, "feedback_step": ("agent", "judge")})
+    feedback = {"feedback_step": ("agent", "judge"), "feedback_train_performance": ("judge",)}
+    check_batch_rules(models, {**qa, **feedback})  # the feedback family's scoring: batches
+    with pytest.raises(ConfigError, match=r"models.judge.batch: .* panel_stage ask judge"):
+        check_batch_rules(models, {**qa, "panel_stage": ("judge",)})
+    # the agent converses in the feedback and interactive families
+    agent = {"agent": {**BOUND, "batch": True}}
+    check_batch_rules(agent, qa)
+    with pytest.raises(ConfigError, match=r"rules answer, and this run's dialogues, feedback_step"):
+        check_batch_rules(agent, {**qa, **feedback, "dialogues": ("agent", "user")})
     # the judge panel and the probe ask online: a panel judge may not ask for batches, and the
     # probe asks the configured judge without its Batch-API keys
     with pytest.raises(ConfigError, match=r"^config judge.panel \(p1\).batch: "):
@@ -264,9 +277,13 @@ def test_a_job_killed_while_waiting_polls_the_same_batch(tmp_path):
         job = subprocess.Popen(argv, env=env, cwd=REPO)
         store = BatchStore(tmp_path / "cache.batches")
         deadline = time.monotonic() + 60
-        while not store.records() and time.monotonic() < deadline:
+
+        def waiting() -> bool:
+            return any(r["status"] == "submitted" for r in store.records())
+
+        while not waiting() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert store.records(), "the job wrote no batch record"
+        assert waiting(), "the job wrote no batch record"
         os.kill(job.pid, signal.SIGKILL)
         job.wait()
         assert server.batch_api.created == 1
@@ -274,6 +291,46 @@ def test_a_job_killed_while_waiting_polls_the_same_batch(tmp_path):
         assert rerun.returncode == 0
         assert server.batch_api.created == 1  # polled, never submitted again
     same_table(online, pd.read_parquet(tmp_path / "judgements.parquet"))
+    assert [r["status"] for r in store.records()] == ["collected"]
+
+
+class Killed(BaseException):
+    """A job's death at one point of a submission (BaseException: nothing may catch it)."""
+
+
+@pytest.mark.parametrize("dies", ["after the batch is created", "before the batch is created"])
+def test_a_job_killed_while_submitting_never_submits_twice(tmp_path, monkeypatch, dies):
+    """Killed between the provider creating the batch and the record being written, a rerun
+    finds the batch by its submission name and polls it; killed before the provider made one, it
+    submits it (once)."""
+    from mnemoflow.llm import batch_mode
+
+    with OpenAITestServer(reply=strict_judge) as server:
+        online, _ = judged(tmp_path, server, "online")
+    with OpenAITestServer(reply=strict_judge) as server:
+        if dies == "after the batch is created":
+            save = BatchStore.save
+
+            def dying_save(store, record):
+                if record["status"] == "submitted":
+                    raise Killed
+                save(store, record)
+
+            monkeypatch.setattr(BatchStore, "save", dying_save)
+        else:
+
+            async def dying_create(client, *args):
+                raise Killed
+
+            monkeypatch.setattr(batch_mode.BatchClient, "create", dying_create)
+        with pytest.raises(Killed):
+            judged(tmp_path, server, "batch", batch=True, batch_poll_s=0.01)
+        store = BatchStore(tmp_path / "batch-cache.batches")
+        assert [r["status"] for r in store.records()] == [batch_mode.SUBMITTING]
+        monkeypatch.undo()
+        rerun, _ = judged(tmp_path, server, "batch", batch=True, batch_poll_s=0.01)
+        assert server.batch_api.created == 1
+    same_table(online, rerun)
     assert [r["status"] for r in store.records()] == ["collected"]
 
 
@@ -328,7 +385,7 @@ def test_the_test_servers_batch_api_in_openai_shapes(tmp_path):
         async def run():
             file_id = await client.upload(b"".join(lines), "in.jsonl")
             assert await client.content(file_id) == b"".join(lines)
-            batch = await client.create(file_id, "24h")
+            batch = await client.create(file_id, "24h", "mnemoflow-x.jsonl")
             assert (batch["object"], batch["status"], batch["input_file_id"]) == (
                 "batch",
                 "in_progress",
@@ -360,3 +417,149 @@ def test_summary_cost_prices_batch_tokens_at_batch_prices():
     # online: 1 M in x $2; batch: 2 M in x $1 + 1 M out x $4
     assert _cost(ledger, "judge", {**counters, **batch}, PRICES) == pytest.approx(2 + 2 + 4)
     assert _cost(ledger, "judge", counters, PRICES) == pytest.approx(6 + 8)
+
+
+FAKE_SBATCH = """#!/bin/sh
+# sbatch's stand-in: records its arguments, says the job id SLURM would
+echo "$@" >> "$(dirname "$0")/sbatch.calls"
+echo 4242
+"""
+
+
+def test_a_managed_run_batch_endpoint_drains_as_a_slurm_job_submitted_once(tmp_path, monkeypatch):
+    """Inside a SLURM job the command is submitted with the endpoint's resources, its job id
+    recorded before the job waits; a job killed while it waits waits for the same SLURM job
+    when it runs again, and reads its output (no second sbatch). A SLURM job that left no
+    output fails the job in one line naming its log, and the next run submits it again."""
+    from mnemoflow.jobs.run_batch import slurm_drain
+    from mnemoflow.llm.endpoints import bind_endpoints
+    from mnemoflow.llm.types import EndpointError
+    from mnemoflow.ops import batch_jobs
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "sbatch").write_text(FAKE_SBATCH)
+    (fake / "squeue").write_text("#!/bin/sh\n")  # the job has left the queue
+    for name in ("sbatch", "squeue"):
+        (fake / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)  # results/logs/endpoints/ under it
+    command = (
+        f"{sys.executable} -m mnemoflow.testing.run_batch -i {{input}} -o {{output}} "
+        "--model judge-test --reply yes"
+    )
+    endpoints = {"gpu": {"run_batch": command, "gpus": 1, "mem_mb": 8000, "time_limit_min": 30}}
+    models = bind_endpoints({"judge": {"endpoint": "gpu", "model": "judge-test", "batch": True}},
+                            endpoints)  # fmt: skip
+    environ = {**os.environ, "SLURM_JOB_ID": "7", "SLURM_JOB_PARTITION": "gpus"}
+    _, _, questions = longmemeval_tables()
+
+    def job():
+        gateway = Gateway.from_config(
+            models, cache_path=tmp_path / "cache", prices=PRICES,
+            drain_command=slurm_drain(endpoints, environ),
+        )  # fmt: skip
+
+        async def run():
+            async with gateway:
+                return await gateway.batched(
+                    lambda: judge_answers(gateway, "longmemeval", questions, answers(questions))
+                )
+
+        return asyncio.run(run()), gateway.ledger
+
+    def killed(jobid: str) -> None:
+        raise RuntimeError(f"killed while waiting for {jobid}")
+
+    with pytest.raises(EndpointError, match=r"run_batch SLURM job 4242 ended without an output "
+                       r"file; its log: results/logs/endpoints/gpu.run_batch.log$"):  # fmt: skip
+        job()  # the fake sbatch ran nothing
+    [record] = BatchStore(tmp_path / "cache.batches").records()
+    assert "slurm_job" not in record and record["status"] == "submitted"
+    wait = batch_jobs.wait
+    monkeypatch.setattr(batch_jobs, "wait", killed)
+    with pytest.raises(RuntimeError, match="killed while waiting for 4242"):
+        job()
+    [record] = BatchStore(tmp_path / "cache.batches").records()
+    assert record["slurm_job"] == "4242" and record["status"] == "submitted"
+    first, call = (fake / "sbatch.calls").read_text().splitlines()
+    assert first == call  # the same batch submitted again
+    for option in ("--gres=gpu:1", "--mem=8000", "--time=30", "--cpus-per-task=1",
+                   "--partition=gpus", "--job-name=mnemoflow-run-batch-gpu"):  # fmt: skip
+        assert option in call.split(), option
+    # SLURM runs the job meanwhile; the job runs again and finds it done
+    subprocess.run(call.split(" --wrap ", 1)[1], shell=True, check=True)
+    monkeypatch.setattr(batch_jobs, "wait", wait)
+    frame, ledger = job()
+    assert len((fake / "sbatch.calls").read_text().splitlines()) == 2  # not submitted again
+    assert ledger.totals().batch_calls == 12 and set(frame.raw_reply) == {"yes"}
+    assert frame.parse_ok.all()
+    assert [r["status"] for r in BatchStore(tmp_path / "cache.batches").records()] == ["collected"]
+
+
+class _StrictMetric:
+    """A MemoryBench-style metric module whose judge failure raises (as WritingBench's critic
+    does): a pending reply in a collecting pass must not stop the pass."""
+
+    __name__ = "tests.strict_metric"
+
+    @staticmethod
+    async def evaluate_item(question: dict, response: str, gateway) -> Any:
+        request = ChatRequest(
+            role="judge",
+            task="score",
+            messages=[{"role": "user", "content": f"Grade {response!r}: {question['question']}"}],
+        )
+        reply = await gateway.chat(request)
+        if not reply.parse_ok:
+            raise ValueError(f"{question['question_id']}: the judge gave no score")
+        return SimpleNamespace(metric="m", value=len(reply.text) % 3, raw_reply=reply.text,
+                               parse_ok=True)  # fmt: skip
+
+
+def test_feedback_scoring_in_batches_after_a_talk_asked_online(tmp_path):
+    """A feedback step's shape: a judge call inside a dialogue asked online (``online``), then
+    the answers scored in one batch; the ledger keeps the online call beside the batch's."""
+    from mnemoflow.protocols.feedback import score_step
+
+    questions = pd.DataFrame(
+        [
+            {"question_id": f"q{i}", "question": f"question {i}", "dataset": "d",
+             "question_type": "t", "split": "test"}
+            for i in range(3)
+        ]
+    )  # fmt: skip
+    answered = pd.DataFrame({"question_id": ["q0", "q1", "q2"], "response": ["a", "bb", "ccc"]})
+    talk = ChatRequest(role="judge", task="talk", messages=[{"role": "user", "content": "turn"}])
+    with OpenAITestServer() as server:
+        binding = {"base_url": server.base_url, "model": "judge-test", "batch_poll_s": 0.01}
+        results = {}
+        for name, batch in (("online", False), ("batch", True)):
+            gateway = Gateway.from_config(
+                {"judge": {**binding, "batch": batch}}, cache_path=tmp_path / name, prices=PRICES
+            )
+
+            async def run(gateway=gateway):
+                async with gateway:
+                    with gateway.online("a dialogue's next turn depends on the verdict"):
+                        await gateway.chat(talk)
+                    return await gateway.batched(
+                        lambda: score_step(
+                            answered, questions, pd.DataFrame(columns=DIALOGUES.names), {"step": 0},
+                            gateway, _StrictMetric, "judge-test/strict",
+                        )
+                    )  # fmt: skip
+
+            results[name] = (asyncio.run(run()), gateway.ledger.totals())
+            gateway.close()
+        assert server.batch_api.created == 1
+        assert server.stats().paths["chat"] == 1 + 3 + 1  # online: talk + 3; batch: talk only
+    (online, online_total), (batched, total) = results["online"], results["batch"]
+    for name in ("judgements", "question_scores", "scores"):
+        same_table(getattr(online, name), getattr(batched, name))
+    assert (total.calls, total.batch_calls, total.cache_hits) == (4, 3, 0)
+    assert online_total.calls == 4 and online_total.batch_calls == 0
+    # outside both a batched pass and an online part, a batch role's miss is refused
+    gateway = Gateway.from_config({"judge": {**binding, "batch": True}}, cache_path=tmp_path / "x")
+    with pytest.raises(ConfigError, match=r"feedback family's scoring"):
+        asyncio.run(gateway.chat(talk))

@@ -14,7 +14,7 @@ import yaml
 
 from mnemoflow import cli
 from mnemoflow.data.amemgym import read_environment
-from mnemoflow.data.amemgym_procedural import generate, plus_months, read_personas
+from mnemoflow.data.amemgym_procedural import PROFILE_KEYS, generate, plus_months, read_personas
 from mnemoflow.data.validate import DataError
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "amemgym_data.schema.yaml"
@@ -187,6 +187,13 @@ def test_bad_parameters_are_one_line_errors(tmp_path):
     with pytest.raises(DataError) as info:
         generate({"users": 1}, personas=pool)
     assert str(info.value) == f"{pool}: line 1: missing field 'age'"
+    # a line that is JSON but no object: one line too, never a TypeError (a number) or a text
+    # whose substrings pass for the fields
+    for line in ("7", json.dumps(" ".join(PROFILE_KEYS))):
+        pool.write_text(line + "\n")
+        with pytest.raises(DataError) as info:
+            generate({"users": 1}, personas=pool)
+        assert str(info.value) == f"{pool}: line 1: expected a JSON object"
 
 
 def test_generated_file_loads_as_unified_tables(tmp_path):

@@ -476,11 +476,12 @@ def test_dialsim_transcript_fixture():
 
 
 @needs_shared
-def test_group_with_missing_dataset_names_the_file(release):
+def test_group_with_missing_datasets_names_every_file(release):
     with pytest.raises(DataError) as info:
         _load(release, task="Short-Short")
     assert str(info.value) == (
-        f"memorybench: {release} has no dataset/LexEval-QA/dataset_dict.json; place it there"
+        f"memorybench: {release} has no dataset/LexEval-QA/dataset_dict.json, "
+        "dataset/JRE-L/dataset_dict.json; place them there"
     )
 
 

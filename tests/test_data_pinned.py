@@ -5,6 +5,7 @@ the pins themselves against the real files, and `mnemoflow plan`'s one-line dry-
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -170,3 +171,53 @@ def test_plans_dry_run_error_keeps_the_whole_list_of_missing_inputs():
     assert dry_run_error("ConfigError in file x, line 1:\nconfig foo: bad\n  File x") == (
         "config foo: bad"
     )
+
+
+def _registry_for(tmp_path: Path) -> str:
+    """A registry whose domain D holds datasets Locomo-0 (with a corpus) and NFCats."""
+    folder = tmp_path / "MemoryBench" / "configs" / "datasets"
+    folder.mkdir(parents=True)
+    entries = [{"dataset_name": "Locomo-0"}, {"dataset_name": "NFCats"}]
+    (folder / "each.json").write_text('{"Locomo-0": {}, "NFCats": {}}')
+    (folder / "domain.json").write_text(json.dumps({"D": entries}))
+    (folder / "task.json").write_text('{"T": []}')
+    return str(folder)
+
+
+def test_offline_with_the_registry_placed_every_file_of_the_sets_datasets_is_named(
+    tmp_path, monkeypatch
+):
+    """The registry says which datasets the set reads: each of their files is named, with where
+    it goes, in the one line (not "the snapshot's files", nor only the first missing one)."""
+    monkeypatch.setenv("MNEMOFLOW_OFFLINE", "1")
+    spec = {"loader": "memorybench", "set": "domain:D", "configs": _registry_for(tmp_path)}
+    spec["download"] = True
+    root = tmp_path / "cache" / "memorybench" / "THUIR__MemoryBench" / memorybench.HUB_REVISION
+    files = "dataset/Locomo-0/dataset_dict.json, dataset/NFCats/dataset_dict.json, "
+    files += "corpus/Locomo-0.jsonl"
+    for _ in ("nothing placed", "an empty snapshot folder"):  # neither is enough
+        with pytest.raises(DataError) as info:
+            memorybench.check(spec, "config benchmarks.mb")
+        message = str(info.value)
+        assert "\n" not in message and f"; place {files} under {root})" in message
+        assert message.endswith('each dataset/NAME/ folder whole; docs/data.md "MemoryBench")')
+        root.mkdir(parents=True, exist_ok=True)
+    (root / "dataset" / "NFCats").mkdir(parents=True)
+    (root / "dataset" / "NFCats" / "dataset_dict.json").write_text("{}")
+    with pytest.raises(DataError, match=r"; place dataset/Locomo-0/dataset_dict.json, corpus/Loc"):
+        memorybench.check(spec, "config benchmarks.mb")
+    (root / "dataset" / "Locomo-0").mkdir()
+    (root / "dataset" / "Locomo-0" / "dataset_dict.json").write_text("{}")
+    (root / "corpus").mkdir()
+    (root / "corpus" / "Locomo-0.jsonl").write_text("")
+    memorybench.check(spec, "config benchmarks.mb")  # every file of the set is there
+
+
+def test_a_local_release_folder_without_the_sets_files_names_each(tmp_path):
+    spec = {"loader": "memorybench", "set": "domain:D", "configs": _registry_for(tmp_path)}
+    spec["source"] = {"path": str(tmp_path / "release")}
+    (tmp_path / "release").mkdir()
+    with pytest.raises(DataError) as info:
+        memorybench.check(spec, "config benchmarks.mb")
+    assert f"({tmp_path / 'release'} has no dataset/Locomo-0/dataset_dict.json, " in str(info.value)
+    assert "corpus/Locomo-0.jsonl; place them there)" in str(info.value)

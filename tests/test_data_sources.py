@@ -216,7 +216,7 @@ def test_failed_or_incomplete_folder_download_leaves_nothing(monkeypatch, cache)
     root = cache / "bench" / "org__bench" / "c0ffee"
     assert str(info.value) == (
         "bench: cannot download hf://datasets/org/bench@c0ffee (ConnectionError); place "
-        f"dataset/a/train/data.arrow under {root}"
+        f"dataset/a/train/data.arrow, corpus/a.jsonl under {root}"  # every missing file
     )
     assert not root.exists() and list(root.parent.iterdir()) == []
     partial = {REQUIRED[0]: b"x"}
@@ -231,9 +231,9 @@ def test_folder_offline_and_unpinned(monkeypatch, cache):
     with pytest.raises(DataError) as info:
         resolve_folder({**FOLDER, "download": False}, "bench", REQUIRED, ["*"])
     assert str(info.value) == (
-        f"bench: dataset/a/train/data.arrow is not available locally; place "
-        f"hf://datasets/org/bench@c0ffee/dataset/a/train/data.arrow under {root} (or set "
-        "source.path), or set source.download: true"
+        f"bench: dataset/a/train/data.arrow, corpus/a.jsonl is not available locally; place "
+        f"hf://datasets/org/bench@c0ffee's dataset/a/train/data.arrow, corpus/a.jsonl under {root} "
+        "(or set source.path), or set source.download: true"
     )
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(DataError, match=r"^bench: offline, cannot download hf://datasets/org/"):

@@ -23,6 +23,7 @@ import yaml
 
 from mnemoflow.config_schema import check_config
 from mnemoflow.errors import ConfigError
+from mnemoflow.jobs.context import JobEnv
 from mnemoflow.llm.endpoints import bind_endpoints, check_endpoints
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.llm.limits import endpoint_budgets
@@ -150,6 +151,26 @@ def test_a_managed_endpoint_is_symbolic_until_a_job_runs():
         gateway.backend("agent")
     assert gateway.describe()["agent"]["base_url"] == "endpoint://q"
     assert gateway.request_key(request)
+
+
+def test_a_run_batch_endpoint_has_a_servers_resources_and_binds_batch_roles_only():
+    command = "vllm run-batch -i {input} -o {output} --model m"
+    endpoints = {"v": {"run_batch": command, "gpus": 1}}
+    spec = check_endpoints(endpoints)["v"]
+    assert (spec["gpus"], spec["cpus"], spec["time_limit_min"]) == (1, 1, 720)
+    judge = {"endpoint": "v", "model": "m", "batch": True}
+    bound = bind_endpoints({"judge": judge}, endpoints)["judge"]
+    assert (bound["base_url"], bound["run_batch"]) == ("endpoint://v", command)
+    with pytest.raises(ConfigError, match=r"^config models.agent: endpoint 'v' runs no server"):
+        bind_endpoints({"agent": {"endpoint": "v", "model": "m"}}, endpoints)
+    with pytest.raises(ConfigError, match=r"without batch_fallback: online$"):
+        bind_endpoints({"judge": {**judge, "batch_fallback": "online"}}, endpoints)
+    with pytest.raises(ConfigError, match=r"^config endpoints.v.run_batch: a command with"):
+        check_endpoints({"v": {"run_batch": "vllm run-batch --model m"}})
+    # a job whose role only goes through run_batch starts no server, even where one is named
+    served = {"v": {**endpoints["v"], "serve": "vllm serve m --port {port}"}}
+    env = JobEnv(models=bind_endpoints({"judge": judge}, served), endpoints=served)
+    assert env.managed_addresses() == ({}, [])
 
 
 def test_the_sbatch_command_asks_for_the_endpoints_resources(tmp_path):

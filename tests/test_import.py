@@ -168,7 +168,7 @@ def test_a_changed_file_or_a_bad_entry_is_one_line(tmp_path):
     )
     with pytest.raises(ConfigError, match=rf"^{WHERE}.path: no such file"):
         imported_answers(questions, questions, {**system, "path": "gone.json"}, KEYS, WHERE)
-    with pytest.raises(ConfigError, match=r"\.format: static QA reads .* `mnemoflow score`"):
+    with pytest.raises(ConfigError, match=r"\.format: static QA reads .* interactive protocol\)$"):
         imported_answers(questions, questions, {**system, "format": "amemgym"}, KEYS, WHERE)
     with pytest.raises(ConfigError, match=r"^systems.published.sha256: 'abc' does not match"):
         build({**system, "sha256": "abc"}, name="published")
@@ -210,7 +210,7 @@ def test_import_writes_a_config_layer(tmp_path, capsys):
     assert "conversation 0 record 0: missing or non-text field 'response'" in error
     argv[2] = "amemgym"
     assert cli.main(argv) == 2
-    assert "mnemoflow score --benchmark amemgym --eval-output" in capsys.readouterr().err
+    assert "results.json: user 0: missing field 'overall_results'" in capsys.readouterr().err
 
 
 #: The shipped published output (data/imported/README.md) and its authors' published numbers.
@@ -280,11 +280,71 @@ def test_an_imported_system_is_refused_at_start_outside_static_qa(tmp_path):
         check_imported(systems, ["pub"], ["interactive"], "config benchmarks.amem")
     assert str(error.value) == (
         "config benchmarks.amem: system 'pub' is imported (its answers are read from a file) "
-        "and answers static QA only, not ['interactive']"
+        "and its longmemeval output answers static QA only, not ['interactive']"
     )
     path.write_text("")  # changed since the import
     with pytest.raises(ConfigError, match=r"^config systems.pub.sha256: "):
         check_imported(systems, ["pub"], ["qa"], "config benchmarks.b")
     systems["pub"]["format"] = "amemgym"
+    with pytest.raises(ConfigError, match=r"its amemgym output answers the interactive protocol"):
+        check_imported(systems, ["pub"], ["qa"], "config benchmarks.b")
+    systems["pub"]["format"] = "xml"
     with pytest.raises(ConfigError, match=r"^config systems.pub.format: one of"):
         check_imported(systems, ["pub"], ["qa"], "config benchmarks.b")
+
+
+def test_import_of_a_broken_mem0_file_names_the_file_record_and_field(tmp_path, capsys):
+    # `mnemoflow import` counts and reads the file's verdicts before any benchmark is there: the
+    # same one-line errors as the answer job's read, never a bare JSON or float message
+    results = tmp_path / "results.json"
+    out = tmp_path / "layer.yaml"
+    argv = ["import", "--format", "locomo", str(results), "--name", "pub", "--benchmark", "locomo",
+            "--out", str(out)]  # fmt: skip
+    results.write_text('{"0": [{"question": "Q?", "response": "r"},]}')
+    assert cli.main(argv) == 2
+    assert f"{results}: not a readable JSON file" in capsys.readouterr().err
+    results.write_text(json.dumps({"0": [{"question": "Q?", "response": "r", "llm_score": "yes"}]}))
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err
+    assert f"{results}: conversation 0 record 0: field 'llm_score' must be 0 or 1" in error
+    results.write_text(json.dumps({"x": []}))
+    assert cli.main(argv) == 2
+    assert f"{results}: conversation x: not a conversation index" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_import_refuses_a_memorybench_response_that_is_not_text(tmp_path, capsys):
+    # the answer job refuses it: so does the import, before the run starts
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(json.dumps({"dataset": "Locomo-0", "test_idx": 1, "response": 5}) + "\n")
+    argv = ["import", "--format", "memorybench", str(path), "--name", "pub", "--benchmark", "mb",
+            "--out", str(tmp_path / "layer.yaml")]  # fmt: skip
+    assert cli.main(argv) == 2
+    assert f"{path}: (Locomo-0, 1): 'response' not text" in capsys.readouterr().err
+    assert not (tmp_path / "layer.yaml").exists()
+
+
+def test_a_longmemeval_eval_log_as_one_json_list_reads_as_its_lines_do(tmp_path, capsys):
+    # the predictions reader takes a JSON list as well as JSON lines: so does the label reader,
+    # at import and in the answer job (it split the list into lines and failed, or found none)
+    _, _, questions = longmemeval_tables()
+    ids = list(questions["question_id"])
+    log = tmp_path / "eval-log.json"
+    records = [
+        {"question_id": q, "hypothesis": f"h{i}",
+         "autoeval_label": {"model": "gpt-4o", "label": i == 0}}
+        for i, q in enumerate(ids[:2])
+    ]  # fmt: skip
+    for text in (json.dumps(records, indent=1), json.dumps(records)):
+        log.write_text(text)
+        imported = read_imported(spec(log, "longmemeval"), questions, WHERE)
+        assert imported.responses == {ids[0]: "h0", ids[1]: "h1"}
+        assert imported.verdicts == {ids[0]: 1.0, ids[1]: 0.0}
+        argv = ["import", "--format", "longmemeval", str(log), "--name", "pub", "--benchmark",
+                "longmemeval_s", "--out", str(tmp_path / "layer.yaml")]  # fmt: skip
+        assert cli.main(argv) == 0
+        assert "the file's own judge: 0.5000 over 2 answers" in capsys.readouterr().out
+    records[1]["autoeval_label"]["label"] = "yes"
+    log.write_text(json.dumps(records, indent=1))
+    with pytest.raises(ConfigError, match=r"record 1: 'autoeval_label.label' must be true/false"):
+        read_imported(spec(log, "longmemeval"), questions, WHERE)

@@ -123,7 +123,7 @@ def test_the_jobs_import_the_library_but_not_the_commands_or_the_cli():
 #: ``metrics`` serves every family; a family never imports another family; the static QA judges
 #: register in ``benchmark_metric``'s judge registry. The modules in ``eval/`` itself
 #: (``SPANNING``) span the families and may import any.
-SPANNING = {"benchmark_metric", "export", "imported", "metric_registry"}
+SPANNING = {"benchmark_metric", "export", "imported", "imported_amemgym", "metric_registry"}
 EVAL_FAMILIES = {
     "metrics": set(),
     "static_qa": {"metrics", "benchmark_metric"},

@@ -72,6 +72,27 @@ def _literals(path: Path) -> list[tuple[int, str]]:
     ]
 
 
+def test_a_jobs_log_mirrors_its_outputs_folder_and_the_rules_spell_no_step_folder():
+    """A job's log sits under results/logs/ in its outputs' folder; the rules take it from the
+    layout instead of spelling step and shard folders again."""
+    assert layout.log(layout.SHARD, "ingest") == (
+        "results/logs/{repeat}{benchmark}/{system}/qa/step{step}/shard{shard}/ingest.log"
+    )
+    assert layout.fill(layout.log(layout.RUN_STEP, "step"), KEYS) == (
+        "results/logs/b/s/qa/step1/step.log"
+    )
+    with pytest.raises(ValueError, match="not a results pattern"):
+        layout.log("elsewhere/{step}", "x")
+    rules = PACKAGE.parent / "rules"
+    spelled = [
+        f"{path.name}:{number}"
+        for path in sorted(rules.glob("*.smk"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"step\{\{|shard\{\{", line)
+    ]
+    assert not spelled, spelled
+
+
 def test_no_results_path_is_built_outside_the_layout():
     """Outside mnemoflow/layout.py no string literal of the package spells a step or shard
     folder or a path under results/ (the CLI's ``--results results`` default names no path)."""
@@ -151,6 +172,23 @@ def test_the_dry_runs_jobs_are_the_grids_units_and_the_planners(tmp_path):
     plan = plan_run(config, wd, priced_only=True)
     for rule in (*QA_RULES, "judge_panel", "judge_probe"):
         assert plan.jobs[rule] == sum(n for (r, _), n in ran.items() if r == rule), rule
+
+
+def test_a_replay_only_run_lists_its_source_systems_dialogues_but_does_not_score_them():
+    """interactive_replay alone, replaying a system the benchmark does not run: the source's
+    on-policy dialogues are jobs of the run (the planner counts them), never a scored step."""
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    spec = dict(config["benchmarks"]["amemgym_procedural"])
+    spec.update(protocols=["interactive_replay"], systems=["rag"])
+    config["run"]["benchmarks"] = ["amemgym_procedural"]
+    config["benchmarks"] = {"amemgym_procedural": spec}
+    units = run_units(config, resolved_benchmarks(config["benchmarks"]))
+    by_rule = Counter((u.rule, u.keys.get("system"), u.keys.get("protocol")) for u in units)
+    steps = spec["generate"]["periods"] + 1
+    assert by_rule[("dialogues", "native", "interactive")] == steps
+    assert by_rule[("replay_dialogues", "rag", "interactive_replay")] == steps
+    scored = layout.run_steps(units)
+    assert {(k["system"], k["protocol"]) for k in scored} == {("rag", "interactive_replay")}
 
 
 def test_the_rules_helpers_stay_queries():

@@ -105,7 +105,8 @@ def test_the_server_reports_cached_tokens_of_completed_prefixes_only():
         assert ask(_messages(2, 1))[1] <= 16  # another conversation: the system prompt at most
         stats = server.stats()
         assert stats.prompt_tokens == first + second + ask_tokens(_messages(2, 1))
-        assert stats.cached_tokens == stats.ideal_cached_tokens >= cached
+        assert stats.cached_tokens == stats.ideal_cached_tokens == stats.bound_cached_tokens
+        assert stats.cached_tokens >= cached
         client.close()
 
     with OpenAITestServer(prefix_cache_blocks=4) as server:  # 64 tokens: the head of one prompt
@@ -113,7 +114,9 @@ def test_the_server_reports_cached_tokens_of_completed_prefixes_only():
         client.chat.completions.create(model="m", messages=_messages(1, 1))
         reply = client.chat.completions.create(model="m", messages=_messages(1, 2))
         assert reply.usage.prompt_tokens_details.cached_tokens == 64
-        assert server.stats().ideal_cached_tokens > 64
+        stats = server.stats()
+        # an unbounded cache serves more; no order serves more than the 4 leading blocks
+        assert stats.ideal_cached_tokens > 64 == stats.bound_cached_tokens
         server.reset()  # a bench's next run starts cold
         reply = client.chat.completions.create(model="m", messages=_messages(1, 2))
         assert reply.usage.prompt_tokens_details.cached_tokens == 0
@@ -318,3 +321,80 @@ def test_the_report_sums_provider_cached_tokens_per_run_and_role():
     offline = [ledger("results/syn/none/qa/step0/shard0/a.ledger.json", (0, 0), (0, 0))]
     assert provider_cache(offline).empty and provider_cache_markdown(provider_cache(offline)) == []
     assert _provider_cache_html(provider_cache(offline)) == ""
+
+
+def test_the_feedback_and_interactive_plans_expect_the_prefix_shared_prompt_tokens(tmp_path):
+    """``plan --json``'s ``cached_in`` for the feedback family (a dialogue's history re-sent
+    every round, the simulated user's instructions) and the interactive family (a native agent's
+    growing history, re-sent before every turn and checkpoint question) on a server."""
+    import yaml
+
+    from mnemoflow.planning.run import plan_run
+    from tests.amemgym_fixtures import TINY_BENCHMARK, write_one_user
+    from tests.workflow import REPO, on_policy_feedback
+
+    environment = write_one_user(tmp_path)
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    server = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    config["models"].update(agent=server, user=server, embedder={"backend": "offline"})
+    config["run"] = {"benchmarks": ["synthetic_feedback", "amemgym_tiny"], "systems": ["none"]}
+    config["benchmarks"]["synthetic_feedback"] = {
+        **config["benchmarks"]["synthetic_feedback"],
+        "systems": ["bm25_message"],
+        **on_policy_feedback(batch_size=4),
+    }
+    config["benchmarks"]["amemgym_tiny"] = {
+        **TINY_BENCHMARK,
+        "source": {"path": str(environment)},
+        "systems": ["native"],
+    }
+    planned = plan_run(config, tmp_path).to_dict()
+
+    def runs(benchmark: str, role: str, task: str) -> list[dict]:
+        return [
+            r
+            for r in planned["runs"]
+            if (r["benchmark"], r["role"], r["task"]) == (benchmark, role, task)
+        ]
+
+    talk = runs("synthetic_feedback", "agent", "answer")
+    live = [r for r in talk if "min" in r]  # the on-policy step's dialogues
+    assert live and all(0 < r["cached_in"] < r["tokens_in"] for r in live)
+    [user] = runs("synthetic_feedback", "user", "user_feedback_json")
+    assert 0 < user["cached_in"] < user["tokens_in"]  # the instructions every item shares
+    acts = runs("amemgym_tiny", "agent", "interactive_act")
+    assert acts and sum(r["cached_in"] for r in acts) > 0.3 * sum(r["tokens_in"] for r in acts)
+    for task in ("amemgym_choice", "amemgym_recall"):  # asked after the history, in its job
+        [asked] = [r for r in runs("amemgym_tiny", "agent", task) if r["system"] == "native"]
+        assert 0.5 * asked["tokens_in"] < asked["cached_in"] < asked["tokens_in"]
+    # the upper bound's prompts open with their option's state: nothing shared to serve
+    [upper] = [r for r in runs("amemgym_tiny", "agent", "amemgym_choice") if r["system"] == "-"]
+    assert upper["tokens_in"] > 0 and upper["cached_in"] == 0
+    roles = planned["by_role"]
+    agent = [r["cached_in"] for r in planned["runs"] if r["role"] == "agent"]
+    assert roles["agent"]["cached_in"] == pytest.approx(sum(agent), abs=len(agent))
+
+
+def test_the_scoring_plan_expects_the_judges_shared_instructions():
+    """MemoryBench scoring played offline: a judge prompt's instructions, sent by every scored
+    answer, are prefix-cached after the first; a judge off a server caches nothing."""
+    from mnemoflow.eval.static_qa.judges import locomo_request
+    from mnemoflow.planning.scoring import per_item
+
+    class Metric:
+        @staticmethod
+        async def evaluate_item(question: dict, response: str, gateway) -> None:
+            await gateway.chat(locomo_request(question, response))
+
+    questions = [
+        {"question_id": f"q{i}", "question": f"Where did I go on day {i}?", "answer": "Paris",
+         "dataset": "d"}
+        for i in range(3)
+    ]  # fmt: skip
+    backends = {"judge": "openai"}
+    [(calls, tokens, cached)] = per_item(Metric, questions, 20, backends)["d"].values()
+    assert calls == 1 and 0.3 * tokens < cached < tokens
+    [(_, offline_tokens, none)] = per_item(Metric, questions, 20, {"judge": "offline"})[
+        "d"
+    ].values()
+    assert offline_tokens > 0 and none == 0

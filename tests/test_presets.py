@@ -4,14 +4,16 @@ Every preset, layered as docs/reproduce.md says (an AMemGym preset on top of
 configs/reference/amemgym-released.yaml, the site file last), passes the config schema, binds every
 role by endpoint NAME to what configs/site.example.yaml defines, labels its systems with the rows
 the paper prints, and dry-runs on stand-in data (tests/paper_standins.py) with the real site file.
-Two presets run fully on stand-in data with every endpoint bound to the offline model
-(configs/site.offline.yaml): AMemGym's memory agents, whose summary.md, report.html and
-``mnemoflow compare --preset`` set the published numbers beside ours, and LoCoMo, whose paper
-numbers are not shipped (the run says so).
+Some presets run fully on stand-in data with every endpoint bound to the offline model
+(configs/site.offline.yaml), and their summary.md, report.html and ``mnemoflow compare --preset``
+set the published numbers beside ours (AMemGym's memory agents, LoCoMo, LongMemEval, MemoryBench
+off-policy), or list ours with the reason none is published (AMemGym's self-evolution).
+``compare --preset`` prints its section for all nine presets on a stand-in summary of each.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -24,12 +26,14 @@ from mnemoflow.cli import main as cli
 from mnemoflow.commands.compare import read_preset
 from mnemoflow.config_schema import check_config
 from mnemoflow.data.published import load_published, select_published
-from mnemoflow.data.tables import SUMMARY, write_table
+from mnemoflow.data.tables import SUMMARY, empty, write_table
 from mnemoflow.errors import ConfigError
+from mnemoflow.jobs.summary import ReportFiles
+from mnemoflow.jobs.summary import report as report_job
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.types import ROLES, check_bindings
 from mnemoflow.memory.base import check_systems
-from mnemoflow.report.reproduction import Request, request_of
+from mnemoflow.report.reproduction import Request, published_section, request_of
 from tests.paper_standins import (
     OFFLINE,
     PRESETS,
@@ -142,35 +146,66 @@ def test_an_amemgym_preset_without_the_reference_file_says_which_file_goes_first
         check_config(config, SCHEMA)
 
 
-def test_compare_reads_every_preset_or_says_its_numbers_are_not_shipped():
-    spec, pairs, benchmark, unpaired = read_preset("amemgym-memory-agents", PRESETS)
-    assert spec == "amemgym/memory_agents" and benchmark == "amemgym_v1"
-    assert dict(unpaired) == {
+def test_compare_reads_every_preset_or_what_it_would_compare_with():
+    preset = read_preset("amemgym-memory-agents", PRESETS)
+    assert preset.published == "amemgym/memory_agents" and preset.benchmark == "amemgym_v1"
+    assert dict(preset.unpaired) == {
         "A-Mem": "the a-mem product is not adapted (notes_linked is only A-Mem-style)",
         "Nemori": "no mnemoflow adapter",
     }
-    assert ("awe_2_4_30", "AWE-(2,4,30)") in pairs and ("mem0_graph_2_30", "Mem0-G") in pairs
-    spec, pairs, benchmark, unpaired = read_preset("locomo", PRESETS)
-    assert spec == "locomo/qa_f1.by-row,locomo/rag_qa.gpt-3.5-turbo" and benchmark is None
-    assert ("dense_5", "Dialog top-5") in pairs and ("long_context", "gpt-3.5-turbo 16K") in pairs
-    assert "not a mnemoflow system" in dict(unpaired)["Observation top-5"]
-    with pytest.raises(
-        ConfigError, match=r"numbers for this preset are not shipped yet \(the self"
-    ):
-        read_preset("amemgym-evolution", PRESETS)
-    spec, pairs, benchmark, _ = read_preset("longmemeval-s", PRESETS)
-    assert spec == "longmemeval/fig3b_s_con.by-row" and benchmark == "longmemeval_s_long_context"
-    assert pairs == [("long_context", "GPT-4o")]  # the retrievers on S have no published row
+    assert ("awe_2_4_30", "AWE-(2,4,30)") in preset.pairs
+    assert ("mem0_graph_2_30", "Mem0-G") in preset.pairs
+    preset = read_preset("locomo", PRESETS)
+    assert preset.published == "locomo/qa_f1.by-row,locomo/rag_qa.gpt-3.5-turbo"
+    assert preset.benchmark is None
+    assert ("dense_5", "Dialog top-5") in preset.pairs
+    assert ("long_context", "gpt-3.5-turbo 16K") in preset.pairs
+    assert "not a mnemoflow system" in dict(preset.unpaired)["Observation top-5"]
+    evolution = read_preset("amemgym-evolution", PRESETS)
+    assert (
+        evolution.published is None
+        and "Table 3 of arXiv 2603.01966v1" in (evolution.compare["missing"])
+    )
+    assert evolution.compare["table"] == "self_evolution.gpt-4.1-mini"
+    stepwise = read_preset("memorybench-stepwise", PRESETS).compare
+    assert stepwise["plotted"]["mb_legal"] == {
+        "figure": "Figure 10",
+        "rows": {"BM25-S": "(a)", "Embed-S": "(b)"},
+    }
+    on_policy = read_preset("memorybench-on-policy", PRESETS).compare
+    assert list(on_policy["plotted"]["mb_legal"]["rows"]) == ["BM25-S", "Embed-S", "A-Mem", "Mem0"]
+    preset = read_preset("longmemeval-s", PRESETS)
+    assert preset.published == "longmemeval/fig3b_s_con.by-row"
+    assert preset.benchmark == "longmemeval_s_long_context"
+    assert preset.pairs == [("long_context", "GPT-4o")]  # the retrievers on S have no published row
 
 
-def test_the_locomo_preset_accounts_for_every_row_of_its_tables():
-    """Each row of the tables it names is either one of its systems (published_as) or listed
-    with the reason it has no counterpart (compare.unpaired), never both."""
-    own = preset("locomo")
-    rows = set(select_published(load_published(), own["compare"]["published"])["row"])
+def test_a_preset_without_numbers_must_say_what_it_would_compare_with(tmp_path):
+    (tmp_path / "bare.yaml").write_text("compare: {published: null, missing: not shipped}\n")
+    with pytest.raises(ConfigError, match=r"bare.yaml: compare.paper: a text is needed"):
+        read_preset("bare", tmp_path)
+    (tmp_path / "odd.yaml").write_text(
+        "compare: {published: null, paper: p, table: t, missing: m, metrics: [f1],"
+        " plotted: {b: {figure: Figure 1}}}\n"
+    )
+    with pytest.raises(ConfigError, match=r"odd.yaml: compare.plotted.b: expected"):
+        read_preset("odd", tmp_path)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_preset_accounts_for_every_row_of_its_tables(name):
+    """Each row of the tables it names (or the rows its figures plot) is either one of its
+    systems (published_as) or listed with the reason it has no counterpart (compare.unpaired),
+    never both: no paper row goes without a reason."""
+    own = preset(name)
+    compare = own["compare"]
+    if compare["published"]:
+        rows = set(select_published(load_published(), compare["published"])["row"])
+    else:
+        rows = {row for fig in compare.get("plotted", {}).values() for row in fig["rows"]}
     labels = {spec["published_as"] for spec in own["systems"].values() if "published_as" in spec}
-    unpaired = set(own["compare"]["unpaired"])
-    assert labels | unpaired == rows and not labels & unpaired
+    unpaired = set(compare.get("unpaired", ()))
+    assert rows <= labels | unpaired and not labels & unpaired, sorted(rows - labels - unpaired)
 
 
 def test_an_offline_endpoint_binds_its_roles_to_the_offline_model():
@@ -206,6 +241,35 @@ def test_the_comparison_a_config_asks_for():
     config["systems"] = {"awe_2_4_30": {"type": "agentic_external", "published_as": "AWE-(2,4,30)"}}
     request = request_of(config)
     assert request.published is None and request.pairs == (("awe_2_4_30", "AWE-(2,4,30)"),)
+
+
+def test_a_preset_system_left_out_of_the_run_is_the_reason_in_summary_md_too():
+    """A run of part of a preset: summary.md's rows of the left-out systems say so, as
+    ``compare --preset`` does (not "not paired")."""
+    config = merged(*layers(PRESETS / "amemgym-memory-agents.yaml"))
+    config["benchmarks"]["amemgym_v1"]["systems"] = ["native", "awe_2_4_30"]
+    request = Request.from_params(request_of(config).as_params())
+    assert ("awe_2_4_30", "AWE-(2,4,30)") in request.pairs
+    reasons = dict(request.unpaired)
+    assert reasons["AWI"] == "its counterpart awi is not in the run"
+    assert reasons["Nemori"] == "no mnemoflow adapter"  # the preset's own reason stays
+
+
+def test_a_config_without_published_numbers_is_checked_when_the_workflow_starts():
+    """The workflow reads the same ``compare:`` as ``compare --preset``: a field its section
+    needs is missing at start, one line naming it, never a KeyError in the summary job."""
+    compare = {"published": None, "metrics": ["memory_score"], "missing": "no table",
+               "paper": "amemgym"}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"^config: compare\.table: a text is needed"):
+        request_of({"compare": compare})
+    compare["table"] = "self_evolution"
+    compare["plotted"] = {"amemgym_v1": {"figure": "Figure 3"}}
+    with pytest.raises(ConfigError, match=r"^config: compare\.plotted\.amemgym_v1: expected"):
+        request_of({"compare": compare})
+    del compare["plotted"]
+    assert request_of({"compare": compare}).unpublished == compare
+    # published null without metrics: the section only says what is not shipped
+    assert request_of({"compare": {"published": None, "missing": "x"}}).unpublished is None
 
 
 # --- on stand-in data ----------------------------------------------------------------------------
@@ -358,6 +422,44 @@ def test_the_dossier_names_each_published_cells_run_and_the_papers_settings(memo
 
 
 @pytest.fixture(scope="module")
+def evolution_run(standins, tmp_path_factory):
+    """amemgym-evolution on the stand-in environment (2 users, periods 0-1), offline, with one
+    of its three systems (question-only feedback)."""
+    system = "awi_evolve_question_only"
+    scale = {
+        "run": {"systems": [system]},
+        "benchmarks": {"amemgym_v1": {"systems": [system], "shards": 1}},
+    }
+    return _offline_run(tmp_path_factory.mktemp("evolution"), "amemgym-evolution", standins, scale)
+
+
+@pytest.mark.slow
+def test_an_evolution_run_lists_ours_with_the_reason_no_number_is_beside_it(evolution_run, capsys):
+    """The paper's Table 3 is not shipped: summary.md and compare --preset list our memory score
+    and accuracy (mean over periods, with the interval over users: degenerate when the offline
+    model scores every user alike) with that reason."""
+    results = evolution_run / "results"
+    summary = pd.read_parquet(results / "summary.parquet")
+    ours = summary.set_index(["system", "metric", "aggregate"])["value"]
+    value = ours[("awi_evolve_question_only", "memory_score", "mean_over_periods")]
+    text = (results / "summary.md").read_text()
+    assert "## Published vs ours" in text
+    assert "No published numbers for amemgym/self_evolution.gpt-4.1-mini" in text
+    assert cli(["compare", str(results), "--preset", "amemgym-evolution"]) == 0
+    out = capsys.readouterr().out
+    row = re.search(r"^\| amemgym \| self_evolution\.gpt-4\.1-mini \| question only \| "
+                    r"awi_evolve_question_only \| interactive \| mean \| mean_over_periods \| "
+                    r"memory_score \| – \| ([-0-9.]+) \| [^\n]*\| "
+                    r"(?:cluster-bootstrap|degenerate) \|[^\n]*"
+                    r"Table 3 of arXiv 2603\.01966v1\) is not shipped", out, re.M)  # fmt: skip
+    assert row and float(row.group(1)) == pytest.approx(value, abs=5e-4)
+    assert row.group(0) in text  # summary.md: the same cells
+    page = (results / "report.html").read_text().replace("<wbr>", "")  # and report.html
+    assert f"<td>memory_score</td><td>{row.group(1)}</td>" in page
+    assert "Table 3 of arXiv 2603.01966v1) is not shipped" in page
+
+
+@pytest.fixture(scope="module")
 def locomo_run(standins, tmp_path_factory):
     """locomo on the stand-in sample, offline: its retrieval benchmark with one system (the
     long-context benchmark is planned by the dry run)."""
@@ -418,7 +520,9 @@ def test_mnemoflow_plan_succeeds_once_the_data_is_where_the_error_said(
         said = place_standins(merged(*files), standins, wd)
     finally:
         os.chdir(cwd)
-    assert list(said.values())[0] in capsys.readouterr().err
+    err = capsys.readouterr().err  # one line: every benchmark, those missing the same once
+    assert "\n" not in err.strip() and all(f"benchmarks.{b}" in err for b in said)
+    assert all(message.partition(": ")[2] in err for message in said.values())
     assert cli(args) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["calls"] > 0 and {run["benchmark"] for run in plan["runs"]} == set(
@@ -546,3 +650,209 @@ def test_a_memorybench_run_sets_tables_10_and_11_beside_ours(memorybench_run, ca
                     r"([0-9.]+) \|",
                     out, re.M)  # fmt: skip
     assert row and float(row.group(1)) == pytest.approx(ours, abs=5e-4)
+
+
+# --- compare --preset on a stand-in run of every preset ------------------------------------------
+
+#: The summary rows (metric, aggregate) a run of each loader writes that compare reads.
+LOADER_ROWS = {
+    "amemgym": [("memory_score", "mean_over_periods"), ("accuracy", "mean_over_periods"),
+                ("memory_score", "micro"), ("accuracy", "micro")],
+    "locomo": [("f1", "micro"), ("f1", "type:single-hop"), ("j", "micro")],
+    "longmemeval": [("accuracy", "micro")],
+    "memorybench": [("weighted_average", "normalized"), ("z_score", "normalized")],
+}  # fmt: skip
+#: Protocols that score several steps (periods): the stand-in has steps 0 and 1.
+STEPPED = {"interactive", "interactive_replay", "stepwise_off_policy", "on_policy"}
+
+
+def standin_summary(name: str) -> pd.DataFrame:
+    """The summary of a run of preset ``name`` (every benchmark, system, protocol and step it
+    plans, steps cut to two), with made-up values: what `compare --preset` reads."""
+    config = merged(*layers(PRESETS / f"{name}.yaml"))
+    rows = []
+    for bench in config["run"]["benchmarks"]:
+        spec = config["benchmarks"][bench]
+        systems = spec.get("systems") or config["run"]["systems"]
+        for protocol in spec.get("protocols") or ["qa"]:
+            for i, system in enumerate(systems):
+                for step in (0, 1) if protocol in STEPPED else (0,):
+                    for metric, aggregate in LOADER_ROWS[spec["loader"]]:
+                        value = 0.2 + 0.05 * i + 0.01 * step
+                        rows.append({"benchmark": bench, "system": system, "protocol": protocol,
+                                     "step": step, "metric": metric, "aggregate": aggregate,
+                                     "value": value, "n": 40})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compare_preset_sets_out_every_presets_section(name, tmp_path, capsys):
+    """Every preset prints a published-vs-ours section on a run of it: its paired systems beside
+    the paper's rows (or, where the paper published no numbers, ours with the reason), and the
+    paper's rows without a counterpart each with the preset's reason, by default."""
+    write_table(standin_summary(name), tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", name]) == 0
+    out = capsys.readouterr().out
+    assert "## Published vs ours" in out
+    own = preset(name)
+    ran = set(standin_summary(name)["system"])
+    for system, spec in own["systems"].items():
+        if "published_as" in spec and system in ran:
+            assert f"| {spec['published_as']} | {system} |" in out, (name, system)
+    assert "| not paired |" not in out  # every unpaired row says why
+    for row, why in (own["compare"].get("unpaired") or {}).items():
+        assert re.search(rf"^\| \w+ \| [^|]+ \| {re.escape(row)} \| \d+ \| {re.escape(why)}",
+                         out, re.M), (name, row)  # fmt: skip
+    if own["compare"]["published"] is None:
+        assert f"against {own['compare']['paper']}/{own['compare']['table']}: no published" in out
+        assert "| – | " in out  # our value, no published one beside it
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_report_preset_shows_the_section_compare_preset_prints(name, tmp_path, capsys):
+    """`mnemoflow report --preset NAME` works for every preset, and its report.html shows the cells
+    `compare --preset NAME` prints (the same frame); where the paper published no numbers: ours
+    with intervals and the reason per row, and the plotted rows no system of ours stands for."""
+    summary = standin_summary(name)
+    if name == "memorybench-on-policy":  # Mem0's plotted panel without its system, as below
+        summary = summary[summary["system"] != "mem0_paper"]
+    write_table(summary, tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", name, "--out", str(tmp_path / "cmp")]) == 0
+    capsys.readouterr()
+    args = ["report", "--results", str(tmp_path), "--preset", name, "--no-questions"]
+    assert cli(args) == 0
+    page = (tmp_path / "report.html").read_text().replace("<wbr>", "")
+    assert ">Published vs ours<" in page
+    read = lambda path: pd.read_csv(path, sep="\t")  # noqa: E731
+    cells = read(tmp_path / "report" / "published_cells.tsv")  # floats written to 6 digits
+    pd.testing.assert_frame_equal(cells, read(tmp_path / "cmp" / "published.tsv"), rtol=1e-5)
+    compare = preset(name)["compare"]
+    if compare["published"] is not None:
+        assert "not shipped" not in page
+        return
+    plotted = read(tmp_path / "report" / "published_plotted.tsv")
+    pd.testing.assert_frame_equal(plotted, read(tmp_path / "cmp" / "unpaired.tsv"), rtol=1e-5)
+    what = f"{compare['paper']}/{compare['table']}"
+    assert f"No published numbers for {what}: " in page and f"Our {len(cells)} cells" in page
+    assert len(cells) and cells["published"].isna().all() and cells["note"].notna().all()
+    for cell in cells.itertuples(index=False):  # our value, interval and reason, in one row
+        ci = cell.ci_method if isinstance(cell.ci_method, str) else "–"
+        if pd.notna(cell.ci_low):
+            ci = f"[{cell.ci_low:.3f}, {cell.ci_high:.3f}]"
+        row = (f"<td>{cell.metric}</td><td>{cell.ours:.3f}</td><td>{ci}</td>"
+               f"<td class=\"num\">{cell.n}</td><td>{html.escape(cell.note)}</td>")  # fmt: skip
+        assert row in page, (name, cell)
+    for alone in plotted.itertuples(index=False):
+        assert html.escape(alone.reason) in page
+    if name == "memorybench-on-policy":
+        assert len(plotted) == 2 and "Plotted rows without a counterpart in the run" in page
+
+
+def test_a_plotted_only_experiment_lists_ours_with_the_figure_that_plots_it(tmp_path, capsys):
+    write_table(standin_summary("memorybench-stepwise"), tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-stepwise"]) == 0
+    out = capsys.readouterr().out
+    # 7 sets x 6 systems x 2 metrics at the last step (1)
+    assert "Our 84 cells" in out
+    row = re.search(r"^\| memorybench \| stepwise_off_policy\.qwen3-8b \| BM25-S \| bm25_session "
+                    r"\| stepwise_off_policy \| 1 \| normalized \| weighted_average \| – \| "
+                    r"([0-9.]+) \|[^\n]*\| the paper plots this experiment only "
+                    r"\(Figure 10\(a\)\); no numbers published \| mb_legal \|$",
+                    out, re.M)  # fmt: skip
+    assert row and float(row.group(1)) == pytest.approx(0.31)
+    assert re.search(r"\| Vanilla \| none \|[^\n]*not in the paper: its Figure 8 plots BM25-S, "
+                     r"Embed-S only \| mb_open_domain \|$", out, re.M)  # fmt: skip
+    assert re.search(r"\| BM25-M \| bm25_message \|[^\n]*plot the Open, Academic and Legal "
+                     r"domains only \| mb_long_long \|$", out, re.M)  # fmt: skip
+    # --all: every step of the curve
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-stepwise", "--all"]) == 0
+    assert "Our 168 cells" in capsys.readouterr().out
+
+
+def test_a_plotted_row_without_a_system_is_listed_with_its_figure(tmp_path, capsys):
+    """On-policy: Figure 7(c) plots A-Mem, which mnemoflow has not adapted; a run without
+    mem0_paper leaves Mem0's panel without a counterpart too."""
+    summary = standin_summary("memorybench-on-policy")
+    write_table(summary[summary["system"] != "mem0_paper"], tmp_path / "s.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path / "s.parquet"), "--preset", "memorybench-on-policy"]) == 0
+    out = capsys.readouterr().out
+    assert ("| memorybench | on_policy.qwen3-8b | A-Mem | 0 | the a-mem product is not adapted "
+            "(notes_linked is only A-Mem-style) (Figure 7(c), mb_legal) |") in out  # fmt: skip
+    assert ("| Mem0 | 0 | its counterpart mem0_paper is not in the run (Figure 7(d), mb_legal) |"
+            in out)  # fmt: skip
+
+
+def test_a_preset_without_shipped_numbers_lists_ours_in_summary_md(tmp_path):
+    """The run's own summary.md (report/reproduction.py) carries the same section."""
+    write_table(standin_summary("amemgym-evolution"), tmp_path / "summary.parquet", SUMMARY)
+    config = merged(*layers(PRESETS / "amemgym-evolution.yaml"))
+    request = Request.from_params(request_of(config).as_params())
+    _, lines = published_section(tmp_path / "summary.parquet", request)
+    text = "\n".join(lines)
+    assert "No published numbers for amemgym/self_evolution.gpt-4.1-mini" in text
+    assert re.search(r"^\| amemgym \| self_evolution\.gpt-4\.1-mini \| question only \| "
+                     r"awi_evolve_question_only \| interactive \| mean \| mean_over_periods \| "
+                     r"memory_score \| – \| 0\.260 \|[^\n]*not shipped", text, re.M)  # fmt: skip
+
+
+def test_the_workflows_report_of_a_preset_without_shipped_numbers_lists_ours(tmp_path):
+    """The report rule's job (jobs/summary.py) shows the section summary.md has: our cells with
+    the reason, and the dossier places each cell in its run (of its own MemoryBench set)."""
+    name = "memorybench-stepwise"
+    write_table(standin_summary(name), tmp_path / "summary.parquet", SUMMARY)
+    write_table(empty("diagnosis"), tmp_path / "diagnosis.parquet", "diagnosis")
+    config = merged(*layers(PRESETS / f"{name}.yaml"))
+    files = ReportFiles(
+        summary=str(tmp_path / "summary.parquet"),
+        diagnosis=str(tmp_path / "diagnosis.parquet"),
+        judgements=[],
+        ledgers=[],
+        html=str(tmp_path / "report.html"),
+    )
+    report_job(files, config=config, published=request_of(config).as_params())
+    page = (tmp_path / "report.html").read_text().replace("<wbr>", "")
+    assert "No published numbers for memorybench/stepwise_off_policy.qwen3-8b: " in page
+    assert "The paper&#x27;s numbers for this run are not shipped" not in page  # not one line
+    assert (
+        '<td>weighted_average</td><td>0.310</td><td>–</td><td class="num">40</td><td>the '
+        "paper plots this experiment only (Figure 10(a)); no numbers published</td>"
+    ) in page
+    cells = pd.read_csv(tmp_path / "report" / "published_cells.tsv", sep="\t")
+    assert len(cells) == 84 and cells["published"].isna().all()  # 7 sets x 6 systems x 2
+    dossier = json.loads((tmp_path / "report" / "dossier.json").read_text())
+    assert [c["run"] for c in dossier["published"]] == [
+        f"{c.benchmark}/{c.system}/{c.protocol}" for c in cells.itertuples(index=False)
+    ]
+
+
+def test_a_full_memorybench_run_pairs_mem0_where_the_paper_has_it(tmp_path, capsys):
+    """The paper prints no Mem0 on Open and Long-Short ("-"): a run of every set with mem0_paper
+    is compared on the other five, not refused; a label naming no row still is."""
+    write_table(standin_summary("memorybench-off-policy"), tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-off-policy"]) == 0
+    out = capsys.readouterr().out
+    mem0 = re.findall(r"^\| memorybench \| off_policy_\w+\.qwen3-8b \| Mem0 \| mem0_paper \|"
+                      r"[^\n]*\| (mb_\w+) \|$", out, re.M)  # fmt: skip
+    assert len(mem0) == 10 and not {"mb_open_domain", "mb_long_short"} & set(mem0)
+    args = ["compare", str(tmp_path), "--preset", "memorybench-off-policy", "--map", "none=Nope"]
+    assert cli(args) == 2
+    assert "the published tables have no row 'Nope'" in capsys.readouterr().err
+
+
+def test_a_map_naming_no_system_of_the_run_is_refused_without_published_numbers(tmp_path, capsys):
+    """As with published numbers: ``--map OURS=THEIRS`` whose OURS the run lacks is one line,
+    not a pairing silently dropped."""
+    write_table(standin_summary("amemgym-evolution"), tmp_path / "summary.parquet", SUMMARY)
+    args = ["compare", str(tmp_path), "--preset", "amemgym-evolution", "--map", "nope=Complete"]
+    assert cli(args) == 2
+    error = capsys.readouterr().err
+    assert "pairing nope=Complete (--map or published_as): the run has no system 'nope'" in error
+
+
+def test_a_run_of_another_protocol_is_not_listed_as_the_plotted_experiment(tmp_path, capsys):
+    """An off-policy run held against the stepwise preset has no stepwise value to list."""
+    summary = standin_summary("memorybench-stepwise").assign(protocol="off_policy")
+    write_table(summary, tmp_path / "summary.parquet", SUMMARY)
+    assert cli(["compare", str(tmp_path), "--preset", "memorybench-stepwise"]) == 0
+    out = capsys.readouterr().out
+    assert "Our 0 cells" in out and "The run has no value of weighted_average, z_score" in out

@@ -270,6 +270,21 @@ def _local_llm_installed() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in names)
 
 
+def _tiny_on_slurm(workdir: Path, override: dict, target: str, groups: list[str]) -> float:
+    """Seconds the project's workflow took to make ``target`` on the cluster, with the tiny
+    config and ``override`` over it, the rules grouped by ``groups`` (RULE=GROUP)."""
+    workdir.mkdir()
+    shutil.copy(ROOT / "config.yaml", workdir / "config.yaml")
+    (workdir / "override.yaml").write_text(json.dumps(override))
+    config = ROOT / "tests" / "configs" / "tiny.yaml"
+    args = [
+        "-s", str(ROOT / "Snakefile"), "--workflow-profile", str(PROFILE), target,
+        "--groups", *groups,
+        "--configfile", str(config), str(workdir / "override.yaml"),
+    ]  # fmt: skip
+    return _snakemake(args, workdir)
+
+
 def test_a_managed_endpoint_runs_as_its_own_slurm_job(local_cluster, tmp_path, monkeypatch):
     """The agent and judge bound to a managed endpoint whose command is `mnemoflow serve
     local-llm` (SmolLM2 on llama.cpp): the workflow submits the server as a SLURM job of its own,
@@ -316,21 +331,12 @@ def test_a_managed_endpoint_runs_as_its_own_slurm_job(local_cluster, tmp_path, m
         ],
     }
     workdir = tmp_path / "managed"
-    workdir.mkdir()
-    shutil.copy(ROOT / "config.yaml", workdir / "config.yaml")
-    (workdir / "override.yaml").write_text(json.dumps(override))
-    config = ROOT / "tests" / "configs" / "tiny.yaml"
     # two SLURM jobs, prepare + ingest and answer + judge + score (every job pays start-up, and
     # the plugin polls a running job ever less often: 5, 15, 25 ... s apart), and no summary or
     # report: every model call of the run is in them
     groups = ["prepare=data", "ingest=data", "answer=qa", "judge=qa", "score=qa"]
-    args = [
-        "-s", str(ROOT / "Snakefile"), "--workflow-profile", str(PROFILE),
-        "results/synthetic/none/qa/step0/scores.parquet",
-        "--groups", *groups,
-        "--configfile", str(config), str(workdir / "override.yaml"),
-    ]  # fmt: skip
-    took = _snakemake(args, workdir)
+    took = _tiny_on_slurm(workdir, override, "results/synthetic/none/qa/step0/scores.parquet",
+                          groups)  # fmt: skip
     print(f"managed endpoint on slurm: {took:.1f}s")
 
     state = json.loads((workdir / "results/endpoints/smol.json").read_text())
@@ -358,3 +364,48 @@ def test_a_managed_endpoint_runs_as_its_own_slurm_job(local_cluster, tmp_path, m
     assert judged["totals"]["calls"] >= 8 and judged["totals"]["errors"] == 0
     scores = pd.read_parquet(workdir / "results/synthetic/none/qa/step0/scores.parquet")
     assert len(scores) > 0
+
+
+def test_a_run_batch_endpoint_drains_the_judges_batch_as_its_own_slurm_job(local_cluster, tmp_path):
+    """The judge in Batch-API mode, bound to a managed endpoint that only has a ``run_batch``
+    command (a stand-in for ``vllm run-batch`` writing its output format): the judge job submits
+    the drain as a SLURM job of its own with the endpoint's resources, and judges from the
+    replies it loads into the cache; no server is started."""
+    stand_in = (
+        f"{sys.executable} -m mnemoflow.testing.run_batch -i {{input}} -o {{output}} "
+        "--model judge-m --reply yes"
+    )
+    override = {
+        **SMALL_SYNTHETIC,
+        "endpoints": {
+            "gpu": {"run_batch": stand_in, "cpus": 1, "mem_mb": 300, "time_limit_min": 10}
+        },  # fmt: skip
+        "models": {"judge": {"endpoint": "gpu", "model": "judge-m", "batch": True}},
+        "allow_offline_roles": [
+            "agent",
+            "user",
+            "memory_writer",
+            "embedder",
+            "generator_high",
+            "generator_low",
+        ],  # fmt: skip
+    }
+    workdir = tmp_path / "run_batch"
+    # one SLURM job for the workflow (every wave of jobs costs status polls), one for the drain
+    groups = [f"{rule}=all" for rule in ("prepare", "ingest", "answer", "judge")]
+    target = "results/synthetic/none/qa/step0/shard0/judgements.parquet"
+    print(f"run_batch endpoint on slurm: {_tiny_on_slurm(workdir, override, target, groups):.1f}s")
+
+    [record] = [json.loads(p.read_text()) for p in workdir.rglob("*.batches/*.json")]
+    assert record["status"] == "collected" and record["slurm_job"], record
+    assert record["slurm_job"] not in _slurm_job_ids(workdir)  # not one of the workflow's own
+    log = (workdir / "results/logs/endpoints/gpu.run_batch.log").read_text()
+    drained = len(record["custom_ids"])
+    assert f"run_batch stand-in: {drained} requests in SLURM job {record['slurm_job']}" in log
+    assert not (workdir / "results/endpoints/gpu.json").exists()  # no server was started
+    shard = workdir / "results/synthetic/none/qa/step0/shard0"
+    judgements = pd.read_parquet(shard / "judgements.parquet")
+    assert len(judgements) >= 8 and set(judgements["raw_reply"]) == {"yes"}
+    assert judgements["parse_ok"].all()
+    ledger = json.loads((shard / "judgements.ledger.json").read_text())
+    assert ledger["totals"]["batch_calls"] == drained == ledger["totals"]["calls"]

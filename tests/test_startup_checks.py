@@ -230,3 +230,19 @@ def test_a_benchmark_s_reader_is_checked_with_its_key_path(tmp_path):
     reader = {"name": "longmemeval", "mode": "retrieval", "retrieval_log": missing}
     with pytest.raises(ConfigError, match=r"^config benchmarks.lme.reader.retrieval_log: no such"):
         check_reader({"reader": reader}, where)
+
+
+def test_every_benchmarks_missing_data_is_named_in_the_one_line(tmp_path):
+    """Not only the first benchmark's: a preset of several sets is placed in one round; two
+    benchmarks missing the same file name it once."""
+    a = {"loader": "locomo", "source": {"path": str(tmp_path / "a.json")}}
+    b = {"loader": "locomo", "source": {"path": str(tmp_path / "b.json")}}
+    with pytest.raises(ConfigError) as info:
+        check_benchmarks({"a": a, "a2": dict(a), "b": b}, ["a", "a2", "b"])
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("config benchmarks.a, benchmarks.a2: ")
+    assert message.count(str(tmp_path / "a.json")) == 1
+    assert f" | config benchmarks.b: source.path {tmp_path / 'b.json'} does not exist" in message
+    (tmp_path / "a.json").write_text("[]")
+    with pytest.raises(ConfigError, match=r"^config benchmarks.b: source.path \S+b.json does not"):
+        check_benchmarks({"a": a, "a2": dict(a), "b": b}, ["a", "a2", "b"])

@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from tests.memorybench_release import write_release
+from tests.memorybench_release import locomo_release
 from tests.shared_data import shared_file
 from tests.workflow import planned_outputs, snakemake, workdir
 
@@ -20,33 +20,12 @@ pytestmark = pytest.mark.slow
 
 def test_memorybench_locomo_scored_by_the_judge_protocol(tmp_path):
     configs = shared_file("memorybench") / "configs" / "datasets"  # absent: skip
-    only = tmp_path / "only"  # the release of Locomo-0 alone (the benchmark reads the real configs)
-    only.mkdir()
-    each = json.loads((configs / "each.json").read_text(encoding="utf-8"))
-    (only / "each.json").write_text(json.dumps({"Locomo-0": each["Locomo-0"]}))
-    release = tmp_path / "release"
-    write_release(release, only)
+    spec = locomo_release(tmp_path, configs)
     (tmp_path / "work").mkdir()
     work = workdir(tmp_path / "work")
     override = work / "judge.json"
-    override.write_text(
-        json.dumps(
-            {
-                "run": {"benchmarks": ["mb"], "systems": ["bm25_message"]},
-                "benchmarks": {
-                    "mb": {
-                        "loader": "memorybench",
-                        "source": {"path": str(release)},
-                        "set": "dataset:Locomo-0",
-                        "configs": str(configs),
-                        "scoring": "judge",
-                        "protocols": ["off_policy"],
-                        "feedback": {"dialogues": "generated", "max_rounds": 2},
-                    }
-                },
-            }
-        )
-    )
+    run = {"benchmarks": ["mb"], "systems": ["bm25_message"]}
+    override.write_text(json.dumps({"run": run, "benchmarks": {"mb": spec}}))
     snakemake(work, configfiles=(work / "config.yaml", override))
 
     results = work / "results" / "mb"

@@ -21,7 +21,7 @@ from typing import Any
 from mnemoflow import layout
 from mnemoflow.commands import COMMANDS
 from mnemoflow.commands.run import ROOT, snakemake_command
-from mnemoflow.config_schema import check_config_files, read_config_file
+from mnemoflow.config_schema import check_config_files, config_files, read_config_file
 from mnemoflow.llm.batch_mode import SUBMIT_ONLY_ENV, BatchStore, collect_for_later
 from mnemoflow.llm.endpoints import bind_endpoints
 from mnemoflow.llm.gateway import Gateway
@@ -59,14 +59,7 @@ def run(args: argparse.Namespace) -> int:
 def run_config(extra: list[str]) -> tuple[Path, dict[str, Any]]:
     """The working directory and the config a run with snakemake arguments ``extra`` reads:
     its ``config.yaml`` with each ``--configfile`` merged over it, key by key (as Snakemake)."""
-    workdir, files, option = ROOT, [], None
-    for arg in extra:
-        if arg.startswith("-"):
-            option = arg
-        elif option in ("--directory", "-d"):
-            workdir = ROOT / arg  # snakemake runs in the checkout (mnemoflow run)
-        elif option in ("--configfile", "--configfiles"):
-            files.append(ROOT / arg)
+    workdir, files = config_files(extra, ROOT)  # as the run reads them
     check_config_files(extra, ROOT)  # file and line of a YAML error
     config: dict[str, Any] = {}
     for path in [workdir / "config.yaml", *files]:

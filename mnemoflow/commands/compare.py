@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +32,7 @@ from mnemoflow.eval.static_qa.data_versions import corrected_gold, score_version
 from mnemoflow.eval.static_qa.judges import judge_answers
 from mnemoflow.llm.gateway import Gateway
 from mnemoflow.report.compare import (
+    check_pairs,
     compare_published,
     compare_runs,
     load_run,
@@ -38,8 +40,9 @@ from mnemoflow.report.compare import (
     paired_systems,
     unpaired_rows,
 )
-from mnemoflow.report.reproduction import published_as, unpaired_reasons
+from mnemoflow.report.reproduction import published_as, run_pairs, unpaired_reasons
 from mnemoflow.report.summaries import last_step
+from mnemoflow.report.unpublished import check_spec, section_lines, unpublished_section
 
 PRESETS_DIR = Path(__file__).resolve().parents[2] / "configs" / "paper"
 
@@ -118,6 +121,14 @@ def add_published_arguments(parser: argparse.ArgumentParser, config: bool = True
         )
 
 
+def _preset_pairs(args: argparse.Namespace, run):
+    """(the preset, its pairs of the systems the run has, and the reason each paper row has no
+    counterpart: the preset's ``compare.unpaired`` and its systems the run left out)."""
+    preset = read_preset(args.preset, args.presets)
+    pairs, reasons = run_pairs(preset.pairs, preset.unpaired, set(run.summary["system"]))
+    return preset, list(pairs), dict(reasons)
+
+
 def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
     """(the published filter, (cells, taus, ranks)) for ``--published`` or ``--preset``."""
     if args.published and args.preset:
@@ -131,15 +142,15 @@ def published_comparison(args: argparse.Namespace, run) -> tuple[str, tuple]:
             raise ConfigError(f"{args.config}: not valid YAML: {exc}") from exc
         pairs = published_as(config) + pairs
     if args.preset:
-        spec, preset_pairs, preset_benchmark, unpaired = read_preset(args.preset, args.presets)
-        # a run of part of a preset (some of its systems) pairs what it ran
-        ran = set(run.summary["system"])
-        reasons = dict(unpaired)
-        for ours, theirs in preset_pairs:
-            if ours not in ran:
-                reasons[theirs] = f"its counterpart {ours} is not in the run"
-        preset_pairs = [pair for pair in preset_pairs if pair[0] in ran]
-        pairs, benchmark = preset_pairs + pairs, benchmark or preset_benchmark
+        preset, preset_pairs, reasons = _preset_pairs(args, run)
+        if preset.published is None:
+            raise ConfigError(
+                f"{preset.path}: the paper's numbers are not shipped "
+                f"({' '.join(preset.compare['missing'].split())}); `mnemoflow compare RESULTS "
+                f"--preset {args.preset}` lists ours, each with the reason"
+            )
+        spec, benchmark = preset.published, benchmark or preset.benchmark
+        pairs = preset_pairs + pairs
     published = load_published(args.published_dir)
     if args.memorybench_results is not None:
         published = pd.concat(
@@ -159,11 +170,23 @@ def _pairs(items: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def read_preset(
-    name: str, presets: Path
-) -> tuple[str, list[tuple[str, str]], str | None, tuple[tuple[str, str], ...]]:
-    """A preset's published filter (``compare.published``), its ``systems.<name>.published_as``
-    pairs, its ``compare.benchmark`` and its ``compare.unpaired`` (row, reason) pairs."""
+@dataclass(frozen=True)
+class Preset:
+    """What ``configs/paper/NAME.yaml`` compares with: ``published`` (PAPER[/TABLE],...; None when
+    the paper's numbers are not shipped: ``compare`` then says what it would be,
+    ``mnemoflow.report.unpublished``), the ``published_as`` pairs, ``compare.benchmark`` and the
+    ``compare.unpaired`` (row, reason) pairs."""
+
+    path: Path
+    published: str | None
+    pairs: list[tuple[str, str]]
+    benchmark: str | None
+    unpaired: tuple[tuple[str, str], ...]
+    compare: dict
+
+
+def read_preset(name: str, presets: Path) -> Preset:
+    """The comparison ``configs/paper/NAME.yaml`` asks for (:class:`Preset`)."""
     path = presets / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in presets.glob("*.yaml")) if presets.is_dir() else []
@@ -175,15 +198,28 @@ def read_preset(
     compare = config.get("compare") or {}
     published = compare.get("published")
     if published is None and "published" in compare:
-        missing = " ".join(str(compare.get("missing") or "").split())
-        raise ConfigError(
-            f"{path}: the paper's numbers for this preset are not shipped yet"
-            + (f" ({missing})" if missing else "")
-            + "; compare two runs (mnemoflow compare A B) or name --published PAPER[/TABLE]"
-        )
-    if not isinstance(published, str) or not published:
-        raise ConfigError(f"{path}: compare.published must name PAPER[/TABLE]")
-    return published, published_as(config), compare.get("benchmark"), unpaired_reasons(config)
+        check_spec(compare, str(path))
+    elif not isinstance(published, str) or not published:
+        raise ConfigError(f"{path}: compare.published must name PAPER[/TABLE] (or be null)")
+    return Preset(
+        path,
+        published,
+        published_as(config),
+        compare.get("benchmark"),
+        unpaired_reasons(config),
+        dict(compare),
+    )
+
+
+def unpublished_preset(args: argparse.Namespace, run) -> tuple[Preset, dict[str, pd.DataFrame]]:
+    """(the preset, its section: our ``cells`` and the ``plotted`` rows alone) of ``--preset``
+    whose paper published no numbers (shared with ``mnemoflow report``)."""
+    preset, pairs, reasons = _preset_pairs(args, run)
+    mapped = _pairs(args.map)
+    check_pairs(mapped, set(run.summary["system"]))  # as compare_published checks them
+    pairs += mapped
+    every_step = bool(getattr(args, "all", False))
+    return preset, unpublished_section(run, preset.compare, pairs, reasons, every_step)
 
 
 def versions_section(root: Path, models: dict | None = None) -> tuple[list[str], pd.DataFrame]:
@@ -320,6 +356,14 @@ def run(args: argparse.Namespace) -> int:
         sections += _section("Rank agreement (Kendall tau)", taus, "Fewer than two systems.")
         sections += _section("Rank changes (▲k: B ranks it k places higher)", ranks, "None.")
         tables.update(runs=cells, taus=taus, ranks=ranks)
+    elif args.preset and read_preset(args.preset, args.presets).published is None:
+        if args.published:
+            raise ConfigError("--published and --preset both name the tables; give one")
+        preset, section = unpublished_preset(args, run_a)
+        what = f"{preset.compare['paper']}/{preset.compare['table']}"
+        head = f"# {args.results} against {what}: no published numbers\n\n## Published vs ours"
+        sections += section_lines(section["cells"], section["plotted"], preset.compare, head)
+        tables.update(published=section["cells"], unpaired=section["plotted"])
     elif args.published or args.preset:
         spec, (cells, taus, ranks) = published_comparison(args, run_a)
         paired = cells[cells["ours"].notna()]

@@ -13,7 +13,12 @@ from pathlib import Path
 import yaml
 
 from mnemoflow.commands import COMMANDS
-from mnemoflow.commands.compare import add_published_arguments, published_comparison
+from mnemoflow.commands.compare import (
+    add_published_arguments,
+    published_comparison,
+    read_preset,
+    unpublished_preset,
+)
 
 
 @COMMANDS.register("report", help="build the HTML report from result tables")
@@ -72,12 +77,21 @@ def run(args: argparse.Namespace) -> int:
         except yaml.YAMLError as exc:
             raise ValueError(f"{args.config}: not valid YAML: {exc}") from exc
     out = args.out or results / "report.html"
-    published = None
+    published, unpublished = None, None
     if args.published or args.preset:
         from mnemoflow.report.compare import load_run
 
-        _, (cells, taus, ranks) = published_comparison(args, load_run(summary))
-        published = {"cells": cells, "taus": taus, "ranks": ranks}
+        ours = load_run(summary)
+        if (
+            args.preset
+            and not args.published
+            and not read_preset(args.preset, args.presets).published
+        ):
+            preset, published = unpublished_preset(args, ours)
+            unpublished = preset.compare  # the paper published no numbers: ours, with the reason
+        else:
+            _, (cells, taus, ranks) = published_comparison(args, ours)
+            published = {"cells": cells, "taus": taus, "ranks": ranks}
     page = build_report(
         summary,
         sorted(results.glob(args.judgements)),
@@ -87,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         diagnosis_path=diagnosis,
         title=args.title,
         published=published,
+        unpublished=unpublished,
         drill=None
         if args.no_questions
         else drill_frames(results, sorted(results.glob(args.judgements)), config),

@@ -10,7 +10,8 @@
 LoCoMo's samples JSON (the official script's format: ``<KEY>_prediction`` beside each question
 of ``qa``, optionally ``<KEY>_prediction_context`` with ranked dia_ids, read as the retrieval
 ranking) is recognised by its shape. AMemGym's ``--eval-output`` is the file ``mnemoflow export
---format amemgym`` writes (per user the reference's overall and utilization results).
+--format amemgym`` writes (per user the reference's overall and utilization results), or the
+reference's own eval-output folder of one agent (``<user id>/overall_results.json``).
 
 AMemGym needs no judge: raw checkpoint replies (and the upper-bound and recall replies) are
 parsed and scored by :mod:`mnemoflow.eval.amemgym.amemgym_score`, the same code as the workflow's
@@ -35,6 +36,7 @@ from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.registry import load_benchmark
 from mnemoflow.data.tables import write_atomic_text, write_table
 from mnemoflow.errors import ConfigError
+from mnemoflow.eval import imported_amemgym
 from mnemoflow.eval.amemgym.amemgym_score import read_reply_file, score_replies, score_table
 from mnemoflow.eval.export import is_locomo_samples, read_eval_output, read_locomo_samples
 from mnemoflow.eval.static_qa.judges import judge_provenance
@@ -117,8 +119,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     amemgym.add_argument(
         "--eval-output",
         type=Path,
-        help="instead of --replies: an eval-output JSON (mnemoflow export --format amemgym); "
-        "its utilization_results are the upper bound unless --upper-bound is given, its "
+        help="instead of --replies: an eval-output JSON (mnemoflow export --format amemgym), "
+        "or the reference's eval-output folder of one agent (<user id>/overall_results.json); "
+        "a file's utilization_results are the upper bound unless --upper-bound is given, its "
         "recall_results the recall probes unless --recall is given",
     )
     amemgym.add_argument(
@@ -141,7 +144,13 @@ def run_amemgym(args: argparse.Namespace) -> int:
         raise ConfigError("--benchmark amemgym needs --replies (or --eval-output)")
     users = read_environment(args.data)
     recall = None
-    if args.eval_output is not None:
+    if args.eval_output is not None and args.eval_output.is_dir():  # the reference's folder
+        output = imported_amemgym.checked_against(
+            imported_amemgym.read_output(args.eval_output), users
+        )
+        # as the workflow asks them: a question the folder has no reply to is unscored
+        replies, upper, recall = imported_amemgym.every_reply(output, users), None, output.recall
+    elif args.eval_output is not None:
         replies, upper, recall = read_eval_output(args.eval_output)
     else:
         replies, upper = read_reply_file(args.replies, "replies"), None

@@ -87,6 +87,8 @@ def read_personas(path: str | Path = PERSONAS) -> list[dict[str, Any]]:
     path = Path(path)
     personas = []
     for number, persona in iter_jsonl(path):
+        if not isinstance(persona, dict):
+            raise DataError(f"{path}: line {number}: expected a JSON object")
         missing = [key for key in PROFILE_KEYS if key not in persona]
         if missing:
             raise DataError(f"{path}: line {number}: missing field '{missing[0]}'")

@@ -270,6 +270,23 @@ def pinned_files(spec: dict[str, Any]) -> list[tuple[Path, dict[str, Any]]]:
     return out
 
 
+def release_files(names: list[str]) -> list[str]:
+    """The paths of the release's folder that the datasets ``names`` are read from."""
+    required = [f"dataset/{n}/dataset_dict.json" for n in names]
+    return required + [f"corpus/{n}.jsonl" for n in names if has_corpus(n)]
+
+
+def _registered_files(spec: dict[str, Any]) -> list[str]:
+    """:func:`release_files` of the spec's set, when its registry is in place to say which
+    datasets that is (else none: the missing registry is named instead)."""
+    configs, chosen = spec.get("configs"), spec.get("set") or spec.get("select")
+    folder = Path(str(configs or "")).expanduser()
+    if not (configs and chosen) or not all((folder / n).is_file() for n in REGISTRY_FILES):
+        return []
+    chosen = select(chosen, registry(configs))
+    return release_files([name for name, _ in chosen])
+
+
 def check(spec: dict[str, Any], where: str) -> None:
     """At startup: the raw file or release folder is there (or a pinned download is allowed), and
     so are the registry and the paper's statistics the spec names. With ``download: true`` and
@@ -277,8 +294,11 @@ def check(spec: dict[str, Any], where: str) -> None:
     sha256, to where the spec names them; otherwise one line names every missing file, where it
     goes and where it comes from."""
     missing = []
+    required = _registered_files(spec)
     try:
-        check_available(source_of(spec, INFO.sources["default"]), BENCHMARK, folder=True)
+        check_available(
+            source_of(spec, INFO.sources["default"]), BENCHMARK, folder=True, required=required
+        )
     except DataError as exc:
         missing.append(f"the release's datasets ({exc})")
     for path, source in pinned_files(spec):
@@ -295,8 +315,11 @@ def check(spec: dict[str, Any], where: str) -> None:
         fix = "set download: true, or " if not spec.get("download") else ""
         fix = "offline: " if spec.get("download") and offline() else fix
         raise DataError(
-            f"{len(missing)} missing: " + "; ".join(missing) + f" ({fix}place each file there; "
-            'docs/data.md "MemoryBench")'
+            f"{len(missing)} missing: "
+            + "; ".join(missing)
+            + f" ({fix}place each file there"
+            + (", each dataset/NAME/ folder whole" if required else "")
+            + '; docs/data.md "MemoryBench")'
         )
 
 
@@ -318,8 +341,7 @@ def load(spec: dict[str, Any]) -> Prepared:
             )
         return parse_raw(resolve_file(source, BENCHMARK), chosen)
     names = [name for name, _ in chosen]
-    required = [f"dataset/{n}/dataset_dict.json" for n in names]
-    required += [f"corpus/{n}.jsonl" for n in names if has_corpus(n)]
+    required = release_files(names)
     patterns = [f"dataset/{n}/*" for n in names] + [f"dataset/{n}/*/*" for n in names]
     patterns += [f"corpus/{n}.jsonl" for n in names if has_corpus(n)]
     root = resolve_folder(source, BENCHMARK, required, patterns)

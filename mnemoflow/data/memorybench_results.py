@@ -134,3 +134,52 @@ def read_results(root: str | Path) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=[*COLUMNS, "line", "file"])
+
+
+#: A run's per-item predictions in the release (``{test_idx, dataset, response, ...}`` as a JSON
+#: list, what the reference's ``off-policy.py`` saves and ``mnemoflow import`` reads).
+PREDICTIONS = "predict.json"
+
+
+def run_predictions(root: str | Path, run_id: str | None = None) -> tuple[Path, dict]:
+    """(the ``predict.json`` of one run of a local MemoryBench-Results copy, its manifest entry
+    with ``summary``: its summary numbers, or ``{}``). ``root`` is the release (its manifest
+    names the run: ``run_id``, required when several runs have predictions) or one run's folder
+    (``predict.json`` beside ``summary.json``). One line naming the file, run and field."""
+    root = Path(root)
+    if not (root / "manifest.jsonl").is_file() and (root / PREDICTIONS).is_file():
+        entry = {"run_id": root.name, "relative_dir": "."}
+    else:
+        runs = [e for e in read_manifest(root) if PREDICTIONS in e["files"]]
+        chosen = [e for e in runs if run_id in (None, e["run_id"])]
+        manifest = root / "manifest.jsonl"
+        if not chosen:
+            known = sorted(e["run_id"] for e in runs)
+            raise DataError(
+                f"{manifest}: no run {run_id!r} with {PREDICTIONS} (runs with predictions: "
+                f"{known[:8]}{' …' if len(known) > 8 else ''})"
+            )
+        if len(chosen) > 1:
+            known = sorted(e["run_id"] for e in chosen)
+            raise DataError(
+                f"{manifest}: {len(chosen)} runs have {PREDICTIONS}; name one with --run "
+                f"({known[:8]}{' …' if len(known) > 8 else ''})"
+            )
+        entry = chosen[0]
+    path = root / entry["relative_dir"] / PREDICTIONS
+    if not path.is_file():
+        raise DataError(f"{path}: run {entry['run_id']!r} lists {PREDICTIONS} but it is missing")
+    summary_path = path.parent / "summary.json"
+    summary = {}
+    if summary_path.is_file():
+        try:
+            content = json.loads(summary_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{summary_path}: not JSON: {exc.msg}") from None
+        scores = content.get("summary") if isinstance(content, dict) else None
+        summary = {
+            k: v
+            for k, v in (scores or {}).items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+    return path, {**entry, "summary": summary}

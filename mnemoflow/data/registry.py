@@ -117,7 +117,10 @@ def register_loader(
 
 def check_benchmarks(benchmarks: dict[str, Any], names: list[str]) -> None:
     """The startup check of the run's benchmarks ``names``: the loader is known, and its own
-    ``check`` passes (source, parameters); one line naming ``config benchmarks.NAME``."""
+    ``check`` passes (source, parameters); one line naming ``config benchmarks.NAME``. Every
+    benchmark is checked: the data several of them miss is named in the same line (benchmarks
+    missing the same, once), so that one placement round makes the run start."""
+    failed: dict[str, list[str]] = {}  # message -> the benchmarks that failed with it
     for name in names:
         spec = benchmarks[name]
         where = f"config benchmarks.{name}"
@@ -130,7 +133,14 @@ def check_benchmarks(benchmarks: dict[str, Any], names: list[str]) -> None:
         try:
             check(spec, where)
         except DataError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+            failed.setdefault(str(exc), []).append(name)
+    if failed:
+        raise ConfigError(
+            " | ".join(
+                f"config {', '.join(f'benchmarks.{n}' for n in group)}: {message}"
+                for message, group in failed.items()
+            )
+        )
 
 
 def loaders() -> list[str]:

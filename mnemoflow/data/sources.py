@@ -24,6 +24,7 @@ import shutil
 import sys
 import tempfile
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -274,7 +275,8 @@ def resolve_folder(source: Any, benchmark: str, required: list[str], patterns: l
         if root.is_dir():
             missing = [rel for rel in required if not (root / rel).exists()]
             if missing:
-                raise DataError(f"{benchmark}: {root} has no {missing[0]}; place it there")
+                named = ", ".join(missing)
+                raise DataError(f"{benchmark}: {root} has no {named}; place them there")
             return root
         if not source.get("repo"):
             raise DataError(f"{benchmark}: source.path {root} is not a folder")
@@ -286,13 +288,14 @@ def resolve_folder(source: Any, benchmark: str, required: list[str], patterns: l
     if not missing:
         return root
     origin = f"hf://datasets/{repo}@{source.get('revision') or '<revision>'}"
+    named = ", ".join(missing)
     _check_may_download(
         source,
         benchmark,
-        missing[0],
+        named,
         origin,
-        f"{origin}/{missing[0]} under {root}",
-        f"{missing[0]} under {root}",
+        f"{origin}'s {named} under {root}",
+        f"{named} under {root}",
     )
     if not source.get("revision"):
         raise DataError(f"{benchmark}: source.revision must pin a commit of {repo} to download")
@@ -306,15 +309,26 @@ def _folder_cache(source: dict[str, Any], benchmark: str) -> Path:
     return cache_root() / benchmark / repo / str(source.get("revision") or "unpinned")
 
 
-def check_available(source: Any, benchmark: str, *, folder: bool = False, origin: str = "") -> None:
+def check_available(
+    source: Any,
+    benchmark: str,
+    *,
+    folder: bool = False,
+    origin: str = "",
+    required: Sequence[str] = (),
+) -> None:
     """What :func:`resolve_file` (:func:`resolve_folder` with ``folder``) will find, checked when
     the workflow starts and without reading, hashing or fetching anything: the local ``path``,
     the cached copy, or a download the source allows (``download: true``, pinned, not offline).
     A missing file is then refused before any job, not by the prepare job; ``origin`` says where
-    the file of a local ``path`` comes from."""
+    the file of a local ``path`` comes from; ``required``: the paths a folder must hold, every
+    missing one named (else the folder alone is looked for)."""
     source = _check_source(source, benchmark)
     if source.get("path"):
         path = Path(str(source["path"])).expanduser()
+        absent = [rel for rel in required if not (path / rel).exists()]
+        if path.is_dir() and absent:  # as resolve_folder, which reads this folder only
+            raise DataError(f"{path} has no {', '.join(absent)}; place them there")
         if path.exists():
             return  # its checksum is checked when it is read
         if not (source.get("repo") or source.get("url")):
@@ -322,11 +336,13 @@ def check_available(source: Any, benchmark: str, *, folder: bool = False, origin
                 f"source.path {path} does not exist; place {origin or 'the file'} there (or "
                 "allow a pinned download, docs/data.md)"
             )
+    missing: list[str] = []
     if folder and source.get("repo"):
-        if _folder_cache(source, benchmark).is_dir():
+        target = _folder_cache(source, benchmark)
+        missing = [rel for rel in required if not (target / rel).exists()]
+        if target.is_dir() and not missing:
             return
         origin = f"hf://datasets/{source['repo']}@{source.get('revision') or '<revision>'}"
-        target = _folder_cache(source, benchmark)
         pinned = bool(source.get("revision"))
     elif source.get("url") or (source.get("repo") and source.get("file")):
         target = cached_path(source, benchmark)
@@ -336,8 +352,11 @@ def check_available(source: Any, benchmark: str, *, folder: bool = False, origin
         pinned = bool(source.get("sha256") or (source.get("repo") and source.get("revision")))
     else:
         raise DataError("source needs 'path', 'url', or 'repo' + 'file' (a folder: 'repo')")
-    placed = f"the snapshot's files under {target}" if folder and source.get("repo") else target
-    _check_may_download(source, benchmark, target.name, origin, f"{origin} at {target}", placed)
+    placed, copy = target, f"{origin} at {target}"
+    if folder and source.get("repo"):
+        files = ", ".join(missing) if missing else "the snapshot's files"
+        placed, copy = f"{files} under {target}", f"{origin}'s {files} under {target}"
+    _check_may_download(source, benchmark, target.name, origin, copy, placed)
     if not pinned:
         raise DataError(
             f"a download of {origin} must be pinned: source.sha256 (the file's content) or "
@@ -369,12 +388,13 @@ def _download_folder(
             missing = [rel for rel in required if not (root / rel).exists()]
             raise DataError(
                 f"{benchmark}: cannot download {origin} ({type(exc).__name__}); place "
-                f"{missing[0] if missing else 'the files'} under {root}"
+                f"{', '.join(missing) or 'the files'} under {root}"
             ) from exc
         still = [rel for rel in required if not ((tmpdir / rel).exists() or (root / rel).exists())]
         if still:
             raise DataError(
-                f"{benchmark}: {origin} has no {still[0]}; check the dataset name and revision"
+                f"{benchmark}: {origin} has no {', '.join(still)}; check the dataset name and "
+                "revision"
             )
         for path in sorted(tmpdir.rglob("*")):
             rel = path.relative_to(tmpdir)

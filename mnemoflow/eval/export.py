@@ -173,7 +173,7 @@ def longmemeval_retrievals(answers: pd.DataFrame) -> list[dict[str, Any]]:
 # ---- LoCoMo -----------------------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     """A reference-format JSON file's content; an unreadable file is a one-line error."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -193,7 +193,7 @@ def _object(record: Any, loc: str, fields: tuple[str, ...]) -> None:
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
     """LoCoMo's samples JSON (a list of ``{sample_id, qa, ...}``); one-line errors."""
-    samples = _read_json(path)
+    samples = read_json(path)
     if not isinstance(samples, list):
         raise ConfigError(f"{path}: expected a list of LoCoMo samples")
     for i, sample in enumerate(samples):
@@ -571,12 +571,19 @@ def read_eval_output(
     reads: each result's ``raw_response`` re-parsed through its ``option_order`` (``json_error``
     true = a reply the run already gave up on); one-line errors naming file, user, period,
     question and field."""
-    content = _read_json(path)
+    content = read_json(path)
     if not isinstance(content, dict) or not content:
         raise ConfigError(f"{path}: expected an object of user ids")
+    return eval_output_frames({u: (e, f"{path}: user {u}") for u, e in content.items()}, path)
+
+
+def eval_output_frames(
+    entries: dict[str, tuple[Any, str]], path: Path
+) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None]:
+    """The frames of :func:`read_eval_output` from user id -> (its eval-output entry, where it
+    was read for errors): a single file's users, or the reference's one folder per user."""
     replies, upper, recall = [], [], []
-    for user_id, entry in content.items():
-        where = f"{path}: user {user_id}"
+    for user_id, (entry, where) in entries.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("overall_results"), list):
             raise ConfigError(f"{where}: missing field 'overall_results'")
         for p, q, result, loc in _grid(entry, "overall_results", where):

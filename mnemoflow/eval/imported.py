@@ -18,12 +18,12 @@ and one's own are held under one judge. The formats are those ``mnemoflow export
 
 A question of the benchmark the file does not answer keeps an empty answer and is reported as
 failed, so the judge leaves it unscored (``<metric>:unscored``) rather than counting it wrong.
-AMemGym's eval-output answers the interactive protocol, which has no answer job to read it yet.
+An AMemGym eval-output (``amemgym``) answers the interactive protocol instead: its dialogues job
+reads the file's per-period replies (:mod:`mnemoflow.eval.imported_amemgym`).
 """
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,17 +33,22 @@ import pandas as pd
 
 from mnemoflow.data.errata import file_sha256
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.export import is_locomo_samples, read_locomo_samples
+from mnemoflow.eval import imported_amemgym
+from mnemoflow.eval.export import is_locomo_samples, read_json, read_locomo_samples
 from mnemoflow.eval.memorybench import memorybench_rescore
 from mnemoflow.eval.static_qa.rescore import (
     answers_from_predictions,
+    prediction_records,
     read_predictions,
     read_retrievals,
 )
 
 IMPORTED = "imported"
+AMEMGYM = imported_amemgym.FORMAT
 #: Formats the static QA answer job reads (AMemGym's eval-output is not one of them).
 STATIC_FORMATS = ("longmemeval", "locomo", "memorybench")
+#: The protocols a format's imported system runs under (every other runs it as an empty memory).
+PROTOCOLS_OF = {**{f: ("qa",) for f in STATIC_FORMATS}, AMEMGYM: ("interactive",)}
 
 
 def checked_file(path: Any, sha256: Any, where: str) -> Path:
@@ -77,7 +82,7 @@ def read_imported(spec: dict[str, Any], questions: pd.DataFrame, where: str) -> 
     if fmt not in STATIC_FORMATS:
         raise ConfigError(
             f"{where}.format: static QA reads {list(STATIC_FORMATS)}, got {fmt!r}"
-            + (" (an AMemGym eval-output is scored by `mnemoflow score`)" if fmt else "")
+            + (" (an AMemGym eval-output answers the interactive protocol)" if fmt else "")
         )
     path = checked_file(spec.get("path"), spec.get("sha256"), where)
     known = set(questions["question_id"])
@@ -106,45 +111,34 @@ def eval_log_labels(path: Path) -> dict[str, float]:
     """question_id -> the official judge's label (1.0 / 0.0) of a LongMemEval eval log's
     ``autoeval_label`` (``{model, label}``); empty for a plain hypotheses file."""
     labels = {}
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        record = json.loads(line) if line.strip() else {}
-        if "autoeval_label" not in record:
+    for where, record in prediction_records(path):
+        if not isinstance(record, dict) or "autoeval_label" not in record:
             continue
         label = record["autoeval_label"]
         label = label.get("label") if isinstance(label, dict) else label
         if not isinstance(label, bool):
-            raise ConfigError(f"{path}: line {number}: 'autoeval_label.label' must be true/false")
+            raise ConfigError(f"{where}: 'autoeval_label.label' must be true/false")
         labels[str(record["question_id"])] = float(label)
     return labels
 
 
-def read_mem0_results(path: Path, questions: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """question_id -> record of the Mem0 evaluation's results JSON (or of its evaluation
-    metrics, which add ``llm_score``), mapped by conversation index (the k-th episode of
-    ``questions``), then by question text in QA order."""
-    try:
-        content = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable JSON file: {exc}") from None
+def mem0_records(path: Path) -> dict[int, list[dict[str, Any]]]:
+    """conversation index -> its records, of the Mem0 evaluation's results JSON (or of its
+    evaluation metrics, which add ``llm_score``), each with text ``question`` and ``response`` and
+    ``llm_score`` 0 or 1 where it has one; read without the benchmark, one-line errors naming file,
+    conversation, record and field."""
+    content = read_json(path)
     if not isinstance(content, dict) or not content:
         raise ConfigError(
             f"{path}: expected LoCoMo samples or an object keyed by conversation index"
         )
-    episodes = list(dict.fromkeys(questions["episode_id"]))
-    out: dict[str, str] = {}
+    out = {}
     for conversation, records in content.items():
         where = f"{path}: conversation {conversation}"
-        if not str(conversation).isdigit() or int(conversation) >= len(episodes):
-            raise ConfigError(
-                f"{where}: not a conversation index of the benchmark (0..{len(episodes) - 1})"
-            )
+        if not str(conversation).isdigit():
+            raise ConfigError(f"{where}: not a conversation index (0, 1, ...)")
         if not isinstance(records, list):
             raise ConfigError(f"{where}: expected a list of records")
-        episode = episodes[int(conversation)]
-        open_ids: dict[str, list[str]] = defaultdict(list)
-        mine = questions[questions["episode_id"] == episode]
-        for qid, text in zip(mine["question_id"], mine["question"], strict=True):
-            open_ids[text.strip()].append(qid)
         for i, record in enumerate(records):
             loc = f"{where} record {i}"
             if not isinstance(record, dict):
@@ -155,11 +149,33 @@ def read_mem0_results(path: Path, questions: pd.DataFrame) -> dict[str, dict[str
             score = record.get("llm_score", 0)
             if isinstance(score, bool) or score not in (0, 1):
                 raise ConfigError(f"{loc}: field 'llm_score' must be 0 or 1, got {score!r:.40}")
+        out[int(conversation)] = records
+    return out
+
+
+def read_mem0_results(path: Path, questions: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """question_id -> record of the Mem0 evaluation's results JSON (:func:`mem0_records`), mapped
+    by conversation index (the k-th episode of ``questions``), then by question text in QA
+    order."""
+    episodes = list(dict.fromkeys(questions["episode_id"]))
+    out: dict[str, str] = {}
+    for conversation, records in mem0_records(path).items():
+        where = f"{path}: conversation {conversation}"
+        if conversation >= len(episodes):
+            raise ConfigError(
+                f"{where}: not a conversation index of the benchmark (0..{len(episodes) - 1})"
+            )
+        episode = episodes[conversation]
+        open_ids: dict[str, list[str]] = defaultdict(list)
+        mine = questions[questions["episode_id"] == episode]
+        for qid, text in zip(mine["question_id"], mine["question"], strict=True):
+            open_ids[text.strip()].append(qid)
+        for i, record in enumerate(records):
             candidates = open_ids.get(record["question"].strip())
             if not candidates:
                 raise ConfigError(
-                    f"{loc}: field 'question' {record['question']!r:.80} matches no unanswered "
-                    f"question of sample {episode}"
+                    f"{where} record {i}: field 'question' {record['question']!r:.80} matches no "
+                    f"unanswered question of sample {episode}"
                 )
             out[candidates.pop(0)] = record
     return out
@@ -193,38 +209,18 @@ def imported_answers(
 def check_output(fmt: str, path: Path, key: str | None = None) -> int:
     """How many answers an output file of ``fmt`` holds, read without the benchmark's data (the
     question ids are checked against it when the answer job reads the file); one-line errors."""
-    if fmt not in STATIC_FORMATS:
-        raise ConfigError(
-            f"--format {fmt}: an imported system answers static QA ({', '.join(STATIC_FORMATS)}); "
-            "an AMemGym eval-output is re-scored by `mnemoflow score --benchmark amemgym "
-            "--eval-output FILE`"
-        )
+    if fmt == AMEMGYM:
+        return len(imported_amemgym.read_output(path).replies)
     if fmt == "longmemeval":
         return len(read_predictions(path))
     if fmt == "memorybench":
         records = [r for _, r in memorybench_rescore.read_records(path) if isinstance(r, dict)]
         names = sorted({r["dataset"] for r in records if isinstance(r.get("dataset"), str)})
-        return len(memorybench_rescore.keyed_records(path, "response", names))
+        keyed = memorybench_rescore.keyed_records(path, "response", names)
+        return len(memorybench_rescore.text_responses(path, keyed))
     if is_locomo_samples(path):
         return len(read_locomo_samples(path, None, key)[0])
-    content = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(content, dict) or not content:
-        raise ConfigError(
-            f"{path}: expected LoCoMo samples or an object keyed by conversation index"
-        )
-    count = 0
-    for conversation, records in content.items():
-        if not str(conversation).isdigit() or not isinstance(records, list):
-            raise ConfigError(f"{path}: conversation {conversation!r}: expected a list of records")
-        for i, record in enumerate(records):
-            for name in ("question", "response"):
-                if not isinstance(record, dict) or not isinstance(record.get(name), str):
-                    raise ConfigError(
-                        f"{path}: conversation {conversation} record {i}: "
-                        f"missing or non-text field '{name}'"
-                    )
-            count += 1
-    return count
+    return sum(len(records) for records in mem0_records(path).values())
 
 
 def file_verdicts(fmt: str, path: Path) -> list[float]:
@@ -234,8 +230,8 @@ def file_verdicts(fmt: str, path: Path) -> list[float]:
         return list(eval_log_labels(path).values())
     if fmt != "locomo" or is_locomo_samples(path):
         return []
-    content = json.loads(Path(path).read_text(encoding="utf-8"))
-    return [float(r["llm_score"]) for rs in content.values() for r in rs if "llm_score" in r]
+    records = mem0_records(path).values()
+    return [float(r["llm_score"]) for rs in records for r in rs if "llm_score" in r]
 
 
 def system_entry(
@@ -243,7 +239,7 @@ def system_entry(
 ) -> dict[str, Any]:
     """The ``systems:`` entry of an imported output: its format, file and the file's sha256."""
     entry: dict[str, Any] = {"type": IMPORTED, "format": fmt, "path": str(path)}
-    entry["sha256"] = file_sha256(path)
+    entry["sha256"] = imported_amemgym.output_sha256(path) if fmt == AMEMGYM else file_sha256(path)
     if key:
         entry["key"] = key
     if retrievals is not None:
@@ -254,22 +250,26 @@ def system_entry(
 def check_imported(
     systems: dict[str, dict[str, Any]], names: list[str], protocols: list[str], where: str
 ) -> None:
-    """At startup, the imported ``names`` among a benchmark's systems: static QA only (another
-    protocol would run it as a memory that holds nothing), a static format, the file there with
-    its sha256; one line naming ``where`` (``config benchmarks.NAME``) or the system."""
+    """At startup, the imported ``names`` among a benchmark's systems: a known format, run under
+    its protocol only (static QA, or AMemGym's ``interactive``; another protocol would run it as
+    a memory that holds nothing), the file there with its sha256; one line naming ``where``
+    (``config benchmarks.NAME``) or the system."""
     for name in names:
         spec = systems.get(name) or {}
         if spec.get("type") != IMPORTED:
             continue
-        others = sorted(set(protocols) - {"qa"})
+        system = f"config systems.{name}"
+        fmt = spec.get("format")
+        if fmt not in PROTOCOLS_OF:
+            raise ConfigError(f"{system}.format: one of {list(PROTOCOLS_OF)}, got {fmt!r}")
+        others = sorted(set(protocols) - set(PROTOCOLS_OF[fmt]))
         if others:
+            kind = "static QA" if fmt in STATIC_FORMATS else "the interactive protocol"
             raise ConfigError(
                 f"{where}: system {name!r} is imported (its answers are read from a file) and "
-                f"answers static QA only, not {others}"
+                f"its {fmt} output answers {kind} only, not {others}"
             )
-        system = f"config systems.{name}"
-        if spec.get("format") not in STATIC_FORMATS:
-            raise ConfigError(
-                f"{system}.format: one of {list(STATIC_FORMATS)}, got {spec.get('format')!r}"
-            )
-        checked_file(spec.get("path"), spec.get("sha256"), system)
+        if fmt == AMEMGYM:
+            imported_amemgym.checked_output(spec.get("path"), spec.get("sha256"), system)
+        else:
+            checked_file(spec.get("path"), spec.get("sha256"), system)

@@ -30,9 +30,11 @@ from mnemoflow.data.tables import RUN_KEYS, empty, read_table, write_atomic_text
 from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError
 from mnemoflow.jobs.progress import Progress
+from mnemoflow.jobs.run_batch import slurm_drain
 from mnemoflow.llm.addresses import is_redacted, real_addresses
 from mnemoflow.llm.endpoints import (
     Address,
+    batch_only,
     bind_endpoints,
     check_endpoints,
     fixed_address,
@@ -119,6 +121,7 @@ class JobEnv:
             prices=self.prices,
             addresses={**given, **addresses},
             on_close=tuple(lease.release for lease in leases),
+            drain_command=slurm_drain(self.endpoints),
         )
 
     def given_addresses(self) -> dict[str, Address]:
@@ -135,11 +138,14 @@ class JobEnv:
         return {public: fixed_address(url) for public, url in found.items()}
 
     def managed_addresses(self) -> tuple[dict[str, Address], list[endpoint_ops.Lease]]:
+        """A lease on each managed endpoint a role of the job calls online (a role whose
+        batches its endpoint's ``run_batch`` command drains starts no server)."""
         names = sorted(
             {
                 name
                 for spec in self.models.values()
                 if isinstance(spec, dict)
+                and not batch_only(spec)
                 and (name := managed_name((spec.get("base_url") or "").rstrip("/")))
             }
         )

@@ -56,7 +56,10 @@ def train_dialogues(
 
         async def generate():
             async with gateway:
-                with progress(n, f"dialogues {run.benchmark}/{run.system}", unit="dialogue") as bar:
+                with (
+                    gateway.online(TALK),
+                    progress(n, f"dialogues {run.benchmark}/{run.system}", unit="dialogue") as bar,
+                ):
                     return await fb.generate_train_dialogues(
                         asked,
                         read_table(files.sessions, "sessions"),
@@ -123,7 +126,10 @@ def step(
     async def run_step():
         async with gateway:
             if live:
-                with progress(n_live, f"converse {run.label()}", unit="dialogue") as bar:
+                with (
+                    gateway.online(TALK),
+                    progress(n_live, f"converse {run.label()}", unit="dialogue") as bar,
+                ):
                     dialogues = await fb.live_step(
                         k, asked, previous, replace(ctx, progress=tick(bar)), config, metrics
                     )
@@ -141,9 +147,7 @@ def step(
                 answers = await fb.answer_step(
                     protocol, asked, turns, snapshot, replace(ctx, progress=tick(bar)), config
                 )
-            scored = await fb.score_step(
-                answers, asked, dialogues, keys, gateway, metrics, _judge_name(gateway, metrics)
-            )
+            scored = await _scored(answers, asked, dialogues, keys, gateway, metrics)
             return dialogues, manifest, answers, scored
 
     dialogues, manifest, answers, scored = asyncio.run(run_step())
@@ -156,6 +160,19 @@ def step(
 
 def _judge_name(gateway, metrics) -> str:
     return f"{gateway.model_name('judge')}/{metrics.__name__.rsplit('.', 1)[-1]}"
+
+
+#: Why a batch judge is asked online in a live dialogue (``Gateway.online``).
+TALK = "a dialogue's simulated user scores each reply to decide its next turn"
+
+
+async def _scored(answers, asked, dialogues, keys, gateway, metrics) -> fb.StepScores:
+    """The answers scored; a judge or critic in Batch-API mode scores them in batches (the
+    scoring runs again on the cached replies: its requests do not depend on each other's)."""
+    judge = _judge_name(gateway, metrics)
+    return await gateway.batched(
+        lambda: fb.score_step(answers, asked, dialogues, keys, gateway, metrics, judge)
+    )
 
 
 def _write_scored(scored: fb.StepScores, files: ScoredFiles) -> None:
@@ -199,10 +216,8 @@ def train_performance(
                     Path(files.snapshot), StepContext(system, gateway, keys, env.seed, tick(bar)),
                     _config(settings),
                 )  # fmt: skip
-            scored = await fb.score_step(
-                answers, asked, read_table(files.dialogues, "dialogues"), keys, gateway, metrics,
-                _judge_name(gateway, metrics),
-            )  # fmt: skip
+            dialogues = read_table(files.dialogues, "dialogues")
+            scored = await _scored(answers, asked, dialogues, keys, gateway, metrics)
             return answers, scored
 
     answers, scored = asyncio.run(ask())

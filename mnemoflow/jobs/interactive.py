@@ -24,6 +24,7 @@ from mnemoflow.data.amemgym import read_environment
 from mnemoflow.data.tables import DIAGNOSIS, SCORES, read_table, write_table
 from mnemoflow.eval.amemgym.amemgym_rows import diagnosis_rows, evolution_rows, summary_rows
 from mnemoflow.eval.amemgym.amemgym_score import score_replies
+from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.jobs.context import JobEnv, RunKeys, log, read_all, tick, write_ledger
 from mnemoflow.jobs.progress import progress
 from mnemoflow.protocols import interactive
@@ -72,6 +73,8 @@ def dialogues(
 ) -> None:
     """Converse (or replay) period ``run.step`` of this shard's users from snapshot step-1."""
     users = read_environment(files.environment)
+    # an imported system's file names only users of the environment, whichever shard has them
+    interactive.imported_output(system, users, f"config systems.{run.system}", shard=False)
     mine = set(shard_episodes([u.id for u in users], run.shard, n_shards))
     users = [u for u in users if u.id in mine]
     source_rows = None
@@ -96,6 +99,7 @@ def dialogues(
                 )
 
     result = asyncio.run(converse())
+    imported = system.get("type") == IMPORTED
     write_table(result.dialogues, files.dialogues, "dialogues")
     write_table(result.replies, files.replies, interactive.CHECKPOINT_REPLIES)
     write_table(result.recall, files.recall, interactive.RECALL_REPLIES)
@@ -109,6 +113,8 @@ def dialogues(
         turns=len(result.dialogues),
         checkpoint_parse_failures=int((~result.replies.parse_ok.astype(bool)).sum()),
         evolution_parse_failures=int((~result.evolution.parse_ok.astype(bool)).sum()),
+        # an imported system's replies were read from its eval-output, not asked
+        **({"imported": f"{system['path']} sha256 {system['sha256']}"} if imported else {}),
     )
     log.info("%s: %d users, %d turns", label, len(users), len(result.dialogues))
 
@@ -174,7 +180,8 @@ def score_step(step: ScoreFiles, run: RunKeys, *, reference_upper_bound: bool) -
         users,
         checkpoint[columns["replies"]],
         bound[columns["upper"]],
-        recalled[columns["recall"]],
+        # no probe at all: an imported system's file kept none, its answers are undiagnosable
+        recalled[columns["recall"]] if len(recalled) or not len(checkpoint) else None,
         reference_upper_bound=reference_upper_bound,
     )
     keys = run.row()

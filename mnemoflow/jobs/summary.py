@@ -174,6 +174,7 @@ def report(
         generation_paths=list(files.generation),
         published=section,
         published_missing=request.missing if request is not None else "",
+        unpublished=request.unpublished if request is not None else None,
         drill=drill,
         data_versions=read_versions(files.versions),
         panel=read_panel(files.panel, files.panel_configured, files.probes, files.panel_ledgers),
@@ -213,7 +214,9 @@ def run_dossier(
         environments=environments,
         judge_prompts=prompt_fingerprints(),
         cells=cells,
-        published=load_published(inputs.published or PUBLISHED_DIR) if cells is not None else None,
+        published=load_published(inputs.published or PUBLISHED_DIR)
+        if cells is not None and request is not None and request.shipped
+        else None,
         benchmark=request.benchmark if request is not None else None,
         code=code_identity(),
         address=redact,

@@ -22,15 +22,14 @@ import os
 import shlex
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mnemoflow.errors import ConfigError
+from mnemoflow.llm.cache import ResponseCache
 from mnemoflow.llm.types import ChatRequest, Completion, EndpointError, EndpointSpec
-
-if TYPE_CHECKING:
-    from mnemoflow.llm.gateway import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +40,38 @@ MAX_BYTES = 200 * 1024**2
 MAX_POLL_S = 60.0
 #: Batches a request may go through before the job gives up on it (``batch_fallback: resubmit``).
 MAX_SUBMITS = 3
+#: A submission begun and not yet recorded as made (its record's status), and the metadata key
+#: naming it on the provider's batch (how a rerun finds the batch again).
+SUBMITTING = "submitting"
+SUBMISSION_KEY = "mnemoflow_submission"
 #: The failure of a reply whose request waits for its batch (the pass's tables are discarded).
 PENDING = "pending in a Batch-API batch"
 #: Set (by ``mnemoflow batch submit``): a job submits its batch and stops instead of waiting.
 SUBMIT_ONLY_ENV = "MNEMOFLOW_BATCH_SUBMIT"
 #: A batch's states after which it changes no more.
 FINAL = ("completed", "expired", "failed", "cancelled")
+
+
+#: Saves a batch's record beside the cache (written before anything waits on it).
+Save = Callable[[dict[str, Any]], None]
+#: Drains a ``run_batch`` batch elsewhere than in the job (a SLURM job of its own,
+#: :mod:`mnemoflow.jobs.run_batch`): its output file's bytes, or None to run it in the job.
+DrainCommand = Callable[[EndpointSpec, dict[str, Any], Save], Awaitable[bytes | None]]
+
+
+class Gateway(Protocol):
+    """What Batch-API mode uses of the model gateway (:class:`mnemoflow.llm.gateway.Gateway`,
+    which imports this module): the roles' specs, the response cache, where a ``run_batch``
+    batch is drained, a role's backend for a request asked online, and the address a role's
+    requests go to."""
+
+    specs: dict[str, EndpointSpec]
+    cache: ResponseCache
+    drain_command: DrainCommand | None
+
+    def backend(self, role: str) -> Any: ...
+
+    def endpoint_url(self, role: str) -> str: ...
 
 
 class BatchPending(Exception):
@@ -148,12 +173,18 @@ class BatchStore:
             os.fsync(handle.fileno())
         os.replace(temporary, path)
 
+    def remove(self, record: dict[str, Any]) -> None:
+        (self.directory / f"{_safe(record['id'])}.json").unlink(missing_ok=True)
+
     def records(self) -> list[dict[str, Any]]:
         if not self.directory.is_dir():
             return []
         found = []
         for path in sorted(self.directory.glob("*.json")):
-            found.append(json.loads(path.read_text(encoding="utf-8")))
+            try:
+                found.append(json.loads(path.read_text(encoding="utf-8")))
+            except FileNotFoundError:  # a submission's intent, removed once its record is made
+                continue
         return found
 
     def outstanding(self, spec: EndpointSpec) -> list[dict[str, Any]]:
@@ -161,7 +192,16 @@ class BatchStore:
         return [
             r
             for r in self.records()
-            if r["status"] != "collected" and r["endpoint"] == endpoint_of(spec)
+            if r["status"] not in ("collected", SUBMITTING) and r["endpoint"] == endpoint_of(spec)
+        ]
+
+    def submitting(self, spec: EndpointSpec) -> list[dict[str, Any]]:
+        """Submissions of ``spec``'s endpoint a job began and never recorded as made (it was
+        killed between the provider creating the batch and the record being written)."""
+        return [
+            r
+            for r in self.records()
+            if r["status"] == SUBMITTING and r["endpoint"] == endpoint_of(spec)
         ]
 
 
@@ -214,13 +254,29 @@ class BatchClient:
         form.add_field("file", data, filename=name, content_type="application/jsonl")
         return (await self._call("POST", "/files", data=form))["id"]
 
-    async def create(self, file_id: str, window: str) -> dict[str, Any]:
+    async def create(self, file_id: str, window: str, name: str) -> dict[str, Any]:
         body = {
             "input_file_id": file_id,
             "endpoint": "/v1/chat/completions",
             "completion_window": window,
+            "metadata": {SUBMISSION_KEY: name},
         }
         return await self._call("POST", "/batches", json=body)
+
+    async def find(self, name: str, known: set[str]) -> dict[str, Any] | None:
+        """The newest batch created for submission ``name`` (its metadata) that no record
+        holds yet, by listing the account's batches (newest first, a page of 100 at a time)."""
+        after = None
+        while True:
+            query = {"limit": "100", **({"after": after} if after else {})}
+            page = await self._call("GET", "/batches", params=query)
+            for batch in page.get("data", []):
+                made_for = (batch.get("metadata") or {}).get(SUBMISSION_KEY)
+                if made_for == name and batch["id"] not in known:
+                    return batch
+            if not page.get("has_more") or not page.get("data"):
+                return None
+            after = page["data"][-1]["id"]
 
     async def retrieve(self, batch_id: str) -> dict[str, Any]:
         return await self._call("GET", f"/batches/{batch_id}")
@@ -244,6 +300,7 @@ async def _drain_role(gateway: Gateway, rounds: Rounds, todo: dict[str, Pending]
 
     role = next(iter(todo.values())).request.role
     spec = gateway.specs[role]
+    await adopt(gateway, rounds.store, spec)
     for submit in range(MAX_SUBMITS):
         outstanding = [
             r for r in rounds.store.outstanding(spec) if set(r["custom_ids"]) & set(todo)
@@ -259,7 +316,9 @@ async def _drain_role(gateway: Gateway, rounds: Rounds, todo: dict[str, Pending]
                 "mnemoflow batch submit); `mnemoflow batch collect` when they are done, then run "
                 "again"
             )
-        done = await asyncio.gather(*(_collect(gateway, spec, r) for r in outstanding))
+        done = await asyncio.gather(
+            *(_collect(gateway, spec, r, rounds.store.save) for r in outstanding)
+        )
         answered: set[str] = set()
         for record, (replies, failed) in zip(outstanding, done, strict=True):
             for key, body in replies.items():
@@ -286,6 +345,25 @@ async def _drain_role(gateway: Gateway, rounds: Rounds, todo: dict[str, Pending]
         f"models.{role}: {len(todo)} requests failed in {MAX_SUBMITS} Batch-API batches; "
         "batch_fallback: online asks them online"
     )
+
+
+async def adopt(gateway: Gateway, store: BatchStore, spec: EndpointSpec) -> None:
+    """Turn each submission a killed job began into the record of the batch the provider made
+    for it, found by its name; one the provider never made is dropped (submitted anew)."""
+    begun = store.submitting(spec)
+    if not begun:
+        return
+    client = BatchClient(spec, gateway.endpoint_url(spec.role))
+    known = {r["id"] for r in store.records()}
+    for intent in begun:
+        batch = await client.find(intent["name"], known)
+        if batch is not None:
+            record = {k: v for k, v in intent.items() if k != "name"}
+            record.update(id=batch["id"], input_file_id=batch["input_file_id"], status="submitted")
+            store.save(record)
+            known.add(batch["id"])
+            log.info("models.%s: adopted batch %s of an interrupted job", spec.role, batch["id"])
+        store.remove(intent)
 
 
 async def _online(gateway: Gateway, rounds: Rounds, pending: Pending) -> None:
@@ -318,31 +396,34 @@ async def _submit(
         record["output"] = str(folder / f"run_batch-{digest}.out.jsonl")
         Path(record["input"]).write_bytes(data)
     else:
-        client = BatchClient(spec, real_url(gateway, spec))
-        file_id = await client.upload(data, f"mnemoflow-{digest}.jsonl")
-        batch = await client.create(file_id, spec.batch_window)
+        # the intent is on disk before the provider creates anything: a job killed before its
+        # record is written finds the batch again by this name (adopt), never submits twice
+        name = f"mnemoflow-{digest}.jsonl"
+        intent = {**record, "id": f"{SUBMITTING}-{digest}", "status": SUBMITTING, "name": name}
+        rounds.store.save(intent)
+        client = BatchClient(spec, gateway.endpoint_url(spec.role))
+        file_id = await client.upload(data, name)
+        batch = await client.create(file_id, spec.batch_window, name)
         record.update(id=batch["id"], input_file_id=file_id)
     rounds.store.save(record)
+    if not spec.run_batch:
+        rounds.store.remove(intent)
     log.info("models.%s: %d requests submitted as batch %s", spec.role, len(lines), record["id"])
     return record
 
 
-def real_url(gateway: Gateway, spec: EndpointSpec) -> str:
-    url = (spec.base_url or "").strip().rstrip("/")
-    if spec.base_url_env:
-        return os.environ[spec.base_url_env]
-    return gateway._address(spec.role, url).url if url in gateway.addresses else url
-
-
 async def _collect(
-    gateway: Gateway, spec: EndpointSpec, record: dict[str, Any]
+    gateway: Gateway, spec: EndpointSpec, record: dict[str, Any], save: Save
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Wait for one batch, then its answered and failed requests; the record is marked
     collected (a request it did not answer is failed)."""
     if spec.run_batch:
-        data = await _run_command(spec, record)
+        elsewhere = gateway.drain_command
+        data = await elsewhere(spec, record, save) if elsewhere is not None else None
+        if data is None:
+            data = await _run_command(spec, record)
     else:
-        client = BatchClient(spec, real_url(gateway, spec))
+        client = BatchClient(spec, gateway.endpoint_url(spec.role))
         batch = await _wait(client, spec, record)
         data = b""
         for name in ("output_file_id", "error_file_id"):
@@ -375,14 +456,20 @@ async def _wait(client: BatchClient, spec: EndpointSpec, record: dict[str, Any])
         delay = min(MAX_POLL_S, delay * 2)
 
 
+def command_argv(command: str, record: dict[str, Any]) -> list[str]:
+    """A ``run_batch`` command's words for one batch: its input and output files filled in."""
+    return [
+        part.replace("{input}", record["input"]).replace("{output}", record["output"])
+        for part in shlex.split(command)
+    ]
+
+
 async def _run_command(spec: EndpointSpec, record: dict[str, Any]) -> bytes:
-    """Drain a batch file with the endpoint's ``run_batch`` command; its output file's bytes."""
+    """Drain a batch file with the endpoint's ``run_batch`` command in this job; its output
+    file's bytes."""
     assert spec.run_batch is not None
     output = Path(record["output"])
-    argv = [
-        part.replace("{input}", record["input"]).replace("{output}", str(output))
-        for part in shlex.split(spec.run_batch)
-    ]
+    argv = command_argv(spec.run_batch, record)
     process = await asyncio.create_subprocess_exec(
         *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
@@ -423,11 +510,14 @@ async def collect_for_later(
     from mnemoflow.llm.openai_backend import completion_of
 
     found = []
+    seen = set()  # a role that takes another's binding (the critic) shares its batches
     for spec in gateway.specs.values():
-        if not spec.batch or spec.run_batch:
+        if not spec.batch or spec.run_batch or endpoint_of(spec) in seen:
             continue
+        seen.add(endpoint_of(spec))
+        await adopt(gateway, store, spec)
         for record in store.outstanding(spec):
-            client = BatchClient(spec, real_url(gateway, spec))
+            client = BatchClient(spec, gateway.endpoint_url(spec.role))
             batch = await (_wait(client, spec, record) if wait else client.retrieve(record["id"]))
             found.append((record, batch["status"]))
             if batch["status"] not in FINAL or not store_replies:

@@ -7,11 +7,13 @@ An endpoint is named once and bound by any number of roles:
   read (:func:`bind_endpoints`), so the rest of the pipeline sees an ordinary binding; a secret
   is only ever named by its environment variable (:mod:`mnemoflow.llm.addresses`).
 - **managed**: ``{serve: "COMMAND ... --port {port}", gpus, ready_timeout_s, ...}``, a model server
-  the workflow starts itself (``mnemoflow.ops.endpoints``). Its address is only known once it
-  runs, so a bound role carries the symbolic ``base_url`` ``endpoint://NAME`` (in the rule's params,
-  the ledger and the endpoint-limit resource name); the job resolves it to the running server's
-  address when it starts (:class:`Address`). The response cache never keys on ``base_url``, so a
-  new port keeps the cache; prices are keyed by the role's ``model`` as ever.
+  the workflow starts itself (``mnemoflow.ops.endpoints``), and/or ``run_batch: "COMMAND ...
+  {input} ... {output}"``, which drains a Batch-API-mode role's batch file (on SLURM as a job of
+  its own with the endpoint's resources, :mod:`mnemoflow.jobs.run_batch`). A server's address is
+  only known once it runs, so a bound role carries the symbolic ``base_url`` ``endpoint://NAME``
+  (in the rule's params, the ledger and the endpoint-limit resource name); the job resolves it to
+  the running server's address when it starts (:class:`Address`). The response cache never keys
+  on ``base_url``, so a new port keeps the cache; prices are keyed by the role's ``model``.
 """
 
 from __future__ import annotations
@@ -104,13 +106,23 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
                     f"here, got {spec['backend']!r}; a server gives base_url or serve"
                 )
             checked[name] = dict(spec)
-        elif "serve" in spec:
+        elif is_managed(spec):
             reject_unknown(spec, MANAGED_KEYS, where, list_known=True)
-            command = spec["serve"]
+            command = spec.get("serve", "{port}")
             if not isinstance(command, str) or "{port}" not in command:
                 raise ConfigError(
                     f"{where}.serve: a command with {{port}} where the server's port goes, "
                     f"got {command!r}"
+                )
+            command = spec.get("run_batch", "{input} {output}")
+            if (
+                not isinstance(command, str)
+                or "{input}" not in command
+                or "{output}" not in command
+            ):
+                raise ConfigError(
+                    f"{where}.run_batch: a command with {{input}} and {{output}} where the "
+                    f"batch file and its output go, got {command!r}"
                 )
             merged = {**MANAGED_DEFAULTS, **spec}
             for key in ("gpus", "cpus", "mem_mb"):
@@ -135,9 +147,27 @@ def check_endpoints(endpoints: Mapping[str, Any] | None) -> dict[str, dict[str, 
         else:
             raise ConfigError(
                 f"{where}: needs base_url or base_url_env (an external server), serve (a server "
-                "the workflow starts) or backend: offline (the embedded heuristic model)"
+                "the workflow starts), run_batch (a command that drains batch files) or backend: "
+                "offline (the embedded heuristic model)"
             )
     return checked
+
+
+def is_managed(spec: Mapping[str, Any]) -> bool:
+    """A server the workflow starts (``serve``), or a ``run_batch`` command it runs, with
+    neither an external address nor the offline backend."""
+    external = {"base_url", "base_url_env", "backend"} & set(spec)
+    return "serve" in spec or ("run_batch" in spec and not external)
+
+
+def batch_only(binding: Mapping[str, Any]) -> bool:
+    """A role whose requests all go to its endpoint's ``run_batch`` command, never online
+    (Batch-API mode without ``batch_fallback: online``): it needs no server."""
+    return (
+        bool(binding.get("batch"))
+        and bool(binding.get("run_batch"))
+        and binding.get("batch_fallback", "resubmit") != "online"
+    )
 
 
 def check_external(spec: Mapping[str, Any], where: str) -> None:
@@ -185,13 +215,19 @@ def bind_endpoints(
             kept = {k: v for k, v in raw.items() if k not in SERVER_ONLY_KEYS}
             bound[role] = {**kept, "backend": "offline", "endpoint": name}  # said aloud
             continue
-        if "serve" in spec:
+        if is_managed(spec):
             address = {"base_url": managed_url(name)}
         else:
             address = {key: spec[key] for key in EXTERNAL_KEYS if key in spec}
         if "run_batch" in spec:  # Batch-API mode drains the role's batch with this command
             address["run_batch"] = spec["run_batch"]
         bound[role] = {"backend": "openai", **raw, **address}
+        if is_managed(spec) and "serve" not in spec and not batch_only(bound[role]):
+            raise ConfigError(
+                f"{where}: endpoint {name!r} runs no server (no serve), only its run_batch "
+                "command: bind it from a role in Batch-API mode (batch: true) without "
+                "batch_fallback: online"
+            )
     return bound
 
 

@@ -9,12 +9,15 @@ stores the reply, and counts everything in a :class:`~mnemoflow.llm.ledger.Ledge
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
+import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -22,7 +25,17 @@ import numpy as np
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.addresses import redact
-from mnemoflow.llm.batch_mode import PENDING, BatchPending, Pending, Rounds
+from mnemoflow.llm.batch_mode import (
+    PENDING,
+    BatchPending,
+    BatchStore,
+    DrainCommand,
+    Pending,
+    Rounds,
+    apply_counts,
+    claim_collected,
+    drain,
+)
 from mnemoflow.llm.cache import ResponseCache, cache_key
 from mnemoflow.llm.context import current_item, fit
 from mnemoflow.llm.endpoints import Address, hide_addresses, managed_name
@@ -47,6 +60,9 @@ from mnemoflow.prices import FREE_BACKENDS, price_table
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: Set inside :meth:`Gateway.online` (why): a batch role's requests there are asked online.
+_ONLINE: ContextVar[str | None] = ContextVar("mnemoflow_batch_online", default=None)
 
 #: A caller's reply parser: the value it needs from the text, or raise ``UnparseableReply``.
 Parser = Callable[[str], Any]
@@ -265,11 +281,13 @@ class Gateway:
         prices: dict[str, Any] | None = None,
         addresses: dict[str, Address] | None = None,
         on_close: tuple[Callable[[], None], ...] = (),
+        drain_command: DrainCommand | None = None,
     ):
         """``prices``: the config's ``prices:`` entries, merged over the shipped table for the
         ledger's ``usd`` (:mod:`mnemoflow.prices`). ``addresses``: where each managed endpoint
         (``endpoint://NAME``) runs for this job; ``on_close``: called once when it is closed
-        (the job's hold on those endpoints)."""
+        (the job's hold on those endpoints). ``drain_command``: runs an endpoint's
+        ``run_batch`` command elsewhere (a SLURM job of its own; None: in this job)."""
         for role, fallback in ROLE_DEFAULTS.items():
             if specs.get(role) is None and specs.get(fallback) is not None:
                 # Batch-API mode is the fallback's own (its jobs collect its requests)
@@ -305,6 +323,7 @@ class Gateway:
         #: role -> (event loop, the dispatcher of its requests) with ``prefix_dispatch``
         self._dispatchers: dict[str, tuple[Any, PrefixDispatcher]] = {}
         self._on_close = list(on_close)
+        self.drain_command = drain_command
         #: Batch-API mode's state while :meth:`batched` runs (None: requests go online)
         self._rounds: Rounds | None = None
         self._counted: set[str] = set()  # batch replies the current pass has counted
@@ -319,6 +338,7 @@ class Gateway:
         prices: dict[str, Any] | None = None,
         addresses: dict[str, Address] | None = None,
         on_close: tuple[Callable[[], None], ...] = (),
+        drain_command: DrainCommand | None = None,
     ) -> Gateway:
         """``only_given``: the roles absent from ``models`` are unbound (see ``unbound``), except a
         role whose fallback (``ROLE_DEFAULTS``: an unbound critic takes the judge's binding) is
@@ -338,6 +358,7 @@ class Gateway:
             prices=prices,
             addresses=addresses,
             on_close=on_close,
+            drain_command=drain_command,
         )
 
     def _check_bound(self, role: str) -> None:
@@ -356,6 +377,14 @@ class Gateway:
                 spec = dataclasses.replace(spec, base_url=self._address(role, url).url)
             self._backends[role] = make_backend(spec, limit)
         return self._backends[role]
+
+    def endpoint_url(self, role: str) -> str:
+        """The address the role's requests go to (a managed endpoint's, or ``base_url_env``'s)."""
+        spec = self.specs[role]
+        url = (spec.base_url or "").strip().rstrip("/")
+        if spec.base_url_env:
+            return os.environ[spec.base_url_env]
+        return self._address(role, url).url if url in self.addresses else url
 
     def _address(self, role: str, url: str) -> Address:
         if url not in self.addresses:
@@ -665,7 +694,11 @@ class Gateway:
             return self._reply(request, completion, started, cache_hit=True)
         spec = self.specs[request.role]
         # a re-ask of an unparseable reply goes into the next batch, or online (batch_fallback)
-        if spec.batch and not (attempt and spec.batch_fallback == "online"):
+        if (
+            spec.batch
+            and not (attempt and spec.batch_fallback == "online")
+            and _ONLINE.get() is None
+        ):
             self._collect(request, key)  # raises BatchPending
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -713,23 +746,17 @@ class Gateway:
     async def batched(self, produce: Callable[[], Awaitable[T]]) -> T:
         """``produce()``'s result, its batch roles' requests sent in Batch-API mode: passes
         until one collects nothing (:mod:`mnemoflow.llm.batch_mode`); that pass's result and
-        ledger are the job's. Without a batch role: ``produce()`` once."""
+        ledger (added to what the job counted before) are the job's. Without a batch role:
+        ``produce()`` once."""
         if not any(spec.batch for spec in self.specs.values()):
             return await produce()
-        from mnemoflow.llm.batch_mode import (
-            BatchStore,
-            Rounds,
-            apply_counts,
-            claim_collected,
-            drain,
-        )
-
         rounds = Rounds(BatchStore.beside(self.cache.directory))
         claimed = claim_collected(self, rounds)
+        before = self.ledger.copy()  # the job's calls before this part (a feedback step's talk)
         self._rounds = rounds
         try:
             while True:
-                self.ledger = Ledger(self.ledger.prices)
+                self.ledger = before.copy()
                 self._counted = set()
                 result = await produce()
                 if not rounds.pending:
@@ -741,15 +768,36 @@ class Gateway:
         finally:
             self._rounds = None
 
+    @property
+    def collecting(self) -> bool:
+        """Whether this Batch-API pass has collected requests: its results are thrown away, so
+        a caller may skip what failed for want of their replies (the next pass has them)."""
+        return self._rounds is not None and bool(self._rounds.pending)
+
+    @contextlib.contextmanager
+    def online(self, why: str) -> Iterator[None]:
+        """Inside, a batch role's requests are asked online: those of a part of the job whose
+        next request depends on their reply (``why``), such as the judge that scores each turn
+        of a MemoryBench dialogue for the rule-based simulated user. Counted as online calls."""
+        batch = sorted(role for role, spec in self.specs.items() if spec.batch)
+        if batch:
+            log.info("Batch-API mode: %s asked online while %s", ", ".join(batch), why)
+        token = _ONLINE.set(why)
+        try:
+            yield
+        finally:
+            _ONLINE.reset(token)
+
     def _collect(self, request: ChatRequest, key: str) -> None:
         """A batch role's cache miss: collected for the pass's batch (raises BatchPending)."""
         from mnemoflow.llm.openai_backend import chat_body
 
         if self._rounds is None:
             raise ConfigError(
-                f"config models.{request.role}.batch: Batch-API mode runs in the jobs whose "
-                f"requests do not depend on each other's replies (static-QA answer and judge); "
-                f"this job asks {request.role} ({request.task}) turn by turn: set batch: false"
+                f"config models.{request.role}.batch: Batch-API mode runs where a job's requests "
+                f"do not depend on each other's replies (static-QA answer and judge, the feedback "
+                f"family's scoring); this job asks {request.role} ({request.task}) turn by turn: "
+                "set batch: false"
             )
         spec = self.specs[request.role]
         self._rounds.pending.setdefault(key, Pending(key, request, chat_body(request, spec)))

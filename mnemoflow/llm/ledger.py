@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from mnemoflow.llm.structured import weakest
@@ -90,6 +90,17 @@ class Ledger:
         self.structured_forms: dict[str, str] = {}
         #: the Batch-API batches the job's replies came through
         self.batch_ids: set[str] = set()
+
+    def copy(self) -> Ledger:
+        """An independent copy (the same price table): what a Batch-API pass starts from."""
+        other = Ledger(self.prices)
+        other.entries.update({key: replace(entry) for key, entry in self.entries.items()})
+        other.models = dict(self.models)
+        other.truncated_items.update(self.truncated_items)
+        other.failed_items = dict(self.failed_items)
+        other.structured_forms = dict(self.structured_forms)
+        other.batch_ids = set(self.batch_ids)
+        return other
 
     def record(
         self,

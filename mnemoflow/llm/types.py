@@ -283,8 +283,9 @@ class EndpointSpec:
         }
 
 
-#: Roles whose requests in a job do not depend on each other's replies: Batch-API mode's.
-BATCH_ROLES = ("agent", "judge")
+#: Roles whose requests in a job do not depend on each other's replies: Batch-API mode's (the
+#: static-QA agent; the judges, and MemoryBench's WritingBench critic, that score answers).
+BATCH_ROLES = ("agent", "judge", "critic")
 #: A role's Batch-API-mode keys.
 BATCH_KEYS = ("batch", "batch_window", "batch_poll_s", "batch_max_wait_s", "batch_fallback")
 #: Values of ``models.<role>.batch_fallback``.
@@ -339,21 +340,27 @@ def refuse_batch(binding: Mapping[str, Any], where: str) -> None:
         )
 
 
-#: The rules whose jobs run in Batch-API mode (their requests do not depend on each other's).
-BATCH_RULES = ("answer", "judge")
+#: The feedback family's rules: their scoring runs in Batch-API mode (after the answers).
+FEEDBACK_RULES = ("feedback_train_dialogues", "feedback_step", "feedback_train_performance")
+#: Per batch role, the rules whose jobs send its requests in Batch-API mode: the static-QA
+#: agent's answers; the judges' scoring in static QA and in the feedback family (a judge that
+#: scores each turn of a feedback dialogue is asked online: the next turn depends on it). The
+#: interactive family (AMemGym) asks no judge: its agent converses and answers in one job.
+BATCH_RULES = {"agent": ("answer",), "judge": ("judge", *FEEDBACK_RULES), "critic": FEEDBACK_RULES}
 
 
 def check_batch_rules(models: Mapping[str, Any], rules: Mapping[str, Iterable[str]]) -> None:
     """Refuse, when the workflow is parsed, a role in Batch-API mode that a rule of the run
-    (``rules``: rule -> the roles it binds) asks outside Batch-API mode's rules."""
+    (``rules``: rule -> the roles it binds) asks outside Batch-API mode's rules for it."""
     for role in BATCH_ROLES:
         if not (models.get(role) or {}).get("batch"):
             continue
-        other = sorted(r for r, roles in rules.items() if role in roles and r not in BATCH_RULES)
+        own = BATCH_RULES[role]
+        other = sorted(r for r, roles in rules.items() if role in roles and r not in own)
         if other:
             raise ConfigError(
                 f"config models.{role}.batch: Batch-API mode runs in the rules "
-                f"{' and '.join(BATCH_RULES)}, and this run's {', '.join(other)} ask {role} "
+                f"{', '.join(own)}, and this run's {', '.join(other)} ask {role} "
                 "between other replies; set batch: false for this run"
             )
 
@@ -440,10 +447,8 @@ def resolved_spec(models: Mapping[str, Any], role: str) -> EndpointSpec:
     """The endpoint ``role`` runs on: its own binding, else its fallback's (``ROLE_DEFAULTS``)."""
     if role in models or ROLE_DEFAULTS.get(role) not in models:
         return EndpointSpec.from_config(role, models.get(role))
-    inherited = dict(models[ROLE_DEFAULTS[role]] or {})
-    for key in BATCH_KEYS:  # Batch-API mode is the fallback's own (its jobs collect its requests)
-        inherited.pop(key, None)
-    return EndpointSpec.from_config(role, inherited)
+    # Batch-API mode too: the critic scores in the jobs that collect the judge's requests
+    return EndpointSpec.from_config(role, dict(models[ROLE_DEFAULTS[role]] or {}))
 
 
 def played_by(models: Mapping[str, Any], roles: Iterable[str]) -> dict[str, dict[str, str]]:

@@ -108,7 +108,7 @@ def address(state: dict[str, Any]) -> str:
 
 def _supervisor_alive(state: dict[str, Any]) -> bool:
     if state.get("state") == "queued":
-        return _slurm_job_pending_or_running(state.get("jobid"))
+        return slurm_job_active(state.get("jobid"))
     if state.get("host") == socket.gethostname() and state.get("pid"):
         try:  # on its own node a dead process is seen at once, not after SUPERVISOR_STALE_S
             stat = Path(f"/proc/{int(state['pid'])}/stat").read_text()
@@ -119,7 +119,7 @@ def _supervisor_alive(state: dict[str, Any]) -> bool:
     return time.time() - float(state.get("beat", 0)) < SUPERVISOR_STALE_S
 
 
-def _slurm_job_pending_or_running(jobid: str | None) -> bool:
+def slurm_job_active(jobid: str | None) -> bool:
     if not jobid:
         return False
     try:
@@ -277,9 +277,16 @@ def supervisor_command(name: str, spec: dict[str, Any], root: Path, logs: Path) 
 
 def sbatch_command(name: str, spec: dict[str, Any], root: Path, logs: Path) -> list[str]:
     """The server's own SLURM job: the endpoint's GPUs, CPUs, memory and time limit."""
+    command = sbatch_options(f"mnemoflow-endpoint-{name}", spec, log_path(name, logs))
+    return [*command, "--wrap", shlex.join(supervisor_command(name, spec, root, logs))]
+
+
+def sbatch_options(job_name: str, spec: dict[str, Any], log: Path) -> list[str]:
+    """``sbatch`` with a managed endpoint's resources (GPUs, CPUs, memory, time limit,
+    partition, account), its output appended to ``log``; the command to wrap goes last."""
     command = [
-        "sbatch", "--parsable", f"--job-name=mnemoflow-endpoint-{name}",
-        f"--output={log_path(name, logs)}", "--open-mode=append", f"--chdir={os.getcwd()}",
+        "sbatch", "--parsable", f"--job-name={job_name}",
+        f"--output={log}", "--open-mode=append", f"--chdir={os.getcwd()}",
         f"--time={max(1, math.ceil(float(spec['time_limit_min'])))}",
         f"--cpus-per-task={int(spec['cpus'])}", f"--mem={int(spec['mem_mb'])}",
     ]  # fmt: skip
@@ -289,7 +296,30 @@ def sbatch_command(name: str, spec: dict[str, Any], root: Path, logs: Path) -> l
         command.append(f"--partition={spec['slurm_partition']}")
     if spec.get("slurm_account"):
         command.append(f"--account={spec['slurm_account']}")
-    return [*command, "--wrap", shlex.join(supervisor_command(name, spec, root, logs))]
+    return command
+
+
+def job_spec(spec: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
+    """``spec`` with the partition of the SLURM job that submits it when it names none."""
+    partition = environ.get("SLURM_JOB_PARTITION")
+    if partition and not spec.get("slurm_partition"):
+        return {**spec, "slurm_partition": partition}
+    return spec
+
+
+def sbatch(command: list[str], environ: dict[str, str]) -> str:
+    """Submit ``command`` from inside a SLURM job; its job id. The job's own SLURM_* settings
+    (CPUs, memory, its job id) must not shape the new job's. Raises ``RuntimeError`` with
+    sbatch's own words."""
+    env = {
+        k: v
+        for k, v in environ.items()
+        if not k.startswith(("SLURM_", "SBATCH_")) or k == "SLURM_CONF"
+    }
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"sbatch failed: {' '.join(done.stderr.split())}")
+    return done.stdout.strip().split(";")[0]
 
 
 def launch(
@@ -303,23 +333,12 @@ def launch(
     (Path(root) / f"{name}.stop").unlink(missing_ok=True)
     state = {"name": name, "log": str(log), "beat": time.time(), "reason": None}
     if "SLURM_JOB_ID" in environ:
-        # the job's own SLURM_* settings (CPUs, memory, its job id) must not shape the server's job
-        env = {
-            k: v
-            for k, v in environ.items()
-            if not k.startswith(("SLURM_", "SBATCH_")) or k == "SLURM_CONF"
-        }
-        partition = environ.get("SLURM_JOB_PARTITION")
-        if partition and not spec.get("slurm_partition"):
-            spec = {**spec, "slurm_partition": partition}
-        done = subprocess.run(
-            sbatch_command(name, spec, root, logs), capture_output=True, text=True, env=env
-        )
-        if done.returncode != 0:
-            raise EndpointDown(
-                f"endpoint {name} (managed): sbatch failed: {' '.join(done.stderr.split())}"
-            )
-        state.update(state="queued", jobid=done.stdout.strip().split(";")[0])
+        spec = job_spec(spec, environ)
+        try:
+            jobid = sbatch(sbatch_command(name, spec, root, logs), environ)
+        except RuntimeError as exc:
+            raise EndpointDown(f"endpoint {name} (managed): {exc}") from None
+        state.update(state="queued", jobid=jobid)
     else:
         with open(log, "ab") as out:
             process = subprocess.Popen(

@@ -26,7 +26,7 @@ from typing import Any
 
 from mnemoflow.agents.interactive import RAW_SPEAKERS, SYSTEM_IN_CONTEXT, SYSTEM_RETRIEVED
 from mnemoflow.memory.base import Message, resolve, without_labels
-from mnemoflow.planning.tokens import sent_tokens, text_tokens
+from mnemoflow.planning.tokens import filler, sent_tokens, text_tokens
 from mnemoflow.planning.writes import pattern_of, written_batches
 
 
@@ -81,19 +81,56 @@ class Reader:
         window = int(self.params.get("local_window", 0))
         return len(self.messages) - written_batches(len(self.messages), batch, window) * batch
 
+    def _native_shown(self) -> int:
+        """Messages a native prompt shows: the newest that fit ``max_tokens``."""
+        budget = int(self.params.get("max_tokens", 10**12))
+        shown, total = 0, 0
+        for size in reversed(self.sizes):
+            if total + size > budget:
+                break
+            total += size
+            shown += 1
+        return shown
+
     def prompt(self, text: str, session_turns: int = 0) -> int:
         """Tokens of the prompt the agent sends for ``text`` (a message or a question);
         ``session_turns``: messages of the current session so far (the generic policy's turns)."""
         own = text_tokens(text, self.backend) + self.priming
         if self.policy == "native":
-            budget = int(self.params.get("max_tokens", 10**12))
-            shown, total = 0, 0
-            for size in reversed(self.sizes):
-                if total + size > budget:
-                    break
-                total += size
-                shown += 1
-            return own + sum(self.sizes[len(self.sizes) - shown :])
+            return own + sum(self.sizes[len(self.sizes) - self._native_shown() :])
+        return round(own + self.template + self._held()[0] + sum(self._turns(session_turns)))
+
+    def chat(self, text: str, session_turns: int = 0) -> list[dict[str, str]]:
+        """The prompt :meth:`prompt` counts as messages over the stand-in memory, for its shared
+        prefix with earlier prompts: the history a native agent re-sends; the entries an
+        in-context agent shows until it writes another; retrieved items differ per query."""
+        user = {"role": "user", "content": text}
+        if self.policy == "native":
+            shown = self.messages[len(self.messages) - self._native_shown() :]
+            return [*({"role": m.role, "content": m.content} for m in shown), user]
+        _, items, mean = self._held()
+        if self.policy == "in_context":
+            entry = filler(mean, self.backend)
+            system = SYSTEM_IN_CONTEXT.format(
+                memories="\n".join(f"- ({j}) {entry}" for j in range(round(items)))
+            )
+        else:
+            system = SYSTEM_RETRIEVED.format(memories=f"- {items:g} items retrieved for {text}")
+        count = len(self._turns(session_turns))
+        turns = self.messages[len(self.messages) - count :] if count else []
+        chat = [{"role": m.role, "content": m.content} for m in turns]
+        return [{"role": "system", "content": system}, *chat, user]
+
+    def _turns(self, session_turns: int) -> list[int]:
+        """The sizes of the chat turns a non-native prompt shows: the local window (the generic
+        policy: the session so far)."""
+        window = self._window()
+        if self.policy == "generic":
+            return self.sizes[len(self.sizes) - session_turns :] if session_turns else []
+        return self.sizes[len(self.sizes) - window :] if window else []
+
+    def _held(self) -> tuple[float, float, float]:
+        """A non-native prompt's memory: (its tokens, items shown, tokens per item)."""
         window = self._window()
         stored = self.sizes[: len(self.sizes) - window]
         mean = sum(stored) / len(stored) if stored else 0.0
@@ -110,10 +147,7 @@ class Reader:
                 else len(stored)
             )
             items = min(int(self.params.get("top_k", 5)), held)
-        turns = self.sizes[len(self.sizes) - window :] if window else []
-        if self.policy == "generic":
-            turns = self.sizes[len(self.sizes) - session_turns :] if session_turns else []
-        return round(own + self.template + items * mean + sum(turns))
+        return items * mean, items, mean
 
     def queries_embedded(self) -> bool:
         """Whether a retrieval now embeds its query: a store queried by embedding that holds

@@ -16,7 +16,10 @@ feedback_train_performance), from the set's questions (split ``train`` / ``test`
   dialogue in which the assistant retrieves nothing is the same for every system and step: its
   repeats are cache hits;
 - the memory's writes while a step ingests its dialogues, and one query embedding per retrieval
-  (:mod:`mnemoflow.planning.writes`), over stand-in dialogue turns.
+  (:mod:`mnemoflow.planning.writes`), over stand-in dialogue turns;
+- ``cached_in``: of a server's prompt tokens, the share an unbounded prefix cache would serve
+  within the job (``llm.prefix_dispatch.shared_fraction``): a dialogue's history re-sent every
+  round, the simulated user's and the judges' instructions shared by every item.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from mnemoflow.memory.buffer import render
 from mnemoflow.planning import scoring
 from mnemoflow.planning.plan import Line
 from mnemoflow.planning.static_qa import Context
-from mnemoflow.planning.tokens import filler, sent_tokens, text_tokens
+from mnemoflow.planning.tokens import cached_tokens, filler, sent_tokens, text_tokens
 from mnemoflow.planning.writes import planned_writes, write_lines
 from mnemoflow.protocols import feedback as fb
 from mnemoflow.simulators.feedback import FeedbackSimulator, is_rule_based, reference_of
@@ -116,8 +119,10 @@ def _scoring(
         reply = ctx.tokens_out("agent", "answer", family=FAMILY)
         ctx.played[key] = scoring.per_item(_metrics(ctx, benchmark), questions, reply, backends)
     lines: dict[tuple[str, str], Line] = {}
+    first = True  # the job's first scored answer: nothing before it in the server's cache
     for index, item in enumerate(items):
-        for (role, task), (calls, tokens) in ctx.played[key][str(item.get("dataset", ""))].items():
+        played = ctx.played[key][str(item.get("dataset", ""))]
+        for (role, task), (calls, tokens, cached) in played.items():
             line = lines.setdefault(
                 (role, task),
                 Line(benchmark, system, protocol, role, task, exact=False, notes=[
@@ -130,10 +135,14 @@ def _scoring(
                 continue
             line.tokens_in += per * tokens
             line.tokens_out += per * calls * ctx.tokens_out(role, task)
+            line.cached_in += 0.0 if first else per * cached
+        first = first and index in repeated
     return list(lines.values())
 
 
-def _answers(ctx: Context, benchmark: str, system: str, protocol: str, step: int) -> list[Line]:
+def _answers(
+    ctx: Context, benchmark: str, system: str, protocol: str, step: int, blocks: set[str]
+) -> list[Line]:
     split = fb.asked_split(protocol)
     items = _items(ctx, benchmark, split)
     config = fb.FeedbackConfig.from_spec(ctx.benchmarks[benchmark])
@@ -159,7 +168,9 @@ def _answers(ctx: Context, benchmark: str, system: str, protocol: str, step: int
             continue
         if key is not None:
             ctx.planned.add(key)
-        line.tokens_in += sent_tokens(messages, backend)
+        tokens = sent_tokens(messages, backend)
+        line.tokens_in += tokens
+        line.cached_in += cached_tokens(messages, tokens, backend, blocks)
         line.tokens_out += ctx.tokens_out("agent", "answer", family=FAMILY)
     scored = _scoring(ctx, benchmark, system, protocol, items, 1.0, frozenset(repeated))
     lines = [line, *scored]
@@ -226,6 +237,7 @@ def _dialogues(
     protocol: str,
     items: list[dict[str, Any]],
     bare: Callable[[dict[str, Any]], bool],
+    blocks: set[str],
 ) -> list[Line]:
     """The live dialogues on ``items``; ``bare(item)``: the assistant retrieves nothing in its
     dialogue (no memory, or an empty one), so a dialogue planned before is a cache hit."""
@@ -270,22 +282,29 @@ def _dialogues(
             agent.cache_hits += answers
             user.cache_hits += reactions if llm_user else 0
             continue
-        agent.tokens_in += sum(
-            sent_tokens(_answer_request(question, [], k, reply), specs["agent"].backend)
-            for k in range(round(answers))
-        )
+        for k in range(round(answers)):  # the history so far re-sent every round
+            _sent(agent, _answer_request(question, [], k, reply), specs["agent"].backend, blocks)
         agent.tokens_out += answers * ctx.tokens_out("agent", "answer", family=FAMILY)
         if llm_user and reactions:
             simulator = FeedbackSimulator(question, None, None, metrics.simulated_user(dataset))
             turns = [_Turn("user", str(question["question"])), _Turn("assistant", reply)]
             request: ChatRequest = simulator.request(turns)
-            user.tokens_in += reactions * sent_tokens(request.messages, specs["user"].backend)
+            _sent(user, request.messages, specs["user"].backend, blocks, reactions)
             user.tokens_out += reactions * ctx.tokens_out("user", "user_feedback_json")
     out = [line for line in lines.values() if line.calls]
     if rule_based:
         per = rule_answers / len(rule_based)
         out += _scoring(ctx, benchmark, system, protocol, rule_based, per, frozenset(repeated))
     return out
+
+
+def _sent(
+    line: Line, messages: list[dict[str, Any]], backend: str, blocks: set[str], times: float = 1
+) -> None:
+    """Adds ``times`` sends of a prompt to ``line``: its tokens and their prefix-cached share."""
+    tokens = sent_tokens(messages, backend)
+    line.tokens_in += times * tokens
+    line.cached_in += times * cached_tokens(messages, tokens, backend, blocks)
 
 
 class _Turn:
@@ -326,13 +345,14 @@ def plan_train_dialogues(ctx: Context, benchmark: str, system: str) -> list[Line
     items = _items(ctx, benchmark, "train")
     return _dialogues(
         ctx, benchmark, system, "feedback", items,
-        lambda item: not is_rule_based(str(item.get("dataset", ""))),
+        lambda item: not is_rule_based(str(item.get("dataset", ""))), set(),
     )  # fmt: skip
 
 
 def plan_step(ctx: Context, benchmark: str, system: str, protocol: str, step: int) -> list[Line]:
     """One step: its live dialogues (on-policy after step 0), its writes, then its answers."""
     lines = []
+    blocks: set[str] = set()  # the job's prompts so far, for the expected prefix-cache share
     config = fb.FeedbackConfig.from_spec(ctx.benchmarks[benchmark])
     train = _items(ctx, benchmark, "train")
     new = train if protocol in ("off_policy", "train_performance") else []
@@ -342,9 +362,9 @@ def plan_step(ctx: Context, benchmark: str, system: str, protocol: str, step: in
         ]
         # the memory of step - 1 holds the dialogues of steps 1 .. step - 1
         empty = not _stores(ctx, system) or step == 1
-        lines += _dialogues(ctx, benchmark, system, protocol, picked, lambda item: empty)
+        lines += _dialogues(ctx, benchmark, system, protocol, picked, lambda item: empty, blocks)
         new = picked
     elif protocol == "stepwise_off_policy" and step:
         new = train[(step - 1) * config.batch_size : step * config.batch_size]
     lines += _writes(ctx, benchmark, system, protocol, new)
-    return lines + _answers(ctx, benchmark, system, protocol, step)
+    return lines + _answers(ctx, benchmark, system, protocol, step, blocks)

@@ -11,7 +11,7 @@ from typing import Any
 from mnemoflow import layout
 from mnemoflow.environment.knobs import GENERATOR_ROLES, generated_with, method_of
 from mnemoflow.errors import ConfigError
-from mnemoflow.eval.imported import check_imported
+from mnemoflow.eval.imported import IMPORTED, check_imported
 from mnemoflow.protocols import feedback, interactive
 from mnemoflow.protocols.registry import protocol_steps, protocols_of
 from mnemoflow.protocols.static_qa import PROTOCOL as QA
@@ -77,6 +77,11 @@ def chain(protocol: str, spec: Mapping[str, Any]) -> layout.Chain:
             shard=(DIALOGUE_RULES[protocol],),
             benchmark=("upper_bound",),
             run=("score_interactive",),
+            source=(
+                (interactive.replay_source(dict(spec)), interactive.PROTOCOL, "dialogues")
+                if protocol == interactive.REPLAY
+                else None
+            ),
         )
     if protocol in feedback.PROTOCOLS:
         builds = feedback.built_protocol(protocol) == protocol
@@ -147,6 +152,13 @@ def check_run(config: Mapping[str, Any], benchmarks: Mapping[str, Any]) -> None:
             protocols_of(name, benchmarks[name]),
             f"config benchmarks.{name}",
         )
+        if interactive.REPLAY in protocols_of(name, benchmarks[name]):
+            source = interactive.interactive_options(benchmarks[name]).get("off_policy_source")
+            if (config["systems"].get(source) or {}).get("type") == IMPORTED:
+                raise ConfigError(
+                    f"config benchmarks.{name}.interactive.off_policy_source: {source!r} is "
+                    "imported: its file holds no transcripts to replay"
+                )
 
 
 def scored_steps(

@@ -19,6 +19,9 @@ Per (benchmark, system, protocol, period, shard), over the shard's users that ha
 Only the upper bound's prompts are rendered: the others hold the agent's memory or the dialogue so
 far, which exist only once the models have spoken. Their ``tokens_in`` is the part known before
 (the session's opening message, the question and its options): a lower bound, said in the notes.
+``cached_in``: of a server's prompt tokens, the share an unbounded prefix cache would serve within
+the job (``llm.prefix_dispatch.shared_fraction``) over the played prompts: a native agent's
+history re-sent every turn, the entries an in-context agent shows until it writes another.
 """
 
 from __future__ import annotations
@@ -33,13 +36,14 @@ from mnemoflow.agents.interactive import ACT_TASK
 from mnemoflow.agents.self_evolution import EVOLVE_TASK
 from mnemoflow.data import amemgym_procedural
 from mnemoflow.data.amemgym import AmemUser, read_environment
+from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import stage_roles, without_labels
 from mnemoflow.planning.conversation import Reader
 from mnemoflow.planning.environment import played
 from mnemoflow.planning.plan import Line
 from mnemoflow.planning.static_qa import Context
-from mnemoflow.planning.tokens import filler, sent_tokens
+from mnemoflow.planning.tokens import cached_tokens, filler, sent_tokens
 from mnemoflow.planning.writes import fact_tokens, pattern_of, planned_writes, write_lines
 from mnemoflow.protocols import interactive as proto
 from mnemoflow.protocols.static_qa import shard_episodes
@@ -96,6 +100,8 @@ def plan_dialogues(
     users = environment(ctx, benchmark)
     if users is None:
         return None
+    if ctx.config["systems"][system].get("type") == IMPORTED:
+        return []  # its replies are read from its eval-output: no call
     spec = ctx.benchmarks[benchmark]
     schedule = proto.Schedule(**proto.schedule_of(spec))
     mine = set(shard_episodes([u.id for u in users], shard, int(spec.get("shards", 1))))
@@ -107,15 +113,18 @@ def plan_dialogues(
     fact = fact_tokens(pattern_of(system_spec)[0], ctx.tokens_out)
     live = protocol == proto.PROTOCOL
     user_backend = specs["user"].backend
-    # (role, task) -> [calls, prompt tokens]
+    # (role, task) -> [calls, prompt tokens, of them prefix-cached]
     counts: dict[tuple[str, str], list[float]] = {}
     queries: list[str] = []
     streams = []
+    blocks: set[str] = set()  # the job's prompts so far, for the expected prefix-cache share
 
-    def count(role: str, task: str, tokens: float) -> None:
-        entry = counts.setdefault((role, task), [0, 0])
+    def count(role: str, task: str, tokens: float, messages: list | None = None) -> None:
+        entry = counts.setdefault((role, task), [0, 0, 0.0])
         entry[0] += 1
         entry[1] += tokens
+        if messages is not None:
+            entry[2] += cached_tokens(messages, tokens, specs[role].backend, blocks)
 
     for user in users:
         reader = Reader(system_spec, specs["agent"].backend, fact)
@@ -131,10 +140,12 @@ def plan_dialogues(
                     if k == period and live:
                         if r:  # the simulated user reads the opening and the last exchange
                             request = simulated.request(turns)
-                            count("user", USER_TASK, sent_tokens(request.messages, user_backend))
+                            tokens = sent_tokens(request.messages, user_backend)
+                            count("user", USER_TASK, tokens, request.messages)
                         if reader.queries_embedded():
                             queries.append(message)
-                        count("agent", ACT_TASK, reader.prompt(message, 2 * r))
+                        prompt = reader.chat(message, 2 * r)
+                        count("agent", ACT_TASK, reader.prompt(message, 2 * r), prompt)
                     turns += [
                         SimpleNamespace(role="user", content=message, round=r),
                         SimpleNamespace(role="assistant", content=reply, round=r),
@@ -146,7 +157,7 @@ def plan_dialogues(
             for task, text in ((proto.CHOICE_TASK, prompt), (proto.RECALL_TASK, recall)):
                 if reader.queries_embedded():
                     queries.append(text)
-                count("agent", task, reader.prompt(text))
+                count("agent", task, reader.prompt(text), reader.chat(text))
         if system_spec.get("evolve", "none") != "none":
             count("agent", EVOLVE_TASK, 0)
         streams.append((reader.messages, before))
@@ -158,11 +169,12 @@ def plan_dialogues(
         proto.RECALL_TASK: "one recall probe per question",
         EVOLVE_TASK: "one evolution per checkpoint; tokens in not estimated",
     }
-    for (role, task), (calls, tokens) in counts.items():
+    for (role, task), (calls, tokens, cached) in counts.items():
         out.append(
             _line(
                 benchmark, system, protocol, role, task,
                 calls=calls, tokens_in=tokens, tokens_out=calls * ctx.tokens_out(role, task),
+                cached_in=cached,
                 notes=[notes[task], PLAYED, *_stand_in_notes(ctx, benchmark)],
             )
         )  # fmt: skip
@@ -179,6 +191,7 @@ def plan_dialogues(
     if not live and proto.interactive_options(spec).get("off_policy_source") == system:
         for each in out:  # its own transcripts again: every prompt is one the run asked before
             each.cache_hits, each.tokens_in, each.tokens_out = each.calls, 0.0, 0.0
+            each.cached_in = 0.0
             each.notes.append("replays the system's own transcripts: answered by the cache")
     return out
 
@@ -195,6 +208,7 @@ def plan_upper_bound(ctx: Context, benchmark: str) -> list[Line] | None:
         benchmark, "-", "upper_bound", "agent", proto.CHOICE_TASK,
         notes=_stand_in_notes(ctx, benchmark),
     )  # fmt: skip
+    blocks: set[str] = set()  # the job's prompts so far, for the expected prefix-cache share
     for user in users:
         for question in user.questions:
             order = schedule.order(user, question)
@@ -216,6 +230,8 @@ def plan_upper_bound(ctx: Context, benchmark: str) -> list[Line] | None:
                     continue
                 if key is not None:
                     ctx.planned.add(key)
-                line.tokens_in += sent_tokens(request.messages, spec.backend)
+                tokens = sent_tokens(request.messages, spec.backend)
+                line.tokens_in += tokens
+                line.cached_in += cached_tokens(request.messages, tokens, spec.backend, blocks)
                 line.tokens_out += ctx.tokens_out("agent", proto.CHOICE_TASK)
     return [line]

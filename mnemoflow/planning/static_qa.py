@@ -42,7 +42,6 @@ from mnemoflow.eval.static_qa.judges import judge_request_for, kind_for, repeat_
 from mnemoflow.eval.static_qa.panel import CONFIGURED, PanelJudge, probe_set
 from mnemoflow.llm.context import fits
 from mnemoflow.llm.gateway import Gateway, strip_reasoning
-from mnemoflow.llm.prefix_dispatch import shared_fraction
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import (
     MemoryItem,
@@ -54,7 +53,7 @@ from mnemoflow.memory.base import (
 )
 from mnemoflow.memory.buffer import render
 from mnemoflow.planning.plan import Line
-from mnemoflow.planning.tokens import filler, reply_tokens, sent_tokens
+from mnemoflow.planning.tokens import cached_tokens, filler, reply_tokens, sent_tokens
 from mnemoflow.planning.writes import (
     fact_tokens,
     pattern_of,
@@ -307,9 +306,8 @@ class Unit:
                 tokens = sent_tokens(request.messages, spec.backend)
                 line.tokens_in += scale * tokens
                 line.tokens_out += scale * self.ctx.tokens_out(request.role, request.task, own)
-                if spec.backend == "openai":  # only a server has a prefix cache
-                    shared = shared_fraction(request.messages, self._prefix_blocks)
-                    line.cached_in += scale * tokens * shared
+                cached = cached_tokens(request.messages, tokens, spec.backend, self._prefix_blocks)
+                line.cached_in += scale * cached
         return found is not None, text
 
     # ---- ingest -----------------------------------------------------------------------------

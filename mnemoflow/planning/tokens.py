@@ -21,6 +21,7 @@ from typing import Any
 from mnemoflow.errors import ConfigError
 from mnemoflow.lexical import count_tokens
 from mnemoflow.llm.context import count_text, prompt_tokens
+from mnemoflow.llm.prefix_dispatch import shared_fraction
 
 #: The shipped table of expected reply lengths per call site.
 TABLE = Path(__file__).resolve().parents[2] / "data" / "reply_tokens.yaml"
@@ -40,6 +41,17 @@ def text_tokens(text: str, backend: str) -> int:
     return sent_tokens([{"role": "user", "content": text}], backend) - (
         0 if backend == "offline" else prompt_tokens([], backend)
     )
+
+
+def cached_tokens(
+    messages: list[dict[str, Any]], tokens: float, backend: str, blocks: set[str]
+) -> float:
+    """Of a prompt's ``tokens``, those a server's prefix cache is expected to serve: the share an
+    unbounded cache would, given ``blocks`` (the job's prompts so far, updated here). None but a
+    server's (``openai``) has a cache."""
+    if backend != "openai":
+        return 0.0
+    return tokens * shared_fraction(messages, blocks)
 
 
 def filler(tokens: float, backend: str) -> str:

@@ -684,12 +684,18 @@ async def score_step(
     if hasattr(metrics, "check_supported"):
         metrics.check_supported(sorted({by_id[q]["dataset"] for q in answers["question_id"]}))
 
-    async def one(answer: dict[str, Any]) -> tuple[dict[str, Any], Any, float]:
+    async def one(answer: dict[str, Any]) -> tuple[dict[str, Any], Any, float] | None:
         question = by_id[answer["question_id"]]
-        item = await metrics.evaluate_item(question, answer["response"], gateway)
-        return question, item, item_value(metrics, question["dataset"], [item])
+        try:
+            item = await metrics.evaluate_item(question, answer["response"], gateway)
+            return question, item, item_value(metrics, question["dataset"], [item])
+        except Exception:
+            if getattr(gateway, "collecting", False):  # a Batch-API pass, thrown away
+                return None
+            raise
 
-    results = await bounded(answers.to_dict("records"), one, ITEM_CONCURRENCY)
+    scored = await bounded(answers.to_dict("records"), one, ITEM_CONCURRENCY)
+    results = [r for r in scored if r is not None]
     judged, per_q, values = [], [], []
     flags = []
     for question, item, value in results:

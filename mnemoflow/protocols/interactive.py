@@ -41,7 +41,9 @@ from mnemoflow.data.registry import n_steps
 from mnemoflow.data.tables import DIALOGUES
 from mnemoflow.data.validate import DataError
 from mnemoflow.errors import ConfigError, reject_unknown
+from mnemoflow.eval import imported_amemgym
 from mnemoflow.eval.amemgym.amemgym_replies import parse_answer, parse_recall
+from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.llm.context import scoped
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.protocols.conversation import Turn, converse, dialogue_rows, turns_of
@@ -447,13 +449,16 @@ async def run_step(
     system_spec, keys, gateway = ctx.system_spec, ctx.keys, ctx.gateway
     if source is not None:
         source = source.assign(_order=range(len(source)))
+    imported = imported_output(system_spec, users, f"config systems.{keys.get('system')}")
 
     async def one(user: AmemUser) -> None:
         name = episode_dirname(user.id)
         memory = ctx.build() if previous is None else ctx.load(Path(previous) / name)
         agent = InteractiveAgent(memory, gateway)
         has_period = step < len(user.periods)
-        if has_period and source is None:
+        if imported is not None:  # answered outside mnemoflow: no sessions to hold
+            sessions, origin = [], "imported"
+        elif has_period and source is None:
             sessions = await converse_period(user, step, agent, gateway, schedule)
             origin = "generated"
         elif has_period:
@@ -471,7 +476,11 @@ async def run_step(
         if ids is not None:
             stored[user.id] = sorted(ids)
         stats[user.id] = {**memory.stats(), "pairs_written": agent.writes}
-        if has_period:
+        if has_period and imported is not None:
+            answers, probes = imported_replies(imported, user, step)
+            replies.extend(answers)
+            recalls.extend(probes)
+        elif has_period:
             answers = await checkpoint(user, step, agent, schedule)
             replies.extend(answers)
             recalls.extend(await recall(user, step, agent))
@@ -503,6 +512,58 @@ async def run_step(
         manifest,
         _frame(evolutions, self_evolution.EVOLUTION, ["user_id"]),
     )
+
+
+def imported_output(
+    system_spec: dict[str, Any], users: list[AmemUser], where: str, shard: bool = True
+) -> imported_amemgym.EvalOutput | None:
+    """The eval-output an ``imported`` system's replies are read from (its file or folder checked
+    against its sha256), None for every other system: with ``shard``, the replies of ``users``
+    (a shard's), each naming a period and question they have; else every reply, each naming
+    one of ``users`` (the whole environment: what a job checks before it takes its shard)."""
+    if system_spec.get("type") != IMPORTED:
+        return None
+    path, sha256 = system_spec.get("path"), system_spec.get("sha256")
+    output = imported_amemgym.read_output(imported_amemgym.checked_output(path, sha256, where))
+    if shard:
+        output = output.of_users({u.id for u in users})
+    return imported_amemgym.checked_against(output, users)
+
+
+def imported_replies(
+    output: imported_amemgym.EvalOutput, user: AmemUser, period: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(checkpoint rows, recall rows) of ``user`` at ``period`` read from an imported
+    eval-output, in the tables' columns: no model call, the file's reply as the last raw reply
+    (a reply without ``option_order`` showed the data.json order)."""
+    questions = {q.index: q for q in user.questions}
+    model = f"{IMPORTED}:{imported_amemgym.FORMAT}"
+    common = {"attempts": 1, "model": model, "cache_hit": False, "tokens_in": 0, "tokens_out": 0}
+    answers = []
+    for row in imported_amemgym.period_replies(output, user.id, period, len(user.questions)):
+        order = row.get("option_order")
+        if not isinstance(order, list):
+            order = list(range(len(questions[int(row["question_index"])].choices)))
+        answers.append(
+            {
+                "user_id": user.id, "period": period, "question_index": int(row["question_index"]),
+                "option_order": order, "reply": row["reply"], "parse_ok": bool(row["parse_ok"]),
+                "raw_replies": [row["reply"]], **common,
+            }
+        )  # fmt: skip
+    probes = [
+        {
+            "user_id": user.id,
+            "period": period,
+            "question_index": int(row["question_index"]),
+            "reply": row["reply"],
+            "parse_ok": True,
+            "raw_replies": [row["reply"]],
+            **common,
+        }  # fmt: skip
+        for row in imported_amemgym.period_recall(output, user.id, period)
+    ]
+    return answers, probes
 
 
 def _frame(rows: list[dict[str, Any]], schema: pa.Schema, order: list[str]) -> pd.DataFrame:

@@ -251,15 +251,21 @@ def _outside(value: float, low: float, high: float) -> str:
 # ---------------------------------------------------------------- published vs ours
 
 
-def _pairing(published: pd.DataFrame, systems: set[str], mapping: list[tuple[str, str]]):
-    """Published row name -> our system: ``--map OURS=THEIRS`` pairs, then equal names."""
-    theirs_to_ours: dict[str, str] = {}
+def check_pairs(mapping: list[tuple[str, str]], systems: set[str]) -> None:
+    """Every ``(ours, theirs)`` pair names a system of the run; else one line naming it."""
     for ours, theirs in mapping:
         if ours not in systems:
             raise ReportError(
                 f"pairing {ours}={theirs} (--map or published_as): the run has no system {ours!r} "
                 f"(it has {', '.join(sorted(systems))})"
             )
+
+
+def _pairing(published: pd.DataFrame, systems: set[str], mapping: list[tuple[str, str]]):
+    """Published row name -> our system: ``--map OURS=THEIRS`` pairs, then equal names."""
+    check_pairs(mapping, systems)
+    theirs_to_ours: dict[str, str] = {}
+    for ours, theirs in mapping:
         if theirs not in set(published["row"]):
             raise ReportError(
                 f"pairing {ours}={theirs}: the published tables have no row {theirs!r}"
@@ -373,6 +379,7 @@ def compare_published(
     each paired system's own benchmark); ``unpaired`` the reason a row has no counterpart
     (published row -> reason), the note of its cells when no system is paired with it."""
     summary = run.summary
+    _pairing(published, set(summary["system"]), list(mapping))  # every pair names a real row
     published, absent = _split_absent(published, summary, benchmark)
     reasons = unpaired or {}
     cells = []
@@ -386,7 +393,8 @@ def compare_published(
                     f"pairing {ours}={theirs}: {ours} runs on several benchmarks "
                     f"({', '.join(runs_on)}); name the one to compare with --benchmark"
                 )
-        pairing = _pairing(part, set(where), list(mapping))
+        # a table over several benchmarks may lack a row on one (MemoryBench's Mem0 on Open)
+        pairing = _pairing(part, set(where), [p for p in mapping if p[1] in rows and p[0] in where])
         if not pairing and name not in set(summary["benchmark"]) and benchmark is None:
             raise ReportError(
                 f"the run has no benchmark {name!r} for the published {name!r} rows and none of "

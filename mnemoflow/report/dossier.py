@@ -239,8 +239,9 @@ def build_dossier(
     ``environments``: interactive benchmark -> its environment's ``data.json``;
     ``cells``: the published-vs-ours cells (:func:`mnemoflow.report.compare.compare_published`)
     and ``published`` the published rows they came from (the paper's settings), paired with our
-    ``benchmark`` (default: the published benchmark's name, else the one run of the cell's
-    system and protocol). ``address`` writes a role's ``base_url`` (default: its host only;
+    ``benchmark`` (default: the published benchmark's name, else the cell's own ``benchmark``, for
+    our cells of a paper that published none, else the one run of the cell's system and
+    protocol). ``address`` writes a role's ``base_url`` (default: its host only;
     the workflow passes the redacted form of :mod:`mnemoflow.llm.addresses`)."""
     versions_of = {Path(p).parent.parent.name: str(p) for p in versions}
     prepared = [str(p) for p in prepared]
@@ -252,20 +253,20 @@ def build_dossier(
             ledgers_of.setdefault(run, []).append(ledger)
     cost_of = {(r["benchmark"], r["system"], r["protocol"]): r for r in costs.to_dict("records")}
     keys = summary[["benchmark", "system", "protocol"]].drop_duplicates()
-    runs = {}
-    for benchmark, system, protocol in sorted(keys.itertuples(index=False, name=None)):
-        run = (benchmark, system, protocol)
+    runs = {}  # (the loop's name is not ``benchmark``: that is the published cells' benchmark)
+    for bench, system, protocol in sorted(keys.itertuples(index=False, name=None)):
+        run = (bench, system, protocol)
         steps = sorted(int(s) for s in summary.loc[
-            (summary["benchmark"] == benchmark) & (summary["system"] == system)
+            (summary["benchmark"] == bench) & (summary["system"] == system)
             & (summary["protocol"] == protocol), "step"].unique())  # fmt: skip
         mine = ledgers_of.get(run, [])
         cost = cost_of.get(run, {})
         runs[run_id(*run)] = {
-            "benchmark": benchmark,
+            "benchmark": bench,
             "system": system,
             "protocol": protocol,
             "steps": steps,
-            "data": _data(benchmark, versions_of, prepared, environments or {}),
+            "data": _data(bench, versions_of, prepared, environments or {}),
             "models": _models(mine, address),
             "judge": _judge(mine, per_kind.get("judgements", {}).get(run, []), judge_prompts or {}),
             "cost": {
@@ -332,7 +333,8 @@ def _published(
     for cell in cells.to_dict("records"):
         key = tuple(str(cell[k]) for k in keys)
         record = dict(cell)
-        record["run"] = _run_of_cell(cell, runs, benchmark or benchmark_of.get(key))
+        ours = benchmark or benchmark_of.get(key) or cell.get("benchmark")
+        record["run"] = _run_of_cell(cell, runs, ours)
         record["paper_settings"] = settings.get(key, {})
         out.append(record)
     return out

@@ -177,7 +177,7 @@ def _published_values(cells: pd.DataFrame, runs: pd.DataFrame, metric: str) -> d
     mean = cells[(cells["metric"] == metric) & (cells["period"].astype(str) == "mean")]
     if "aggregate" in mean.columns:  # all questions, not one question type
         mean = mean[mean["aggregate"] == "mean"]
-    mean = mean[mean["system"] != ""]
+    mean = mean[(mean["system"] != "") & mean["published"].notna()]  # ours alone: no value
     out: dict[str, float] = {}
     for run in runs.itertuples(index=False):
         hit = mean[(mean["system"] == run.system) & (mean["protocol"] == run.protocol)]

@@ -27,6 +27,7 @@ import yaml
 from mnemoflow.data.tables import read_table, write_atomic_text
 from mnemoflow.report import interactive as interactive_report
 from mnemoflow.report import plots
+from mnemoflow.report import unpublished as unpublished_report
 from mnemoflow.report.compare import unpaired_rows
 from mnemoflow.report.dossier import NAME as DOSSIER
 from mnemoflow.report.drilldown import DrillFrames, drilldown, write_drilldown
@@ -110,6 +111,9 @@ class ReportData:
     #: Why there is no comparison although the run's config asks for one (a paper preset whose
     #: numbers are not shipped: its ``compare.missing``); "" otherwise.
     published_missing: str = ""
+    #: A paper that published no numbers for the run's experiment: the preset's ``compare:``
+    #: (report/unpublished.py); ``published`` then holds our ``cells`` and the ``plotted`` rows.
+    unpublished: dict[str, Any] | None = None
     #: Per run: the memory writer's calls, parse failures and dropped events (writer_rates).
     writers: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: Per run and role: prompt tokens served from the provider's prefix cache (provider_cache).
@@ -515,6 +519,36 @@ def _published_html(published: dict[str, pd.DataFrame]) -> str:
     return text
 
 
+def _unpublished_html(section: dict[str, pd.DataFrame], compare: dict[str, Any]) -> str:
+    """Ours where the paper published no numbers (report/unpublished.py): the reason, our values
+    with their intervals and each row's reason, then the plotted rows no system of ours runs."""
+    cells = section["cells"]
+    text = f"<p>{html.escape(unpublished_report.lead(compare, cells))}</p>"
+    if cells.empty:
+        text += _note(unpublished_report.nothing_to_show(compare))
+    else:
+        shown = _score_rows(cells)
+        shown["ours"] = [_number(v) for v in shown["ours"]]
+        columns = {
+            "row": "row",
+            "system": "ours",
+            "benchmark": "benchmark",
+            "protocol": "protocol",
+            "period": "period",
+            "aggregate": "aggregate",
+            "metric": "metric",
+            "ours": "our value",
+            "ci": "95 % CI",
+            "n": "n",
+            "note": "why no published value",
+        }
+        text += table_html(shown, columns)
+    plotted = section.get("plotted")
+    if plotted is not None and len(plotted):
+        text += f"<h3>{html.escape(unpublished_report.PLOTTED_HEADING)}</h3>" + table_html(plotted)
+    return text
+
+
 def _headline_html(
     tables: dict[str, pd.DataFrame], links: dict[tuple[str, str, str], str] | None = None
 ) -> str:
@@ -765,7 +799,10 @@ def render_html(
     )
     sections.append(("summary", "Headline scores", body))
 
-    if data.published:
+    if data.published and data.unpublished:
+        body = _unpublished_html(data.published, data.unpublished)
+        sections.append(("published", "Published vs ours", body + _dossier_note(data.dossier_page)))
+    elif data.published:
         body = _published_html(data.published) + _dossier_note(data.dossier_page)
         sections.append(("published", "Published vs ours", body))
     elif data.published_missing:
@@ -1070,6 +1107,7 @@ def build_report(
     title: str = "mnemoflow report",
     published: dict[str, pd.DataFrame] | None = None,
     published_missing: str = "",
+    unpublished: dict[str, Any] | None = None,
     drill: DrillFrames | None = None,
     data_versions: dict[str, dict[str, Any]] | None = None,
     panel: dict[str, pd.DataFrame] | None = None,
@@ -1081,9 +1119,12 @@ def build_report(
     ``results/report/``); it is replaced as a whole, after everything in it was written.
     ``published`` (cells, taus, ranks of :func:`mnemoflow.report.compare.compare_published`)
     adds the "Published vs ours" section (``published_missing``: that section says why there is
-    no comparison). ``drill`` (:func:`mnemoflow.report.drilldown.read_frames`)
-    adds the per-question drill-down, ``report/questions.html``. ``data_versions`` (benchmark
-    -> its prepared/data_version.json) adds the "Data" section: versions, questions, loader rules;
+    no comparison; ``unpublished``: the preset's ``compare:`` of a paper that published no numbers,
+    ``published`` then holding our ``cells`` and the ``plotted`` rows of
+    :func:`mnemoflow.report.unpublished.unpublished_section`). ``drill``
+    (:func:`mnemoflow.report.drilldown.read_frames`) adds the per-question drill-down,
+    ``report/questions.html``. ``data_versions`` (benchmark -> its prepared/data_version.json)
+    adds the "Data" section: versions, questions, loader rules;
     ``panel`` (:func:`mnemoflow.report.panel.read_panel`) the "Judge panel" section;
     ``dossier`` (:func:`mnemoflow.report.dossier.build_dossier`) is written as
     ``report/dossier.json``, which the headline and published sections link.
@@ -1115,6 +1156,7 @@ def build_report(
     data = collect(summary, judgements, ledgers, config, diagnosis, sources, generation)
     data.published = dict(published or {})
     data.published_missing = published_missing
+    data.unpublished = dict(unpublished) if unpublished and data.published else None
     data.panel = dict(panel or {})
     if data.published:
         data.headline = headline_tables(data.scored, data.published.get("cells"))

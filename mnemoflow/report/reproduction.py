@@ -9,8 +9,9 @@ same function (:func:`mnemoflow.report.compare.compare_published`).
 - ``compare.published: PAPER[/TABLE][,...]``: those tables; ``compare.benchmark`` our benchmark
   (default: per paired system, the run benchmark that runs it); ``compare.unpaired`` the reason
   each published row without a counterpart among the preset's systems has none, listed with it.
-- ``compare.published: null``: the paper's numbers are not shipped; the section says so
-  (``compare.missing``) instead of comparing.
+- ``compare.published: null``: the paper published no numbers for the experiment, or they are
+  not shipped; the section lists ours, each with the reason (``compare.missing``, the figure that
+  plots it: :mod:`mnemoflow.report.unpublished`).
 - no ``compare:`` but systems with ``published_as``: the published rows with those labels, compared
   with our benchmark that ``compare.benchmark`` names, else the run's one benchmark whose loader
   is the published benchmark (AMemGym rows: the run's one ``loader: amemgym`` benchmark);
@@ -19,7 +20,7 @@ same function (:func:`mnemoflow.report.compare.compare_published`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,11 @@ import pandas as pd
 
 from mnemoflow.data.published import PUBLISHED_DIR, load_published, select_published
 from mnemoflow.report.compare import compare_published, load_run, markdown_table, unpaired_rows
+from mnemoflow.report.unpublished import (
+    check_spec,
+    section_lines,
+    unpublished_section,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,7 @@ class Request:
     benchmark: str | None  # our benchmark for the published rows
     missing: str = ""  # compare.published null: what is not shipped
     unpaired: tuple[tuple[str, str], ...] = ()  # (the paper's row, why no system pairs with it)
+    unpublished: dict | None = None  # compare.published null: the compare key (report/unpublished)
 
     def as_params(self) -> dict[str, Any]:
         return {
@@ -47,6 +54,7 @@ class Request:
             "benchmark": self.benchmark,
             "missing": self.missing,
             "unpaired": [list(p) for p in self.unpaired],
+            "unpublished": self.unpublished,
         }
 
     @classmethod
@@ -59,6 +67,7 @@ class Request:
             benchmark=params.get("benchmark"),
             missing=str(params.get("missing") or ""),
             unpaired=tuple((str(a), str(b)) for a, b in params.get("unpaired") or ()),
+            unpublished=params.get("unpublished"),
         )
 
     @property
@@ -81,6 +90,19 @@ def unpaired_reasons(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple((str(row), " ".join(str(why).split())) for row, why in reasons.items())
 
 
+def run_pairs(
+    pairs: Sequence[tuple[str, str]], unpaired: Sequence[tuple[str, str]], ran: set[str]
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """(the ``published_as`` ``pairs`` of the systems in ``ran``, (paper row, why it has no
+    counterpart) of ``unpaired`` (``compare.unpaired``) and of the systems left out of the run):
+    a run of part of a preset pairs what it ran and says why the rest is unpaired."""
+    reasons = dict(unpaired)
+    for ours, theirs in pairs:
+        if ours not in ran:
+            reasons[theirs] = f"its counterpart {ours} is not in the run"
+    return tuple(p for p in pairs if p[0] in ran), tuple(reasons.items())
+
+
 def request_of(
     config: Mapping[str, Any], benchmarks: Mapping[str, Any] | None = None
 ) -> Request | None:
@@ -91,16 +113,26 @@ def request_of(
     ran = set((config.get("run") or {}).get("systems") or ())
     for name in (config.get("run") or {}).get("benchmarks") or ():
         ran |= set((benchmarks.get(name) or {}).get("systems") or ())
-    pairs = tuple(p for p in published_as(config) if p[0] in ran)
+    pairs, unpaired = run_pairs(published_as(config), unpaired_reasons(config), ran)
     if "published" in compare and compare["published"] is None:
         missing = " ".join(str(compare.get("missing") or "not shipped").split())
-        return Request(None, pairs, compare.get("benchmark"), missing=missing)
+        spec = dict(compare) if compare.get("metrics") else None
+        if spec is not None:  # the section reads these: checked at start, as compare --preset
+            check_spec(spec, "config")
+        return Request(
+            None,
+            pairs,
+            compare.get("benchmark"),
+            missing=missing,
+            unpaired=unpaired,
+            unpublished=spec,
+        )
     if compare.get("published"):
         return Request(
             str(compare["published"]),
             pairs,
             compare.get("benchmark"),
-            unpaired=unpaired_reasons(config),
+            unpaired=unpaired,
         )
     if pairs:
         return Request(None, pairs, compare.get("benchmark"))
@@ -128,10 +160,19 @@ def published_section(
     published_paths: Iterable[str | Path] = (),
     benchmarks: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, pd.DataFrame] | None, list[str]]:
-    """(cells, taus and ranks for report.html, or None; summary.md's lines) of a run whose
-    config made ``request``; ``published_paths`` the CSVs (default: data/published)."""
+    """(the tables for report.html, or None; summary.md's lines) of a run whose config made
+    ``request``: cells, taus and ranks, or for a paper that published no numbers our cells and
+    the plotted rows alone (:func:`mnemoflow.report.unpublished.unpublished_section`);
+    ``published_paths`` the CSVs (default: data/published)."""
     if request is None:
         return None, []
+    if not request.shipped and request.unpublished:
+        spec = request.unpublished
+        section = unpublished_section(
+            load_run(summary), spec, list(request.pairs), dict(request.unpaired)
+        )
+        lines = section_lines(section["cells"], section["plotted"], spec, "## Published vs ours")
+        return section, lines
     if not request.shipped:
         return None, [
             "## Published vs ours",

@@ -45,6 +45,7 @@ class BatchAPI:
         app.router.add_get(f"{prefix}/v1/files/{{file_id}}/content", self._content)
         app.router.add_post(f"{prefix}/v1/batches", self._create)
         app.router.add_get(f"{prefix}/v1/batches/{{batch_id}}", self._retrieve)
+        app.router.add_get(f"{prefix}/v1/batches", self._list)
 
     def _store(self, name: str, purpose: str, data: bytes) -> dict[str, Any]:
         file_id = f"file-{next(self._ids)}"
@@ -105,6 +106,7 @@ class BatchAPI:
             "output_file_id": None,
             "error_file_id": None,
             "created_at": int(time.time()),
+            "metadata": body.get("metadata"),
             "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
             "_ready": time.monotonic() + self.delay,
             "_expires": self.created <= self.expire,
@@ -122,6 +124,18 @@ class BatchAPI:
         if batch["status"] == "in_progress" and time.monotonic() >= batch["_ready"]:
             self._finish(batch)
         return web.json_response(self._public_batch(batch_id))
+
+    async def _list(self, request: web.Request) -> web.Response:
+        """The batches newest first, ``limit`` a page after the id ``after`` (cursor paging)."""
+        ids = list(reversed(self.batches))
+        after = request.query.get("after")
+        if after in ids:
+            ids = ids[ids.index(after) + 1 :]
+        limit = int(request.query.get("limit", "20"))
+        page = [self._public_batch(batch_id) for batch_id in ids[:limit]]
+        last = page[-1]["id"] if page else None
+        body = {"object": "list", "data": page, "has_more": len(ids) > limit, "last_id": last}
+        return web.json_response(body)
 
     def _finish(self, batch: dict[str, Any]) -> None:
         data = self.files[batch["input_file_id"]]["data"]

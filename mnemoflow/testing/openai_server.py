@@ -165,10 +165,12 @@ class ServerStats:
     max_inflight: int = 0
     total: int = 0
     #: with ``prefix_cache_blocks``: prompt tokens of the chat completions answered, those the
-    #: bounded prefix cache served, and those an unbounded one would have served
+    #: bounded prefix cache served, those an unbounded one would have served, and the most the
+    #: bounded one could serve in any order (the ideal's blocks at most N deep in their chain)
     prompt_tokens: int = 0
     cached_tokens: int = 0
     ideal_cached_tokens: int = 0
+    bound_cached_tokens: int = 0
 
     def copy(self) -> ServerStats:
         return ServerStats(
@@ -182,6 +184,7 @@ class ServerStats:
             self.prompt_tokens,
             self.cached_tokens,
             self.ideal_cached_tokens,
+            self.bound_cached_tokens,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,6 +199,7 @@ class ServerStats:
             "prompt_tokens": self.prompt_tokens,
             "cached_tokens": self.cached_tokens,
             "ideal_cached_tokens": self.ideal_cached_tokens,
+            "bound_cached_tokens": self.bound_cached_tokens,
         }
 
 
@@ -304,7 +308,7 @@ class OpenAITestServer:
         self._headers = dict(headers or {})
         #: ``/v1/files`` and ``/v1/batches`` (:mod:`mnemoflow.testing.batch_api`)
         self.batch_api = BatchAPI(
-            lambda body: json.loads(self._completion(body).body),
+            self.answer,
             delay=batch_delay,
             line_errors=batch_line_errors,
             expire=batch_expire,
@@ -579,6 +583,10 @@ class OpenAITestServer:
             return email.utils.formatdate(math.ceil(time.time() + self.retry_after), usegmt=True)
         return f"{self.retry_after:g}"
 
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The chat completion body the server answers ``body`` with (a batch's line too)."""
+        return json.loads(self._completion(body).body)
+
     def _completion(self, body: dict[str, Any], fault: str = "") -> web.Response:
         if fault == "garbled":
             text = GARBLED_TEXT
@@ -688,6 +696,7 @@ class OpenAITestServer:
             self._stats.prompt_tokens += prompt
             self._stats.cached_tokens += served * size
             self._stats.ideal_cached_tokens += ideal * size
+            self._stats.bound_cached_tokens += min(ideal, self.prefix_cache.capacity) * size
         return served * size
 
     def _embedding_reply(self, body: dict[str, Any], fault: str) -> web.StreamResponse:

@@ -7,12 +7,21 @@ share a block only when they share the whole prefix up to its end. The cache hol
 ``blocks`` of them in LRU order: a request is served the leading blocks present when it arrives
 (never its last token: a server always computes at least one), and its blocks enter the cache
 when it completes, the deepest first, so that when a long prompt does not fit, or an old one is
-evicted, the tail of the chain goes before its head (vLLM frees a finished sequence's blocks
-with one timestamp and evicts the deepest first).
+evicted, the tail of the chain goes before its head. This is vLLM's order: a finished request's
+blocks go to the back of the free queue, which is evicted from its front, in reverse order (the
+last block hashes the most tokens and is the least likely to be shared), per vLLM's design docs,
+"Automatic Prefix Caching" (https://docs.vllm.ai/en/latest/design/prefix_caching/), and its v1
+``KVCacheManager.free``. An LRU that dropped a chain's head first would lose every later hit on
+it (a chain is only usable from its first block).
 
 :class:`IdealCache` is the yardstick: an unbounded cache filled on arrival, which serves each
 request every block any earlier request sent; the total it serves for a set of requests does
-not depend on their order or concurrency (every distinct block is computed once).
+not depend on their order or concurrency (every distinct block is computed once). Capped at a
+bounded cache's ``blocks`` per request (the server's ``bound_cached_tokens``), it is what that
+cache could serve at most in any order with any eviction: a block deeper than ``blocks`` in its
+chain is never served, since its whole chain up to it would have to be cached; the sum of
+``min(served, blocks)`` does not depend on the order either (every block at depth at most
+``blocks`` is served each time but its first).
 """
 
 from __future__ import annotations
@@ -98,6 +107,7 @@ class IdealCache:
         self._blocks: set[str] = set()
 
     def arrive(self, chain: list[str]) -> int:
+        """Leading blocks of ``chain`` sent before; then ``chain`` is sent."""
         n = _leading(chain, self._blocks)
         self._blocks.update(chain)
         return n

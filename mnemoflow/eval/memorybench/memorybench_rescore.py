@@ -94,15 +94,21 @@ def keyed_records(
     return pd.DataFrame(rows)
 
 
-def read_predictions(
-    path: str | Path, questions: pd.DataFrame, datasets: list[str], single: str | None
-) -> pd.DataFrame:
-    """The predictions joined to their questions (every one must be an item of the data)."""
-    predictions = keyed_records(path, "response", datasets, single)
+def text_responses(path: str | Path, predictions: pd.DataFrame) -> pd.DataFrame:
+    """``predictions`` (:func:`keyed_records` of ``response``) when every response is text; else
+    one line naming the file and the first record's (dataset, test_idx)."""
     bad = predictions[~predictions["response"].map(lambda r: isinstance(r, str))]
     if not bad.empty:
         first = bad.iloc[0]
         raise DataError(f"{path}: ({first['dataset']}, {first['test_idx']}): 'response' not text")
+    return predictions
+
+
+def read_predictions(
+    path: str | Path, questions: pd.DataFrame, datasets: list[str], single: str | None
+) -> pd.DataFrame:
+    """The predictions joined to their questions (every one must be an item of the data)."""
+    predictions = text_responses(path, keyed_records(path, "response", datasets, single))
     keys = questions.assign(test_idx=questions["question_id"].str.rsplit(":", n=1).str[1])
     keys["test_idx"] = keys["test_idx"].astype(int)
     joined = predictions.merge(keys, on=["dataset", "test_idx"], how="left", indicator=True)

@@ -76,6 +76,14 @@ def _where(path: Path, number: int, text: str) -> str:
     return f"{path}: {'record' if text.lstrip().startswith('[') else 'line'} {number}"
 
 
+def prediction_records(path: str | Path) -> list[tuple[str, Any]]:
+    """(where, parsed JSON) of each record of a predictions file, JSON lines or one JSON list
+    (``PATH: line N`` / ``PATH: record I``), as :func:`read_predictions` reads it."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    return [(_where(path, number, text), record) for number, record in _records(path)]
+
+
 def read_predictions(path: str | Path, known_ids: set[str] | None = None) -> pd.DataFrame:
     """question_id, hypothesis; every id unique and (when ``known_ids``) in the benchmark."""
     path = Path(path)
