@@ -15,11 +15,19 @@ import pytest
 from mnemoflow.data.amemgym import read_environment
 from mnemoflow.environment import knobs as knobs_
 from mnemoflow.environment.assemble import assemble_user, data_text, validate_data
-from mnemoflow.environment.base import InvalidReply, Stage, StageFailed, refined_text
+from mnemoflow.environment.base import (
+    Call,
+    InvalidReply,
+    Stage,
+    StageContext,
+    StageFailed,
+    StageLog,
+    refined_text,
+)
 from mnemoflow.environment.runner import Failure, generate_user
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.gateway import Gateway
-from mnemoflow.llm.types import EndpointError
+from mnemoflow.llm.types import EndpointError, Reply
 
 PERSONA = {"key": "p0", "name": "Ada Example"}
 KNOBS = {"num_questions": 2, "num_periods": 1, "max_refinements": 20}
@@ -458,3 +466,36 @@ def test_a_refine_reply_is_its_non_empty_text_under_the_stage_key():
             InvalidReply, match=r'^the reply must be \{"query": "non-empty text"\}$'
         ):
             refined_text("query")(reply)
+
+
+class RecordingGateway:
+    """Answers every request with ``reply``, keeping the requests."""
+
+    def __init__(self, reply: str):
+        self.reply, self.requests = reply, []
+
+    async def chat(self, request, parse=None):
+        self.requests.append(request)
+        parsed = parse(self.reply) if parse is not None else None
+        return Reply(self.reply, "m", 1, 1, 0.0, False, parsed=parsed)
+
+
+def test_a_call_sends_its_role_task_and_formatted_template():
+    call = Call("generator_low", "env-thing", "Pick {count} of {what}.")
+    gateway = RecordingGateway('{"picked": "two"}')
+    ctx = StageContext(gateway, {}, "u0", 1, StageLog("thing"))
+    validated = call.ask(
+        ctx, fields={"n": 2}, validate=lambda reply: reply["picked"], count=2, what="these"
+    )
+    assert asyncio.run(validated) == "two"
+    checked = call.ask(ctx, fields={"n": 3}, parse=str.upper, count=3, what="those")
+    assert asyncio.run(checked) == '{"PICKED": "TWO"}'
+    first, second = gateway.requests
+    assert (first.role, first.task, second.task) == ("generator_low", "env-thing", "env-thing")
+    assert first.messages == [{"role": "user", "content": "Pick 2 of these."}]
+    assert first.fields == {"n": 2, "errors": []} and first.response_format == {
+        "type": "json_object"
+    }
+    assert second.messages == [{"role": "user", "content": "Pick 3 of those."}]
+    assert second.fields == {"n": 3} and second.response_format is None
+    assert (ctx.log.asks, ctx.log.calls) == (1, 2)

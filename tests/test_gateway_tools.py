@@ -103,6 +103,24 @@ def test_tools_are_part_of_the_cache_key():
     )
 
 
+def test_the_body_and_the_cache_key_carry_the_same_request_options():
+    from mnemoflow.llm.openai_backend import chat_body
+    from mnemoflow.llm.types import EndpointSpec
+
+    spec = EndpointSpec("agent", backend="openai", model="m", base_url="http://x/v1")
+    fmt = {"type": "json_object"}
+    request = ChatRequest(**{**tool_request("x").__dict__, "response_format": fmt})
+    request.tool_choice = "auto"
+    assert request.options() == {"response_format": fmt, "tools": TOOLS, "tool_choice": "auto"}
+    body = chat_body(request, spec)
+    assert list(body)[-3:] == ["response_format", "tools", "tool_choice"]
+    assert {name: body[name] for name in request.options()} == request.options()
+    # a tool choice without tools is not sent, and nothing unset is
+    bare = ChatRequest(role="agent", task="t", messages=[], tool_choice="auto")
+    assert bare.options() == {"tool_choice": "auto"}
+    assert {"response_format", "tools", "tool_choice"}.isdisjoint(chat_body(bare, spec))
+
+
 def test_offline_handler_may_not_call_a_tool_it_was_not_offered(offline_tool_task):
     with pytest.raises(OfflineBackendError, match="'delete_everything', which the request"):
         chat(Gateway.from_config({}), tool_request("x", task="test_tool_unoffered"))

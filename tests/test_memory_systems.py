@@ -15,6 +15,7 @@ import yaml
 from mnemoflow.errors import ConfigError
 from mnemoflow.llm.types import Completion
 from mnemoflow.memory.base import Message, available, build, check_systems, resolve
+from mnemoflow.memory.params import Param, declare_params
 from tests.memory_support import REPO, gateway, messages, run, synthetic
 from tests.workflow import workdir
 
@@ -304,6 +305,29 @@ def test_every_builtin_parameter_has_a_schema_its_default_satisfies():
         cls = resolve(name)
         assert set(cls.params_schema) == set(cls.defaults), name
         cls.check_params(dict(cls.defaults), f"systems.{name}")  # defaults are valid values
+
+
+def test_declare_params_gives_defaults_and_schemas_from_one_table():
+    defaults, schema = declare_params(
+        top_k=Param(5, "integer", minimum=1),
+        mode=Param("kv", enum=["kv", "organizer"]),
+        free=Param(None),
+    )
+    assert defaults == {"top_k": 5, "mode": "kv", "free": None}
+    assert list(defaults) == ["top_k", "mode", "free"]
+    # type first, then the further keywords; a parameter with no check has no schema
+    assert schema == {
+        "top_k": {"type": "integer", "minimum": 1},
+        "mode": {"enum": ["kv", "organizer"]},
+    }
+    assert list(schema["top_k"]) == ["type", "minimum"]
+    assert resolve("tiered").defaults["recency_tau"] == 50.0
+    assert resolve("tiered").params_schema["recency_tau"] == {
+        "type": "number",
+        "exclusiveMinimum": 0,
+    }
+    # the shared write-buffer parameters come first, as declared
+    assert list(resolve("rag").defaults) == ["update_batch", "local_window", "top_k"]
 
 
 def test_the_default_config_systems_are_valid():

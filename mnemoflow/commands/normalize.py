@@ -14,10 +14,10 @@ from pathlib import Path
 
 from mnemoflow.commands import COMMANDS
 from mnemoflow.data.memorybench import parse_set, registry, select
-from mnemoflow.data.tables import write_table
+from mnemoflow.data.tables import MEMORYBENCH_NORMALIZED, write_table
 from mnemoflow.data.validate import DataError
 from mnemoflow.eval.memorybench.memorybench_rescore import keyed_records
-from mnemoflow.eval.memorybench.normalize import NORMALIZED, format_summary, normalize_set
+from mnemoflow.eval.memorybench.normalize import format_summary, normalize_set
 
 
 @COMMANDS.register(
@@ -58,6 +58,6 @@ def run(args: argparse.Namespace) -> int:
         for d, i, v in values[["dataset", "test_idx", "value"]].itertuples(index=False)
     ]
     result = normalize_set(values, args.set, args.configs, args.stats, partial=args.partial)
-    write_table(result, args.out / "scores.parquet", NORMALIZED)
+    write_table(result, args.out / "scores.parquet", MEMORYBENCH_NORMALIZED)
     print(format_summary(result))
     return 0

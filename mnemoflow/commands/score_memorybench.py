@@ -32,7 +32,12 @@ import pandas as pd
 
 from mnemoflow.data.memorybench import parse_set
 from mnemoflow.data.registry import load_benchmark
-from mnemoflow.data.tables import write_atomic_text, write_table
+from mnemoflow.data.tables import (
+    MEMORYBENCH_ITEM_SCORES,
+    MEMORYBENCH_NORMALIZED,
+    write_atomic_text,
+    write_table,
+)
 from mnemoflow.errors import ConfigError
 from mnemoflow.eval.benchmark_metric import metric_for
 from mnemoflow.eval.memorybench import memorybench_judge_protocol
@@ -43,14 +48,12 @@ from mnemoflow.eval.memorybench.memorybench_judges import (
     judge_provenance,
 )
 from mnemoflow.eval.memorybench.memorybench_rescore import (
-    ITEM_SCORES,
     dataset_means,
     primary_values,
     read_predictions,
     score_predictions,
 )
 from mnemoflow.eval.memorybench.normalize import (
-    NORMALIZED,
     format_summary,
     missing_datasets,
     normalize_set,
@@ -120,8 +123,8 @@ def run(args: argparse.Namespace, models: dict) -> int:
             if missing:
                 note = f"normalized over the datasets scored; missing: {', '.join(missing)}"
             table = pd.concat([normalized, table], ignore_index=True)
-        write_table(scores, args.out / "question_scores.parquet", ITEM_SCORES)
-        write_table(table, args.out / "scores.parquet", NORMALIZED)
+        write_table(scores, args.out / "question_scores.parquet", MEMORYBENCH_ITEM_SCORES)
+        write_table(table, args.out / "scores.parquet", MEMORYBENCH_NORMALIZED)
         if scoring == "judge":
             judge = memorybench_judge_protocol.provenance(gateway)
         else:

@@ -69,18 +69,9 @@ COLUMNS = (
 )
 #: Columns that may be empty.
 OPTIONAL = frozenset({"model", "note"})
-#: One published cell: no two rows of the shipped files may share these.
-CELL_KEY = (
-    "paper",
-    "table",
-    "version",
-    "benchmark",
-    "row",
-    "protocol",
-    "period",
-    "aggregate",
-    "metric",
-)
+#: One published cell, every column but what is said of it (the value, its source and note) and
+#: the model: no two rows of the shipped files may share these.
+CELL_KEY = tuple(name for name in COLUMNS if name not in ("model", "value", "source", "note"))
 #: ``period`` for the mean over periods (compared with a run's last step); ``aggregate`` for all
 #: the table's questions.
 MEAN = "mean"

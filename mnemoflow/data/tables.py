@@ -267,6 +267,29 @@ GENERATION_REPORT = pa.schema(
     ]
 )
 
+#: MemoryBench scored outside the workflow (``mnemoflow score --benchmark memorybench``): one row
+#: per item and metric (its question_scores.parquet).
+MEMORYBENCH_ITEM_SCORES = pa.schema(
+    [
+        ("dataset", _str),
+        ("test_idx", _int),
+        ("metric", _str),
+        ("value", _float),
+        ("question_id", _str),
+        ("parse_ok", _bool),
+        ("raw_reply", _str),
+        ("primary", _bool),
+        ("prompt_version", _str),
+    ]
+)
+
+#: A MemoryBench set's normalized scores (``mnemoflow normalize``, its scores.parquet): summary
+#: rows (``dataset`` "all": average, weighted_average, z_score) then per dataset rows (mean = raw
+#: mean, minmax, z = mean normalized values).
+MEMORYBENCH_NORMALIZED = pa.schema(
+    [("set", _str), ("dataset", _str), ("metric", _str), ("value", _float), ("n", _int)]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "sessions": SESSIONS,
     "episode_sessions": EPISODE_SESSIONS,

@@ -15,11 +15,10 @@ from typing import Any
 
 from mnemoflow.data.amemgym_procedural import state_variants
 from mnemoflow.environment.base import (
+    Call,
     InvalidReply,
     Stage,
     StageContext,
-    ask,
-    ask_validated,
     gather_all,
     refine_until_checked,
     refined_text,
@@ -46,6 +45,7 @@ Rules:
 Reply with JSON: {{"variant_1": "answer for variant 1", "variant_2": "...", ...}} \
 with exactly {count} answers.
 """
+ANSWERS = Call("generator_low", "env-answers", ANSWERS_PROMPT)
 
 CHECK_PROMPT = """\
 Which of the state variants below is this answer to the question written for?
@@ -60,6 +60,7 @@ Variants:
 Compare what the answer addresses with each variant and pick the one it fits most specifically.
 Reply with the variant's number only.
 """
+CHECK = Call("generator_low", "env-answer-check", CHECK_PROMPT)
 
 REFINE_PROMPT = """\
 Rewrite an answer so that it clearly fits its target state variant and no other.
@@ -82,6 +83,7 @@ difference from the other variants evident. Write in the question's language.
 
 Reply with JSON: {{"answer": "the rewritten answer"}}
 """
+REFINE = Call("generator_low", "env-answer-refine", REFINE_PROMPT)
 
 
 def check_answers(reply: Any, *, count: int) -> list[str]:
@@ -129,29 +131,25 @@ async def _answer_question(
     )
     plain = [list(variant) for variant in variants]
     base = {"question": query, "required_info": required, "choices": choices, "variants": plain}
-    drafts = await ask_validated(
+    drafts = await ANSWERS.ask(
         ctx,
-        role="generator_low",
-        task="env-answers",
-        prompt=ANSWERS_PROMPT.format(
-            question=query,
-            types=", ".join(required),
-            variants="\n".join(f"Variant {line}" for line in listing.splitlines()),
-            count=len(variants),
-        ),
         fields=base,
         validate=partial(check_answers, count=len(variants)),
+        question=query,
+        types=", ".join(required),
+        variants="\n".join(f"Variant {line}" for line in listing.splitlines()),
+        count=len(variants),
     )
 
     async def settle(index: int, draft: str) -> str:
         async def check(answer: str) -> str | None:
-            picked = await ask(
+            picked = await CHECK.ask(
                 ctx,
-                role="generator_low",
-                task="env-answer-check",
-                prompt=CHECK_PROMPT.format(question=query, answer=answer, variants=listing),
                 fields={**base, "answer": answer},
                 parse=partial(parse_choice, count=len(variants)),
+                question=query,
+                answer=answer,
+                variants=listing,
             )
             if picked is None:
                 return "the checker's reply was not a variant number"
@@ -164,19 +162,15 @@ async def _answer_question(
 
         async def refine(answer: str, problem: str) -> str:
             others = [v for i, v in enumerate(variants) if i != index]
-            return await ask_validated(
+            return await REFINE.ask(
                 ctx,
-                role="generator_low",
-                task="env-answer-refine",
-                prompt=REFINE_PROMPT.format(
-                    question=query,
-                    target=_describe(required, variants[index]),
-                    others="\n".join(_describe(required, v) for v in others),
-                    answer=answer,
-                    problem=problem,
-                ),
                 fields={**base, "answer": answer, "target": list(variants[index])},
                 validate=refined_text("answer"),
+                question=query,
+                target=_describe(required, variants[index]),
+                others="\n".join(_describe(required, v) for v in others),
+                answer=answer,
+                problem=problem,
             )
 
         return await refine_until_checked(

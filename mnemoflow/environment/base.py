@@ -243,6 +243,34 @@ async def ask(
     return reply.parsed if parse is not None else reply.text.strip()
 
 
+@dataclass(frozen=True)
+class Call:
+    """One kind of model call a stage makes: the role that answers it, the task its requests carry
+    (what the offline backend answers it by) and the template its prompt is formatted from, bound
+    once beside the template so a task never goes out with another task's prompt."""
+
+    role: str
+    task: str
+    template: str
+
+    async def ask(
+        self,
+        ctx: StageContext,
+        *,
+        fields: dict[str, Any],
+        validate: Callable[[Any], Any] | None = None,
+        parse: Callable[[str], Any] | None = None,
+        **values: Any,
+    ) -> Any:
+        """The template formatted with ``values``, asked until ``validate`` accepts the JSON
+        reply when it is given (:func:`ask_validated`), else asked once and read by ``parse``
+        (:func:`ask`)."""
+        request = {"role": self.role, "task": self.task, "prompt": self.template.format(**values)}
+        if validate is not None:
+            return await ask_validated(ctx, **request, fields=fields, validate=validate)
+        return await ask(ctx, **request, fields=fields, parse=parse)
+
+
 async def gather_all(coroutines: list[Awaitable[Any]]) -> list[Any]:
     """Every result in order, run concurrently; the first failure cancels the rest and is raised
     as itself (a :class:`StageFailed` stays one, unlike a ``TaskGroup``'s exception group)."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from mnemoflow.environment.base import (
+    Call,
     InvalidReply,
     Stage,
     StageContext,
-    ask_validated,
     prompt_json,
 )
 from mnemoflow.environment.questions import total_months
@@ -33,6 +33,7 @@ first nor the last of a range (so the user can move both ways) and realistic sta
 could develop over later updates.
 
 Reply with a JSON object mapping every variable name to its chosen value."""
+INITIAL_STATE = Call("generator_low", "env-initial-state", PROMPT)
 
 
 def validate_initial_state(reply: Any, schema: dict[str, list[str]]) -> dict[str, str]:
@@ -55,19 +56,14 @@ def validate_initial_state(reply: Any, schema: dict[str, list[str]]) -> dict[str
 async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, str]:
     knobs = ctx.knobs
     schema = inputs["schema"]["state_schema"]
-    prompt = PROMPT.format(
+    return await INITIAL_STATE.ask(
+        ctx,
+        fields={"user": ctx.user, "seed": ctx.seed, "schema": schema},
+        validate=lambda reply: validate_initial_state(reply, schema),
         months=total_months(knobs),
         start_date=knobs["start_date"],
         profile=inputs["profile"]["formatted_str"],
         schema=prompt_json(schema),
-    )
-    return await ask_validated(
-        ctx,
-        role="generator_low",
-        task="env-initial-state",
-        prompt=prompt,
-        fields={"user": ctx.user, "seed": ctx.seed, "schema": schema},
-        validate=lambda reply: validate_initial_state(reply, schema),
     )
 
 

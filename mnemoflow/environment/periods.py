@@ -15,10 +15,10 @@ from typing import Any
 
 from mnemoflow.data.amemgym_procedural import plus_months
 from mnemoflow.environment.base import (
+    Call,
     InvalidReply,
     Stage,
     StageContext,
-    ask_validated,
     numbered_objects,
     prompt_json,
 )
@@ -26,7 +26,7 @@ from mnemoflow.environment.base import (
 UPDATES_PROMPT = """\
 Propose how a user's personal state changes over the next {months} months.
 
-Step {step} of {total} ({left} left). Current date {current}; target date {target}.
+Step {step} of {total} ({left} left). Current date {begin}; target date {end}.
 
 User profile (as of the start date {start}):
 {profile}
@@ -53,6 +53,7 @@ Rules:
 Reply with JSON: {{"period_summary": "what happened in this period and why", \
 "updated": {{"variable": "new value"}}}}
 """
+UPDATES = Call("generator_high", "env-state-updates", UPDATES_PROMPT)
 
 EVENTS_PROMPT = """\
 Write the life events that caused (or follow from) a user's state changes in one period.
@@ -77,6 +78,7 @@ Rules:
 
 Reply with JSON: {{"events": [{{"states": ["changed variable", ...], "event": "what happened"}}]}}
 """
+EVENTS = Call("generator_low", "env-events", EVENTS_PROMPT)
 
 
 def check_updates(
@@ -148,29 +150,10 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
     for step in range(1, total + 1):
         begin = plus_months(start, months * (step - 1)).isoformat()
         end = plus_months(start, months * step).isoformat()
-        prompt = UPDATES_PROMPT.format(
-            months=months,
-            step=step,
-            total=total,
-            left=total - step,
-            current=begin,
-            target=end,
-            start=start_text,
-            profile=profile,
-            schema=prompt_json(schema),
-            state=prompt_json(state),
-            prior=prompt_json(prior),
-            cap=cap,
-            counts=prompt_json(counts),
-            n=n,
-            low=max(1, n - 1),
-            high=n + 1,
-        )
-        summary, updated = await ask_validated(
+        # what both of the period's prompts say about it
+        period = dict(start=start_text, profile=profile, begin=begin, end=end)
+        summary, updated = await UPDATES.ask(
             ctx,
-            role="generator_high",
-            task="env-state-updates",
-            prompt=prompt,
             fields={
                 "schema": schema,
                 "state": state,
@@ -182,6 +165,19 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
                 "seed": f"{ctx.seed}:{ctx.user}:{step}",
             },
             validate=partial(check_updates, schema=schema, state=state, n=n),
+            months=months,
+            step=step,
+            total=total,
+            left=total - step,
+            **period,
+            schema=prompt_json(schema),
+            state=prompt_json(state),
+            prior=prompt_json(prior),
+            cap=cap,
+            counts=prompt_json(counts),
+            n=n,
+            low=max(1, n - 1),
+            high=n + 1,
         )
         updates = {name: {"old": state[name], "new": value} for name, value in updated.items()}
         changes = [
@@ -189,21 +185,14 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
             for name, t in updates.items()
         ]
         unchanged = {name: value for name, value in state.items() if name not in updates}
-        events = await ask_validated(
+        events = await EVENTS.ask(
             ctx,
-            role="generator_low",
-            task="env-events",
-            prompt=EVENTS_PROMPT.format(
-                start=start_text,
-                profile=profile,
-                begin=begin,
-                end=end,
-                summary=summary,
-                changes=prompt_json(changes),
-                unchanged=prompt_json(unchanged),
-            ),
             fields={"updates": updates, "seed": f"{ctx.seed}:{ctx.user}:{step}"},
             validate=partial(check_events, schema=schema, updates=updates),
+            **period,
+            summary=summary,
+            changes=prompt_json(changes),
+            unchanged=prompt_json(unchanged),
         )
         state = state | updated
         for name in updated:

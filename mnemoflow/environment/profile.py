@@ -11,10 +11,10 @@ from typing import Any
 
 from mnemoflow.data.amemgym_procedural import PROFILE_KEYS, formatted_profile
 from mnemoflow.environment.base import (
+    Call,
     InvalidReply,
     Stage,
     StageContext,
-    ask_validated,
     prompt_json,
 )
 
@@ -49,6 +49,7 @@ Complementary information:
 
 The summary will brief a role-player, so keep it professional, informative and short.
 Reply with a JSON object with two keys: "name" (the full name) and "profile" (the paragraph)."""
+PROFILE = Call("generator_low", "env-profile", PROMPT)
 
 
 def _listing(value: Any) -> str:
@@ -109,18 +110,13 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
     persona = inputs["persona"]
     basic = basic_profile(persona)
     extra = complementary(persona)
-    prompt = PROMPT.format(
+    reply = await PROFILE.ask(
+        ctx,
+        fields={"basic": basic, "complementary": extra, "max_words": MAX_SUMMARY_WORDS},
+        validate=validate_profile,
         max_words=MAX_SUMMARY_WORDS,
         basic="\n".join(f"{key}: {basic[key]}" for key in BASIC_KEYS),
         complementary=prompt_json(extra),
-    )
-    reply = await ask_validated(
-        ctx,
-        role="generator_low",
-        task="env-profile",
-        prompt=prompt,
-        fields={"basic": basic, "complementary": extra, "max_words": MAX_SUMMARY_WORDS},
-        validate=validate_profile,
     )
     profile = {"uuid": persona["key"], "name": reply["name"], **basic}
     profile["complementary_info"] = reply["profile"]

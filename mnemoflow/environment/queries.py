@@ -13,11 +13,10 @@ from functools import partial
 from typing import Any
 
 from mnemoflow.environment.base import (
+    Call,
     InvalidReply,
     Stage,
     StageContext,
-    ask,
-    ask_validated,
     gather_all,
     numbered_objects,
     parse_json_reply,
@@ -49,6 +48,7 @@ Rules:
 Reply with JSON: {{"queries": [{{"exposed_states": {{"variable": "current value"}}, \
 "query": "the user's message"}}]}}
 """
+INIT_QUERIES = Call("generator_low", "env-init-queries", INIT_PROMPT)
 
 UPDATE_PROMPT = """\
 Write the questions a user would naturally put to an AI assistant, one per life event below, \
@@ -74,6 +74,7 @@ Rules:
 Reply with JSON: {{"queries": ["query for event 1", ...]}} with exactly {count} queries, in the \
 events' order.
 """
+UPDATE_QUERIES = Call("generator_low", "env-update-queries", UPDATE_PROMPT)
 
 CHECK_PROMPT = """\
 From this user message alone, predict the most likely value of each state variable below.
@@ -88,6 +89,7 @@ not say).
 
 Reply with JSON: {{"variable": "predicted value", ...}}
 """
+CHECK = Call("generator_low", "env-query-check", CHECK_PROMPT)
 
 REFINE_PROMPT = """\
 Rewrite a user's message so that the intended state values can be clearly inferred from it.
@@ -107,6 +109,7 @@ value apart from the other possible values.
 
 Reply with JSON: {{"query": "the rewritten message"}}
 """
+REFINE = Call("generator_low", "env-query-refine", REFINE_PROMPT)
 
 
 def check_init_queries(
@@ -173,13 +176,12 @@ async def _settle(
     choices = {name: schema[name] for name in names}
 
     async def check(query: str) -> str | None:
-        predicted = await ask(
+        predicted = await CHECK.ask(
             ctx,
-            role="generator_low",
-            task="env-query-check",
-            prompt=CHECK_PROMPT.format(query=query, choices=prompt_json(choices)),
             fields={"query": query, "choices": choices},
             parse=partial(parse_prediction, names=names),
+            query=query,
+            choices=prompt_json(choices),
         )
         if predicted is None:
             return "the checker's reply was not a prediction of every variable"
@@ -191,18 +193,14 @@ async def _settle(
         return "; ".join(wrong) or None
 
     async def refine(query: str, problem: str) -> str:
-        return await ask_validated(
+        return await REFINE.ask(
             ctx,
-            role="generator_low",
-            task="env-query-refine",
-            prompt=REFINE_PROMPT.format(
-                query=query,
-                exposed=prompt_json(exposed),
-                choices=prompt_json(choices),
-                problem=problem,
-            ),
             fields={"query": query, "exposed_states": exposed, "choices": choices},
             validate=refined_text("query"),
+            query=query,
+            exposed=prompt_json(exposed),
+            choices=prompt_json(choices),
+            problem=problem,
         )
 
     query = await refine_until_checked(
@@ -218,15 +216,14 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[list[dict[str, 
     start = str(ctx.knobs["start_date"])
     seed = f"{ctx.seed}:{ctx.user}"
     drafts: list[list[dict[str, Any]]] = [
-        await ask_validated(
+        await INIT_QUERIES.ask(
             ctx,
-            role="generator_low",
-            task="env-init-queries",
-            prompt=INIT_PROMPT.format(
-                start=start, profile=profile, state=prompt_json(initial), schema=prompt_json(schema)
-            ),
             fields={"state": initial, "schema": schema, "seed": f"{seed}:0"},
             validate=partial(check_init_queries, schema=schema, state=initial),
+            start=start,
+            profile=profile,
+            state=prompt_json(initial),
+            schema=prompt_json(schema),
         )
     ]
     for step, period in enumerate(inputs["periods"], start=1):
@@ -238,21 +235,17 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[list[dict[str, 
             }
             for event in period["events"]
         ]
-        queries = await ask_validated(
+        queries = await UPDATE_QUERIES.ask(
             ctx,
-            role="generator_low",
-            task="env-update-queries",
-            prompt=UPDATE_PROMPT.format(
-                start=start,
-                profile=profile,
-                begin=period["period_start"],
-                end=period["period_end"],
-                events=prompt_json(context),
-                schema=prompt_json(schema),
-                count=len(context),
-            ),
             fields={"events": context, "seed": f"{seed}:{step}"},
             validate=partial(check_update_queries, count=len(context)),
+            start=start,
+            profile=profile,
+            begin=period["period_start"],
+            end=period["period_end"],
+            events=prompt_json(context),
+            schema=prompt_json(schema),
+            count=len(context),
         )
         drafts.append(
             [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemoflow.environment.base import InvalidReply, Stage, StageContext, ask_validated
+from mnemoflow.environment.base import Call, InvalidReply, Stage, StageContext
 
 PROMPT = """You write realistic requests for suggestions or advice that a user puts to an AI
 assistant.
@@ -43,6 +43,7 @@ Reply with a JSON object whose key "questions" holds the list, for example:
       "info_choices": ["junior_0_2_years", "mid_level_3_5_years", "senior_6_plus_years"]}},
     {{"info_type": "family_status",
       "info_choices": ["single", "married_no_children", "married_with_children"]}}]}}]}}"""
+QUESTIONS = Call("generator_high", "env-questions", PROMPT)
 
 
 def language_name(lang: str) -> str:
@@ -106,20 +107,8 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
     n_questions = int(knobs["num_questions"])
     n_states = int(knobs["num_states_per_question"])
     n_choices = int(knobs["num_choices_per_state"])
-    prompt = PROMPT.format(
-        start_date=knobs["start_date"],
-        profile=profile["formatted_str"],
-        num_questions=n_questions,
-        months=total_months(knobs),
-        num_states=n_states,
-        num_choices=n_choices,
-        language=language_name(str(knobs.get("lang", "en"))),
-    )
-    return await ask_validated(
+    return await QUESTIONS.ask(
         ctx,
-        role="generator_high",
-        task="env-questions",
-        prompt=prompt,
         fields={
             "user": ctx.user,
             "seed": ctx.seed,
@@ -128,6 +117,13 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> list[dict[str, Any]]
             "num_choices_per_state": n_choices,
         },
         validate=lambda reply: validate_questions(reply, n_questions, n_states, n_choices),
+        start_date=knobs["start_date"],
+        profile=profile["formatted_str"],
+        num_questions=n_questions,
+        months=total_months(knobs),
+        num_states=n_states,
+        num_choices=n_choices,
+        language=language_name(str(knobs.get("lang", "en"))),
     )
 
 

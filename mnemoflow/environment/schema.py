@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mnemoflow.environment.base import InvalidReply, Stage, StageContext, ask_validated
+from mnemoflow.environment.base import Call, InvalidReply, Stage, StageContext
 from mnemoflow.environment.questions import check_choices, language_name, total_months
 
 MERGE_PROMPT = """You tidy up the kinds of personal information (info types) that a user's advice
@@ -35,6 +35,7 @@ whose keys are the refined type names and whose values list the original type na
 each, for example:
 {{"professional_experience_years": ["current_experience_level", "experience_level_years"],
   "team_management_size": ["team_size"]}}"""
+MERGE = Call("generator_low", "env-merge-types", MERGE_PROMPT)
 
 UNIFY_PROMPT = """Some kinds of personal information were merged from several questions and now
 need one shared set of choices.
@@ -56,6 +57,7 @@ Write all content in {language}. Reply with a JSON object whose keys are the inf
 values are the lists of choices, for example:
 {{"professional_experience_years":
   ["junior_0_2_years", "mid_level_3_5_years", "senior_6_plus_years"]}}"""
+UNIFY = Call("generator_low", "env-unify-choices", UNIFY_PROMPT)
 
 
 def reference_questions(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -139,37 +141,29 @@ async def run(ctx: StageContext, inputs: dict[str, Any]) -> dict[str, Any]:
     language = language_name(str(knobs.get("lang", "en")))
     originals = original_types(questions)
     shown = reference_questions(questions)
-    merged = await ask_validated(
+    merged = await MERGE.ask(
         ctx,
-        role="generator_low",
-        task="env-merge-types",
-        prompt=MERGE_PROMPT.format(
-            profile=profile,
-            questions=json.dumps(shown, ensure_ascii=False, indent=2),
-            language=language,
-        ),
         fields={"types": originals},
         validate=lambda reply: validate_merge(reply, originals),
+        profile=profile,
+        questions=json.dumps(shown, ensure_ascii=False, indent=2),
+        language=language,
     )
     gathered = occurrences(questions, merged)
     conflicts = [t for t, occ in gathered.items() if len(occ) > 1]
     unified: dict[str, list[str]] = {}
     if conflicts:
         groups = {t: gathered[t] for t in conflicts}
-        unified = await ask_validated(
+        unified = await UNIFY.ask(
             ctx,
-            role="generator_low",
-            task="env-unify-choices",
-            prompt=UNIFY_PROMPT.format(
-                start_date=knobs["start_date"],
-                profile=profile,
-                groups=json.dumps(groups, ensure_ascii=False, indent=2),
-                num_choices=n_choices,
-                months=total_months(knobs),
-                language=language,
-            ),
             fields={"groups": groups, "merged": merged, "num_choices_per_state": n_choices},
             validate=lambda reply: validate_unified(reply, conflicts, n_choices),
+            start_date=knobs["start_date"],
+            profile=profile,
+            groups=json.dumps(groups, ensure_ascii=False, indent=2),
+            num_choices=n_choices,
+            months=total_months(knobs),
+            language=language,
         )
     state_schema = {t: unified.get(t, occ[0]["choices"]) for t, occ in gathered.items()}
     refined_of = {o: t for t, group in merged.items() for o in group}

@@ -448,12 +448,7 @@ class Gateway:
             payload["model"] = offline_version(request.task)
             payload["task"] = request.task
             payload["fields"] = request.fields
-        if request.response_format is not None:
-            payload["response_format"] = request.response_format
-        if request.tools is not None:
-            payload["tools"] = request.tools
-        if request.tool_choice is not None:
-            payload["tool_choice"] = request.tool_choice
+        payload.update(request.options())
         if spec.extra_body:
             payload["extra_body"] = spec.extra_body
         if attempt:

@@ -349,12 +349,10 @@ def chat_body(request: ChatRequest, spec: EndpointSpec) -> dict[str, Any]:
     seed = request.seed if request.seed is not None else spec.seed
     if seed is not None:
         body["seed"] = seed
-    if request.response_format is not None:
-        body["response_format"] = request.response_format
-    if request.tools is not None:
-        body["tools"] = request.tools
-        if request.tool_choice is not None:
-            body["tool_choice"] = request.tool_choice
+    options = request.options()
+    if "tools" not in options:
+        options.pop("tool_choice", None)  # a tool choice goes with tools only
+    body.update(options)
     if spec.extra_body:
         body.update(spec.extra_body)  # config refuses keys that would override the above
     return body

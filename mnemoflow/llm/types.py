@@ -584,6 +584,17 @@ class ChatRequest:
     #: OpenAI ``tool_choice`` (``"auto"``, ``"required"`` or a named function); with ``tools``.
     tool_choice: str | dict[str, Any] | None = None
 
+    def options(self) -> dict[str, Any]:
+        """The optional OpenAI parts this request sets (``response_format``, ``tools``,
+        ``tool_choice``), in that order: the body sent carries them and so does the cache key,
+        from this one list."""
+        parts = (
+            ("response_format", self.response_format),
+            ("tools", self.tools),
+            ("tool_choice", self.tool_choice),
+        )
+        return {name: value for name, value in parts if value is not None}
+
 
 def prompt_request(
     role: str,

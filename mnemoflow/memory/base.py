@@ -100,7 +100,8 @@ class WritePattern:
 
 
 class MemorySystem(ABC):
-    """Base class: subclasses set ``name``, ``defaults`` and ``params_schema`` and implement the
+    """Base class: subclasses set ``name``, ``defaults`` and ``params_schema`` (the built-in
+    ones from one :func:`~mnemoflow.memory.params.declare_params` table) and implement the
     abstract methods.
 
     ``params`` are the system's config values merged over ``defaults``; unknown keys and values

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mnemoflow.memory.base import MemoryItem, Message, load_messages, save_messages
+from mnemoflow.memory.params import Param
 
 #: Id prefix of the items :meth:`MessageBuffer.items` returns (``window:<turn id>``).
 WINDOW_PREFIX = "window:"
@@ -31,10 +32,10 @@ def render(message: Message) -> str:
 
 
 #: Parameters of the AMemGym-style write buffer shared by rag, agentic_external and
-#: agentic_incontext (merged into their ``params_schema``).
-BUFFER_SCHEMA = {
-    "update_batch": {"type": "integer", "minimum": 1},
-    "local_window": {"type": "integer", "minimum": 0},
+#: agentic_incontext (merged into their :func:`~mnemoflow.memory.params.declare_params` table).
+BUFFER_PARAMS = {
+    "update_batch": Param(2, "integer", minimum=1),
+    "local_window": Param(4, "integer", minimum=0),
 }
 
 

@@ -373,16 +373,11 @@ async def recall(user: AmemUser, period: int, agent: InteractiveAgent) -> list[d
     return list(await asyncio.gather(*(one(q) for q in user.questions)))
 
 
-async def evolve_after_checkpoint(
-    user: AmemUser,
-    period: int,
-    agent: InteractiveAgent,
-    gateway: Any,
-    variant: str,
-    replies: list[dict[str, Any]],
-) -> dict[str, Any]:
-    """Self-evolution after this period's checkpoint: the feedback per question (the options as
-    shown, the parsed answer, the memory lines shown) and the rewrite; its EVOLUTION row."""
+async def checkpoint_feedback(
+    user: AmemUser, agent: InteractiveAgent, replies: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """What self-evolution learns from this period's checkpoint, per question: the options as
+    shown, the parsed answer and the memory lines shown (``self_evolution.evolve``'s input)."""
     questions = {q.index: q for q in user.questions}
     items = []
     for row in replies:
@@ -393,7 +388,7 @@ async def evolve_after_checkpoint(
         items.append(
             {"question": question.query, "options": options, "answer": answer, "memories": memories}
         )
-    return await self_evolution.evolve(agent.memory, gateway, user.id, period, variant, items)
+    return items
 
 
 def evolve_variant(system_spec: dict[str, Any], memory: Any) -> str | None:
@@ -485,10 +480,12 @@ async def run_step(
             replies.extend(answers)
             recalls.extend(await recall(user, step, agent))
             variant = evolve_variant(system_spec, memory)
-            if variant is not None:
-                evolutions.append(
-                    await evolve_after_checkpoint(user, step, agent, gateway, variant, answers)
+            if variant is not None:  # rewrite the types section from the checkpoint's feedback
+                items = await checkpoint_feedback(user, agent, answers)
+                evolution = await self_evolution.evolve(
+                    agent.memory, gateway, user.id, step, variant, items
                 )
+                evolutions.append(evolution)
                 memory.save(target)  # the snapshot carries the evolved section
                 stats[user.id] = {**memory.stats(), "pairs_written": agent.writes}
         ctx.tick(None)

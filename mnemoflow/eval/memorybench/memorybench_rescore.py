@@ -16,25 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 
+from mnemoflow.data.tables import MEMORYBENCH_ITEM_SCORES
 from mnemoflow.data.validate import DataError
 from mnemoflow.eval.memorybench import memorybench_metrics
-
-#: Per-item scores of ``mnemoflow score --benchmark memorybench`` (question_scores.parquet).
-ITEM_SCORES = pa.schema(
-    [
-        ("dataset", pa.string()),
-        ("test_idx", pa.int64()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),
-        ("question_id", pa.string()),
-        ("parse_ok", pa.bool_()),
-        ("raw_reply", pa.string()),
-        ("primary", pa.bool_()),
-        ("prompt_version", pa.string()),
-    ]
-)
 
 
 def read_records(path: str | Path) -> list[tuple[str, Any]]:
@@ -124,8 +109,9 @@ def read_predictions(
 async def score_predictions(
     joined: pd.DataFrame, gateway, fusion=None, bertscore=None, metrics: Any = None
 ) -> pd.DataFrame:
-    """question_scores rows (ITEM_SCORES) for predictions joined to their questions: every metric
-    of every item; the ``primary`` row's value is :func:`item_value` (failures mapped).
+    """question_scores rows (``MEMORYBENCH_ITEM_SCORES``) for predictions joined to their
+    questions: every metric of every item; the ``primary`` row's value is :func:`item_value`
+    (failures mapped).
     ``metrics``: the scoring protocol's item metrics (default: the paper's,
     :mod:`mnemoflow.eval.memorybench.memorybench_metrics`; ``scoring: judge``'s is
     :mod:`mnemoflow.eval.memorybench.memorybench_judge_protocol`)."""
@@ -156,7 +142,7 @@ async def score_predictions(
                     "prompt_version": s.prompt_version,
                 }
             )
-    return pd.DataFrame(rows, columns=ITEM_SCORES.names)
+    return pd.DataFrame(rows, columns=MEMORYBENCH_ITEM_SCORES.names)
 
 
 def primary_values(scores: pd.DataFrame) -> pd.DataFrame:
@@ -165,8 +151,8 @@ def primary_values(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def dataset_means(scores: pd.DataFrame, set_name: str, metrics: Any = None) -> pd.DataFrame:
-    """Per-dataset mean of each metric (NORMALIZED rows: set, dataset, metric, value, n = items
-    with a value: a sub-metric left None, e.g. JuDGE's time_score, is skipped)."""
+    """Per-dataset mean of each metric (``MEMORYBENCH_NORMALIZED`` rows: set, dataset, metric,
+    value, n = items with a value: a sub-metric left None, e.g. JuDGE's time_score, is skipped)."""
     grouped = scores.groupby(["dataset", "metric"], sort=False)["value"].agg(["mean", "count"])
     rows = [
         {"set": set_name, "dataset": d, "metric": m, "value": float(mean), "n": int(count)}

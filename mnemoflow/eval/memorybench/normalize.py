@@ -24,22 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 
 from mnemoflow.data.memorybench import parse_set, registry, select
+from mnemoflow.data.tables import MEMORYBENCH_NORMALIZED
 from mnemoflow.data.validate import DataError
 
-#: Output of :func:`normalize_set`: summary rows (``dataset`` "all": average, weighted_average,
-#: z_score) then per dataset rows (mean = raw mean, minmax, z = mean normalized values).
-NORMALIZED = pa.schema(
-    [
-        ("set", pa.string()),
-        ("dataset", pa.string()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),
-        ("n", pa.int64()),
-    ]
-)
 SUMMARY_METRICS = ("average", "weighted_average", "z_score")
 STAT_KEYS = ("dataset_min", "dataset_max", "dataset_mu", "dataset_sigma")
 
@@ -97,7 +86,8 @@ def normalize_set(
     stats_file: str | Path,
     partial: bool = False,
 ) -> pd.DataFrame:
-    """The normalized summary of a ``domain:NAME`` / ``task:NAME`` set (schema NORMALIZED).
+    """The normalized summary of a ``domain:NAME`` / ``task:NAME`` set (rows of the schema
+    ``MEMORYBENCH_NORMALIZED``).
 
     ``values``: columns dataset, test_idx, value (one final value per item).
     """
@@ -149,7 +139,7 @@ def normalize_set(
                     "n": int(row["n"]),
                 }
             )
-    return pd.DataFrame(rows, columns=NORMALIZED.names)
+    return pd.DataFrame(rows, columns=MEMORYBENCH_NORMALIZED.names)
 
 
 def missing_datasets(values: pd.DataFrame, set_name: str, configs_dir: str | Path) -> list[str]:

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.products import INSTALL_HINT
 
 _patch_lock = threading.Lock()
@@ -69,8 +70,7 @@ class Product(MemorySystem):
     and implement ``_modules`` (import the product, pinned, and patch it once), ``_write``
     (store the messages that have content) and ``_search`` (rank what is stored)."""
 
-    defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
-    params_schema: ClassVar[dict[str, Any]] = {"top_k": {"type": "integer", "minimum": 1}}
+    defaults, params_schema = declare_params(top_k=Param(10, "integer", minimum=1))
     ingest_params: ClassVar[frozenset[str] | None] = frozenset()
     ingest_roles: ClassVar[tuple[str, ...]] = (WRITER, "embedder")
     #: A product's search embeds the query only, unless it says otherwise.

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mnemoflow.memory.base import MemoryItem, Message, WritePattern, register
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Product, conversation_time, patch_once
 from mnemoflow.memory.tokens import count_tokens
@@ -224,18 +225,12 @@ class LangMem(Product):
     requires = (("langmem", distribution, VERSION),)
     #: REPAIR is a real endpoint's only: the offline writer's tool calls always validate.
     offline, offline_tasks = "mnemoflow.llm.offline.langmem", (MANAGE,)
-    defaults: ClassVar[dict[str, Any]] = {
-        "top_k": 10,
-        "update_batch": 2,
-        "query_limit": 5,
-        "enable_deletes": False,
-    }
-    params_schema: ClassVar[dict[str, Any]] = {
-        "top_k": {"type": "integer", "minimum": 1},
-        "update_batch": {"type": "integer", "minimum": 1},
-        "query_limit": {"type": "integer", "minimum": 1},
-        "enable_deletes": {"type": "boolean"},
-    }
+    defaults, params_schema = declare_params(
+        top_k=Param(10, "integer", minimum=1),
+        update_batch=Param(2, "integer", minimum=1),
+        query_limit=Param(5, "integer", minimum=1),
+        enable_deletes=Param(False, "boolean"),
+    )
     ingest_params: ClassVar[frozenset[str]] = frozenset(
         {"update_batch", "query_limit", "enable_deletes"}
     )

@@ -60,6 +60,7 @@ from typing import Any, ClassVar
 
 from mnemoflow.llm.types import UnparseableReply, reply_json
 from mnemoflow.memory.base import MemoryItem, Message, WritePattern, register
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, ThreadProduct, patch_once
 from mnemoflow.memory.tokens import count_tokens
@@ -220,16 +221,11 @@ class Mem0Paper(ThreadProduct):
                   "events", "relations_added")  # fmt: skip
     thread_name = "mem0"
     graph: ClassVar[bool] = False
-    defaults: ClassVar[dict[str, Any]] = {
-        "update_batch": 2,
-        "top_k": 10,
-        "speaker_roles": "as_given",
-    }
-    params_schema: ClassVar[dict[str, Any]] = {
-        "update_batch": {"type": "integer", "minimum": 1},
-        "top_k": {"type": "integer", "minimum": 1},
-        "speaker_roles": {"enum": ["as_given", "all_user"]},
-    }
+    defaults, params_schema = declare_params(
+        update_batch=Param(2, "integer", minimum=1),
+        top_k=Param(10, "integer", minimum=1),
+        speaker_roles=Param("as_given", enum=["as_given", "all_user"]),
+    )
     ingest_params: ClassVar[frozenset[str]] = frozenset({"update_batch", "speaker_roles"})
     ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)

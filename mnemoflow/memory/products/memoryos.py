@@ -63,6 +63,7 @@ import numpy as np
 
 from mnemoflow.llm.types import UnparseableReply, reply_json
 from mnemoflow.memory.base import MemoryItem, Message, WritePattern, register
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, ThreadProduct, formatted_time, patch_once
 from mnemoflow.memory.tokens import count_tokens
@@ -277,20 +278,13 @@ class MemoryOS(ThreadProduct):
     state_keys = ("now", "counter", "pairs", "knowledge", "last_page", "writer_calls",
                   "parse_failures", "tokens_written")  # fmt: skip
     thread_name = "memoryos"
-    defaults: ClassVar[dict[str, Any]] = {
-        "top_k": 10,
-        "short_term_capacity": 10,
-        "mid_term_heat_threshold": 5.0,
-        "mid_term_similarity_threshold": 0.6,
-        "top_k_sessions": 5,
-    }
-    params_schema: ClassVar[dict[str, Any]] = {
-        "top_k": {"type": "integer", "minimum": 1},
-        "short_term_capacity": {"type": "integer", "minimum": 1},
-        "mid_term_heat_threshold": {"type": "number", "minimum": 0},
-        "mid_term_similarity_threshold": {"type": "number"},
-        "top_k_sessions": {"type": "integer", "minimum": 1},
-    }
+    defaults, params_schema = declare_params(
+        top_k=Param(10, "integer", minimum=1),
+        short_term_capacity=Param(10, "integer", minimum=1),
+        mid_term_heat_threshold=Param(5.0, "number", minimum=0),
+        mid_term_similarity_threshold=Param(0.6, "number"),
+        top_k_sessions=Param(5, "integer", minimum=1),
+    )
     ingest_params: ClassVar[frozenset[str]] = frozenset(
         {"short_term_capacity", "mid_term_heat_threshold", "mid_term_similarity_threshold"}
     )

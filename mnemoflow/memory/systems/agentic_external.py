@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import Message, WritePattern, register
-from mnemoflow.memory.buffer import BUFFER_SCHEMA
+from mnemoflow.memory.buffer import BUFFER_PARAMS
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.systems.rag import BufferedStore
 from mnemoflow.memory.tokens import count_tokens
 from mnemoflow.memory.vector_store import StoredItem, embed
@@ -40,17 +41,11 @@ class AgenticExternal(BufferedStore):
         unit="fact",
     )
     #: (update_batch, local_window, top_k) of AMemGym's reference configuration awe-2-4-30.
-    defaults: ClassVar[dict[str, Any]] = {
-        "update_batch": 2,
-        "local_window": 4,
-        "top_k": 30,
-        "similar_k": 5,
-    }
-    params_schema: ClassVar[dict[str, Any]] = {
-        **BUFFER_SCHEMA,
-        "top_k": {"type": "integer", "minimum": 1},
-        "similar_k": {"type": "integer", "minimum": 1},
-    }
+    defaults, params_schema = declare_params(
+        **BUFFER_PARAMS,
+        top_k=Param(30, "integer", minimum=1),
+        similar_k=Param(5, "integer", minimum=1),
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)

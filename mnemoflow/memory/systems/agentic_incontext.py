@@ -27,8 +27,15 @@ from typing import Any, ClassVar
 
 from mnemoflow.errors import ConfigError
 from mnemoflow.memory import writer
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, WritePattern, register
-from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer
+from mnemoflow.memory.base import (
+    MemoryItem,
+    MemorySystem,
+    Message,
+    WritePattern,
+    register,
+)
+from mnemoflow.memory.buffer import BUFFER_PARAMS, MessageBuffer
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.tokens import count_tokens
 
 #: How the types section evolves after a checkpoint (AMemGym's awi-evolve configs).
@@ -49,23 +56,16 @@ class AgenticInContext(MemorySystem):
     write_pattern: ClassVar[WritePattern] = WritePattern(
         buffered=True, writer_tasks=(writer.ORGANIZE,)
     )
-    defaults: ClassVar[dict[str, Any]] = {
-        "update_batch": 2,
-        "local_window": 4,
-        "max_entries": 64,
-        "prompt": "kv",
-        "evolve": "none",
-    }
-    params_schema: ClassVar[dict[str, Any]] = {
-        **BUFFER_SCHEMA,
-        "max_entries": {"type": "integer", "minimum": 1},
+    defaults, params_schema = declare_params(
+        **BUFFER_PARAMS,
+        max_entries=Param(64, "integer", minimum=1),
         #: kv: set / delete changes; organizer: AMemGym AWI's mem0-style "Personal Information
         #: Organizer" whose flat reply is merged with a dict union (never deletes).
-        "prompt": {"enum": ["kv", "organizer"]},
+        prompt=Param("kv", enum=["kv", "organizer"]),
         #: none: the section never changes; question_only / complete: rewritten after each
         #: checkpoint from that feedback (AMemGym's awi-evolve variants; needs prompt organizer).
-        "evolve": {"enum": list(EVOLVE_VARIANTS)},
-    }
+        evolve=Param("none", enum=list(EVOLVE_VARIANTS)),
+    )
 
     @classmethod
     def write_pattern_for(cls, params: dict[str, Any]) -> WritePattern:

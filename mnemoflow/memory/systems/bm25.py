@@ -11,6 +11,7 @@ from typing import Any
 from mnemoflow.memory.base import MemoryItem, Message, register
 from mnemoflow.memory.bm25_index import BACKENDS, BM25Index
 from mnemoflow.memory.message_store import MessageStoreSystem, render
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.tokenize import tokenize
 
 
@@ -20,20 +21,13 @@ class _BM25Base(MessageStoreSystem):
     ingest_params = frozenset()
     ingest_roles = ()
     query_roles = ()
-    defaults: dict[str, Any] = {
-        "top_k": 5,
-        "backend": "bm25s",
-        "k1": 1.5,
-        "b": 0.75,
-        "lang": "auto",
-    }
-    params_schema: dict[str, Any] = {
-        "top_k": {"type": "integer", "minimum": 1},
-        "backend": {"enum": list(BACKENDS)},
-        "k1": {"type": "number", "minimum": 0},
-        "b": {"type": "number", "minimum": 0, "maximum": 1},
-        "lang": {"enum": ["auto", "en", "zh"]},
-    }
+    defaults, params_schema = declare_params(
+        top_k=Param(5, "integer", minimum=1),
+        backend=Param("bm25s", enum=list(BACKENDS)),
+        k1=Param(1.5, "number", minimum=0),
+        b=Param(0.75, "number", minimum=0, maximum=1),
+        lang=Param("auto", enum=["auto", "en", "zh"]),
+    )
 
     def _units(self) -> list[tuple[str, str, list[str], str]]:
         """(id, text, source turn ids, time) of every retrievable document."""

@@ -33,6 +33,7 @@ from mnemoflow.memory.base import (
     save_messages,
 )
 from mnemoflow.memory.buffer import render
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.tokens import count_tokens
 from mnemoflow.memory.vector_store import (
     StoredItem,
@@ -54,8 +55,7 @@ class DenseMessage(MemorySystem):
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
     #: one embedded text per new message; no writer
     write_pattern: ClassVar[WritePattern] = WritePattern(batch_param=None)
-    defaults: ClassVar[dict[str, Any]] = {"top_k": 10}
-    params_schema: ClassVar[dict[str, Any]] = {"top_k": {"type": "integer", "minimum": 1}}
+    defaults, params_schema = declare_params(top_k=Param(10, "integer", minimum=1))
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)

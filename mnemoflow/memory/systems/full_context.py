@@ -8,10 +8,9 @@ beginning of the history string. The difference is deliberate and documented in 
 
 from __future__ import annotations
 
-from typing import Any
-
 from mnemoflow.memory.base import MemoryItem, register
 from mnemoflow.memory.message_store import MessageStoreSystem, render
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.tokens import truncate_newest
 
 
@@ -23,8 +22,7 @@ class FullContext(MessageStoreSystem):
     ingest_params = frozenset()  # stores every message; max_tokens cuts at retrieval
     ingest_roles = ()
     query_roles = ()
-    defaults: dict[str, Any] = {"max_tokens": 8000}
-    params_schema: dict[str, Any] = {"max_tokens": {"type": "integer", "minimum": 1}}
+    defaults, params_schema = declare_params(max_tokens=Param(8000, "integer", minimum=1))
 
     async def retrieve(self, query: str, k: int | None = None) -> list[MemoryItem]:
         texts = [render(message) for message in self.messages]

@@ -5,9 +5,9 @@ file in the answer job instead of asking the agent). As a memory it stores nothi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mnemoflow.memory.base import register
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.systems.none import NoMemory
 
 #: The per-question output formats an imported system's file may have (``eval/imported.py``).
@@ -23,25 +23,19 @@ class Imported(NoMemory):
 
     name = "imported"
     # every parameter names the file the answer job reads: a change re-runs answering only
-    defaults: dict[str, Any] = {
-        "format": None,
-        "path": None,
-        "sha256": None,
-        "key": None,
-        "retrievals": None,
-    }
-    params_schema: dict[str, Any] = {
-        "format": {"enum": [*IMPORT_FORMATS, None]},
-        "path": {"anyOf": [{"type": "string", "minLength": 1}, UNSET]},
-        "sha256": {"anyOf": [SHA256, UNSET]},
-        "key": {"type": ["string", "null"]},
-        "retrievals": {
-            "type": ["object", "null"],
-            "properties": {"path": {"type": "string", "minLength": 1}, "sha256": SHA256},
-            "required": ["path", "sha256"],
-            "additionalProperties": False,
-        },
-    }
+    defaults, params_schema = declare_params(
+        format=Param(None, enum=[*IMPORT_FORMATS, None]),
+        path=Param(None, anyOf=[{"type": "string", "minLength": 1}, UNSET]),
+        sha256=Param(None, anyOf=[SHA256, UNSET]),
+        key=Param(None, ["string", "null"]),
+        retrievals=Param(
+            None,
+            ["object", "null"],
+            properties={"path": {"type": "string", "minLength": 1}, "sha256": SHA256},
+            required=["path", "sha256"],
+            additionalProperties=False,
+        ),
+    )
 
     def save(self, directory: Path) -> None:
         (Path(directory) / "imported.txt").write_text("answers read from a file\n", "utf-8")

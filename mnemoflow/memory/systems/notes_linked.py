@@ -21,8 +21,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mnemoflow.memory import writer
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, WritePattern, register
+from mnemoflow.memory.base import (
+    MemoryItem,
+    MemorySystem,
+    Message,
+    WritePattern,
+    register,
+)
 from mnemoflow.memory.buffer import render
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.tokens import count_tokens
 from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed, unseen_messages
 
@@ -50,18 +57,12 @@ class NotesLinked(MemorySystem):
     write_pattern: ClassVar[WritePattern] = WritePattern(
         batch_param=None, writer_tasks=(writer.NOTE,)
     )
-    defaults: ClassVar[dict[str, Any]] = {
-        "top_k": 5,
-        "link_k": 3,
-        "link_threshold": 0.5,
-        "neighbours": 2,
-    }
-    params_schema: ClassVar[dict[str, Any]] = {
-        "top_k": {"type": "integer", "minimum": 1},
-        "link_k": {"type": "integer", "minimum": 0},
-        "link_threshold": {"type": "number", "minimum": -1, "maximum": 1},  # cosine similarity
-        "neighbours": {"type": "integer", "minimum": 0},
-    }
+    defaults, params_schema = declare_params(
+        top_k=Param(5, "integer", minimum=1),
+        link_k=Param(3, "integer", minimum=0),
+        link_threshold=Param(0.5, "number", minimum=-1, maximum=1),  # cosine similarity
+        neighbours=Param(2, "integer", minimum=0),
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)

@@ -13,8 +13,15 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, WritePattern, register
-from mnemoflow.memory.buffer import BUFFER_SCHEMA, MessageBuffer
+from mnemoflow.memory.base import (
+    MemoryItem,
+    MemorySystem,
+    Message,
+    WritePattern,
+    register,
+)
+from mnemoflow.memory.buffer import BUFFER_PARAMS, MessageBuffer
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.vector_store import VectorStore, search_memory, store_messages
 
 
@@ -74,11 +81,7 @@ class RAG(BufferedStore):
     #: each batch leaving the buffer is embedded message by message; no writer
     write_pattern: ClassVar[WritePattern] = WritePattern(buffered=True)
     #: AMemGym's reference configuration rag-2-4-30 (configs/agent/rag-2-4-30.json).
-    defaults: ClassVar[dict[str, Any]] = {"update_batch": 2, "local_window": 4, "top_k": 30}
-    params_schema: ClassVar[dict[str, Any]] = {
-        **BUFFER_SCHEMA,
-        "top_k": {"type": "integer", "minimum": 1},
-    }
+    defaults, params_schema = declare_params(**BUFFER_PARAMS, top_k=Param(30, "integer", minimum=1))
 
     async def add(self, messages: list[Message], meta: dict[str, Any] | None = None) -> None:
         for batch in self.buffer.push([m for m in messages if m.content.strip()]):

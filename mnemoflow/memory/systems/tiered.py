@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, MemorySystem, Message, register
 from mnemoflow.memory.buffer import render
+from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.tokens import count_tokens
 from mnemoflow.memory.vector_store import StoredItem, VectorStore, embed
 
@@ -55,28 +56,17 @@ class Tiered(MemorySystem):
         + ("alpha", "beta", "gamma", "recency_tau")
     )
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
-    defaults: ClassVar[dict[str, Any]] = {
-        "short_capacity": 10,
-        "mid_capacity": 200,
-        "top_k": 5,
-        "profile_k": 10,
-        "heat_threshold": 4.0,
-        "alpha": 1.0,
-        "beta": 1.0,
-        "gamma": 1.0,
-        "recency_tau": 50.0,
-    }
-    params_schema: ClassVar[dict[str, Any]] = {
-        "short_capacity": {"type": "integer", "minimum": 0},
-        "mid_capacity": {"type": "integer", "minimum": 1},
-        "top_k": {"type": "integer", "minimum": 0},
-        "profile_k": {"type": "integer", "minimum": 0},
-        "heat_threshold": {"type": "number"},
-        "alpha": {"type": "number", "minimum": 0},
-        "beta": {"type": "number", "minimum": 0},
-        "gamma": {"type": "number", "minimum": 0},
-        "recency_tau": {"type": "number", "exclusiveMinimum": 0},
-    }
+    defaults, params_schema = declare_params(
+        short_capacity=Param(10, "integer", minimum=0),
+        mid_capacity=Param(200, "integer", minimum=1),
+        top_k=Param(5, "integer", minimum=0),
+        profile_k=Param(10, "integer", minimum=0),
+        heat_threshold=Param(4.0, "number"),
+        alpha=Param(1.0, "number", minimum=0),
+        beta=Param(1.0, "number", minimum=0),
+        gamma=Param(1.0, "number", minimum=0),
+        recency_tau=Param(50.0, "number", exclusiveMinimum=0),
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
