@@ -243,6 +243,22 @@ def test_feedback_answers_are_exact_and_live_dialogues_have_bounds(tmp_path):
     assert runs[("on_policy", "agent")]["count"] == "expected"
 
 
+def test_the_offline_users_dialogue_length_is_read_from_each_item():
+    """The offline simulated user likes an answer covering half the reference: it ends at once
+    without a reference, after the repeated correction when that covers it, else the dialogue
+    runs to max_rounds; a model user is expected at the midpoint."""
+    from mnemoflow.planning.feedback import _rounds
+
+    short = {"question": "Pick my genre.", "answer": "My genre is poetry."}
+    long = {"question": "Write it.", "answer": "First part. " + "A second, long part. " * 5}
+    assert _rounds({"question": "q", "answer": ""}, 3, True) == (1.0, 1.0)
+    assert _rounds(short, 3, True) == (2.0, 2.0)
+    assert _rounds(short, 2, True) == (2.0, 1.0)
+    assert _rounds(long, 3, True) == (3.0, 2.0)
+    assert _rounds(long, 1, True) == (1.0, 0.0)
+    assert _rounds(long, 3, False) == (2.0, 1.5)
+
+
 def test_the_parse_time_plan_is_kept_by_what_it_depends_on(tmp_path):
     from mnemoflow.planning.budget import state_key
 

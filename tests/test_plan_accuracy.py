@@ -1,7 +1,8 @@
-"""The plan held against the ledgers of the offline run it plans, per family: per (benchmark,
-role) with at least 20 calls in the ledgers, calls within 10 % and tokens in / out within 25 %,
-planned in a fresh folder (no ``results/``, no cache). docs/plan.md ("How close it is") gives the
-measured ratios."""
+"""The plan held against the ledgers of the offline run it plans, per family and for a memory
+product: per (benchmark, role) with at least 20 calls in the ledgers, calls within 10 % and tokens
+in / out within 25 %, planned in a fresh folder (no ``results/``, no cache). docs/plan.md ("How
+close it is") gives the measured ratios and what is compared where the cache answered more than
+the plan foresaw."""
 
 from __future__ import annotations
 
@@ -30,13 +31,6 @@ def plan_json(wd, *configfiles) -> dict:
     return json.loads(out.stdout)
 
 
-#: Where the plan is known to miss the target, and why (docs/plan.md, "How close it is").
-KNOWN = {
-    ("synthetic_feedback", "user"): "live dialogues' user reactions are expected at the midpoint "
-    "of 1 .. max_rounds - 1; the offline user reacts at almost every round (0.77 x the calls)",
-}
-
-
 def layer(path, data: dict):
     """A config layer written to ``path``."""
     path.write_text(yaml.safe_dump(data))
@@ -44,14 +38,18 @@ def layer(path, data: dict):
 
 
 def assert_close(planned: dict, results) -> dict:
+    """Calls within 10 %; tokens per computed call within 25 %, and the tokens themselves unless
+    the ledgers' cache answered more calls than the plan foresaw (a reply the same for different
+    prompts: ``mnemoflow.planning.accuracy``)."""
     found = ratios(planned, results)
     assert found, "no (benchmark, role) with 20 ledger calls"
     for pair, ratio in found.items():
-        if pair in KNOWN:
-            continue
         assert 0.9 <= ratio["calls"] <= 1.1, (pair, ratio)
+        unforeseen = ratio.get("computed", 1.0) > 1.1
         for name in ("tokens_in", "tokens_out"):
-            if name in ratio:
+            if f"{name}/computed" in ratio:
+                assert 0.75 <= ratio[f"{name}/computed"] <= 1.25, (pair, name, ratio)
+            if name in ratio and not unforeseen:
                 assert 0.75 <= ratio[name] <= 1.25, (pair, name, ratio)
     print("plan / ledgers:", found)
     return found
@@ -73,7 +71,9 @@ def test_interactive_plan_matches_an_offline_runs_ledgers(tmp_path):
         wd / "interactive.yaml",
         {
             "models": {"embedder": {"backend": "offline"}},
-            "run": {"benchmarks": ["amemgym_tiny"], "systems": ["awi_1", "rag"]},
+            # three systems: the offline agent replies alike whatever its memory, so two of
+            # the three systems' user requests are cache hits the plan cannot foresee
+            "run": {"benchmarks": ["amemgym_tiny"], "systems": ["awi_1", "rag", "native"]},
             # one message per write: enough writer calls (20) in two tiny users
             "systems": {
                 "awi_1": {
@@ -96,7 +96,7 @@ def test_interactive_plan_matches_an_offline_runs_ledgers(tmp_path):
     planned = plan_json(wd, wd / "config.yaml", override)  # before the run: nothing there
     snakemake(wd, configfiles=[wd / "config.yaml", override])
     found = assert_close(planned, wd / "results")
-    assert {"agent", "memory_writer", "embedder"} <= {role for _, role in found}
+    assert {"agent", "memory_writer", "embedder", "user"} <= {role for _, role in found}
 
 
 @pytest.mark.slow
@@ -106,10 +106,33 @@ def test_feedback_plan_matches_an_offline_runs_ledgers(tmp_path):
         wd / "feedback.yaml",
         {
             "models": {"embedder": {"backend": "offline"}},
-            "run": {"benchmarks": ["synthetic_feedback"], "systems": ["rag"]},
+            "run": {"benchmarks": ["synthetic_feedback"], "systems": ["none", "rag"]},
         },
     )
     planned = plan_json(wd, wd / "config.yaml", override)
     snakemake(wd, configfiles=[wd / "config.yaml", override])
     found = assert_close(planned, wd / "results")
     assert {"agent", "embedder"} <= {role for _, role in found}
+
+
+@pytest.mark.slow
+def test_a_memory_products_writes_are_planned_as_its_offline_twin_makes_them(tmp_path):
+    """Mem0-G (mem0's facts and its graph's entities, relations and deletions per batch, the
+    query's entities per search) on the synthetic benchmark's one user, three sessions."""
+    wd = workdir(tmp_path)
+    override = layer(
+        wd / "mem0_graph.yaml",
+        {
+            "run": {"benchmarks": ["synthetic"], "systems": ["mem0_graph"]},
+            "benchmarks": {
+                "synthetic": {
+                    "shards": 1,
+                    "params": {"users": 1, "periods": 1, "sessions_per_period": 3},
+                }
+            },
+        },
+    )
+    planned = plan_json(wd, TINY, override)
+    snakemake(wd, configfiles=[TINY, override])
+    found = assert_close(planned, wd / "results")
+    assert {"memory_writer", "embedder"} <= {role for _, role in found}

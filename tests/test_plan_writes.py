@@ -92,3 +92,41 @@ def test_every_registered_system_states_its_write_pattern():
     for name in names:
         cls = SYSTEMS.get(name)
         assert isinstance(cls.write_pattern_for(dict(cls.defaults)), WritePattern), name
+
+
+def test_a_product_states_its_call_rates_prompts_and_searches():
+    """Mem0-G over 14 messages in batches of 2: mem0's extraction every batch and its update in
+    5 of 7, the graph's three calls every batch, 38 texts embedded; a search asks the query's
+    entities and embeds 2 texts. Prompts: the product's fixed words and the batch's text."""
+    from mnemoflow.lexical import count_tokens
+    from mnemoflow.memory.buffer import render
+    from mnemoflow.planning.plan import Line
+    from mnemoflow.planning.writes import pattern_of, query_lines
+
+    spec = {"type": "mem0_graph", "update_batch": 2}
+    messages = [Message(f"t{n}", "s", "user", f"message number {n} here") for n in range(14)]
+    writes = planned_writes(spec, [(messages, 0)], "offline")
+    calls = {task: round(calls, 6) for task, (calls, _) in writes.writer.items()}
+    assert calls == {
+        "mem0_extract_facts": 7,
+        "mem0_update_memory": 5,
+        "mem0_graph_entities": 7,
+        "mem0_graph_relations": 7,
+        "mem0_graph_deletions": 7,
+    }
+    assert len(writes.texts) == 38
+    batch_words = count_tokens("\n".join(render(m) for m in messages[:2]))
+    assert writes.writer["mem0_extract_facts"][1] == pytest.approx(7 * (836 + batch_words))
+    assert writes.writer["mem0_update_memory"][1] == pytest.approx(5 * 1094)
+
+    def line(role, task, **values):
+        return Line("b", "mem0_graph", "qa", role, task, **values)
+
+    pattern = pattern_of(spec)[0]
+    asked = query_lines(pattern, ["Where is it?"] * 5, line, lambda role, task: 1.0, "offline")
+    found = {(x.role, x.task): x for x in asked}
+    assert found[("memory_writer", "mem0_graph_entities")].calls == 5
+    assert found[("memory_writer", "mem0_graph_entities")].tokens_in == 5 * (
+        71 + count_tokens("Where is it?")
+    )
+    assert found[("embedder", "embed")].calls == 10

@@ -70,7 +70,17 @@ class WritePattern:
     - ``writer_tasks``: the ``memory_writer`` calls of each written batch, by task (none: it
       asks no writer);
     - ``unit``: what one embedded text is: ``message``, ``session`` or ``fact`` (what a writer
-      call extracts); ``facts_per_batch`` facts per written batch.
+      call extracts); ``facts_per_batch`` facts per written batch;
+    - ``calls_per_batch``: expected calls of each of ``writer_tasks`` per written batch, in that
+      order (empty: one each; below 1 where a call is made only when an earlier one found
+      something, above 1 where it is made per fact or entity found);
+    - ``prompt_tokens``: a product's own prompt per task, where the planner cannot render it,
+      as (fixed tokens, times the batch's text it holds), counted the offline model's way
+      (words) on its offline twin's run (empty: rendered with :mod:`mnemoflow.memory.writer`);
+    - ``query_tasks``: the writer's calls per retrieval, by task (a search that asks the model,
+      as Mem0-G asks for the query's entities), each prompt ``query_prompt_tokens`` fixed words
+      and the query; ``texts_per_query``: embedded texts per retrieval (the query, and what the
+      search embeds besides).
     """
 
     batch_param: str | None = "update_batch"
@@ -78,6 +88,15 @@ class WritePattern:
     writer_tasks: tuple[str, ...] = ()
     unit: str = "message"
     facts_per_batch: float = 1.0
+    calls_per_batch: tuple[float, ...] = ()
+    prompt_tokens: tuple[tuple[float, float], ...] = ()
+    query_tasks: tuple[str, ...] = ()
+    query_prompt_tokens: tuple[float, ...] = ()
+    texts_per_query: float = 1.0
+
+    def rate(self, index: int) -> float:
+        """Expected calls of ``writer_tasks[index]`` per written batch."""
+        return self.calls_per_batch[index] if self.calls_per_batch else 1.0
 
 
 class MemorySystem(ABC):

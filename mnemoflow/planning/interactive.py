@@ -186,7 +186,8 @@ def plan_dialogues(
         values["notes"] = [*values.get("notes", []), *_stand_in_notes(ctx, benchmark)]
         return _line(benchmark, system, protocol, role, task, **values)
 
-    out += write_lines(writes, line, ctx.tokens_out, roles, specs["embedder"].backend, queries)
+    embed = specs["embedder"].backend
+    out += write_lines(writes, line, ctx.tokens_out, roles, embed, queries, backend)
     if not live and proto.interactive_options(spec).get("off_policy_source") == system:
         for each in out:  # its own transcripts again: every prompt is one the run asked before
             each.cache_hits, each.tokens_in, each.tokens_out = each.calls, 0.0, 0.0

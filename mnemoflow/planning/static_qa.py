@@ -53,17 +53,12 @@ from mnemoflow.memory.base import (
 )
 from mnemoflow.memory.buffer import render
 from mnemoflow.planning.plan import Line
-from mnemoflow.planning.tokens import (
-    cached_tokens,
-    embedded_tokens,
-    filler,
-    reply_tokens,
-    sent_tokens,
-)
+from mnemoflow.planning.tokens import cached_tokens, filler, reply_tokens, sent_tokens
 from mnemoflow.planning.writes import (
     fact_tokens,
     pattern_of,
     planned_writes,
+    query_lines,
     window_items,
     write_lines,
 )
@@ -248,7 +243,10 @@ class Unit:
                                     gateway=gateway, role=role)  # fmt: skip
         if answer and "embedder" in stage_roles(self.system_spec, "query"):
             texts = [str(q) for q in self.questions.question]
-            lines[("embedder", "embed")] = self._embeddings(texts, "one query embedding each")
+            backends = [ctx.gateway.specs[r].backend for r in ("embedder", "memory_writer")]
+            pattern = pattern_of(self.system_spec)[0]
+            for each in query_lines(pattern, texts, self.line, ctx.tokens_out, *backends):
+                lines[(each.role, each.task)] = each
         out = list(lines.values())
         for line in out:
             if not itself and line.role == "agent":
@@ -311,12 +309,6 @@ class Unit:
                 cached = cached_tokens(request.messages, tokens, spec.backend, self._prefix_blocks)
                 line.cached_in += scale * cached
         return found is not None, text
-
-    def _embeddings(self, texts: list[str], why: str) -> Line:
-        backend = self.ctx.gateway.specs["embedder"].backend
-        tokens = embedded_tokens(texts, backend)
-        note = f"{why}; the cache is not checked (every text counted as computed)"
-        return self.line("embedder", "embed", calls=len(texts), tokens_in=tokens, notes=[note])
 
     # ---- ingest -----------------------------------------------------------------------------
 

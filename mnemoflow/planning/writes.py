@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mnemoflow.lexical import count_tokens
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory import writer
 from mnemoflow.memory.base import MemoryItem, Message, WritePattern, resolve, without_labels
 from mnemoflow.memory.buffer import render
 from mnemoflow.planning.plan import Line
-from mnemoflow.planning.tokens import embedded_tokens, sent_tokens
+from mnemoflow.planning.tokens import embedded_tokens, sent_tokens, text_tokens
 
 
 @dataclass
@@ -77,6 +78,29 @@ def writer_request(
     return writer.extract_facts_request(batch)
 
 
+def prompt_of(
+    pattern: WritePattern,
+    index: int,
+    batch: list[Message],
+    held: int,
+    params: Mapping[str, Any],
+    fact: str,
+    backend: str,
+) -> float:
+    """Prompt tokens of the writer's call ``writer_tasks[index]`` for ``batch``: a product's own
+    prompt as it states it (``prompt_tokens``: fixed words and the batch's text some times over,
+    scaled to ``backend``'s count as the batch's text is), else rendered as the system renders
+    it."""
+    if pattern.prompt_tokens:
+        fixed, times = pattern.prompt_tokens[index]
+        text = "\n".join(render(m) for m in batch)
+        words = count_tokens(text)
+        scale = text_tokens(text, backend) / words if backend != "offline" and words else 1.0
+        return (fixed + times * words) * scale
+    task = pattern.writer_tasks[index]
+    return sent_tokens(writer_request(task, batch, held, params, fact).messages, backend)
+
+
 def planned_writes(
     system_spec: Mapping[str, Any],
     streams: Iterable[tuple[list[Message], int]],
@@ -100,18 +124,16 @@ def planned_writes(
         first = written_batches(before, batch, window) if pattern.buffered else before // batch
         for n, each in enumerate(batches):
             held = round((first + n) * pattern.facts_per_batch)  # facts / entries stored so far
-            for task in pattern.writer_tasks:
-                request = writer_request(task, each, held, params, fact)
+            for index, task in enumerate(pattern.writer_tasks):
+                rate = pattern.rate(index)
                 entry = out.writer.setdefault(task, [0.0, 0.0])
-                entry[0] += 1
-                entry[1] += sent_tokens(request.messages, backend)
+                entry[0] += rate
+                entry[1] += rate * prompt_of(pattern, index, each, held, params, fact, backend)
         written = [m for each in batches for m in each]
-        if pattern.unit == "fact":
-            out.texts += [
-                " ".join(m.content for m in each)
-                for each in batches
-                for _ in range(round(pattern.facts_per_batch))
-            ]
+        if pattern.unit == "fact":  # facts_per_batch a batch, counted over the whole stream
+            joined = [" ".join(m.content for m in each) for each in batches]
+            facts = round(len(batches) * pattern.facts_per_batch)
+            out.texts += [joined[n % len(joined)] for n in range(facts)] if joined else []
         elif pattern.unit == "session":
             sessions: dict[str, list[str]] = {}
             for m in written:
@@ -129,9 +151,11 @@ def write_lines(
     roles: Iterable[str],
     embed_backend: str,
     queries: list[str] = (),
+    writer_backend: str = "offline",
 ) -> list[Line]:
-    """The writer's lines (one per task) and the embedder's (the stored texts and ``queries``,
-    each embedded once), made with ``line(role, task, **values)``; expected counts."""
+    """The writer's lines (one per task) and the embedder's (the stored texts), and what the
+    retrievals of ``queries`` cost (:func:`query_lines`), made with ``line(role, task,
+    **values)``; expected counts."""
     roles = set(roles)
     out = []
     pattern = writes.pattern
@@ -148,18 +172,68 @@ def write_lines(
                 tokens_out=calls * tokens_out("memory_writer", task), exact=False, notes=[note],
             )
         )  # fmt: skip
-    texts = [*writes.texts, *queries] if "embedder" in roles else list(queries)
+    texts = list(writes.texts) if "embedder" in roles else []
     if texts:
-        note = f"expected: one text per {pattern.unit} stored" + (
-            f", one per query ({len(queries)})" if queries else ""
-        )
+        note = f"expected: one text per {pattern.unit} stored"
         out.append(
             line(
                 "embedder", "embed", calls=len(texts),
                 tokens_in=embedded_tokens(texts, embed_backend), exact=False, notes=[note],
             )
         )  # fmt: skip
+    asked = query_lines(pattern, queries, line, tokens_out, embed_backend, writer_backend)
+    return merged([*out, *asked])
+
+
+def query_lines(
+    pattern: WritePattern,
+    queries: list[str],
+    line: Callable[..., Line],
+    tokens_out: Callable[[str, str], float],
+    embed_backend: str,
+    writer_backend: str = "offline",
+) -> list[Line]:
+    """What the system's retrievals cost: ``texts_per_query`` embedded texts per query (the
+    query itself, and what the search embeds besides) and its ``query_tasks`` writer calls,
+    each over the query."""
+    if not queries:
+        return []
+    out = []
+    for index, task in enumerate(pattern.query_tasks):
+        fixed = pattern.query_prompt_tokens[index] if pattern.query_prompt_tokens else 0.0
+        tokens = 0.0
+        for query in queries:  # the fixed words scaled to the endpoint's count as the query's
+            sent, words = text_tokens(query, writer_backend), count_tokens(query) or 1
+            tokens += (fixed * (sent / words if writer_backend != "offline" else 1.0)) + sent
+        out.append(
+            line(
+                "memory_writer", task, calls=len(queries), tokens_in=tokens,
+                tokens_out=len(queries) * tokens_out("memory_writer", task), exact=False,
+                notes=[f"one {task} call per retrieval: the search asks the model"],
+            )
+        )  # fmt: skip
+    per = pattern.texts_per_query
+    out.append(
+        line(
+            "embedder", "embed", calls=per * len(queries),
+            tokens_in=per * embedded_tokens(queries, embed_backend), exact=False,
+            notes=[f"{per:g} embedded text(s) per query ({len(queries)})"],
+        )
+    )  # fmt: skip
     return out
+
+
+def merged(lines: list[Line]) -> list[Line]:
+    """``lines`` with those of the same role and task summed into the first (notes joined)."""
+    out: dict[tuple[str, str], Line] = {}
+    for each in lines:
+        kept = out.setdefault((each.role, each.task), each)
+        if kept is each:
+            continue
+        for name in ("calls", "cache_hits", "tokens_in", "tokens_out"):
+            setattr(kept, name, getattr(kept, name) + getattr(each, name))
+        kept.notes += [n for n in each.notes if n not in kept.notes]
+    return list(out.values())
 
 
 def window_of(system_spec: Mapping[str, Any], messages: list[Message]) -> list[Message]:

@@ -30,7 +30,7 @@ LIKE_OVERLAP = 0.5
 CORRECTION_WORDS = 60
 
 
-def _overlap(reference: str, response: str, lang: str) -> float:
+def overlap(reference: str, response: str, lang: str) -> float:
     """Token overlap recall; Chinese by characters (no word boundaries to count)."""
     if lang == "zh":
         gold = [c for c in reference if not c.isspace()]
@@ -39,7 +39,7 @@ def _overlap(reference: str, response: str, lang: str) -> float:
     return overlap_recall(reference, response)
 
 
-def _correction(reference: str, lang: str) -> str:
+def correction(reference: str, lang: str) -> str:
     first = (sentences(reference) or [reference])[0]
     quoted = " ".join(first.split()[:CORRECTION_WORDS]) if lang != "zh" else first[:200]
     if lang == "zh":
@@ -61,12 +61,12 @@ def user_feedback_json(fields: dict[str, Any]) -> str:
             "response": None,
         }
         return json.dumps(reply, ensure_ascii=False)
-    overlap = _overlap(reference, fields["response"] or "", lang)
-    liked = overlap >= LIKE_OVERLAP
+    covered = overlap(reference, fields["response"] or "", lang)
+    liked = covered >= LIKE_OVERLAP
     reply = {
-        "reasoning": f"The answer covers {overlap:.2f} of the reference.",
+        "reasoning": f"The answer covers {covered:.2f} of the reference.",
         "implicit_action": "like" if liked else "dislike",
         "behavior": "end_conversation" if liked else "continue_conversation",
-        "response": None if liked else _correction(reference, lang),
+        "response": None if liked else correction(reference, lang),
     }
     return json.dumps(reply, ensure_ascii=False)

@@ -61,7 +61,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mnemoflow.llm.types import UnparseableReply, reply_json
-from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.base import MemoryItem, Message, WritePattern, register
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, ThreadProduct, formatted_time, patch_once
 from mnemoflow.memory.tokens import count_tokens
@@ -188,6 +188,18 @@ class AMem(ThreadProduct):
     snapshot, state_file, folder_prefix = SNAPSHOT, STATE, "mnemoflow-a_mem-"
     state_keys = ("now", "notes", "writer_calls", "parse_failures", "tokens_written", "evolutions")
     thread_name = "a_mem"
+    #: One note per message: its analysis (keywords, context, tags), then its evolution against
+    #: the neighbouring notes once there are any (13 of 14 messages); 27 texts embedded for 14
+    #: messages (the note, and the neighbours' search). Prompts: A-Mem's own. Measured on the
+    #: offline twin's run (docs/plan.md, "Memory products").
+    write_pattern: ClassVar[WritePattern] = WritePattern(
+        batch_param=None,
+        writer_tasks=(ANALYZE, EVOLVE),
+        calls_per_batch=(1.0, 13 / 14),
+        prompt_tokens=((163, 1), (615, 1)),
+        unit="fact",
+        facts_per_batch=27 / 14,
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)

@@ -78,7 +78,7 @@ from functools import cache
 from typing import Any, ClassVar
 
 from mnemoflow.llm.types import UnparseableReply, reply_json
-from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.base import MemoryItem, Message, WritePattern, register
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, FolderProduct, conversation_time, patch_once
 
@@ -382,6 +382,28 @@ class GraphitiMemory(FolderProduct):
     snapshot, state_file, folder_prefix = SNAPSHOT, STATE, "mnemoflow-graphiti-"
     state_keys = ("episodes", "facts", "next_uuid", "entities", "writer_calls", "parse_failures")
     # query_roles: the RRF search embeds the query; it calls no model otherwise.
+    #: One episode per message: its entities and its edges, one call each; timestamps, edge
+    #: resolution and entity summaries when it found something to date, resolve or summarize
+    #: (5, 4 and 8 of 14 messages); 48 texts embedded for 14 messages (entities, edges). Prompts:
+    #: graphiti's own, with the previous episodes. Measured on the offline twin's run
+    #: (docs/plan.md, "Memory products").
+    write_pattern: ClassVar[WritePattern] = WritePattern(
+        batch_param=None,
+        writer_tasks=tuple(
+            TASK_PREFIX + p
+            for p in (
+                "extract_nodes.extract_message",
+                "extract_edges.edge",
+                "extract_edges.extract_timestamps",
+                "dedupe_edges.resolve_edge",
+                "extract_nodes.extract_summaries_batch",
+            )
+        ),
+        calls_per_batch=(1.0, 1.0, 5 / 14, 4 / 14, 8 / 14),
+        prompt_tokens=((1777, 1), (1738, 1), (527, 1), (774, 1), (700, 1)),
+        unit="fact",
+        facts_per_batch=48 / 14,
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)

@@ -53,7 +53,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.base import MemoryItem, Message, WritePattern, register
 from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Product, conversation_time, patch_once
@@ -237,6 +237,15 @@ class LangMem(Product):
     ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
     #: Its search is the store's vector search: no model call.
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    #: One manage call per batch of ``update_batch`` messages (langmem's prompt, the batch and
+    #: the memories it found); 12 texts embedded in 7 batches (the batch's search, the memories
+    #: written). Measured on the offline twin's run (docs/plan.md, "Memory products").
+    write_pattern: ClassVar[WritePattern] = WritePattern(
+        writer_tasks=(MANAGE,),
+        prompt_tokens=((433, 1),),
+        unit="fact",
+        facts_per_batch=12 / 7,
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)

@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mnemoflow.llm.types import UnparseableReply, reply_json
-from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.base import MemoryItem, Message, WritePattern, register
 from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, ThreadProduct, patch_once
@@ -229,6 +229,17 @@ class Mem0Paper(ThreadProduct):
     ingest_params: ClassVar[frozenset[str]] = frozenset({"update_batch", "speaker_roles"})
     ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
     query_roles: ClassVar[tuple[str, ...]] = ("embedder",)
+    #: Per batch of ``update_batch`` messages: one extraction, an update only when it found facts
+    #: (5 of 7 batches), one embedded text per fact (6 in 7 batches); prompts: mem0's own
+    #: instructions and the batch. Measured on the offline twin's run (docs/plan.md, "Memory
+    #: products").
+    write_pattern: ClassVar[WritePattern] = WritePattern(
+        writer_tasks=(EXTRACT, UPDATE),
+        calls_per_batch=(1.0, 5 / 7),
+        prompt_tokens=((836, 1), (1094, 0)),
+        unit="fact",
+        facts_per_batch=6 / 7,
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
@@ -426,6 +437,19 @@ class Mem0Graph(Mem0Paper):
     #: Its search asks the model for the query's entities.
     query_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
     offline_tasks = (EXTRACT, UPDATE, ENTITIES, RELATIONS, DELETIONS)
+    #: Mem0's writes, and per batch the graph's: its entities, their relations and the stored
+    #: relations to delete, one call each; 38 texts embedded in 7 batches (facts and entities).
+    #: A search asks for the query's entities and embeds them with the query (2 texts).
+    write_pattern: ClassVar[WritePattern] = WritePattern(
+        writer_tasks=(EXTRACT, UPDATE, ENTITIES, RELATIONS, DELETIONS),
+        calls_per_batch=(1.0, 5 / 7, 1.0, 1.0, 1.0),
+        prompt_tokens=((836, 1), (1094, 0), (70, 1), (214, 1), (450, 1)),
+        unit="fact",
+        facts_per_batch=38 / 7,
+        query_tasks=(ENTITIES,),
+        query_prompt_tokens=(71,),
+        texts_per_query=2.0,
+    )
 
 
 def _wrap_graph(graph: Any) -> None:

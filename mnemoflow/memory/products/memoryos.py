@@ -62,7 +62,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mnemoflow.llm.types import UnparseableReply, reply_json
-from mnemoflow.memory.base import MemoryItem, Message, register
+from mnemoflow.memory.base import MemoryItem, Message, WritePattern, register
 from mnemoflow.memory.params import Param, declare_params
 from mnemoflow.memory.products import require_all
 from mnemoflow.memory.products.base import Bridge, ThreadProduct, formatted_time, patch_once
@@ -291,6 +291,22 @@ class MemoryOS(ThreadProduct):
     ingest_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
     #: Its search asks the model for the query's keywords.
     query_roles: ClassVar[tuple[str, ...]] = ("memory_writer", "embedder")
+    #: Per message, as measured on the offline twin's run with ``short_term_capacity: 2`` (14
+    #: messages; docs/plan.md, "Memory products"): a full short-term memory moves its oldest
+    #: pair to a mid-term page (continuity, meta info and summary, 6 each) and asks its
+    #: keywords (11); 16 texts embedded. Prompts: MemoryOS's own over the moved pages. A search
+    #: asks the query's keywords and embeds 3 texts. A larger short-term memory moves fewer.
+    write_pattern: ClassVar[WritePattern] = WritePattern(
+        batch_param=None,
+        writer_tasks=(CONTINUITY, META, SUMMARY, KEYWORDS),
+        calls_per_batch=(6 / 14, 6 / 14, 6 / 14, 11 / 14),
+        prompt_tokens=((109, 0), (148, 0), (125, 0), (93, 0)),
+        unit="fact",
+        facts_per_batch=16 / 14,
+        query_tasks=(KEYWORDS,),
+        query_prompt_tokens=(61,),
+        texts_per_query=3.0,
+    )
 
     def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
         super().__init__(params, llm, seed)
