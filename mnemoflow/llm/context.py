@@ -99,12 +99,17 @@ def window_of(spec: EndpointSpec) -> int | None:
     return spec.context_window or context_window(spec.model)
 
 
-def fits(request: ChatRequest, spec: EndpointSpec) -> tuple[int, int | None]:
+def fits(
+    request: ChatRequest, spec: EndpointSpec, prompt: int | None = None
+) -> tuple[int, int | None]:
     """(tokens the request asks for: prompt + ``max_tokens``, the role's window or ``None``).
 
-    It fits when the window is ``None`` or the first is at most the second.
+    It fits when the window is ``None`` or the first is at most the second. ``prompt``: the
+    request's :func:`prompt_tokens` when the caller has counted them already.
     """
-    return prompt_tokens(request.messages, spec.backend) + spec.max_tokens, window_of(spec)
+    if prompt is None:
+        prompt = prompt_tokens(request.messages, spec.backend)
+    return prompt + spec.max_tokens, window_of(spec)
 
 
 def _surely_fits(messages: list[dict[str, Any]], spec: EndpointSpec, window: int) -> bool:
