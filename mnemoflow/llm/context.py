@@ -25,6 +25,7 @@ import contextvars
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from mnemoflow import lexical
@@ -74,8 +75,15 @@ def count_text(text: str, backend: str) -> int:
     if not text:
         return 0
     if backend == "openai":
-        return tokenizer("o200k_base").count(text)
+        return _bpe_count(text)
     return lexical.count_tokens(text)
+
+
+@lru_cache(maxsize=64)
+def _bpe_count(text: str) -> int:
+    """o200k tokens of ``text``, kept for a few texts: a prompt is often counted twice in a row
+    (whether it fits, then what it sends)."""
+    return tokenizer("o200k_base").count(text)
 
 
 def _content(message: dict[str, Any]) -> str:

@@ -269,11 +269,20 @@ class Unit:
             (questions.checkpoint == step) & questions.episode_id.isin(set(self.episodes))
         ]
         self.shard = shard
+        #: (episode, step) -> the messages its memory receives, read by ingest and answer alike
+        self._batches: dict[tuple[str, int], list[Message]] = {}
         #: blocks of the prompts planned so far, for the expected prefix-cache share
         self._prefix_blocks: set[str] = set()
 
     def line(self, role: str, task: str, **values: Any) -> Line:
         return Line(self.benchmark, self.system, PROTOCOL, role, task, **values)
+
+    def batch(self, episode: str, step: int) -> list[Message]:
+        """The messages ``episode``'s memory receives at ``step`` (found once per unit)."""
+        if (episode, step) not in self._batches:
+            tables = self.ctx.replays.tables(self.benchmark, self.data, episode)
+            self._batches[(episode, step)] = episode_batch(*tables, episode, step)
+        return self._batches[(episode, step)]
 
     # ---- answer and judge -------------------------------------------------------------------
 
@@ -293,7 +302,6 @@ class Unit:
         replays = ctx.replays
         group = group_of(ctx, self.benchmark, self.system, self.step, self.shard)
         for episode in chosen:
-            tables = replays.tables(self.benchmark, self.data, episode)
             questions = sampled[sampled.episode_id == episode].to_dict("records")
             asked = ("retrieved", episode, tuple(str(q["question_id"]) for q in questions))
             found = replays.get(group, asked)
@@ -303,7 +311,7 @@ class Unit:
                 if found is None:
                     memory = build(build_spec, llm=None, seed=int(ctx.config.get("seed", 0)))
                 for k in range(self.step + 1):
-                    batch = episode_batch(*tables, episode, k)
+                    batch = self.batch(episode, k)
                     if memory is not None:
                         await memory.add(batch, {"step": k})
                     added += [m for m in batch if m.content.strip()]
@@ -321,6 +329,7 @@ class Unit:
                 rendered = replays.get(group, shown)
                 if rendered is None:
                     if turns is None and name != "generic":
+                        tables = replays.tables(self.benchmark, self.data, episode)
                         turns = episode_turns(*tables, episode)
                     requests = planned_requests(name, options, question, items, turns, use_options)
                     rendered = _Rendered(requests, [{} for _ in requests])
@@ -441,9 +450,8 @@ class Unit:
             return []
         streams = []
         for episode in self.episodes:
-            tables = self.ctx.replays.tables(self.benchmark, self.data, episode)
             steps = [
-                [m for m in episode_batch(*tables, episode, k) if m.content.strip()]
+                [m for m in self.batch(episode, k) if m.content.strip()]
                 for k in range(self.step + 1)
             ]
             before = sum(len(each) for each in steps[:-1])
