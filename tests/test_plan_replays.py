@@ -156,3 +156,30 @@ def test_a_history_is_read_session_by_session_in_turn_order():
     assert [c.source_ids for c in chunks] == [["s2:0", "s2:1"], ["s1:0", "s1:1"]]
     assert [c.time for c in chunks] == ["t2", "t1"] and chunks[0].turns[1]["content"] == "b"
     assert [c.source_ids for c in session_chunks(turns, ["s1"])] == [["s1:0", "s1:1"]]
+
+
+def test_messages_carry_the_values_a_row_gives():
+    """Text columns converted in one call give what iterating the rows gives (missing ones too)."""
+    import numpy as np
+    import pandas as pd
+
+    from mnemoflow.memory.base import Message
+    from mnemoflow.protocols.static_qa import to_messages
+
+    turns = pd.DataFrame(
+        {
+            "turn_id": pd.Series(["t0", "t1"], dtype="str"),
+            "session_id": pd.Series(["s", "s"], dtype="string[pyarrow]"),
+            "role": ["user", "assistant"],
+            "content": pd.Series(["hi", None], dtype="str"),
+            "speaker": pd.Series(["Ann", np.nan], dtype=object),
+            "session_time": ["2023/05/01", "2023/05/01"],
+        }
+    )
+    rows = [
+        Message(r.turn_id, r.session_id, r.role, r.content, r.speaker, r.session_time)
+        for r in turns.itertuples(index=False)
+    ]
+    got = to_messages(turns)
+    assert [repr(m) for m in got] == [repr(m) for m in rows]
+    assert got[0] == Message("t0", "s", "user", "hi", "Ann", "2023/05/01")
