@@ -146,11 +146,17 @@ def _turn(record: dict[str, Any]) -> dict[str, str]:
 
 def session_chunks(turns: pd.DataFrame, session_ids: list[str] | None = None) -> list[Chunk]:
     """One chunk per session of ``turns`` (in history order), optionally only ``session_ids``."""
+    # one pass over the records, grouped in order of first appearance (a groupby and a frame per
+    # session cost a long history most of its reading time); a session's turns by turn index
+    sessions: dict[Any, list[dict[str, Any]]] = {}
+    for record in turns.to_dict("records"):
+        if not pd.isna(record["session_id"]):  # as groupby drops a missing key
+            sessions.setdefault(record["session_id"], []).append(record)
     chunks = []
-    for session_id, frame in turns.groupby("session_id", sort=False):
+    for session_id, records in sessions.items():
         if session_ids is not None and session_id not in session_ids:
             continue
-        chunks.append(_records_chunk(frame.sort_values("turn_index").to_dict("records")))
+        chunks.append(_records_chunk(sorted(records, key=lambda r: r["turn_index"])))
     return chunks
 
 
@@ -266,11 +272,17 @@ def with_source_turns(
     """Each retrieved item (a MemoryItem or its dict form) as (a getter of its fields, its source
     ids, the history records of those ids in their order); the records are None unless every
     source id is a turn of ``turns`` (a fact or a summary is then shown as its own text)."""
-    by_turn = {} if turns is None else {r["turn_id"]: r for r in turns.to_dict("records")}
+    getters = [
+        item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
+        for item in items
+    ]
+    listed = [as_list(get("source_ids")) for get in getters]
+    by_turn = {}
+    if turns is not None:  # only the rows the items name (a question's, not the history's)
+        named = turns[turns["turn_id"].isin({s for sources in listed for s in sources})]
+        by_turn = {r["turn_id"]: r for r in named.to_dict("records")}
     resolved = []
-    for item in items:
-        get = item.get if isinstance(item, dict) else lambda key, obj=item: getattr(obj, key)
-        sources = as_list(get("source_ids"))
+    for get, sources in zip(getters, listed, strict=True):
         known = bool(sources) and all(s in by_turn for s in sources)
         resolved.append((get, sources, [by_turn[s] for s in sources] if known else None))
     return resolved

@@ -25,6 +25,7 @@ import contextvars
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from mnemoflow import lexical
@@ -74,8 +75,15 @@ def count_text(text: str, backend: str) -> int:
     if not text:
         return 0
     if backend == "openai":
-        return tokenizer("o200k_base").count(text)
+        return _bpe_count(text)
     return lexical.count_tokens(text)
+
+
+@lru_cache(maxsize=64)
+def _bpe_count(text: str) -> int:
+    """o200k tokens of ``text``, kept for a few texts: a prompt is often counted twice in a row
+    (whether it fits, then what it sends)."""
+    return tokenizer("o200k_base").count(text)
 
 
 def _content(message: dict[str, Any]) -> str:
@@ -99,12 +107,17 @@ def window_of(spec: EndpointSpec) -> int | None:
     return spec.context_window or context_window(spec.model)
 
 
-def fits(request: ChatRequest, spec: EndpointSpec) -> tuple[int, int | None]:
+def fits(
+    request: ChatRequest, spec: EndpointSpec, prompt: int | None = None
+) -> tuple[int, int | None]:
     """(tokens the request asks for: prompt + ``max_tokens``, the role's window or ``None``).
 
-    It fits when the window is ``None`` or the first is at most the second.
+    It fits when the window is ``None`` or the first is at most the second. ``prompt``: the
+    request's :func:`prompt_tokens` when the caller has counted them already.
     """
-    return prompt_tokens(request.messages, spec.backend) + spec.max_tokens, window_of(spec)
+    if prompt is None:
+        prompt = prompt_tokens(request.messages, spec.backend)
+    return prompt + spec.max_tokens, window_of(spec)
 
 
 def _surely_fits(messages: list[dict[str, Any]], spec: EndpointSpec, window: int) -> bool:

@@ -7,6 +7,8 @@ documents so tokenization (and its language handling) is decided in one place by
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 BACKENDS = ("bm25s", "rank_bm25")
@@ -37,8 +39,9 @@ class BM25Index:
             # by the constant factor k1 + 1).
             # "auto": numba (pinned) when importable; bm25s' own default would be numpy.
             self._index = bm25s.BM25(k1=k1, b=b, method="robertson", backend="auto")
-            vocab: dict[str, int] = {}
-            ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in docs]
+            # ids in order of first occurrence, as a setdefault per token would number them
+            vocab = {t: i for i, t in enumerate(dict.fromkeys(chain.from_iterable(docs)))}
+            ids = [list(map(vocab.__getitem__, doc)) for doc in docs]
             self._vocab = vocab
             self._index.index(
                 bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False

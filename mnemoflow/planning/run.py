@@ -28,7 +28,7 @@ from mnemoflow.llm.gateway import Gateway
 from mnemoflow.planning import environment, feedback, interactive
 from mnemoflow.planning.grid import run_units
 from mnemoflow.planning.plan import ASSUMED_LATENCY_S, Plan
-from mnemoflow.planning.static_qa import Context, Unit, panel_role, plan_probe
+from mnemoflow.planning.static_qa import Context, Unit, group_of, panel_role, plan_probe
 from mnemoflow.prices import FREE_BACKENDS, price_table
 from mnemoflow.protocols import feedback as feedback_protocol
 from mnemoflow.protocols import interactive as interactive_protocol
@@ -158,6 +158,9 @@ def plan_run(
             plan.latency.update(_panel_latency(config, judge.name, each))
 
         async def walk() -> None:
+            for (_, benchmark, system, step, shard), stages in units.items():
+                if stages & {"answer", "judge", PANEL_RULE}:  # units reading the same memory
+                    ctx.replays.expect(group_of(ctx, benchmark, system, step, shard))
             for (repeat, benchmark, system, step, shard), stages in sorted(units.items()):
                 unit = Unit(contexts[repeat], benchmark, system, step, shard)
                 if "ingest" in stages:

@@ -22,15 +22,23 @@ For one (benchmark, system, step, shard):
 
 Large shards are sampled: at most ``sample`` questions (evenly spread over the shard's episodes,
 in order) are rendered, with their episodes' memories, and the counts scaled.
+
+Work that does not depend on the system is done once (:class:`Replays`): each episode's rows of
+the session tables are found by an index, not by filtering the whole tables, and the retrievals
+and rendered prompts of a memory that several systems build alike (``bm25_session`` and the BM25
+stand-in of ``dense_session``) are kept until the last of those systems has read them.
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mnemoflow.agents.longmemeval_reader import episode_turns
@@ -40,7 +48,7 @@ from mnemoflow.data.tables import read_table
 from mnemoflow.eval.imported import IMPORTED
 from mnemoflow.eval.static_qa.judges import judge_request_for, kind_for, repeat_seeds
 from mnemoflow.eval.static_qa.panel import CONFIGURED, PanelJudge, probe_set
-from mnemoflow.llm.context import fits
+from mnemoflow.llm.context import fits, prompt_tokens
 from mnemoflow.llm.gateway import Gateway, strip_reasoning
 from mnemoflow.llm.types import ChatRequest
 from mnemoflow.memory.base import (
@@ -68,6 +76,79 @@ from mnemoflow.protocols.static_qa import PROTOCOL, episode_batch, shard_episode
 #: Questions rendered per (benchmark, system, step, shard) at most; the rest is scaled.
 SAMPLE_QUESTIONS = 100
 
+#: A group of units that build the same memory over the same questions:
+#: (benchmark, the built spec, step, shard).
+Group = tuple[str, str, int, int]
+
+
+class Replays:
+    """The walk's work that does not depend on the system, done once.
+
+    Each episode's rows of the session tables come from an index built once per benchmark (the
+    protocol's functions filter the whole tables per call: quadratic in the benchmark). The
+    retrievals and rendered prompts (with their token counts) of a group of units that build the
+    same memory are kept from the group's first unit to its last (:meth:`expect` counts them,
+    :meth:`done` drops the group), so a second system reading the same memory renders nothing
+    again; a group of one unit keeps nothing.
+    """
+
+    def __init__(self) -> None:
+        #: benchmark -> (episode -> its rows of episode_sessions, session -> its rows of sessions)
+        self._index: dict[str, tuple[dict[Any, np.ndarray], dict[Any, np.ndarray]]] = {}
+        self._readers: Counter[Group] = Counter()
+        self._kept: dict[Group, dict[Any, Any]] = {}
+
+    def expect(self, group: Group) -> None:
+        """One more unit of the walk will read ``group``."""
+        self._readers[group] += 1
+
+    def done(self, group: Group) -> None:
+        """A unit of ``group`` has read it; the last one drops what was kept."""
+        self._readers[group] -= 1
+        if self._readers[group] <= 0:
+            self._readers.pop(group, None)
+            self._kept.pop(group, None)
+
+    def get(self, group: Group, key: Any) -> Any:
+        """What an earlier unit of ``group`` kept under ``key`` (``None``: nothing)."""
+        return self._kept.get(group, {}).get(key)
+
+    def put(self, group: Group, key: Any, value: Any) -> None:
+        """Keep ``value`` under ``key`` while another unit of ``group`` is to read it."""
+        if self._readers[group] > 1:
+            self._kept.setdefault(group, {})[key] = value
+
+    def tables(self, benchmark: str, data: Prepared, episode: str) -> tuple[pd.DataFrame, Any]:
+        """(sessions, episode_sessions) cut to ``episode``'s rows, in table order: what
+        ``episode_batch`` and ``episode_turns`` select from them is what they select from the
+        whole tables (the whole tables for an episode the map does not list)."""
+        if data.episode_sessions is None:
+            return data.sessions, data.episode_sessions
+        if benchmark not in self._index:
+            by_episode = data.episode_sessions.groupby("episode_id", sort=False).indices
+            by_session = data.sessions.groupby("session_id", sort=False).indices
+            self._index[benchmark] = (by_episode, by_session)
+        by_episode, by_session = self._index[benchmark]
+        if episode not in by_episode:
+            return data.sessions, data.episode_sessions
+        mine = data.episode_sessions.iloc[by_episode[episode]]
+        rows = [by_session[s] for s in set(mine.session_id) if s in by_session]
+        positions = np.sort(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
+        return data.sessions.iloc[positions], mine
+
+
+@dataclass
+class _Rendered:
+    """A question's planned requests over one retrieval, and their token counts by backend."""
+
+    requests: list[ChatRequest]
+    counts: list[dict[tuple[str, str], int]]
+
+
+def _signature(items: list[MemoryItem]) -> tuple:
+    """What of the retrieved items a rendered prompt depends on."""
+    return tuple((i.id, i.text, i.score, tuple(i.source_ids), i.time) for i in items)
+
 
 @dataclass
 class Context:
@@ -92,6 +173,8 @@ class Context:
     users: dict[str, Any] = field(default_factory=dict)
     #: benchmark -> its generation chain played offline (planning.environment.Played)
     played: dict[str, Any] = field(default_factory=dict)
+    #: work shared between the units of the walk (the same object in every repeat's context)
+    replays: Replays = field(default_factory=Replays)
 
     def prepared(self, benchmark: str) -> Prepared:
         """The benchmark's unified tables: the prepare rule's files when present, else the loader
@@ -141,6 +224,12 @@ def _stand_in(spec: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return {"type": kind, "top_k": int(top_k)}, False
 
 
+def group_of(ctx: Context, benchmark: str, system: str, step: int, shard: int) -> Group:
+    """The group of units building the same memory as (``benchmark``, ``system``) does."""
+    spec, _ = _stand_in(without_labels(ctx.config["systems"][system]))
+    return (benchmark, json.dumps(spec, sort_keys=True, default=str), int(step), int(shard))
+
+
 def _padded(items: list[MemoryItem], stored: list[Message], spec: dict) -> list[MemoryItem]:
     """A stand-in's hits padded to its ``top_k`` with the newest stored messages it missed (a
     dense store ranks every item, where BM25 returns only those sharing a word)."""
@@ -179,11 +268,21 @@ class Unit:
         self.questions = questions[
             (questions.checkpoint == step) & questions.episode_id.isin(set(self.episodes))
         ]
+        self.shard = shard
+        #: (episode, step) -> the messages its memory receives, read by ingest and answer alike
+        self._batches: dict[tuple[str, int], list[Message]] = {}
         #: blocks of the prompts planned so far, for the expected prefix-cache share
         self._prefix_blocks: set[str] = set()
 
     def line(self, role: str, task: str, **values: Any) -> Line:
         return Line(self.benchmark, self.system, PROTOCOL, role, task, **values)
+
+    def batch(self, episode: str, step: int) -> list[Message]:
+        """The messages ``episode``'s memory receives at ``step`` (found once per unit)."""
+        if (episode, step) not in self._batches:
+            tables = self.ctx.replays.tables(self.benchmark, self.data, episode)
+            self._batches[(episode, step)] = episode_batch(*tables, episode, step)
+        return self._batches[(episode, step)]
 
     # ---- answer and judge -------------------------------------------------------------------
 
@@ -200,27 +299,45 @@ class Unit:
         chosen = [e for e in self.episodes if e in set(sampled.episode_id)]
         scale = len(self.questions) / len(sampled) if len(sampled) else 0.0
         lines: dict[tuple[str, str], Line] = {}
+        replays = ctx.replays
+        group = group_of(ctx, self.benchmark, self.system, self.step, self.shard)
         for episode in chosen:
-            memory = build(build_spec, llm=None, seed=int(ctx.config.get("seed", 0)))
-            added = []
-            for k in range(self.step + 1):
-                batch = episode_batch(self.data.sessions, self.data.episode_sessions, episode, k)
-                await memory.add(batch, {"step": k})
-                added += [m for m in batch if m.content.strip()]
+            questions = sampled[sampled.episode_id == episode].to_dict("records")
+            asked = ("retrieved", episode, tuple(str(q["question_id"]) for q in questions))
+            found = replays.get(group, asked)
+            added: list[Message] = []
+            if found is None or not itself:  # a stand-in pads with what it stored
+                memory = None
+                if found is None:
+                    memory = build(build_spec, llm=None, seed=int(ctx.config.get("seed", 0)))
+                for k in range(self.step + 1):
+                    batch = self.batch(episode, k)
+                    if memory is not None:
+                        await memory.add(batch, {"step": k})
+                    added += [m for m in batch if m.content.strip()]
+                if memory is not None:
+                    found = [await memory.retrieve(q["question"]) for q in questions]
+                    replays.put(group, asked, found)
             # a buffered system's retrieval returns its local window after the store's hits
             window = [] if itself else window_items(self.system_spec, added)
             turns = None
-            if name != "generic":
-                turns = episode_turns(self.data.sessions, self.data.episode_sessions, episode)
-            for question in sampled[sampled.episode_id == episode].to_dict("records"):
-                items = await memory.retrieve(question["question"])
+            for question, hits in zip(questions, found, strict=True):
+                items = hits
                 if not itself:  # a dense store always returns its top_k: pad the lexical hits
                     items = _padded(items, added[: len(added) - len(window)], build_spec) + window
-                requests = planned_requests(name, options, question, items, turns, use_options)
+                shown = ("rendered", str(question["question_id"]), _signature(items))
+                rendered = replays.get(group, shown)
+                if rendered is None:
+                    if turns is None and name != "generic":
+                        tables = replays.tables(self.benchmark, self.data, episode)
+                        turns = episode_turns(*tables, episode)
+                    requests = planned_requests(name, options, question, items, turns, use_options)
+                    rendered = _Rendered(requests, [{} for _ in requests])
+                    replays.put(group, shown, rendered)
                 response = None
-                for request in requests:
+                for request, counts in zip(rendered.requests, rendered.counts, strict=True):
                     key = ctx.key(request) if itself else None
-                    known, text = self._count(lines, request, scale, key, add=answer)
+                    known, text = self._count(lines, request, scale, key, add=answer, counts=counts)
                     if request.task == "answer":
                         response = text if known else None
                 if judge:
@@ -247,6 +364,7 @@ class Unit:
             pattern = pattern_of(self.system_spec)[0]
             for each in query_lines(pattern, texts, self.line, ctx.tokens_out, *backends):
                 lines[(each.role, each.task)] = each
+        replays.done(group)
         out = list(lines.values())
         for line in out:
             if not itself and line.role == "agent":
@@ -272,6 +390,7 @@ class Unit:
         cached: bool = True,
         gateway: Gateway | None = None,
         role: str | None = None,
+        counts: dict[tuple[str, str], int] | None = None,
     ) -> tuple[bool, str | None]:
         """Count one request (scaled); (whether the cache holds its reply, the reply's text).
 
@@ -279,7 +398,9 @@ class Unit:
         ``None``: estimated, a miss); ``cached``: whether to look the key up in the cache (a key
         that only stands for a prompt is not). A key planned before is a hit: the run asks it
         once and finds the reply in the cache from then on, as its ledgers count. ``gateway``
-        and ``role``: a panel judge's gateway and its line's role (:func:`panel_role`).
+        and ``role``: a panel judge's gateway and its line's role (:func:`panel_role`);
+        ``counts``: the request's token counts by backend, counted here when missing (a request
+        another unit renders alike is counted once).
         """
         own = gateway
         gateway = gateway or self.ctx.gateway
@@ -291,7 +412,11 @@ class Unit:
         if add:
             role = role or request.role
             line = lines.setdefault((role, request.task), self.line(role, request.task))
-            needed, window = fits(request, spec)
+            counts = {} if counts is None else counts
+            prompt = ("prompt", spec.backend)
+            if prompt not in counts:
+                counts[prompt] = prompt_tokens(request.messages, spec.backend)
+            needed, window = fits(request, spec, counts[prompt])
             line.calls += scale
             line.rendered += scale if key is not None and cached else 0.0
             line.overflows += scale if window is not None and needed > window else 0.0
@@ -303,7 +428,10 @@ class Unit:
             if hit:
                 line.cache_hits += scale
             else:
-                tokens = sent_tokens(request.messages, spec.backend)
+                sent = ("sent", spec.backend)
+                if sent not in counts:
+                    counts[sent] = sent_tokens(request.messages, spec.backend)
+                tokens = counts[sent]
                 line.tokens_in += scale * tokens
                 line.tokens_out += scale * self.ctx.tokens_out(request.role, request.task, own)
                 cached = cached_tokens(request.messages, tokens, spec.backend, self._prefix_blocks)
@@ -319,13 +447,7 @@ class Unit:
         streams = []
         for episode in self.episodes:
             steps = [
-                [
-                    m
-                    for m in episode_batch(
-                        self.data.sessions, self.data.episode_sessions, episode, k
-                    )
-                    if m.content.strip()
-                ]
+                [m for m in self.batch(episode, k) if m.content.strip()]
                 for k in range(self.step + 1)
             ]
             before = sum(len(each) for each in steps[:-1])

@@ -102,17 +102,19 @@ async def bounded(items: list[T], worker: Callable[[T], Awaitable[Any]], limit: 
 
 def to_messages(turns: pd.DataFrame) -> list[Message]:
     """Unified session rows as memory messages (conversation time = the session's time)."""
+    columns = ("turn_id", "session_id", "role", "content", "speaker", "session_time")
     return [
-        Message(
-            turn_id=row.turn_id,
-            session_id=row.session_id,
-            role=row.role,
-            content=row.content,
-            speaker=row.speaker,
-            time=row.session_time,
-        )
-        for row in turns.itertuples(index=False)
+        Message(turn_id=t, session_id=s, role=r, content=c, speaker=p, time=when)
+        for t, s, r, c, p, when in zip(*(_values(turns[name]) for name in columns), strict=True)
     ]
+
+
+def _values(column: pd.Series) -> list[Any]:
+    """A column's values as iterating it gives them; a text column's converted in one call (an
+    Arrow-backed one is slow to iterate value by value)."""
+    if pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype):
+        return column.to_numpy().tolist()
+    return list(column)
 
 
 def episode_batch(
