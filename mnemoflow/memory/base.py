@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -93,6 +93,16 @@ class WritePattern:
     query_tasks: tuple[str, ...] = ()
     query_prompt_tokens: tuple[float, ...] = ()
     texts_per_query: float = 1.0
+
+    @classmethod
+    def per_task(
+        cls, tasks: Mapping[str, tuple[float, tuple[float, float]]], **rest: Any
+    ) -> WritePattern:
+        """A product's pattern, each writer task with its (calls per batch, (fixed tokens,
+        times the batch)) beside its name, in calling order."""
+        rates = tuple(rate for rate, _ in tasks.values())
+        prompts = tuple(prompt for _, prompt in tasks.values())
+        return cls(writer_tasks=tuple(tasks), calls_per_batch=rates, prompt_tokens=prompts, **rest)
 
     def rate(self, index: int) -> float:
         """Expected calls of ``writer_tasks[index]`` per written batch."""

@@ -155,21 +155,17 @@ def unpublished_cells(
 
 
 def plotted_rows(
-    run: Run,
-    compare: Mapping[str, Any],
-    pairs: list[tuple[str, str]],
-    reasons: Mapping[str, str],
+    summary: pd.DataFrame, compare: Mapping[str, Any], shown: set[tuple[str, str]], reasons: dict
 ) -> pd.DataFrame:
-    """The rows the paper plots that no system of the run stands for on that benchmark, with the
-    reason (``reasons``: the preset's ``compare.unpaired`` and its systems left out of the run)
-    and the figure; ``cells`` is 0: a plotted curve has no published number."""
-    summary = run.summary
+    """The rows the paper plots that no system of the run (``summary``: its table) stands for
+    on that benchmark (``shown``: its (benchmark, paper row) pairs), with the reason
+    (``reasons``: the preset's ``compare.unpaired`` and its systems left out of the run) and the
+    figure; ``cells`` is 0: a plotted curve has no published number."""
     out = []
     for bench, figure in (compare.get("plotted") or {}).items():
         ran = set(summary.loc[summary["benchmark"] == bench, "system"])
-        shown = {theirs for ours, theirs in pairs if ours in ran}
         for label, panel in figure["rows"].items():
-            if label in shown:
+            if (bench, label) in shown:
                 continue
             why = reasons.get(label) or (
                 f"the run has no benchmark {bench!r}" if not ran else "no system of the run"
@@ -197,7 +193,7 @@ def unpublished_section(
     :func:`unpublished_cells`) and ``plotted`` (the paper's rows alone, :func:`plotted_rows`)."""
     return {
         "cells": unpublished_cells(run, compare, pairs, every_step),
-        "plotted": plotted_rows(run, compare, pairs, reasons),
+        "plotted": plotted_rows(run.summary, compare, _shown(run.summary, pairs), reasons),
     }
 
 
@@ -239,3 +235,9 @@ def section_lines(
             "",
         ]
     return lines
+
+
+def _shown(summary: pd.DataFrame, pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """(benchmark, paper row) of every pair whose system of ours ran on that benchmark."""
+    ran = set(zip(summary["benchmark"], summary["system"], strict=True))
+    return {(bench, theirs) for bench, ours in ran for each, theirs in pairs if each == ours}

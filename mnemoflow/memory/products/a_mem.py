@@ -192,17 +192,14 @@ class AMem(ThreadProduct):
     #: the neighbouring notes once there are any (13 of 14 messages); 27 texts embedded for 14
     #: messages (the note, and the neighbours' search). Prompts: A-Mem's own. Measured on the
     #: offline twin's run (docs/plan.md, "Memory products").
-    write_pattern: ClassVar[WritePattern] = WritePattern(
+    write_pattern: ClassVar[WritePattern] = WritePattern.per_task(
+        {ANALYZE: (1.0, (163, 1)), EVOLVE: (13 / 14, (615, 1))},
         batch_param=None,
-        writer_tasks=(ANALYZE, EVOLVE),
-        calls_per_batch=(1.0, 13 / 14),
-        prompt_tokens=((163, 1), (615, 1)),
         unit="fact",
         facts_per_batch=27 / 14,
     )
 
-    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
-        super().__init__(params, llm, seed)
+    def fresh_state(self) -> None:
         self.now = ""  # A-Mem's clock: the latest conversation time, YYYYMMDDHHMM
         #: note id -> {"turn_ids", "speaker", "said", "time"}
         self.notes: dict[str, dict[str, Any]] = {}

@@ -95,6 +95,11 @@ class Product(MemorySystem):
         self.writer_calls = 0
         self.parse_failures = 0
         self.tokens_written = 0
+        self.fresh_state()
+
+    def fresh_state(self) -> None:
+        """Set the adapter's own bookkeeping of an empty memory (ids, clock, pending batch): a
+        product states it here rather than repeating the constructor."""
 
     def _modules(self) -> Any:
         """Import the product (``require_all(self)`` first: every package of ``requires`` at its

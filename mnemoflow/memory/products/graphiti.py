@@ -387,26 +387,20 @@ class GraphitiMemory(FolderProduct):
     #: (5, 4 and 8 of 14 messages); 48 texts embedded for 14 messages (entities, edges). Prompts:
     #: graphiti's own, with the previous episodes. Measured on the offline twin's run
     #: (docs/plan.md, "Memory products").
-    write_pattern: ClassVar[WritePattern] = WritePattern(
+    write_pattern: ClassVar[WritePattern] = WritePattern.per_task(
+        {
+            TASK_PREFIX + "extract_nodes.extract_message": (1.0, (1777, 1)),
+            TASK_PREFIX + "extract_edges.edge": (1.0, (1738, 1)),
+            TASK_PREFIX + "extract_edges.extract_timestamps": (5 / 14, (527, 1)),
+            TASK_PREFIX + "dedupe_edges.resolve_edge": (4 / 14, (774, 1)),
+            TASK_PREFIX + "extract_nodes.extract_summaries_batch": (8 / 14, (700, 1)),
+        },
         batch_param=None,
-        writer_tasks=tuple(
-            TASK_PREFIX + p
-            for p in (
-                "extract_nodes.extract_message",
-                "extract_edges.edge",
-                "extract_edges.extract_timestamps",
-                "dedupe_edges.resolve_edge",
-                "extract_nodes.extract_summaries_batch",
-            )
-        ),
-        calls_per_batch=(1.0, 1.0, 5 / 14, 4 / 14, 8 / 14),
-        prompt_tokens=((1777, 1), (1738, 1), (527, 1), (774, 1), (700, 1)),
         unit="fact",
         facts_per_batch=48 / 14,
     )
 
-    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
-        super().__init__(params, llm, seed)
+    def fresh_state(self) -> None:
         #: episode uuid -> turn id; fact (edge) uuid -> episode uuids it came from
         self.episodes: dict[str, str] = {}
         self.facts: dict[str, list[str]] = {}

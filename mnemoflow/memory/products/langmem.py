@@ -240,15 +240,11 @@ class LangMem(Product):
     #: One manage call per batch of ``update_batch`` messages (langmem's prompt, the batch and
     #: the memories it found); 12 texts embedded in 7 batches (the batch's search, the memories
     #: written). Measured on the offline twin's run (docs/plan.md, "Memory products").
-    write_pattern: ClassVar[WritePattern] = WritePattern(
-        writer_tasks=(MANAGE,),
-        prompt_tokens=((433, 1),),
-        unit="fact",
-        facts_per_batch=12 / 7,
+    write_pattern: ClassVar[WritePattern] = WritePattern.per_task(
+        {MANAGE: (1.0, (433, 1))}, unit="fact", facts_per_batch=12 / 7
     )
 
-    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
-        super().__init__(params, llm, seed)
+    def fresh_state(self) -> None:
         self._store: Any = None
         self._manager: Any = None
         self.counter = 0

@@ -233,16 +233,11 @@ class Mem0Paper(ThreadProduct):
     #: (5 of 7 batches), one embedded text per fact (6 in 7 batches); prompts: mem0's own
     #: instructions and the batch. Measured on the offline twin's run (docs/plan.md, "Memory
     #: products").
-    write_pattern: ClassVar[WritePattern] = WritePattern(
-        writer_tasks=(EXTRACT, UPDATE),
-        calls_per_batch=(1.0, 5 / 7),
-        prompt_tokens=((836, 1), (1094, 0)),
-        unit="fact",
-        facts_per_batch=6 / 7,
+    write_pattern: ClassVar[WritePattern] = WritePattern.per_task(
+        {EXTRACT: (1.0, (836, 1)), UPDATE: (5 / 7, (1094, 0))}, unit="fact", facts_per_batch=6 / 7
     )
 
-    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
-        super().__init__(params, llm, seed)
+    def fresh_state(self) -> None:
         self.batch_fields: list[dict[str, Any]] = []
         self.batch_date = "unknown"
         #: mem0 id -> [our id "m<n>", source turn ids]
@@ -440,10 +435,14 @@ class Mem0Graph(Mem0Paper):
     #: Mem0's writes, and per batch the graph's: its entities, their relations and the stored
     #: relations to delete, one call each; 38 texts embedded in 7 batches (facts and entities).
     #: A search asks for the query's entities and embeds them with the query (2 texts).
-    write_pattern: ClassVar[WritePattern] = WritePattern(
-        writer_tasks=(EXTRACT, UPDATE, ENTITIES, RELATIONS, DELETIONS),
-        calls_per_batch=(1.0, 5 / 7, 1.0, 1.0, 1.0),
-        prompt_tokens=((836, 1), (1094, 0), (70, 1), (214, 1), (450, 1)),
+    write_pattern: ClassVar[WritePattern] = WritePattern.per_task(
+        {
+            EXTRACT: (1.0, (836, 1)),
+            UPDATE: (5 / 7, (1094, 0)),
+            ENTITIES: (1.0, (70, 1)),
+            RELATIONS: (1.0, (214, 1)),
+            DELETIONS: (1.0, (450, 1)),
+        },
         unit="fact",
         facts_per_batch=38 / 7,
         query_tasks=(ENTITIES,),

@@ -296,11 +296,14 @@ class MemoryOS(ThreadProduct):
     #: pair to a mid-term page (continuity, meta info and summary, 6 each) and asks its
     #: keywords (11); 16 texts embedded. Prompts: MemoryOS's own over the moved pages. A search
     #: asks the query's keywords and embeds 3 texts. A larger short-term memory moves fewer.
-    write_pattern: ClassVar[WritePattern] = WritePattern(
+    write_pattern: ClassVar[WritePattern] = WritePattern.per_task(
+        {
+            CONTINUITY: (6 / 14, (109, 0)),
+            META: (6 / 14, (148, 0)),
+            SUMMARY: (6 / 14, (125, 0)),
+            KEYWORDS: (11 / 14, (93, 0)),
+        },
         batch_param=None,
-        writer_tasks=(CONTINUITY, META, SUMMARY, KEYWORDS),
-        calls_per_batch=(6 / 14, 6 / 14, 6 / 14, 11 / 14),
-        prompt_tokens=((109, 0), (148, 0), (125, 0), (93, 0)),
         unit="fact",
         facts_per_batch=16 / 14,
         query_tasks=(KEYWORDS,),
@@ -308,8 +311,7 @@ class MemoryOS(ThreadProduct):
         texts_per_query=3.0,
     )
 
-    def __init__(self, params: dict[str, Any] | None = None, llm: Any = None, seed: int = 0):
-        super().__init__(params, llm, seed)
+    def fresh_state(self) -> None:
         self.now = ""  # MemoryOS's clock: the conversation's time
         self.counter = 0  # MemoryOS's ids
         self.pairs = 0
