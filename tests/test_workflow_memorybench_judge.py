@@ -11,6 +11,7 @@ import json
 import pandas as pd
 import pytest
 
+from mnemoflow.data.memorybench import registered_files
 from tests.memorybench_release import locomo_release
 from tests.shared_data import shared_file
 from tests.workflow import planned_outputs, snakemake, workdir
@@ -49,7 +50,6 @@ def test_memorybench_locomo_scored_by_the_judge_protocol(tmp_path):
 def test_a_judge_scored_task_set_normalizes_with_the_shipped_statistics_by_default(tmp_path):
     configs = shared_file("memorybench") / "configs" / "datasets"  # absent: skip
     work = workdir(tmp_path)
-    (tmp_path / "release").mkdir()  # the startup check finds the release folder
     override = work / "judge.json"
     spec = {
         "loader": "memorybench",
@@ -60,6 +60,10 @@ def test_a_judge_scored_task_set_normalizes_with_the_shipped_statistics_by_defau
         "protocols": ["off_policy"],
         "normalize": {},
     }
+    # the startup check finds every file the set reads in the release folder (a plan reads none)
+    for name in registered_files(spec):
+        (tmp_path / "release" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "release" / name).write_text("{}")
     run = {"benchmarks": ["mb"], "systems": ["bm25_message"]}
     override.write_text(json.dumps({"run": run, "benchmarks": {"mb": spec}}))
     log = snakemake(work, "-n", "-p", configfiles=(work / "config.yaml", override))

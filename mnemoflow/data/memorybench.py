@@ -276,7 +276,7 @@ def release_files(names: list[str]) -> list[str]:
     return required + [f"corpus/{n}.jsonl" for n in names if has_corpus(n)]
 
 
-def _registered_files(spec: dict[str, Any]) -> list[str]:
+def registered_files(spec: dict[str, Any]) -> list[str]:
     """:func:`release_files` of the spec's set, when its registry is in place to say which
     datasets that is (else none: the missing registry is named instead)."""
     configs, chosen = spec.get("configs"), spec.get("set") or spec.get("select")
@@ -294,7 +294,7 @@ def check(spec: dict[str, Any], where: str) -> None:
     sha256, to where the spec names them; otherwise one line names every missing file, where it
     goes and where it comes from."""
     missing = []
-    required = _registered_files(spec)
+    required = registered_files(spec)
     try:
         check_available(
             source_of(spec, INFO.sources["default"]), BENCHMARK, folder=True, required=required
